@@ -1,0 +1,287 @@
+"""The change set: which files changed, from explicit paths, the index, a git ref or a range.
+
+Owns every git call that reads changes. Git is always asked for NUL-separated output (``-z``)
+so any file name works, renames are split into a deletion and an addition (both paths count),
+and deleted files are kept for selection while ``existing_files`` leaves them out of ``{files}``.
+Paths in a ``ChangeSet`` are POSIX paths relative to the project root.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_verifygate.errors import ChangeSetError
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+# Where a change set came from, as written in the report's "changes.source".
+SOURCE_FILES = "files"
+SOURCE_STAGED = "staged"
+SOURCE_REF = "ref"
+SOURCE_RANGE = "pre-commit"
+SOURCE_WORKTREE = "worktree"
+SOURCE_ALL = "all"
+
+
+@dataclass(frozen=True)
+class ChangeSet:
+    """The files a run is about. ``source == "all"`` means no change filtering at all."""
+
+    source: str
+    files: tuple[str, ...] = ()
+    deleted: frozenset[str] = frozenset()
+    ref: str | None = None
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def filtering(self) -> bool:
+        """Whether gates are selected by the changed files (false for ``--all``)."""
+        return self.source != SOURCE_ALL
+
+    @property
+    def existing_files(self) -> tuple[str, ...]:
+        """Changed files that still exist: what ``{files}`` may expand to."""
+        return tuple(path for path in self.files if path not in self.deleted)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe form, also used to hand the change set to pytest-xdist workers."""
+        return {
+            "source": self.source,
+            "ref": self.ref,
+            "files": list(self.files),
+            "deleted": sorted(self.deleted),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ChangeSet:
+        return cls(
+            source=str(data["source"]),
+            ref=data.get("ref"),
+            files=tuple(data.get("files", ())),
+            deleted=frozenset(data.get("deleted", ())),
+        )
+
+
+@dataclass(frozen=True)
+class ChangeRequest:
+    """What the user asked for; ``compute_changes`` applies SPEC 3's order of precedence."""
+
+    files: Sequence[str] | None = None
+    staged: bool = False
+    changed_from: str | None = None
+    worktree: bool = False
+    all: bool = False
+
+
+def compute_changes(
+    root: Path,
+    request: ChangeRequest | None = None,
+    *,
+    settings_changed_from: str = "",
+    environ: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> ChangeSet:
+    """The change set for a project rooted at ``root`` (SPEC 3, first source that applies)."""
+    request = request or ChangeRequest()
+    env = os.environ if environ is None else environ
+    if request.files is not None:
+        return _explicit(root, request.files, cwd or Path.cwd())
+    if request.all:
+        return ChangeSet(SOURCE_ALL)
+    if request.staged:
+        return _staged(root, warn_partial=env.get("PRE_COMMIT") != "1")
+    if request.changed_from:
+        return _since_ref(root, request.changed_from)
+    if request.worktree:
+        return _since_ref(root, "HEAD", source=SOURCE_WORKTREE)
+    from_ref, to_ref = env.get("PRE_COMMIT_FROM_REF"), env.get("PRE_COMMIT_TO_REF")
+    if from_ref and to_ref:
+        return _range(root, from_ref, to_ref)
+    if env.get("PRE_COMMIT") == "1":
+        return _staged(root, warn_partial=False)
+    ref = settings_changed_from or env.get("VERIFYGATE_CHANGED_FROM", "")
+    if ref:
+        return _since_ref(root, ref)
+    return ChangeSet(SOURCE_ALL)
+
+
+def all_files(root: Path) -> tuple[str, ...]:
+    """Every tracked file under ``root`` (all files when it is not in a git repository)."""
+    try:
+        out = _git(root, "ls-files", "-z", "--cached", "--", ".")
+    except ChangeSetError:
+        return tuple(sorted(_walk(root)))
+    return tuple(sorted(os.fsdecode(p) for p in out.split(b"\0") if p))
+
+
+def _walk(root: Path) -> Iterable[str]:
+    for directory, subdirs, names in os.walk(root):
+        subdirs[:] = [d for d in subdirs if not d.startswith(".")]
+        for name in names:
+            yield Path(os.path.relpath(os.path.join(directory, name), root)).as_posix()
+
+
+# --------------------------------------------------------------------------------------------
+# sources
+
+
+def _explicit(root: Path, paths: Sequence[str], cwd: Path) -> ChangeSet:
+    files: list[str] = []
+    deleted: set[str] = set()
+    real_root = os.path.realpath(root)
+    for path in paths:
+        if not path:
+            continue
+        absolute = os.path.normpath(os.path.join(cwd, path))
+        relative = os.path.relpath(absolute, real_root)
+        if relative.startswith(".."):
+            # The user may name a file through a symlinked directory; compare real paths too.
+            relative = os.path.relpath(absolute, root)
+            if relative.startswith(".."):
+                continue  # outside the project root: ignored for selection (SPEC 2.1)
+        posix = Path(relative).as_posix()
+        files.append(posix)
+        if not os.path.lexists(absolute):
+            deleted.add(posix)
+    return ChangeSet(SOURCE_FILES, files=_unique(files), deleted=frozenset(deleted))
+
+
+def _staged(root: Path, *, warn_partial: bool) -> ChangeSet:
+    base = "HEAD" if _has_head(root) else EMPTY_TREE
+    out = _git(root, "diff", "--cached", "--name-status", "-z", "--no-renames", base, "--")
+    files, deleted = _parse_name_status(out)
+    warnings: tuple[str, ...] = ()
+    if warn_partial and files:
+        unstaged = _git(root, "diff", "--name-only", "-z", "--no-renames", "--")
+        partial = sorted(set(files) & {os.fsdecode(p) for p in unstaged.split(b"\0") if p})
+        if partial:
+            shown = ", ".join(partial[:5]) + (" ..." if len(partial) > 5 else "")
+            warnings = (
+                f"warning: {len(partial)} staged file(s) also have unstaged changes ({shown}); "
+                "gates see the working tree, not the index. Stage or stash them to check "
+                "exactly what will be committed.",
+            )
+    return _relative_to_root(root, files, deleted, SOURCE_STAGED, None, warnings)
+
+
+def _since_ref(root: Path, ref: str, *, source: str = SOURCE_REF) -> ChangeSet:
+    _verify_ref(root, ref)
+    base = _merge_base(root, ref) if ref != "HEAD" else "HEAD"
+    out = _git(root, "diff", "--name-status", "-z", "--no-renames", base, "--")
+    files, deleted = _parse_name_status(out)
+    untracked = _git(root, "ls-files", "-z", "--others", "--exclude-standard", "--full-name")
+    files += [os.fsdecode(p) for p in untracked.split(b"\0") if p]
+    return _relative_to_root(root, files, deleted, source, ref, ())
+
+
+def _range(root: Path, from_ref: str, to_ref: str) -> ChangeSet:
+    _verify_ref(root, from_ref)
+    _verify_ref(root, to_ref)
+    out = _git(
+        root, "diff", "--name-status", "-z", "--no-renames", f"{from_ref}...{to_ref}", "--"
+    )
+    files, deleted = _parse_name_status(out)
+    return _relative_to_root(root, files, deleted, SOURCE_RANGE, f"{from_ref}...{to_ref}", ())
+
+
+# --------------------------------------------------------------------------------------------
+# git helpers
+
+
+def _git(root: Path, *args: str) -> bytes:
+    try:
+        completed = subprocess.run(
+            ["git", *args],
+            cwd=root,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise ChangeSetError("git is not installed or not on PATH") from None
+    if completed.returncode != 0:
+        message = completed.stderr.decode("utf-8", "replace").strip().splitlines()
+        first = message[0] if message else f"exit status {completed.returncode}"
+        if "not a git repository" in first:
+            raise ChangeSetError(
+                f"{root} is not in a git repository: use --files or --all to choose gates"
+            )
+        raise ChangeSetError(f"git {args[0]} failed: {first}")
+    return completed.stdout
+
+
+def _has_head(root: Path) -> bool:
+    try:
+        _git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    except ChangeSetError as exc:
+        if "not in a git repository" in str(exc):
+            raise
+        return False
+    return True
+
+
+def _verify_ref(root: Path, ref: str) -> None:
+    if ref.startswith("-"):
+        raise ChangeSetError(f"invalid git ref {ref!r}: a ref cannot start with '-'")
+    try:
+        _git(root, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+    except ChangeSetError as exc:
+        if "not in a git repository" in str(exc):
+            raise
+        hint = " (fetch it first, e.g. git fetch origin)" if "/" in ref else ""
+        raise ChangeSetError(f"unknown git ref {ref!r}: no such commit{hint}") from None
+
+
+def _merge_base(root: Path, ref: str) -> str:
+    try:
+        return _git(root, "merge-base", ref, "HEAD").decode().strip()
+    except ChangeSetError:
+        shallow = _git(root, "rev-parse", "--is-shallow-repository").strip() == b"true"
+        if shallow:
+            raise ChangeSetError(
+                f"no merge-base between {ref!r} and HEAD in this shallow clone: fetch more "
+                "history (git fetch --deepen=200, git fetch --unshallow, or fetch-depth: 0 "
+                "in CI)"
+            ) from None
+        raise ChangeSetError(f"{ref!r} and HEAD share no history (no merge-base)") from None
+
+
+def _parse_name_status(out: bytes) -> tuple[list[str], set[str]]:
+    """Parse ``git diff --name-status -z --no-renames``: status and path alternate."""
+    fields = out.split(b"\0")
+    files: list[str] = []
+    deleted: set[str] = set()
+    for status, raw_path in zip(fields[0::2], fields[1::2]):
+        if not status:
+            continue
+        path = os.fsdecode(raw_path)
+        files.append(path)
+        if status.startswith(b"D"):
+            deleted.add(path)
+    return files, deleted
+
+
+def _relative_to_root(
+    root: Path,
+    files: list[str],
+    deleted: set[str],
+    source: str,
+    ref: str | None,
+    warnings: tuple[str, ...],
+) -> ChangeSet:
+    """Turn repository-relative paths into project-relative ones, dropping outsiders."""
+    prefix = _git(root, "rev-parse", "--show-prefix").decode("utf-8", "surrogateescape").strip()
+    if prefix:
+        files = [f[len(prefix):] for f in files if f.startswith(prefix)]
+        deleted = {d[len(prefix):] for d in deleted if d.startswith(prefix)}
+    return ChangeSet(source, files=_unique(files), deleted=frozenset(deleted), ref=ref,
+                     warnings=warnings)
+
+
+def _unique(files: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted(set(files)))

@@ -1,0 +1,295 @@
+"""The ``verifygate`` command: ``run``, ``list`` and ``agent-hook`` over the one engine.
+
+Owns argument parsing, exit statuses (0 passed/pending/unverified, 1 a gate failed, 2 contract
+or usage error, 130 interrupted), signal handling and choosing the output format. It never
+imports pytest: this is what pre-commit and coding agents call, so start-up time matters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from pytest_verifygate import __version__
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # one line, exit 2, like every usage error here
+        self.exit(EXIT_USAGE, f"verifygate: error: {message} (see verifygate --help)\n")
+
+
+def _add_selection_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--contract", metavar="PATH",
+                        help="the contract file (default: found from the current directory up)")
+    parser.add_argument("--role", metavar="R", help="select the gates for this role")
+    parser.add_argument("--phase", metavar="N", type=_positive_int,
+                        help="select the gates for this phase")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--staged", action="store_true",
+                        help="the change set is the index against HEAD")
+    source.add_argument("--changed-from", metavar="REF",
+                        help="the change set is everything since merge-base(REF, HEAD)")
+    source.add_argument("--files", metavar="F", nargs="+", help="the change set is these files")
+    source.add_argument("--files-from", metavar="PATH",
+                        help="read the change set from a file (newline- or NUL-separated; - "
+                        "for stdin)")
+    source.add_argument("--all", action="store_true",
+                        help="no change filtering: every gate applies")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 1 or more")
+    return value
+
+
+def _jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 (one per CPU) or more")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="verifygate", description="Run the verify contract's gates.")
+    parser.add_argument("--version", action="version", version=f"verifygate {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands.required = True
+
+    run = commands.add_parser("run", help="run the selected gates")
+    _add_selection_flags(run)
+    run.add_argument("--jobs", type=_jobs, metavar="N",
+                     help="gates run at once (0 = one per CPU; default from the contract)")
+    run.add_argument("--json", metavar="PATH", help="write the JSON report here")
+    run.add_argument("--format", choices=("text", "json", "agent"), default="text",
+                     help="what to print: text (default), the JSON report, or the agent digest")
+    run.set_defaults(handler=cmd_run)
+
+    listing = commands.add_parser("list", help="show every gate, selected or not, and why")
+    _add_selection_flags(listing)
+    listing.add_argument("--format", choices=("text", "json"), default="text")
+    listing.set_defaults(handler=cmd_list)
+
+    hook = commands.add_parser("agent-hook",
+                               help="coding-agent Stop hook: block while gates fail")
+    hook.add_argument("--max-rounds", type=_positive_int, default=3, metavar="N",
+                      help="failing rounds per session before it stops blocking (default 3)")
+    hook.add_argument("--contract", metavar="PATH")
+    hook.add_argument("--role", metavar="R")
+    hook.add_argument("--changed-from", metavar="REF",
+                      help="judge the changes since REF instead of the working tree vs HEAD")
+    hook.set_defaults(handler=cmd_agent_hook)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from pytest_verifygate.errors import VerifyGateError
+
+    try:
+        code: int = args.handler(args)
+    except VerifyGateError as exc:
+        print(f"verifygate: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("verifygate: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return code
+
+
+# --------------------------------------------------------------------------------------------
+# shared steps
+
+
+def _read_files_from(source: str) -> list[str]:
+    from pytest_verifygate.errors import UsageError
+
+    try:
+        raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    except OSError as exc:
+        raise UsageError(f"--files-from {source}: {exc.strerror or exc}") from None
+    separator = b"\0" if b"\0" in raw else b"\n"
+    return [os.fsdecode(item.rstrip(b"\r") if separator == b"\n" else item)
+            for item in raw.split(separator) if item.strip()]
+
+
+def _prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
+    """Load the contract, compute the change set and select the gates."""
+    from pytest_verifygate.changes import ChangeRequest, compute_changes
+    from pytest_verifygate.contract import load_contract
+    from pytest_verifygate.selection import select_gates
+
+    contract = load_contract(args.contract)
+    files = args.files
+    if args.files_from is not None:
+        files = _read_files_from(args.files_from)
+    request = ChangeRequest(files=files, staged=args.staged,
+                            changed_from=args.changed_from, all=args.all)
+    changes = compute_changes(contract.root, request,
+                              settings_changed_from=contract.settings.changed_from)
+    selections = select_gates(contract, changes, role=args.role, phase=args.phase)
+    return contract, changes, selections
+
+
+def plugin_hook() -> Any:
+    """A pluggy hook relay with our hookspecs and plugins from the ``verifygate`` group."""
+    import pluggy
+
+    from pytest_verifygate import hookspecs
+
+    manager = pluggy.PluginManager("pytest")
+    manager.add_hookspecs(hookspecs)
+    manager.load_setuptools_entrypoints("verifygate")
+    return manager.hook
+
+
+def _describe_changes(changes: Any) -> str:
+    if not changes.filtering:
+        return "all (no change filtering)"
+    detail = f"{changes.source}"
+    if changes.ref:
+        detail += f" {changes.ref}"
+    return f"{detail}, {len(changes.files)} file(s)"
+
+
+class _Interruptible:
+    """SIGTERM behaves like Ctrl-C; a second signal while shutting down is ignored."""
+
+    def __enter__(self) -> _Interruptible:
+        self.previous = {
+            signum: signal.signal(signum, self._handle) for signum in (signal.SIGINT,
+                                                                       signal.SIGTERM)
+        }
+        self.fired = False
+        return self
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.fired:
+            return
+        self.fired = True
+        raise KeyboardInterrupt
+
+    def __exit__(self, *exc_info: object) -> None:
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+
+
+# --------------------------------------------------------------------------------------------
+# commands
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from pytest_verifygate.api import to_report
+    from pytest_verifygate.console import Progress, summary_table
+    from pytest_verifygate.digest import to_digest
+    from pytest_verifygate.engine import VERDICT_FAILED, run_gates
+    from pytest_verifygate.report import dumps, write_report
+
+    with _Interruptible():
+        contract, changes, selections = _prepare(args)
+        for warning in (*contract.warnings, *changes.warnings):
+            print(f"verifygate: {warning}", file=sys.stderr)
+        selected = [s for s in selections if s.selected]
+        text = args.format == "text"
+        stream = sys.stdout if text else sys.stderr
+        live = stream.isatty()
+        if text:
+            print(f"verifygate: {_relative(contract.path)}: {len(selected)} of "
+                  f"{len(selections)} gate(s) selected (changes: {_describe_changes(changes)})")
+        progress = Progress(stream, [s.gate.name for s in selected], live=live)
+        quiet = not text and not live
+        hook = plugin_hook()
+        run = run_gates(
+            contract, selections, changes, jobs=args.jobs, hook=hook,
+            on_started=None if quiet else progress.started,
+            on_finished=None if quiet else progress.finished,
+        )
+        progress.close()
+        report = to_report(run)
+        hook.pytest_verifygate_modifyreport(report=report)
+        if args.json:
+            write_report(args.json, report)
+    verdict = report["verdict"]
+    if args.format == "json":
+        sys.stdout.write(dumps(report))
+    elif args.format == "agent":
+        sys.stdout.write(to_digest(report, root=str(contract.repo_root)))
+    else:
+        if verdict == VERDICT_FAILED and any(g["outcome"] == "failed" for g in report["gates"]):
+            print()
+            print(to_digest(report, root=str(contract.repo_root)).rstrip())
+        if run.results:
+            print()
+            print(summary_table(run.results))
+        counts = report["summary"]
+        where = f"; report: {args.json}" if args.json else ""
+        print(f"verdict: {verdict} ({counts['passed']} passed, {counts['failed']} failed, "
+              f"{counts['skipped']} skipped, {counts['pending']} pending){where}")
+    sys.stdout.flush()
+    if run.interrupted:
+        print("verifygate: interrupted; unfinished gates are marked interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED if verdict == VERDICT_FAILED else EXIT_OK
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    contract, changes, selections = _prepare(args)
+    for warning in (*contract.warnings, *changes.warnings):
+        print(f"verifygate: {warning}", file=sys.stderr)
+    if args.format == "json":
+        payload = {
+            "contract": _relative(contract.path),
+            "changes": {"source": changes.source, "ref": changes.ref,
+                        "count": len(changes.files)},
+            "gates": [
+                {"name": s.gate.name, "selected": s.selected, "reason": s.reason}
+                for s in selections
+            ],
+        }
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        return EXIT_OK
+    width = max((len(s.gate.name) for s in selections), default=4)
+    selected = sum(1 for s in selections if s.selected)
+    print(f"verifygate: {_relative(contract.path)}: {selected} of {len(selections)} gate(s) "
+          f"selected (changes: {_describe_changes(changes)})")
+    for s in selections:
+        mark = "run " if s.selected else "skip"
+        print(f"  {mark}  {s.gate.name:<{width}}  {s.reason}")
+    return EXIT_OK
+
+
+def cmd_agent_hook(args: argparse.Namespace) -> int:
+    from pytest_verifygate.agent_hook import run_agent_hook
+
+    return run_agent_hook(args)
+
+
+def _relative(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # pragma: no cover
+        return str(path)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

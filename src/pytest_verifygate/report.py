@@ -1,0 +1,130 @@
+"""The JSON report (SPEC 6.3): building it, and writing it atomically.
+
+Owns the report's shape (``report.schema.json`` ships beside this module) and the atomic write:
+a reader sees the old file or the complete new one, never half of either.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_verifygate.changes import ChangeSet
+from pytest_verifygate.contract import Contract
+from pytest_verifygate.runner import GateResult
+from pytest_verifygate.selection import Selection
+
+REPORT_VERSION = 1
+SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
+
+
+def gate_entry(result: GateResult, contract: Contract | None = None) -> dict[str, Any]:
+    """One gate's report entry."""
+    entry: dict[str, Any] = {
+        "name": result.name,
+        "outcome": result.outcome,
+        "code": result.code if result.outcome == "failed" else None,
+        "command": list(result.command),
+        "cwd": result.cwd,
+        "exit_code": result.exit_code,
+        "signal": result.signal,
+        "duration_s": round(result.duration_s, 3),
+        "attempts": result.attempts,
+        "output_tail": result.output_tail,
+        "output_truncated": result.output_truncated,
+        "output_bytes": result.output_bytes,
+        "log_path": result.log_path,
+        "flaky": result.flaky,
+    }
+    if result.reason is not None:
+        entry["reason"] = result.reason
+    if contract is not None:
+        try:
+            gate = contract.gate(result.name)
+        except KeyError:
+            pass
+        else:
+            entry["kind"] = gate.kind
+            entry["category"] = gate.category
+            entry["roles"] = list(gate.roles) if gate.roles is not None else None
+    return entry
+
+
+def build_report(
+    *,
+    contract: Contract,
+    changes: ChangeSet,
+    selections: Sequence[Selection],
+    results: Sequence[GateResult],
+    verdict: str,
+    interrupted: bool = False,
+) -> dict[str, Any]:
+    """The report dict; ``results`` hold the selected gates (any order, sorted here)."""
+    order = {gate.name: index for index, gate in enumerate(contract.gates)}
+    ordered = sorted(results, key=lambda result: order.get(result.name, len(order)))
+    summary = {"passed": 0, "failed": 0, "skipped": 0, "pending": 0}
+    for result in ordered:
+        summary[result.outcome] = summary.get(result.outcome, 0) + 1
+    return {
+        "version": REPORT_VERSION,
+        "verdict": verdict,
+        "contract": _relative(contract.path, contract.repo_root),
+        "interrupted": interrupted,
+        "changes": {
+            "source": changes.source,
+            "ref": changes.ref,
+            "files": list(changes.files),
+        },
+        "summary": summary,
+        "gates": [gate_entry(result, contract) for result in ordered],
+        "not_selected": [
+            {"name": s.gate.name, "reason": s.reason} for s in selections if not s.selected
+        ],
+        "warnings": [*contract.warnings, *changes.warnings],
+    }
+
+
+def _relative(path: Path, start: Path) -> str:
+    try:
+        return path.relative_to(start).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def dumps(report: dict[str, Any]) -> str:
+    """The report as JSON text (file names that are not valid UTF-8 stay escaped)."""
+    return json.dumps(report, indent=2, ensure_ascii=True) + "\n"
+
+
+def write_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` through a temp file and ``os.replace``."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, target)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+
+
+def write_report(path: str | os.PathLike[str], report: dict[str, Any]) -> None:
+    """Write the report atomically."""
+    write_atomic(path, dumps(report))
+
+
+def load_schema() -> dict[str, Any]:
+    """The JSON Schema of the report."""
+    schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return schema

@@ -1,0 +1,61 @@
+"""Where pytest-verifygate keeps files of its own: under the git directory, never the work tree.
+
+Owns the state directory (``<git dir>/verifygate``; a per-user temp directory outside git),
+the per-run log directories and their pruning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+KEEP_LOG_RUNS = 10
+
+
+def git_dir(repo_root: Path) -> Path | None:
+    """The repository's git directory; follows the ``gitdir:`` file of worktrees/submodules."""
+    dot_git = repo_root / ".git"
+    if dot_git.is_dir():
+        return dot_git
+    if dot_git.is_file():
+        try:
+            first = dot_git.read_text(encoding="utf-8", errors="replace").splitlines()[0]
+        except (OSError, IndexError):
+            return None
+        if first.startswith("gitdir:"):
+            target = Path(first.partition(":")[2].strip())
+            return target if target.is_absolute() else (repo_root / target).resolve()
+    return None
+
+
+def state_dir(repo_root: Path) -> Path:
+    """``<git dir>/verifygate``, or a per-user, per-project temp directory without git."""
+    found = git_dir(repo_root)
+    if found is not None:
+        return found / "verifygate"
+    digest = hashlib.sha256(str(repo_root.resolve()).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"verifygate-{os.getuid()}" / digest
+
+
+def new_log_dir(repo_root: Path) -> Path:
+    """A fresh directory for one run's gate logs; older runs beyond the last few are removed."""
+    logs = state_dir(repo_root) / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    run_dir = logs / f"{stamp}-{os.getpid()}-{time.monotonic_ns() % 1_000_000:06d}"
+    run_dir.mkdir()
+    _prune(logs)
+    return run_dir
+
+
+def _prune(logs: Path) -> None:
+    try:
+        runs = sorted(p for p in logs.iterdir() if p.is_dir())
+    except OSError:
+        return
+    for old in runs[:-KEEP_LOG_RUNS]:
+        shutil.rmtree(old, ignore_errors=True)
