@@ -329,7 +329,8 @@ class _TableLoader:
         return value
 
     def string_list(
-        self, value: object, *, gate: str | None, key: str, allow_empty: bool = False
+        self, value: object, *, gate: str | None, key: str, allow_empty: bool = False,
+        empty_hint: str | None = None,
     ) -> tuple[str, ...]:
         if not isinstance(value, list):
             raise self.error(
@@ -337,10 +338,7 @@ class _TableLoader:
                 hint=f'write {key} = ["..."]',
             )
         if not value and not allow_empty:
-            raise self.error(
-                "must not be an empty list", gate=gate, key=key,
-                hint="remove the key to mean 'always' / 'every'",
-            )
+            raise self.error("must not be an empty list", gate=gate, key=key, hint=empty_hint)
         items = []
         for item in value:
             if not isinstance(item, str):
@@ -517,7 +515,7 @@ def _load_gate(
     if "command" not in raw:
         if kind != "manual":
             raise loader.error("is required", gate=name, key="command",
-                               hint='add command = "..." (or kind = "manual")')
+                               hint='add command = "...", or kind = "manual" for a sign-off gate')
         command = ""
     else:
         value = raw["command"]
@@ -553,10 +551,10 @@ def _load_gate(
     def optional(key: str, convert: Callable[[object], Any]) -> Any:
         return convert(raw[key]) if key in raw else None
 
-    roles = optional("roles", lambda v: loader.string_list(v, gate=name, key="roles"))
-    when_changed = optional(
-        "when_changed", lambda v: loader.string_list(v, gate=name, key="when_changed")
-    )
+    roles = optional("roles", lambda v: loader.string_list(
+        v, gate=name, key="roles", empty_hint="remove the key to mean every role"))
+    when_changed = optional("when_changed", lambda v: loader.string_list(
+        v, gate=name, key="when_changed", empty_hint="remove the key to run the gate always"))
     when_changed_all = optional(
         "when_changed_all",
         lambda v: loader.string_list(v, gate=name, key="when_changed_all", allow_empty=True),

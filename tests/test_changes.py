@@ -1,0 +1,183 @@
+"""Change sets from real git repositories: staged, since a ref, ranges, odd names, errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import commit_all, git, write
+
+from pytest_verifygate.changes import ChangeRequest, ChangeSet, all_files, compute_changes
+from pytest_verifygate.errors import ChangeSetError
+
+ODD_NAMES = ["with space.py", "quote'\".py", "uni-ß-✓.py", "$(touch pwned).py", "-rf",
+             "new\nline.py", "semi;colon.py"]
+
+
+def test_staged_includes_deletions_and_both_sides_of_a_rename(repo: Path) -> None:
+    write(repo / "keep.py", "a\n")
+    write(repo / "gone.py", "b\n")
+    write(repo / "old.py", "c = 1\n" * 20)
+    commit_all(repo)
+    git(repo, "rm", "-q", "gone.py")
+    git(repo, "mv", "old.py", "new.py")
+    write(repo / "keep.py", "changed\n")
+    write(repo / "unstaged.py", "x\n")
+    changes = compute_changes(repo, ChangeRequest(staged=True))
+    assert changes.source == "staged"
+    assert changes.files == ("gone.py", "new.py", "old.py")
+    assert changes.deleted == {"gone.py", "old.py"}
+    assert changes.existing_files == ("new.py",)
+
+
+def test_staged_in_a_repository_without_commits(repo: Path) -> None:
+    write(repo / "first.py", "x\n")
+    git(repo, "add", "first.py")
+    assert compute_changes(repo, ChangeRequest(staged=True)).files == ("first.py",)
+
+
+def test_partially_staged_files_warn_outside_pre_commit(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(repo / "a.py", "1\n")
+    commit_all(repo)
+    write(repo / "a.py", "2\n")
+    git(repo, "add", "a.py")
+    write(repo / "a.py", "3\n")
+    changes = compute_changes(repo, ChangeRequest(staged=True))
+    assert len(changes.warnings) == 1 and "a.py" in changes.warnings[0]
+    assert "working tree, not the index" in changes.warnings[0]
+    monkeypatch.setenv("PRE_COMMIT", "1")
+    assert compute_changes(repo, ChangeRequest(staged=True)).warnings == ()
+
+
+def test_changed_from_uses_the_merge_base_and_untracked_files(repo: Path) -> None:
+    write(repo / "base.py", "0\n")
+    commit_all(repo, "base")
+    git(repo, "branch", "feature")
+    write(repo / "main-only.py", "m\n")
+    commit_all(repo, "main moves on")
+    git(repo, "checkout", "-q", "feature")
+    write(repo / "feature.py", "f\n")
+    commit_all(repo, "feature work")
+    write(repo / "base.py", "edited, not staged\n")
+    write(repo / "untracked.py", "u\n")
+    write(repo / ".gitignore", "ignored.py\n")
+    write(repo / "ignored.py", "i\n")
+    changes = compute_changes(repo, ChangeRequest(changed_from="main"))
+    # main-only.py is on main after the merge-base: not part of this branch's change.
+    assert changes.files == (".gitignore", "base.py", "feature.py", "untracked.py")
+    assert (changes.source, changes.ref) == ("ref", "main")
+
+
+def test_pre_commit_range_from_the_environment(repo: Path) -> None:
+    write(repo / "a.py", "1\n")
+    commit_all(repo)
+    start = git(repo, "rev-parse", "HEAD").strip()
+    write(repo / "b.py", "2\n")
+    commit_all(repo)
+    git(repo, "rm", "-q", "a.py")
+    commit_all(repo)
+    end = git(repo, "rev-parse", "HEAD").strip()
+    env = {"PRE_COMMIT_FROM_REF": start, "PRE_COMMIT_TO_REF": end}
+    changes = compute_changes(repo, environ=env)
+    assert changes.source == "pre-commit"
+    assert changes.files == ("a.py", "b.py") and changes.deleted == {"a.py"}
+    # Under pre-commit without a range: the staged change.
+    write(repo / "c.py", "3\n")
+    git(repo, "add", "c.py")
+    assert compute_changes(repo, environ={"PRE_COMMIT": "1"}).files == ("c.py",)
+
+
+def test_settings_and_environment_refs(repo: Path) -> None:
+    write(repo / "a.py", "1\n")
+    commit_all(repo)
+    write(repo / "b.py", "2\n")
+    from_settings = compute_changes(repo, settings_changed_from="HEAD", environ={})
+    assert from_settings.source == "ref" and from_settings.files == ("b.py",)
+    from_env = compute_changes(repo, environ={"VERIFYGATE_CHANGED_FROM": "HEAD"})
+    assert from_env.files == ("b.py",)
+    nothing = compute_changes(repo, environ={})
+    assert nothing.source == "all" and not nothing.filtering
+
+
+def test_odd_file_names_survive(repo: Path) -> None:
+    write(repo / "seed", "s\n")
+    commit_all(repo)
+    for name in ODD_NAMES:
+        write(repo / name, "x\n")
+    git(repo, "add", "-A")
+    changes = compute_changes(repo, ChangeRequest(staged=True))
+    assert set(changes.files) == set(ODD_NAMES)
+    assert not (repo / "pwned").exists()
+
+
+def test_non_utf8_file_names(repo: Path) -> None:
+    raw = b"caf\xe9.py"
+    (repo / os.fsdecode(raw)).write_text("x\n")
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    changes = compute_changes(repo, ChangeRequest(staged=True))
+    assert [os.fsencode(name) for name in changes.files] == [raw]
+
+
+def test_explicit_files_relative_to_cwd_and_root(repo: Path) -> None:
+    project = repo / "proj"
+    write(project / "src" / "a.py", "x\n")
+    changes = compute_changes(
+        project,
+        ChangeRequest(files=["proj/src/a.py", "./proj/missing.py", "outside.py",
+                             str(project / "src" / "a.py")]),
+        cwd=repo,
+    )
+    assert changes.files == ("missing.py", "src/a.py")
+    assert changes.deleted == {"missing.py"}
+
+
+def test_paths_are_relative_to_a_project_in_a_subdirectory(repo: Path) -> None:
+    write(repo / "proj" / "verify.toml", "")
+    write(repo / "other.py", "")
+    commit_all(repo)
+    write(repo / "proj" / "src" / "a.py", "x\n")
+    write(repo / "elsewhere.py", "y\n")
+    git(repo, "add", "-A")
+    changes = compute_changes(repo / "proj", ChangeRequest(staged=True))
+    assert changes.files == ("src/a.py",)
+    assert all_files(repo / "proj") == ("src/a.py", "verify.toml")  # the index counts
+
+
+def test_unknown_ref_and_no_repository(repo: Path, tmp_path: Path) -> None:
+    write(repo / "a.py", "1\n")
+    commit_all(repo)
+    with pytest.raises(ChangeSetError, match=r"unknown git ref 'origin/nope'.*git fetch"):
+        compute_changes(repo, ChangeRequest(changed_from="origin/nope"))
+    with pytest.raises(ChangeSetError, match="cannot start with '-'"):
+        compute_changes(repo, ChangeRequest(changed_from="--output=x"))
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with pytest.raises(ChangeSetError, match="not in a git repository"):
+        compute_changes(plain, ChangeRequest(staged=True))
+
+
+def test_shallow_clone_without_merge_base_says_how_to_fix(repo: Path, tmp_path: Path) -> None:
+    write(repo / "a.py", "1\n")
+    commit_all(repo, "one")
+    git(repo, "branch", "base")
+    for index in range(3):
+        write(repo / f"f{index}.py", f"{index}\n")
+        commit_all(repo, f"c{index}")
+    git(repo, "checkout", "-q", "-b", "side", "base")
+    write(repo / "side.py", "s\n")
+    commit_all(repo, "side")
+    clone = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", "--no-single-branch",
+                    f"file://{repo}", str(clone)], check=True)
+    git(clone, "checkout", "-q", "main")
+    with pytest.raises(ChangeSetError, match=r"shallow clone: fetch more history"):
+        compute_changes(clone, ChangeRequest(changed_from="origin/side"))
+
+
+def test_change_set_round_trips_through_a_dict() -> None:
+    changes = ChangeSet("staged", files=("a", "b"), deleted=frozenset({"b"}), ref=None)
+    assert ChangeSet.from_dict(changes.to_dict()) == changes

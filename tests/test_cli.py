@@ -1,0 +1,164 @@
+"""The verifygate command end to end: exit statuses, formats, the report, signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+from conftest import commit_all, write
+
+from pytest_verifygate.report import load_schema
+
+CONTRACT = f"""
+[[gate]]
+name = "ok"
+command = ["{sys.executable}", "-c", "print('fine')"]
+when_changed = ["**/*.py"]
+
+[[gate]]
+name = "bad"
+command = ["{sys.executable}", "-c", "import sys; print('broken'); sys.exit(1)"]
+when_changed = ["src/**"]
+
+[[gate]]
+name = "docs"
+command = "true"
+when_changed = ["docs/**"]
+"""
+
+
+def verifygate(*args: str, cwd: Path, stdin: str | None = None,
+               env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_verifygate.cli", *args],
+        cwd=cwd, capture_output=True, text=True, input=stdin,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_run_exit_status_and_schema_valid_report(repo: Path) -> None:
+    write(repo / "verify.toml", CONTRACT)
+    write(repo / "src" / "a.py", "x = 1\n")
+    done = verifygate("run", "--files", "src/a.py", "--json", "out/report.json", cwd=repo)
+    assert done.returncode == 1, done.stderr
+    assert "FAIL  bad" in done.stdout and "PASS  ok" in done.stdout
+    assert "verdict: failed (1 passed, 1 failed, 0 skipped, 0 pending)" in done.stdout
+    report = json.loads((repo / "out" / "report.json").read_text())
+    jsonschema.validate(report, load_schema())
+    assert report["verdict"] == "failed"
+    assert report["changes"] == {"source": "files", "ref": None, "files": ["src/a.py"]}
+    assert [g["name"] for g in report["gates"]] == ["ok", "bad"]
+    bad = report["gates"][1]
+    assert (bad["code"], bad["exit_code"], bad["output_tail"]) == ("command_failed", 1,
+                                                                  "broken\n")
+    assert report["not_selected"] == [
+        {"name": "docs", "reason": "no changed file matches when_changed [docs/**]"}]
+
+
+def test_format_json_and_agent(repo: Path) -> None:
+    write(repo / "verify.toml", CONTRACT)
+    done = verifygate("run", "--files", "x.py", "--format", "json", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["verdict"] == "passed" and report["summary"]["passed"] == 1
+    agent = verifygate("run", "--all", "--format", "agent", cwd=repo)
+    assert agent.returncode == 1
+    assert agent.stdout.startswith("## verifygate: 1 of 3 gate(s) failed: `bad`")
+    assert "### gate `bad` failed: command_failed (exit 1)" in agent.stdout
+
+
+def test_unverified_and_fail_when_unverified(repo: Path) -> None:
+    write(repo / "verify.toml", CONTRACT)
+    done = verifygate("run", "--files", "README.md", cwd=repo)
+    assert done.returncode == 0 and "verdict: unverified" in done.stdout
+    write(repo / "verify.toml", "[settings]\nfail_when_unverified = true\n" + CONTRACT)
+    done = verifygate("run", "--files", "README.md", cwd=repo)
+    assert done.returncode == 1 and "verdict: failed" in done.stdout
+
+
+def test_list_shows_every_gate_with_its_reason(repo: Path) -> None:
+    write(repo / "verify.toml", CONTRACT)
+    done = verifygate("list", "--files-from", "-", "--format", "json", cwd=repo,
+                      stdin="src/a.py\0docs/x.md\0")
+    assert done.returncode == 0, done.stderr
+    gates = json.loads(done.stdout)["gates"]
+    assert [(g["name"], g["selected"]) for g in gates] == [("ok", True), ("bad", True),
+                                                          ("docs", True)]
+    text = verifygate("list", "--files", "docs/x.md", cwd=repo)
+    assert "skip  ok" in text.stdout and "run   docs" in text.stdout
+
+
+def test_errors_are_one_line_with_status_2(repo: Path) -> None:
+    write(repo / "verify.toml", '[[gate]]\nname = "a"\ncommand = "x"\ntimeout = 3\n')
+    done = verifygate("run", "--all", cwd=repo)
+    assert done.returncode == 2
+    assert done.stderr == ("verifygate: error: verify.toml: gate 'a': key 'timeout': unknown key "
+                           "in [[gate]] (did you mean 'timeout_seconds'?)\n")
+    write(repo / "verify.toml", CONTRACT)
+    commit_all(repo)
+    done = verifygate("run", "--changed-from", "nope", cwd=repo)
+    assert done.returncode == 2 and "unknown git ref 'nope'" in done.stderr
+    assert "Traceback" not in done.stderr
+    done = verifygate("run", "--staged", "--all", cwd=repo)
+    assert done.returncode == 2 and "not allowed with argument" in done.stderr
+    done = verifygate("run", "--jobs", "-3", "--all", cwd=repo)
+    assert done.returncode == 2
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_writes_the_report_and_leaves_no_process(repo: Path, signum: int) -> None:
+    write(repo / "verify.toml", """
+[settings]
+jobs = 2
+[[gate]]
+name = "quick"
+command = "true"
+[[gate]]
+name = "hang"
+shell = true
+command = "sleep 300 & echo $! > bg.pid; sleep 300"
+[[gate]]
+name = "waiting"
+command = "sleep 300"
+""")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest_verifygate.cli", "run", "--all", "--jobs", "2",
+         "--json", "report.json"],
+        cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    end = time.monotonic() + 20
+    while not (repo / "bg.pid").exists() and time.monotonic() < end:
+        time.sleep(0.05)
+    process.send_signal(signum)
+    stdout, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130, stderr
+    report = json.loads((repo / "report.json").read_text())
+    assert report["interrupted"] is True
+    outcomes = {g["name"]: (g["outcome"], g["code"]) for g in report["gates"]}
+    assert outcomes["hang"] == ("failed", "interrupted")
+    assert outcomes["waiting"] == ("failed", "interrupted")
+    pid = int((repo / "bg.pid").read_text())
+    end = time.monotonic() + 5
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < end:
+        stat = Path(f"/proc/{pid}/stat").read_text() if Path(f"/proc/{pid}").exists() else ""
+        if stat and stat.rsplit(")", 1)[1].split()[0] == "Z":
+            break
+        time.sleep(0.05)
+    else:
+        assert not Path(f"/proc/{pid}").exists()
+
+
+def test_version_does_not_import_pytest() -> None:
+    code = ("import sys; from pytest_verifygate.cli import main\n"
+            "try:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
+            "assert 'pytest' not in sys.modules and '_pytest' not in sys.modules, 'pytest loaded'")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("verifygate ")

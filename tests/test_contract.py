@@ -1,0 +1,267 @@
+"""Contract discovery, the four formats, and one-line errors for every kind of bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import write
+
+from pytest_verifygate.contract import find_contract, load_contract, minimatch_to_gitignore
+from pytest_verifygate.errors import ContractError
+
+FULL = """
+[settings]
+timeout_seconds = 12
+jobs = 3
+output_tail_bytes = 4096
+on_missing = "skip"
+fail_when_unverified = true
+changed_from = "origin/main"
+
+[[gate]]
+name = "lint"
+command = "ruff check {files}"
+roles = ["implementer"]
+when_changed = ["**/*.py", "!docs/**"]
+when_changed_all = ["src/**"]
+cwd = "services/api"
+env = { PYTHONWARNINGS = "error" }
+timeout_seconds = 120
+shell = false
+retries = 2
+category = "unit"
+phases = [40, 41]
+kind = "command"
+on_missing = "fail"
+
+[[gate]]
+name = "plain"
+command = ["python", "-c", "pass"]
+"""
+
+
+def test_every_key_of_the_toml_form_loads(repo: Path) -> None:
+    (repo / "services" / "api").mkdir(parents=True)
+    write(repo / "verify.toml", FULL)
+    contract = load_contract()
+    assert contract.format == "toml"
+    assert contract.root == repo.resolve()
+    settings = contract.settings
+    assert (settings.timeout_seconds, settings.jobs, settings.output_tail_bytes) == (12, 3, 4096)
+    assert settings.on_missing == "skip" and settings.fail_when_unverified
+    assert settings.changed_from == "origin/main"
+    lint, plain = contract.gates
+    assert lint.command == "ruff check {files}"
+    assert lint.roles == ("implementer",)
+    assert lint.when_changed == ("**/*.py", "!docs/**")
+    assert lint.when_changed_all == ("src/**",)
+    assert lint.cwd == "services/api"
+    assert dict(lint.env) == {"PYTHONWARNINGS": "error"}
+    assert (lint.timeout_seconds, lint.retries, lint.phases) == (120, 2, (40, 41))
+    assert (lint.category, lint.kind, lint.on_missing, lint.shell) == ("unit", "command", "fail",
+                                                                      False)
+    # Defaults come from [settings].
+    assert plain.command == ("python", "-c", "pass")
+    assert (plain.timeout_seconds, plain.on_missing, plain.roles) == (12, "skip", None)
+
+
+def test_discovery_order_and_upward_search(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(repo / ".opentiger" / "verify.contract.json", json.dumps({"commands": ["true"]}))
+    sub = repo / "a" / "b"
+    sub.mkdir(parents=True)
+    assert find_contract(sub) == (repo / ".opentiger" / "verify.contract.json").resolve()
+    write(repo / ".middle" / "verify.toml", '[[gate]]\nname = "m"\ncommand = "true"\n')
+    assert find_contract(sub) == (repo / ".middle" / "verify.toml").resolve()
+    write(repo / "pyproject.toml", "[project]\nname = 'x'\n")  # no [tool.verifygate]: ignored
+    assert find_contract(sub) == (repo / ".middle" / "verify.toml").resolve()
+    write(repo / "pyproject.toml",
+          '[tool.verifygate]\n[[tool.verifygate.gate]]\nname = "p"\ncommand = "true"\n')
+    assert find_contract(sub) == (repo / "pyproject.toml").resolve()
+    write(repo / "verify.toml", '[[gate]]\nname = "v"\ncommand = "true"\n')
+    assert find_contract(sub) == (repo / "verify.toml").resolve()
+    monkeypatch.chdir(sub)
+    assert load_contract().gates[0].name == "v"
+
+
+def test_search_stops_at_the_git_toplevel(tmp_path: Path) -> None:
+    write(tmp_path / "verify.toml", '[[gate]]\nname = "outer"\ncommand = "true"\n')
+    inner = tmp_path / "inner"
+    (inner / ".git").mkdir(parents=True)
+    assert find_contract(inner) is None
+    with pytest.raises(ContractError, match="no verify contract found"):
+        load_contract(start=inner)
+
+
+def test_pyproject_table_and_key_names_in_errors(repo: Path) -> None:
+    write(repo / "pyproject.toml", """
+[tool.verifygate.settings]
+jobs = 2
+[[tool.verifygate.gate]]
+name = "t"
+command = "true"
+""")
+    contract = load_contract()
+    assert contract.format == "pyproject" and contract.settings.jobs == 2
+    write(repo / "pyproject.toml", '[[tool.verifygate.gate]]\nname = "t"\ncomand = "true"\n')
+    with pytest.raises(ContractError) as error:
+        load_contract()
+    assert str(error.value) == (
+        "pyproject.toml: gate 't': key 'tool.verifygate.comand': unknown key in [[gate]] "
+        "(did you mean 'command'?)"
+    )
+
+
+def test_middle_gates_default_to_a_shell(repo: Path) -> None:
+    write(repo / ".middle" / "verify.toml", """
+[[gate]]
+name = "unit"
+command = "pytest -q && echo ok"
+timeout_seconds = 30
+phases = [1]
+category = "unit"
+""")
+    contract = load_contract()
+    assert contract.format == "middle"
+    assert contract.root == repo.resolve()
+    gate = contract.gates[0]
+    assert gate.shell is True and gate.phases == (1,) and gate.timeout_seconds == 30
+
+
+def test_opentiger_form(repo: Path) -> None:
+    write(repo / ".opentiger" / "verify.contract.json", json.dumps({
+        "commands": ["npm run lint", "npm run lint"],
+        "byRole": {"tester": ["npm test"]},
+        "rules": [{"whenChangedAny": ["src/**/*.{ts,tsx}", "*.json"],
+                   "whenChangedAll": ["docs/**"], "commands": ["npm run build"]}],
+        "visualProbes": [],
+    }))
+    contract = load_contract()
+    names = [gate.name for gate in contract.gates]
+    assert names == ["npm-run-lint", "npm-run-lint-2", "npm-test", "npm-run-build"]
+    assert contract.gates[2].roles == ("tester",)
+    build = contract.gates[3]
+    assert build.when_changed == ("/src/**/*.ts", "/src/**/*.tsx", "/*.json")
+    assert build.when_changed_all == ("/docs/**",)
+    assert build.shell is False
+    assert any("visualProbes" in warning for warning in contract.warnings)
+
+
+def test_minimatch_translation_anchors_at_the_root() -> None:
+    assert minimatch_to_gitignore("*.ts") == ["/*.ts"]
+    assert minimatch_to_gitignore("**/*.ts") == ["**/*.ts"]
+    assert minimatch_to_gitignore("!./a/{b,c}/x") == ["!/a/b/x", "!/a/c/x"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('[[gate]]\nname = "a"\ncommand = "x"\ncomand = "y"\n',
+         "verify.toml: gate 'a': key 'comand': unknown key in [[gate]] (did you mean 'command'?)"),
+        ('[[gate]]\nname = "a"\n',
+         "verify.toml: gate 'a': key 'command': is required "
+         "(add command = \"...\", or kind = \"manual\" for a sign-off gate)"),
+        ('[[gate]]\nname = "a"\ncommand = ""\n',
+         "verify.toml: gate 'a': key 'command': must not be empty"),
+        ('[[gate]]\nname = "a"\ncommand = []\n',
+         "verify.toml: gate 'a': key 'command': must not be an empty list"),
+        ('[[gate]]\nname = "a"\ncommand = 3\n',
+         "verify.toml: gate 'a': key 'command': must be a string or a list of strings, "
+         "not an integer"),
+        ('[[gate]]\nname = "a"\ncommand = "x"\nroles = []\n',
+         "verify.toml: gate 'a': key 'roles': must not be an empty list "
+         "(remove the key to mean every role)"),
+        ('[[gate]]\nname = "a"\ncommand = "x"\nphases = []\n',
+         "verify.toml: gate 'a': key 'phases': must not be an empty list "
+         "(remove the key to mean every phase)"),
+        ('[[gate]]\nname = "a"\ncommand = "x"\nphases = [0]\n',
+         "verify.toml: gate 'a': key 'phases': must be >= 1, got 0"),
+        ('[[gate]]\nname = "a"\ncommand = "x"\nwhen_changed = []\n',
+         "verify.toml: gate 'a': key 'when_changed': must not be an empty list "
+         "(remove the key to run the gate always)"),
+        ('[[gate]]\nname = "a"\ncommand = "x"\ntimeout_seconds = "5"\n',
+         "verify.toml: gate 'a': key 'timeout_seconds': must be a number of seconds, "
+         "not a string"),
+        ('[[gate]]\nname = "a"\ncommand = "x"\ntimeout_seconds = inf\n',
+         "verify.toml: gate 'a': key 'timeout_seconds': must be a positive number, got inf"),
+        ('[[gate]]\nname = "a"\ncommand = "x"\nretries = true\n',
+         "verify.toml: gate 'a': key 'retries': must be an integer, not a boolean"),
+        ('[[gate]]\nname = "a"\ncommand = "x"\ncategory = "unti"\n',
+         "verify.toml: gate 'a': key 'category': must be 'unit' or 'integration', got 'unti' "
+         "(did you mean 'unit'?)"),
+        ('[[gate]]\nname = "a"\ncommand = "x"\nenv = { N = 1 }\n',
+         "verify.toml: gate 'a': key 'env': value of N must be a string, not an integer "
+         '(write N = "1")'),
+        ('[[gate]]\nname = "a"\ncommand = "x"\n[[gate]]\nname = "a"\ncommand = "y"\n',
+         "verify.toml: gate 'a': key 'name': duplicate gate name (gate names must be unique; "
+         "rename one of them)"),
+        ('[[gate]]\nname = "a b"\ncommand = "x"\n',
+         "verify.toml: gate '#1': key 'name': 'a b' may only use letters, digits, '_', '-' "
+         "and '.'"),
+        ('[[gate]]\ncommand = "x"\n',
+         "verify.toml: gate '#1': key 'name': is required (add name = \"...\")"),
+        ('[setings]\njobs = 1\n[[gate]]\nname = "a"\ncommand = "x"\n',
+         "verify.toml: key 'setings': unknown key in the contract (did you mean 'settings'?)"),
+        ('[settings]\njobs = -1\n[[gate]]\nname = "a"\ncommand = "x"\n',
+         "verify.toml: key 'settings.jobs': must be between 0 and 1024, got -1"),
+        ("[settings]\njobs = 1\n",
+         "verify.toml: key 'gate': defines no gates (add at least one [[gate]] with "
+         'name = "..." and command = "...")'),
+        ('gate = "x"\n',
+         "verify.toml: key 'gate': must be an array of tables ([[gate]]), not a string"),
+        ('[[gate]]\nname = "a"\ncommand = "x"\ncwd = "../../elsewhere"\n',
+         None),
+    ],
+)
+def test_invalid_contracts_are_one_clear_line(repo: Path, text: str, expected: str | None) -> None:
+    write(repo / "verify.toml", text)
+    with pytest.raises(ContractError) as error:
+        load_contract()
+    message = str(error.value)
+    assert "\n" not in message
+    if expected is None:
+        assert message.startswith("verify.toml: gate 'a': key 'cwd': '../../elsewhere' resolves "
+                                  "outside the repository")
+    else:
+        assert message == expected
+
+
+def test_cwd_through_a_symlink_cannot_escape(repo: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (repo / "link").symlink_to(outside)
+    write(repo / "verify.toml", '[[gate]]\nname = "a"\ncommand = "x"\ncwd = "link"\n')
+    with pytest.raises(ContractError, match="resolves outside the repository"):
+        load_contract()
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (b"\x00\x01\x02binary", "is a binary file"),
+        (b"[[gate]]\nname = \"\xff\xfe\"\n", "is not valid UTF-8"),
+        (b"[[gate]\nname=", "is not valid TOML"),
+    ],
+)
+def test_unreadable_files_are_clean_errors(repo: Path, raw: bytes, expected: str) -> None:
+    (repo / "verify.toml").write_bytes(raw)
+    with pytest.raises(ContractError, match=expected):
+        load_contract()
+
+
+def test_invalid_json_and_missing_explicit_file(repo: Path) -> None:
+    write(repo / ".opentiger" / "verify.contract.json", "{not json")
+    with pytest.raises(ContractError, match=r"is not valid JSON: .*\(line 1, column 2\)"):
+        load_contract()
+    with pytest.raises(ContractError, match="no such contract file"):
+        load_contract("nope.toml")
+    write(repo / ".opentiger" / "verify.contract.json", json.dumps({"commands": [1]}))
+    with pytest.raises(ContractError, match="key 'commands': must be a string"):
+        load_contract()
+
+
+def test_manual_gates_need_no_command(repo: Path) -> None:
+    write(repo / "verify.toml", '[[gate]]\nname = "signoff"\nkind = "manual"\n')
+    gate = load_contract().gates[0]
+    assert gate.kind == "manual" and gate.command == ""

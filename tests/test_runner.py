@@ -1,0 +1,226 @@
+"""The runner with real processes: timeouts kill trees, output stays bounded, retries, cancel."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import write
+
+from pytest_verifygate.changes import ChangeSet
+from pytest_verifygate.contract import load_contract
+from pytest_verifygate.engine import plan_gates, run_gates
+from pytest_verifygate.runner import GateRunner
+from pytest_verifygate.selection import select_gates
+
+PY = shlex.quote(sys.executable)
+
+
+def alive(pid: int) -> bool:
+    """A process exists and is not a zombie waiting to be reaped."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_dead(pids: list[int], seconds: float = 5.0) -> list[int]:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        living = [pid for pid in pids if alive(pid)]
+        if not living:
+            return []
+        time.sleep(0.05)
+    return [pid for pid in pids if alive(pid)]
+
+
+def run(repo: Path, contract: str, **kwargs: object) -> dict[str, object]:
+    write(repo / "verify.toml", contract)
+    loaded = load_contract(repo / "verify.toml")
+    changes = ChangeSet("all")
+    result = run_gates(loaded, select_gates(loaded, changes), changes, **kwargs)  # type: ignore[arg-type]
+    return {r.name: r for r in result.results}
+
+
+def test_timeout_kills_the_whole_process_tree(repo: Path) -> None:
+    script = f"""
+import os, subprocess, sys, time
+child = subprocess.Popen(["sleep", "300"])
+if os.fork() == 0:  # a double-forked daemon that stays in the group
+    if os.fork() == 0:
+        open("daemon.pid", "w").write(str(os.getpid()))
+        time.sleep(300)
+    os._exit(0)
+open("child.pid", "w").write(str(child.pid))
+print("started", flush=True)
+time.sleep(300)
+"""
+    write(repo / "tree.py", script)
+    results = run(repo, f'[[gate]]\nname = "tree"\ncommand = "{sys.executable} tree.py"\n'
+                        "timeout_seconds = 1.5\n")
+    result = results["tree"]
+    assert (result.outcome, result.code) == ("failed", "timeout")
+    assert "started" in result.output_tail
+    pids = [int((repo / name).read_text()) for name in ("child.pid", "daemon.pid")]
+    assert wait_dead(pids) == []
+
+
+def test_a_grandchild_holding_the_pipe_does_not_hang_the_run(repo: Path) -> None:
+    contract = ('[[gate]]\nname = "bg"\nshell = true\ntimeout_seconds = 60\n'
+                'command = "sleep 300 & echo $! > bg.pid; echo done"\n')
+    started = time.monotonic()
+    result = run(repo, contract)["bg"]
+    assert time.monotonic() - started < 30  # far below the 300 s the grandchild would take
+    assert result.outcome == "passed" and "done" in result.output_tail
+    assert wait_dead([int((repo / "bg.pid").read_text())]) == []
+
+
+def test_huge_output_keeps_only_the_tail_and_logs_everything(repo: Path) -> None:
+    contract = f"""
+[settings]
+output_tail_bytes = 1024
+[[gate]]
+name = "loud"
+command = ["{sys.executable}", "-c", "import sys; sys.stdout.write('x' * 5_000_000 + 'END')"]
+"""
+    result = run(repo, contract)["loud"]
+    assert result.outcome == "passed"
+    assert result.output_truncated and result.output_bytes == 5_000_003
+    assert len(result.output_tail) == 1024 and result.output_tail.endswith("END")
+    assert result.log_path is not None
+    log = Path(result.log_path)
+    assert log.stat().st_size == 5_000_003
+    assert ".git/verifygate/logs" in log.as_posix()
+
+
+def test_binary_output_is_decoded_with_replacement(repo: Path) -> None:
+    contract = f"""
+[[gate]]
+name = "bin"
+command = ["{sys.executable}", "-c", "import sys; sys.stdout.buffer.write(bytes(range(256))); sys.exit(2)"]
+"""
+    result = run(repo, contract)["bin"]
+    assert (result.outcome, result.code, result.exit_code) == ("failed", "command_failed", 2)
+    assert "\ufffd" in result.output_tail
+
+
+def test_signal_deaths_are_command_failed_with_the_signal(repo: Path) -> None:
+    contract = f"""
+[[gate]]
+name = "killed"
+command = ["{sys.executable}", "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"]
+"""
+    result = run(repo, contract)["killed"]
+    assert (result.code, result.signal, result.exit_code) == ("command_failed", 11, None)
+
+
+def test_retries_mark_flaky_gates(repo: Path) -> None:
+    counter = repo / "count"
+    script = (f"import pathlib, sys; p = pathlib.Path({str(counter)!r}); "
+              "n = int(p.read_text()) if p.exists() else 0; p.write_text(str(n + 1)); "
+              "sys.exit(0 if n >= 1 else 1)")
+    contract = f'[[gate]]\nname = "flaky"\nretries = 2\ncommand = ["{sys.executable}", "-c", {script!r}]\n'
+    result = run(repo, contract)["flaky"]
+    assert (result.outcome, result.attempts, result.flaky) == ("passed", 2, True)
+
+
+def test_missing_codes_are_not_retried_and_can_be_skipped(repo: Path) -> None:
+    write(repo / "Makefile", "all:\n\ttrue\n")
+    contract = """
+[[gate]]
+name = "target"
+command = "make nosuchtarget"
+retries = 3
+[[gate]]
+name = "skip-missing"
+command = "make nosuchtarget"
+on_missing = "skip"
+"""
+    results = run(repo, contract)
+    assert (results["target"].code, results["target"].attempts) == ("missing_make_target", 1)
+    skipped = results["skip-missing"]
+    assert skipped.outcome == "skipped" and "missing_make_target" in (skipped.reason or "")
+
+
+def test_spawn_problems_are_setup_issues(repo: Path) -> None:
+    contract = """
+[[gate]]
+name = "nope"
+command = "definitely-not-installed-xyz --version"
+[[gate]]
+name = "nocwd"
+command = "true"
+cwd = "missing-dir"
+"""
+    results = run(repo, contract)
+    assert results["nope"].code == "setup_or_bootstrap_issue"
+    assert "program not found on PATH" in results["nope"].output_tail
+    assert results["nocwd"].code == "setup_or_bootstrap_issue"
+    assert "does not exist" in results["nocwd"].output_tail
+
+
+def test_gates_run_concurrently_up_to_jobs(repo: Path) -> None:
+    gates = "".join(
+        f'[[gate]]\nname = "g{index}"\ncommand = ["{sys.executable}", "-c", '
+        f'"import time; s = time.time(); time.sleep(0.4); print(s, time.time())"]\n'
+        for index in range(4)
+    )
+    results = run(repo, gates, jobs=4)
+    spans = [tuple(map(float, r.output_tail.split())) for r in results.values()]
+    latest_start = max(start for start, _ in spans)
+    earliest_end = min(end for _, end in spans)
+    assert latest_start < earliest_end  # all four were running at the same moment
+    sequential = run(repo, gates, jobs=1)
+    spans = sorted(tuple(map(float, r.output_tail.split())) for r in sequential.values())
+    assert all(spans[i][1] <= spans[i + 1][0] for i in range(3))
+
+
+def test_cancel_interrupts_running_and_waiting_gates(repo: Path) -> None:
+    write(repo / "verify.toml", "".join(
+        f'[[gate]]\nname = "s{index}"\ncommand = "sleep 30"\n' for index in range(3)))
+    contract = load_contract(repo / "verify.toml")
+    changes = ChangeSet("all")
+    plans = plan_gates(contract, select_gates(contract, changes), changes)
+    runner = GateRunner(plans, jobs=1, log_dir=None)
+    runner.start()
+    threading.Timer(0.5, runner.cancel).start()
+    started = time.monotonic()
+    results = runner.results()
+    runner.close()
+    assert time.monotonic() - started < 10
+    assert [(r.outcome, r.code) for r in results] == [("failed", "interrupted")] * 3
+    assert results[0].attempts == 1 and results[2].attempts == 0
+
+
+def test_files_expansion_runs_in_the_gate_cwd(repo: Path) -> None:
+    write(repo / "pkg" / "a.py", "")
+    write(repo / "pkg" / "-rf", "")
+    write(repo / "top.py", "")
+    contract = f"""
+[[gate]]
+name = "list"
+cwd = "pkg"
+when_changed = ["pkg/**"]
+command = ["{sys.executable}", "-c", "import sys; print(sys.argv[1:])", "{{files}}"]
+"""
+    write(repo / "verify.toml", contract)
+    loaded = load_contract(repo / "verify.toml")
+    changes = ChangeSet("files", files=("pkg/-rf", "pkg/a.py", "pkg/gone.py", "top.py"),
+                        deleted=frozenset({"pkg/gone.py"}))
+    (result,) = run_gates(loaded, select_gates(loaded, changes), changes).results
+    assert result.output_tail.strip() == "['./-rf', 'a.py']"
+
+
+@pytest.mark.parametrize("shell", [False, True])
+def test_files_placeholder_with_nothing_to_expand_skips(repo: Path, shell: bool) -> None:
+    write(repo / "verify.toml", f'[[gate]]\nname = "f"\nshell = {str(shell).lower()}\n'
+                                'command = "echo {files}"\nwhen_changed = ["*.md"]\n')
+    loaded = load_contract(repo / "verify.toml")
+    changes = ChangeSet("files", files=("x.md",), deleted=frozenset({"x.md"}))
+    (result,) = run_gates(loaded, select_gates(loaded, changes), changes).results
+    assert (result.outcome, result.reason) == ("skipped", "no matching files for {files}")

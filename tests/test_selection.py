@@ -1,0 +1,92 @@
+"""Selection by role, phase and changed-file patterns, with a reason for every gate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import write
+
+from pytest_verifygate.changes import ChangeSet
+from pytest_verifygate.contract import load_contract
+from pytest_verifygate.selection import select_gates
+
+CONTRACT = """
+[[gate]]
+name = "py"
+command = "true"
+when_changed = ["**/*.py", "!docs/**"]
+
+[[gate]]
+name = "impl"
+command = "true"
+roles = ["implementer"]
+
+[[gate]]
+name = "phase"
+command = "true"
+phases = [2, 3]
+
+[[gate]]
+name = "both"
+command = "true"
+when_changed_all = ["src/**", "tests/**"]
+
+[[gate]]
+name = "always"
+command = "true"
+
+[[gate]]
+name = "build-dir"
+command = "true"
+when_changed = ["build/"]
+"""
+
+
+def _decisions(repo: Path, changes: ChangeSet, **kwargs: object) -> dict[str, tuple[bool, str]]:
+    write(repo / "verify.toml", CONTRACT)
+    contract = load_contract(repo / "verify.toml")
+    return {s.gate.name: (s.selected, s.reason)
+            for s in select_gates(contract, changes, **kwargs)}  # type: ignore[arg-type]
+
+
+def test_patterns_with_negation(repo: Path) -> None:
+    decisions = _decisions(repo, ChangeSet("files", files=("docs/conf.py",)))
+    assert decisions["py"] == (False, "no changed file matches when_changed [**/*.py, !docs/**]")
+    decisions = _decisions(repo, ChangeSet("files", files=("docs/conf.py", "src/a.py")))
+    assert decisions["py"] == (True, "changed 'src/a.py' matches when_changed")
+    assert decisions["always"] == (True, "always (no when_changed)")
+
+
+def test_deleted_files_select_but_do_not_expand(repo: Path) -> None:
+    write(repo / "verify.toml", CONTRACT)
+    contract = load_contract(repo / "verify.toml")
+    changes = ChangeSet("staged", files=("gone.py",), deleted=frozenset({"gone.py"}))
+    py = select_gates(contract, changes)[0]
+    assert py.selected and "(deleted)" in py.reason
+    assert py.matched_files == ()
+
+
+def test_role_and_phase(repo: Path) -> None:
+    everything = ChangeSet("all")
+    decisions = _decisions(repo, everything, role="reviewer", phase=1)
+    assert decisions["impl"] == (False, "role 'reviewer' is not in roles [implementer]")
+    assert decisions["phase"] == (False, "phase 1 is not in phases [2, 3]")
+    assert decisions["py"] == (True, "no change filtering (all gates apply)")
+    decisions = _decisions(repo, everything, role="implementer", phase=3)
+    assert decisions["impl"][0] and decisions["phase"][0]
+
+
+def test_when_changed_all_needs_every_pattern(repo: Path) -> None:
+    decisions = _decisions(repo, ChangeSet("files", files=("src/a.py",)))
+    assert decisions["both"] == (False,
+                                 "when_changed_all pattern 'tests/**' matches no changed file")
+    decisions = _decisions(repo, ChangeSet("files", files=("src/a.py", "tests/t.py")))
+    assert decisions["both"][0]
+
+
+def test_directory_patterns_and_empty_change_sets(repo: Path) -> None:
+    decisions = _decisions(repo, ChangeSet("files", files=("build/out/x.o",)))
+    assert decisions["build-dir"][0]
+    decisions = _decisions(repo, ChangeSet("staged"))
+    assert decisions["py"] == (False, "no files changed")
+    assert decisions["always"][0]
