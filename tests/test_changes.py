@@ -7,10 +7,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import commit_all, git, write
 
 from pytest_verifygate.changes import ChangeRequest, ChangeSet, all_files, compute_changes
 from pytest_verifygate.errors import ChangeSetError
+
+from conftest import commit_all, git, write
 
 ODD_NAMES = ["with space.py", "quote'\".py", "uni-ß-✓.py", "$(touch pwned).py", "-rf",
              "new\nline.py", "semi;colon.py"]

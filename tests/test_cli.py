@@ -12,9 +12,10 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import commit_all, write
 
 from pytest_verifygate.report import load_schema
+
+from conftest import commit_all, write
 
 CONTRACT = f"""
 [[gate]]
@@ -137,7 +138,7 @@ command = "sleep 300"
     while not (repo / "bg.pid").exists() and time.monotonic() < end:
         time.sleep(0.05)
     process.send_signal(signum)
-    stdout, stderr = process.communicate(timeout=30)
+    _, stderr = process.communicate(timeout=30)
     assert process.returncode == 130, stderr
     report = json.loads((repo / "report.json").read_text())
     assert report["interrupted"] is True

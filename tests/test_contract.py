@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import write
 
 from pytest_verifygate.contract import find_contract, load_contract, minimatch_to_gitignore
 from pytest_verifygate.errors import ContractError
+
+from conftest import write
 
 FULL = """
 [settings]

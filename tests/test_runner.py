@@ -9,13 +9,14 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import write
 
 from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import load_contract
 from pytest_verifygate.engine import plan_gates, run_gates
 from pytest_verifygate.runner import GateRunner
 from pytest_verifygate.selection import select_gates
+
+from conftest import write
 
 PY = shlex.quote(sys.executable)
 
@@ -48,7 +49,7 @@ def run(repo: Path, contract: str, **kwargs: object) -> dict[str, object]:
 
 
 def test_timeout_kills_the_whole_process_tree(repo: Path) -> None:
-    script = f"""
+    script = """
 import os, subprocess, sys, time
 child = subprocess.Popen(["sleep", "300"])
 if os.fork() == 0:  # a double-forked daemon that stays in the group
@@ -102,7 +103,8 @@ def test_binary_output_is_decoded_with_replacement(repo: Path) -> None:
     contract = f"""
 [[gate]]
 name = "bin"
-command = ["{sys.executable}", "-c", "import sys; sys.stdout.buffer.write(bytes(range(256))); sys.exit(2)"]
+command = ["{sys.executable}", "-c",
+           "import sys; sys.stdout.buffer.write(bytes(range(256))); sys.exit(2)"]
 """
     result = run(repo, contract)["bin"]
     assert (result.outcome, result.code, result.exit_code) == ("failed", "command_failed", 2)
@@ -124,7 +126,8 @@ def test_retries_mark_flaky_gates(repo: Path) -> None:
     script = (f"import pathlib, sys; p = pathlib.Path({str(counter)!r}); "
               "n = int(p.read_text()) if p.exists() else 0; p.write_text(str(n + 1)); "
               "sys.exit(0 if n >= 1 else 1)")
-    contract = f'[[gate]]\nname = "flaky"\nretries = 2\ncommand = ["{sys.executable}", "-c", {script!r}]\n'
+    contract = (f'[[gate]]\nname = "flaky"\nretries = 2\n'
+                f'command = ["{sys.executable}", "-c", {script!r}]\n')
     result = run(repo, contract)["flaky"]
     assert (result.outcome, result.attempts, result.flaky) == ("passed", 2, True)
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import write
-
 from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import load_contract
 from pytest_verifygate.selection import select_gates
+
+from conftest import write
 
 CONTRACT = """
 [[gate]]

@@ -256,7 +256,7 @@ def _parse_name_status(out: bytes) -> tuple[list[str], set[str]]:
     fields = out.split(b"\0")
     files: list[str] = []
     deleted: set[str] = set()
-    for status, raw_path in zip(fields[0::2], fields[1::2]):
+    for status, raw_path in zip(fields[0::2], fields[1::2], strict=False):
         if not status:
             continue
         path = os.fsdecode(raw_path)

@@ -281,7 +281,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_agent_hook(args: argparse.Namespace) -> int:
     from pytest_verifygate.agent_hook import run_agent_hook
 
-    return run_agent_hook(args)
+    status: int = run_agent_hook(args)
+    return status
 
 
 def _relative(path: Path) -> str:

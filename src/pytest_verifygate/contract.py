@@ -167,7 +167,9 @@ def project_root_of(path: Path) -> Path:
 # loading
 
 
-def load_contract(path: str | os.PathLike[str] | None = None, start: Path | None = None) -> Contract:
+def load_contract(
+    path: str | os.PathLike[str] | None = None, start: Path | None = None
+) -> Contract:
     """Load and validate a contract: the file at ``path``, or the one found from ``start``."""
     if path is None:
         found = find_contract(start)
@@ -245,11 +247,12 @@ def _read_text(path: Path, shown: str) -> str:
 
 def _parse_toml(text: str, shown: str) -> dict[str, Any]:
     try:
-        return tomllib.loads(text)
+        data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ContractError(shown, f"is not valid TOML: {exc}") from None
     except RecursionError:
         raise ContractError(shown, "is not valid TOML: nested too deeply") from None
+    return data
 
 
 def _parse_json(text: str, shown: str) -> Any:
@@ -319,7 +322,9 @@ class _TableLoader:
                     hint=_did_you_mean(key, allowed) or f"known keys: {', '.join(allowed)}",
                 )
 
-    def string(self, value: object, *, gate: str | None, key: str, allow_empty: bool = False) -> str:
+    def string(
+        self, value: object, *, gate: str | None, key: str, allow_empty: bool = False
+    ) -> str:
         if not isinstance(value, str):
             raise self.error(f"must be a string, not {_type_name(value)}", gate=gate, key=key)
         if not allow_empty and not value.strip():

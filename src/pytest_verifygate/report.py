@@ -6,6 +6,7 @@ a reader sees the old file or the complete new one, never half of either.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -112,10 +113,8 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
             os.fsync(handle.fileno())
         os.replace(temp, target)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(temp)
-        except OSError:
-            pass
         raise
 
 

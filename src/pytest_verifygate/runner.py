@@ -9,6 +9,7 @@ SIGTERM to the whole group, a short grace, then SIGKILL. No process outlives its
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import signal
@@ -400,10 +401,8 @@ def _drain_after_kill(fd: int, sink: OutputSink, selector: selectors.BaseSelecto
 
 
 def _signal_group(pgid: int, signum: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _group_alive(pgid: int) -> bool:
@@ -440,7 +439,7 @@ class _NullLog:
 def _open_log(path: Path | None, *, append: bool) -> BinaryIO | _NullLog:
     if path is None:
         return _NullLog()
-    return open(path, "ab" if append else "wb")  # noqa: SIM115 - used as a context manager
+    return open(path, "ab" if append else "wb")
 
 
 def _needs_process(plan: GatePlan) -> bool:
