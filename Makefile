@@ -20,6 +20,10 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q
 
+bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet lefthook pre-commit pytest-xdist
+	$(BIN)/python bench/run.py
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy

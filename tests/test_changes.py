@@ -133,7 +133,6 @@ def test_explicit_files_relative_to_cwd_and_root(repo: Path) -> None:
         cwd=repo,
     )
     assert changes.files == ("missing.py", "src/a.py")
-    assert changes.deleted == {"missing.py"}
 
 
 def test_paths_are_relative_to_a_project_in_a_subdirectory(repo: Path) -> None:

@@ -90,3 +90,36 @@ def test_directory_patterns_and_empty_change_sets(repo: Path) -> None:
     decisions = _decisions(repo, ChangeSet("staged"))
     assert decisions["py"] == (False, "no files changed")
     assert decisions["always"][0]
+
+
+def test_the_prefilter_never_changes_a_decision(repo: Path) -> None:
+    import random
+
+    from pathspec import GitIgnoreSpec
+
+    from pytest_verifygate.selection import PREFILTER_MIN_FILES
+
+    rng = random.Random(7)
+    parts = ["src", "docs", "a b", "build", "pkg", ".hidden", "x.py", "deep", "ü"]
+    names = ["m.py", "README.md", "x.proto", "Makefile", "t.rs", "n\nl.py", ".env", "y.py"]
+    paths = sorted({"/".join(rng.choices(parts, k=rng.randint(0, 4)) + [rng.choice(names)])
+                    for _ in range(PREFILTER_MIN_FILES * 2)})
+    assert len(paths) >= PREFILTER_MIN_FILES
+    pattern_pool = ["**/*.py", "!docs/**", "build/", "/Makefile", "src/**/t.rs", "*.md",
+                    "pkg/*/m.py", "[ab]*/x.proto", "deep/**", "!**/.env", "x.py/",
+                    "**/ü/**", "a b/"]
+    gates = []
+    for index in range(40):
+        patterns = rng.sample(pattern_pool, k=rng.randint(1, 4))
+        gates.append(f'[[gate]]\nname = "g{index}"\ncommand = "true"\n'
+                     f"when_changed = {patterns!r}\n".replace("'", '"'))
+    write(repo / "verify.toml", "".join(gates))
+    contract = load_contract(repo / "verify.toml")
+    for size in (len(paths), 50):  # with and without the prefilter
+        sample = tuple(rng.sample(paths, k=size))
+        decisions = select_gates(contract, ChangeSet("files", files=sample))
+        for selection in decisions:
+            spec = GitIgnoreSpec.from_lines(selection.gate.when_changed or [])
+            expected = [path for path in sample if spec.match_file(path)]
+            assert selection.selected == bool(expected), selection.gate.when_changed
+            assert list(selection.matched_files or ()) == expected

@@ -9,6 +9,7 @@ Paths in a ``ChangeSet`` are POSIX paths relative to the project root.
 from __future__ import annotations
 
 import os
+import posixpath
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,7 +46,12 @@ class ChangeSet:
 
     @property
     def existing_files(self) -> tuple[str, ...]:
-        """Changed files that still exist: what ``{files}`` may expand to."""
+        """Changed files not known to be deleted: what ``{files}`` may expand to.
+
+        (For explicit ``--files``, existence is checked when ``{files}`` is expanded.)
+        """
+        if not self.deleted:
+            return self.files
         return tuple(path for path in self.files if path not in self.deleted)
 
     def to_dict(self) -> dict[str, Any]:
@@ -131,24 +137,30 @@ def _walk(root: Path) -> Iterable[str]:
 
 
 def _explicit(root: Path, paths: Sequence[str], cwd: Path) -> ChangeSet:
+    """Paths as the user named them, relative to ``cwd``, made relative to the project root.
+
+    This runs over change sets of 100,000 paths, so the common case (a relative path under the
+    root) is plain string work; existence is checked only where ``{files}`` is expanded.
+    """
     files: list[str] = []
-    deleted: set[str] = set()
-    real_root = os.path.realpath(root)
+    real_cwd = os.path.realpath(cwd)
+    prefixes = {os.path.join(os.path.realpath(root), ""), os.path.join(str(root), "")}
+    at_root = os.path.join(real_cwd, "") in prefixes
     for path in paths:
         if not path:
             continue
-        absolute = os.path.normpath(os.path.join(cwd, path))
-        relative = os.path.relpath(absolute, real_root)
-        if relative.startswith(".."):
-            # The user may name a file through a symlinked directory; compare real paths too.
-            relative = os.path.relpath(absolute, root)
-            if relative.startswith(".."):
+        if at_root and not os.path.isabs(path):
+            relative = posixpath.normpath(path)
+            if relative == ".." or relative.startswith("../"):
                 continue  # outside the project root: ignored for selection (SPEC 2.1)
-        posix = Path(relative).as_posix()
-        files.append(posix)
-        if not os.path.lexists(absolute):
-            deleted.add(posix)
-    return ChangeSet(SOURCE_FILES, files=_unique(files), deleted=frozenset(deleted))
+        else:
+            full = os.path.normpath(os.path.join(real_cwd, path))
+            prefix = next((p for p in prefixes if full.startswith(p)), None)
+            if prefix is None:
+                continue
+            relative = full[len(prefix):]
+        files.append(relative)
+    return ChangeSet(SOURCE_FILES, files=_unique(files))
 
 
 def _staged(root: Path, *, warn_partial: bool) -> ChangeSet:

@@ -1,0 +1,289 @@
+"""The benchmark suite: pytest-verifygate against the tools users would pick instead.
+
+Every scenario runs ours and a peer alternately (A B A B ...) after a warm-up, in the same
+scenario repository, and reports both medians and the median of the pairwise ratios
+(ours / theirs) against a target. Absolute timings are not asserted anywhere: shared machines
+are noisy, ratios measured side by side are not. Results go to ``bench/results.json``.
+
+Run it with ``make bench`` (which installs lefthook, pre-commit and pytest-xdist first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+VERIFYGATE = str(BIN / "verifygate")
+PYTEST = [sys.executable, "-m", "pytest"]
+PRE_COMMIT = str(BIN / "pre-commit")
+LEFTHOOK = str(BIN / "lefthook")
+GIB = 1 << 30
+
+
+@dataclass
+class Result:
+    scenario: str
+    ours: str
+    theirs: str
+    target: float
+    ours_median_s: float = 0.0
+    theirs_median_s: float = 0.0
+    ratio: float = 0.0
+    met: bool = False
+    pairs: int = 0
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+def sh(argv: Sequence[str], cwd: Path, env: dict[str, str] | None = None) -> float:
+    """Wall time of one run; its output is discarded (failures are shown, not hidden)."""
+    start = time.perf_counter()
+    done = subprocess.run(list(argv), cwd=cwd, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, env=env)
+    elapsed = time.perf_counter() - start
+    if done.returncode not in (0,):
+        sys.stderr.write(f"  ! {' '.join(argv)} exited {done.returncode}: "
+                         f"{done.stderr.decode(errors='replace')[-500:]}\n")
+    return elapsed
+
+
+def pairs(ours: Callable[[], float], theirs: Callable[[], float], count: int,
+          warmup: int = 1) -> tuple[list[float], list[float]]:
+    for _ in range(warmup):
+        ours()
+        theirs()
+    a: list[float] = []
+    b: list[float] = []
+    for _ in range(count):
+        a.append(ours())
+        b.append(theirs())
+    return a, b
+
+
+def compare(scenario: str, ours_label: str, theirs_label: str, target: float,
+            a: list[float], b: list[float]) -> Result:
+    ratio = statistics.median(x / y for x, y in zip(a, b, strict=True))
+    return Result(scenario, ours_label, theirs_label, target, statistics.median(a),
+                  statistics.median(b), ratio, ratio <= target, len(a))
+
+
+# ----------------------------------------------------------------------------------------
+# scenario repositories
+
+
+def git_repo(path: Path) -> Path:
+    path.mkdir(parents=True)
+    for args in (["init", "-q", "-b", "main"], ["config", "user.email", "b@example.invalid"],
+                 ["config", "user.name", "bench"]):
+        subprocess.run(["git", *args], cwd=path, check=True)
+    return path
+
+
+def commit(path: Path) -> None:
+    subprocess.run(["git", "add", "-A"], cwd=path, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", "init"], cwd=path, check=True)
+
+
+def gate_repo(path: Path, command: str, count: int) -> Path:
+    """A repository declaring ``count`` identical gates for us, lefthook and pre-commit."""
+    repo = git_repo(path)
+    (repo / "verify.toml").write_text("".join(
+        f'[[gate]]\nname = "g{i}"\ncommand = "{command}"\n' for i in range(count)))
+    (repo / "lefthook.yml").write_text("pre-commit:\n  parallel: true\n  commands:\n" + "".join(
+        f"    g{i}:\n      run: {command}\n" for i in range(count)))
+    (repo / ".pre-commit-config.yaml").write_text("repos:\n- repo: local\n  hooks:\n" + "".join(
+        f"  - id: g{i}\n    name: g{i}\n    entry: {command}\n    language: unsupported\n"
+        "    pass_filenames: false\n    always_run: true\n" for i in range(count)))
+    (repo / "pytest.ini").write_text("[pytest]\n")
+    (repo / "README.md").write_text("bench\n")
+    commit(repo)
+    return repo
+
+
+# ----------------------------------------------------------------------------------------
+# scenarios
+
+
+def scenario_trivial(root: Path, count: int, env: dict[str, str]) -> list[Result]:
+    repo = gate_repo(root / "trivial", "true", 4)
+    ours = lambda: sh([VERIFYGATE, "run", "--all"], repo)  # noqa: E731
+    lefthook = lambda: sh([LEFTHOOK, "run", "pre-commit", "--all-files"], repo, env)  # noqa: E731
+    precommit = lambda: sh([PRE_COMMIT, "run", "--all-files"], repo, env)  # noqa: E731
+    results = [compare("1. 4 trivial gates", "verifygate run --all",
+                       "lefthook run pre-commit --all-files (parallel)", 1.0,
+                       *pairs(ours, lefthook, count))]
+    results.append(compare("1. 4 trivial gates", "verifygate run --all",
+                           "pre-commit run --all-files (4 hooks)", 0.4,
+                           *pairs(ours, precommit, count)))
+    bare = root / "bare"
+    bare.mkdir()
+    (bare / "pytest.ini").write_text("[pytest]\n")
+    (bare / "test_one.py").write_text("def test_one():\n    assert True\n")
+    ours_pytest = lambda: sh([*PYTEST, "-q", "-p", "no:cacheprovider", "--verify-contract"],  # noqa: E731
+                             repo)
+    bare_pytest = lambda: sh([*PYTEST, "-q", "-p", "no:cacheprovider"], bare)  # noqa: E731
+    results.append(compare("2. pytest with 4 trivial gates", "pytest --verify-contract",
+                           "bare pytest, one trivial test", 1.15,
+                           *pairs(ours_pytest, bare_pytest, count)))
+    return results
+
+
+def scenario_sleep(root: Path, count: int, env: dict[str, str]) -> list[Result]:
+    repo = gate_repo(root / "sleep", "sleep 0.5", 8)
+    ours = lambda: sh([VERIFYGATE, "run", "--all", "--jobs", "8"], repo)  # noqa: E731
+    lefthook = lambda: sh([LEFTHOOK, "run", "pre-commit", "--all-files"], repo, env)  # noqa: E731
+    ours_pytest = lambda: sh([*PYTEST, "-q", "-p", "no:cacheprovider", "--verify-contract",  # noqa: E731
+                              "--verify-jobs", "8"], repo)
+    precommit = lambda: sh([PRE_COMMIT, "run", "--all-files"], repo, env)  # noqa: E731
+    return [
+        compare("3. 8 gates of sleep 0.5", "verifygate run --jobs 8", "lefthook (parallel)",
+                1.05, *pairs(ours, lefthook, count)),
+        compare("3. 8 gates of sleep 0.5", "pytest --verify-contract --verify-jobs 8",
+                "pre-commit run (sequential)", 0.2, *pairs(ours_pytest, precommit, count)),
+    ]
+
+
+SELECTION_BASELINE = textwrap.dedent("""
+    import sys
+    from pathspec import GitIgnoreSpec
+    patterns = [line.split("\\t") for line in open(sys.argv[1]).read().splitlines()]
+    paths = open(sys.argv[2]).read().splitlines()
+    specs = [GitIgnoreSpec.from_lines(gate) for gate in patterns]
+    selected = [any(True for _ in spec.match_files(paths)) for spec in specs]
+    print(sum(selected))
+""")
+
+
+def scenario_selection(root: Path, count: int) -> list[Result]:
+    repo = git_repo(root / "selection")
+    gates = []
+    for g in range(50):
+        gates.append([f"services/svc{g}/**/*.go", f"tools/t{g}/*.rs", f"**/*.proto{g}",
+                      f"deploy/env{g}/"])
+    (repo / "verify.toml").write_text("".join(
+        f'[[gate]]\nname = "g{i}"\ncommand = "true"\nwhen_changed = {json.dumps(p)}\n'
+        for i, p in enumerate(gates)))
+    (repo / "patterns.tsv").write_text("\n".join("\t".join(p) for p in gates) + "\n")
+    exts = ("py", "js", "ts", "md", "json", "txt", "css", "html")
+    paths = [f"pkg{i % 97}/mod{i % 389}/sub{i % 13}/file{i}.{exts[i % len(exts)]}"
+             for i in range(100_000)]
+    (repo / "paths.txt").write_text("\n".join(paths) + "\n")
+    (repo / "baseline.py").write_text(SELECTION_BASELINE)
+    ours = lambda: sh([VERIFYGATE, "list", "--files-from", "paths.txt"], repo)  # noqa: E731
+    theirs = lambda: sh([sys.executable, "baseline.py", "patterns.tsv", "paths.txt"], repo)  # noqa: E731
+    return [compare("4. selection, 100,000 paths x 50 gates x 4 patterns",
+                    "verifygate list --files-from", "plain loop of pathspec match_files", 0.15,
+                    *pairs(ours, theirs, count))]
+
+
+MEMORY_PROBE = textwrap.dedent("""
+    import resource, sys
+    from pytest_verifygate.cli import main
+    status = main(sys.argv[1:])
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    sys.stderr.write(f"PEAK_KIB={peak_kib}\\n")
+    sys.exit(status)
+""")
+
+
+def scenario_output(root: Path, count: int) -> list[Result]:
+    repo = git_repo(root / "output")
+    (repo / "verify.toml").write_text(
+        f'[[gate]]\nname = "gigabyte"\ncommand = "head -c {GIB} /dev/zero"\n'
+        "timeout_seconds = 300\n")
+    (repo / "probe.py").write_text(MEMORY_PROBE)
+    peaks, rates = [], []
+    for _ in range(max(3, count // 2)):
+        done = subprocess.run([sys.executable, "probe.py", "run", "--all", "--json", "r.json"],
+                              cwd=repo, capture_output=True, text=True)
+        peak = int(done.stderr.split("PEAK_KIB=")[1].split()[0]) / 1024
+        report = json.loads((repo / "r.json").read_text())
+        gate = report["gates"][0]
+        assert gate["output_bytes"] == GIB, gate
+        peaks.append(peak)
+        rates.append(GIB / (1 << 20) / gate["duration_s"])
+        shutil.rmtree(repo / ".git" / "verifygate", ignore_errors=True)
+    peak, rate = max(peaks), statistics.median(rates)
+    memory = Result("5. a gate printing 1 GiB", "peak memory of verifygate (MiB)",
+                    "target 64 MiB", 64.0, peak, 64.0, peak / 64, peak <= 64, len(peaks))
+    throughput = Result("5. a gate printing 1 GiB", "throughput (MiB/s of gate output)",
+                        "target 500 MiB/s", 1.0, rate, 500.0, 500 / rate, rate >= 500,
+                        len(rates))
+    return [memory, throughput]
+
+
+def scenario_startup(root: Path) -> list[Result]:
+    repo = gate_repo(root / "startup", "true", 1)
+    results = []
+    for args in (["--version"], ["run", "--all"]):
+        done = subprocess.run([sys.executable, "-X", "importtime", "-m", "pytest_verifygate.cli",
+                               *args], cwd=repo, capture_output=True, text=True)
+        rows = []
+        for line in done.stderr.splitlines():
+            if line.startswith("import time:") and "|" in line:
+                _, cumulative, name = (part.strip() for part in line[12:].split("|"))
+                if cumulative.isdigit():
+                    rows.append((int(cumulative), name))
+        names = {name.strip() for _, name in rows}
+        heavy = sorted(n for n in names if n.split(".")[0] in ("pytest", "_pytest", "xdist"))
+        top = sorted(rows, reverse=True)[:8]
+        total_ms = sum(c for c, n in rows if not n.startswith(" ")) / 1000
+        print(f"\n  python -X importtime verifygate {' '.join(args)}: {len(names)} modules, "
+              f"top-level imports {total_ms:.1f} ms; heavy imports: {heavy or 'none'}")
+        for cumulative, name in top:
+            print(f"    {cumulative / 1000:7.1f} ms  {name.strip()}")
+        results.append(Result(f"6. start-up: verifygate {' '.join(args)}",
+                              "imports of pytest/_pytest/xdist", "target 0", 0.0,
+                              float(len(heavy)), 0.0, float(len(heavy)), not heavy, 1,
+                              {"modules": len(names), "import_ms": total_ms}))
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=7, help="measured pairs per comparison")
+    parser.add_argument("--only", nargs="*", help="scenario numbers to run (default: all)")
+    parser.add_argument("--out", default=str(Path(__file__).with_name("results.json")))
+    args = parser.parse_args()
+    wanted = set(args.only or "123456")
+    with tempfile.TemporaryDirectory(prefix="verifygate-bench-") as temp:
+        root = Path(temp)
+        env = {**os.environ, "PRE_COMMIT_HOME": str(root / "pre-commit-home"),
+               "LEFTHOOK_QUIET": "meta,summary,execution"}
+        results: list[Result] = []
+        if wanted & {"1", "2"}:
+            results += scenario_trivial(root, args.pairs, env)
+        if "3" in wanted:
+            results += scenario_sleep(root, max(5, args.pairs // 2), env)
+        if "4" in wanted:
+            results += scenario_selection(root, max(5, args.pairs // 2))
+        if "5" in wanted:
+            results += scenario_output(root, args.pairs)
+        if "6" in wanted:
+            results += scenario_startup(root)
+    print(f"\n{'scenario':<52} {'ours':>10} {'theirs':>10} {'ratio':>7} {'target':>7}  met")
+    for r in results:
+        print(f"{r.scenario:<52} {r.ours_median_s:>10.3f} {r.theirs_median_s:>10.3f} "
+              f"{r.ratio:>7.3f} {r.target:>7.2f}  {'yes' if r.met else 'NO'}")
+        print(f"    ours: {r.ours}\n    theirs: {r.theirs}")
+    machine = {"cpus": os.cpu_count(), "python": sys.version.split()[0],
+               "platform": sys.platform}
+    Path(args.out).write_text(json.dumps(
+        {"machine": machine, "results": [asdict(r) for r in results]}, indent=2) + "\n")
+    print(f"\nresults written to {args.out}")
+    return 0 if all(r.met for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
