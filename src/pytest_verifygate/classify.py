@@ -4,6 +4,15 @@ Owns the stable code names and an ordered rule table. The exit status and signal
 first; then anchored, per-tool patterns over stdout and stderr together (ANSI stripped). Every
 pattern is anchored to the start of a line and names a specific tool's message, so ordinary test
 output ("not found", "no tests found" inside an assertion) stays ``command_failed``.
+
+Two checks keep a message from being taken out of context:
+
+* a "missing script" or "no rule to make target" message counts only when the missing name is
+  one the gate's own command asked for; otherwise a script or recipe the gate ran is broken
+  (``npm run build`` whose build script runs ``npm run gone``), which is ``command_failed``;
+* what a failing pytest test printed (its "Captured stdout/stderr/log" sections) is not read,
+  and a pytest traceback's ``E`` line counts only as the first line of an exception, never as
+  a later line of an assertion message or a diff.
 """
 
 from __future__ import annotations
@@ -40,11 +49,27 @@ MISSING_CODES = frozenset({MISSING_SCRIPT, MISSING_MAKE_TARGET, NO_TEST_FILES})
 NOT_RETRIED = MISSING_CODES | {UNSUPPORTED_FORMAT, INTERRUPTED}
 
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+# Cursor moves and erases (progress spinners, log-update redraws) start text at a new place on
+# the screen: read them as line breaks so the redrawn text is still at the start of a line.
+_CURSOR_CONTROL = re.compile(r"\x1b\[[0-9;?]*[ABEFGHJKf]|\x1bc")
+# What a failing pytest test printed or logged: a section up to the next section, test header
+# or summary line.
+_PYTEST_CAPTURED = re.compile(
+    r"^-+ Captured (?:stdout|stderr|log) \w+ -+$"
+    r".*?(?=^-+ Captured |^_{3,} .* _{3,}$|^=+ .* =+$|\Z)",
+    re.MULTILINE | re.DOTALL,
+)
 
 
 def strip_ansi(text: str) -> str:
     """Remove ANSI colour and cursor sequences."""
     return _ANSI.sub("", text)
+
+
+def plain_output(text: str) -> str:
+    """The output as classification reads it: no ANSI codes, ``\\n`` line ends."""
+    text = strip_ansi(_CURSOR_CONTROL.sub("\n", text))
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 @dataclass(frozen=True)
@@ -60,7 +85,10 @@ class Failure:
 
 @dataclass(frozen=True)
 class Rule:
-    """Output matching ``pattern`` (multiline, anchored) means ``code`` when ``accept`` agrees."""
+    """Output matching ``pattern`` (multiline, anchored) means ``code`` when ``accept`` agrees.
+
+    ``accept`` gets the match (``match.string`` is the whole output as read) and the failure.
+    """
 
     code: str
     tool: str
@@ -72,86 +100,27 @@ def _rx(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.MULTILINE)
 
 
-def _package_not_local(match: re.Match[str], failure: Failure) -> bool:
-    """A missing module is a setup problem only if it is not one of the project's own."""
-    name = match.group("module")
-    if name.startswith((".", "/")):
-        return False
-    top = name.split(".")[0].split("/")[0]
-    if not top or top.startswith("@"):
-        return True
-    local = (failure.cwd / top, failure.cwd / f"{top}.py", failure.cwd / "src" / top)
-    return not any(path.exists() for path in local)
+# "make", "gmake", "make[2]" (a sub-make, or make run from another make's recipe).
+_MAKE = r"g?make(?:\[\d+\])?"
 
 
-def _node_package(match: re.Match[str], failure: Failure) -> bool:
-    name = match.group("module")
-    return not name.startswith((".", "/", "~")) and not re.match(r"[A-Za-z]:[\\/]", name)
+# --------------------------------------------------------------------------------------------
+# what the gate asked for
 
 
-RULES: tuple[Rule, ...] = (
-    # Package-manager scripts that do not exist.
-    Rule(MISSING_SCRIPT, "npm", _rx(r"^npm (?:ERR!|error) Missing script: \"?[^\"\n]+\"?")),
-    Rule(MISSING_SCRIPT, "pnpm", _rx(r"^\s*ERR_PNPM_NO_SCRIPT\b")),
-    Rule(MISSING_SCRIPT, "pnpm", _rx(r"^\s*ERR_PNPM_RECURSIVE_RUN_NO_SCRIPT\b")),
-    Rule(MISSING_SCRIPT, "yarn", _rx(r"^error Command \"[^\"\n]+\" not found\.$")),
-    Rule(MISSING_SCRIPT, "yarn", _rx(r"^Usage Error: Couldn't find a script named \"[^\"\n]+\"")),
-    Rule(MISSING_SCRIPT, "bun", _rx(r"^error: Script not found \"[^\"\n]+\"")),
-    # make: a target named on the command line with no rule (a missing prerequisite file,
-    # "needed by ...", is an ordinary build failure).
-    Rule(
-        MISSING_MAKE_TARGET,
-        "make",
-        _rx(r"^g?make(?:\[\d+\])?: \*\*\* No rule to make target [`'‘][^'’\n]+['’]\.\s+Stop\.$"),
-    ),
-    # Test runners that found no tests.
-    Rule(NO_TEST_FILES, "jest", _rx(r"^No tests found, exiting with code 1")),
-    Rule(NO_TEST_FILES, "vitest", _rx(r"^No test files found, exiting with code 1")),
-    Rule(NO_TEST_FILES, "mocha", _rx(r"^Error: No test files found")),
-    Rule(NO_TEST_FILES, "pytest", _rx(r"^=+ no tests ran in [\d.]+s =+$")),
-    # Tools and dependencies that are not there.
-    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "sh", _rx(r"^(?:/bin/)?(?:ba|da|z)?sh: (?:\d+: |line \d+: )?"
-                                             r"[^:\n]+: (?:command )?not found$")),
-    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "env", _rx(r"^(?:/usr/bin/)?env: [‘'\"]?[^:\n]+[’'\"]?: "
-                                              r"No such file or directory$")),
-    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "python", _rx(r"^\S*python[\d.]*: No module named \S+")),
-    Rule(
-        SETUP_OR_BOOTSTRAP_ISSUE,
-        "python",
-        _rx(r"^(?:E\s+)?ModuleNotFoundError: No module named '(?P<module>[\w.]+)'"),
-        _package_not_local,
-    ),
-    Rule(
-        SETUP_OR_BOOTSTRAP_ISSUE,
-        "node",
-        _rx(r"^(?:Uncaught )?Error: Cannot find module '(?P<module>[^'\n]+)'"),
-        _node_package,
-    ),
-    Rule(
-        SETUP_OR_BOOTSTRAP_ISSUE,
-        "node",
-        _rx(r"^(?:Uncaught )?Error \[ERR_MODULE_NOT_FOUND\]: Cannot find package "
-            r"'(?P<module>[^'\n]+)'"),
-        _node_package,
-    ),
-    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "node", _rx(r"^Error: spawn \S+ ENOENT$")),
-    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "pnpm",
-         _rx(r"^\s*ERR_PNPM_RECURSIVE_EXEC_FIRST_FAIL\s+Command \"[^\"\n]+\" not found")),
-    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "npx", _rx(r"^npm (?:ERR!|error) could not determine "
-                                              r"executable to run$")),
-    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "cargo", _rx(r"^error: no such command: `[^`\n]+`")),
-    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "go", _rx(r"^go: (?:go\.mod file not found|cannot find "
-                                             r"main module)")),
-    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "uv", _rx(r"^error: Failed to spawn: `[^`\n]+`")),
-)
-
-_PYTEST_NAMES = re.compile(r"(?:^|[/\\])(?:py\.test|pytest)(?:-[\d.]+)?$")
-_ARTIFACT_TESTS = frozenset({"-f", "-s", "-e", "-d"})
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
+# npm's shorthand commands for lifecycle scripts.
+_SCRIPT_ALIASES = {"t": "test", "tst": "test"}
 
 
 def _program_argv(argv: Sequence[str]) -> list[str]:
     """The argv of the program itself; for ``sh -c "script"`` the script's words."""
-    if len(argv) == 3 and argv[1] == "-c" and Path(argv[0]).name in ("sh", "bash", "dash"):
+    if (
+        len(argv) >= 3
+        and Path(argv[0]).name in _SHELLS
+        and argv[1].startswith("-")
+        and argv[1].endswith("c")
+    ):
         try:
             return shlex.split(argv[2])
         except ValueError:
@@ -159,12 +128,187 @@ def _program_argv(argv: Sequence[str]) -> list[str]:
     return list(argv)
 
 
-def _runs_pytest(argv: Sequence[str]) -> bool:
-    if not argv:
-        return False
-    if _PYTEST_NAMES.search(argv[0]):
+def _asked_for(match: re.Match[str], failure: Failure) -> bool:
+    """The missing script or target is one the gate's command names (not a nested one)."""
+    words = _program_argv(failure.argv)
+    if not words or any("$" in word for word in words):  # unknown, or set by the shell
         return True
-    return len(argv) >= 3 and "python" in Path(argv[0]).name and argv[1:3] == ["-m", "pytest"]
+    named = set(words) | {_SCRIPT_ALIASES[word] for word in words if word in _SCRIPT_ALIASES}
+    return match.group("name") in named
+
+
+# --------------------------------------------------------------------------------------------
+# missing modules: the project's own, or a dependency that is not installed
+
+_PY_FRAME = re.compile(
+    r'^\s*File "(?P<file>[^"\n]+\.py)", line \d+|^(?P<short>[^\s:][^:\n]*\.py):\d+: in ',
+    re.MULTILINE,
+)
+
+
+def _is_python_module(directory: Path, name: str) -> bool:
+    if (directory / f"{name}.py").is_file():
+        return True
+    package = directory / name
+    if not package.is_dir():
+        return False
+    return (package / "__init__.py").is_file() or any(package.glob("*.py"))
+
+
+def _traceback_dirs(failure: Failure, text: str) -> set[Path]:
+    """The project directories (under cwd) holding the files a Python traceback passes through."""
+    cwd = failure.cwd.resolve()
+    found: set[Path] = set()
+    for frame in _PY_FRAME.finditer(text):
+        path = Path(frame.group("file") or frame.group("short"))
+        path = (path if path.is_absolute() else cwd / path).resolve()
+        if path.is_relative_to(cwd) and "site-packages" not in path.parts:
+            found.add(path.parent)
+    return found
+
+
+def _python_dependency(match: re.Match[str], failure: Failure) -> bool:
+    """Whether a missing Python module is a setup problem rather than the project's mistake.
+
+    * ``app.gone`` where ``app`` is the project's own package: a module of the project is
+      missing or misspelt (``command_failed``);
+    * ``helpers`` that only exists next to the file importing it (an implicit relative import,
+      or a test directory that is not on ``sys.path``): the import is wrong (``command_failed``);
+    * ``app`` itself, present in the working directory or under ``src/`` but not importable:
+      the project is not installed or not on the path (setup);
+    * a name the project does not have: a dependency that is not installed (setup).
+    """
+    top, _, submodule = match.group("module").partition(".")
+    if not top:
+        return False
+    cwd = failure.cwd.resolve()
+    in_project = any(_is_python_module(root, top) for root in (cwd, cwd / "src"))
+    if submodule:
+        beside = _traceback_dirs(failure, match.string)
+        return not (in_project or any(_is_python_module(d, top) for d in beside))
+    if in_project:
+        return True
+    return not any(_is_python_module(d, top) for d in _traceback_dirs(failure, match.string))
+
+
+_LOCAL_SPECIFIERS = (".", "/", "~", "#", "@/", "file:")
+_WINDOWS_PATH = re.compile(r"[A-Za-z]:[\\/]")
+
+
+def _node_package(match: re.Match[str], failure: Failure) -> bool:
+    """A bare specifier names a package, and a path inside ``node_modules`` an installed one;
+    other paths, ``#imports`` and ``@/``/``~`` aliases are the project's own modules.
+    """
+    name = match.group("module")
+    if "/node_modules/" in name.replace("\\", "/"):
+        return True
+    return not name.startswith(_LOCAL_SPECIFIERS) and not _WINDOWS_PATH.match(name)
+
+
+# --------------------------------------------------------------------------------------------
+# test runners that found nothing to run
+
+_MAKE_ERROR_5 = _rx(rf"^{_MAKE}: \*\*\* \[[^\]\n]+\] Error 5$")
+
+
+def _pytest_exit_5(match: re.Match[str], failure: Failure) -> bool:
+    """pytest's summary means "no tests" only with its exit status 5 (also through make)."""
+    return failure.exit_code == 5 or _MAKE_ERROR_5.search(match.string) is not None
+
+
+_PYTEST_STATS = r"(?:no tests ran|\d+ (?:deselected|warnings?|errors?|skipped))"
+
+RULES: tuple[Rule, ...] = (
+    # Package-manager scripts that do not exist.
+    Rule(MISSING_SCRIPT, "npm",
+         _rx(r"^npm (?:ERR!|error) [Mm]issing script: \"?(?P<name>[^\"\n]+?)\"?$"), _asked_for),
+    Rule(MISSING_SCRIPT, "pnpm",
+         _rx(r"^\s*(?:ERR_PNPM_NO_SCRIPT|ERROR)\s+Missing script: \"?(?P<name>[^\"\s]+)\"?"),
+         _asked_for),
+    Rule(MISSING_SCRIPT, "pnpm",
+         _rx(r"^\s*ERR_PNPM_NO_SCRIPT_OR_SERVER\s+Missing script (?P<name>\S+) or file "),
+         _asked_for),
+    Rule(MISSING_SCRIPT, "pnpm",
+         _rx(r"^\s*ERR_PNPM_RECURSIVE_RUN_NO_SCRIPT\s+None of the selected packages has an? "
+             r"\"(?P<name>[^\"\n]+)\" script"), _asked_for),
+    Rule(MISSING_SCRIPT, "yarn",
+         _rx(r"^error Command \"(?P<name>[^\"\n]+)\" not found\."
+             r"(?: Did you mean \"[^\"\n]+\"\?)?$"), _asked_for),
+    Rule(MISSING_SCRIPT, "yarn",
+         _rx(r"^Usage Error: Couldn't find a script named \"(?P<name>[^\"\n]+)\""), _asked_for),
+    Rule(MISSING_SCRIPT, "bun",
+         _rx(r"^error: (?:Script not found|missing script) \"(?P<name>[^\"\n]+)\""), _asked_for),
+    # make: a target named on the command line with no rule (a missing prerequisite file,
+    # "needed by ...", is an ordinary build failure), or no makefile at all.
+    Rule(MISSING_MAKE_TARGET, "make",
+         _rx(rf"^{_MAKE}: \*\*\* No rule to make target [`'\u2018](?P<name>[^'\u2019\n]+)"
+             r"['\u2019]\.\s+Stop\.$"), _asked_for),
+    Rule(MISSING_MAKE_TARGET, "make",
+         _rx(rf"^{_MAKE}: \*\*\* No targets specified and no makefile found\.\s+Stop\.$")),
+    # Test runners that found no tests.
+    Rule(NO_TEST_FILES, "jest", _rx(r"^No tests found, exiting with code 1")),
+    Rule(NO_TEST_FILES, "vitest", _rx(r"^No (?:test|benchmark) files found, exiting with code 1")),
+    Rule(NO_TEST_FILES, "mocha", _rx(r"^Error: No test files found")),
+    Rule(NO_TEST_FILES, "bun", _rx(r"^No tests found!\s*Tests need \"\.test\"")),
+    Rule(NO_TEST_FILES, "bun", _rx(r"^The following filters did not match any test files")),
+    Rule(NO_TEST_FILES, "pytest",
+         _rx(rf"^(?:=+ )?{_PYTEST_STATS}(?:, {_PYTEST_STATS})* in [\d.]+s(?: \([\d:]+\))?"
+             r"(?: =+)?$"), _pytest_exit_5),
+    # Tools, dependencies and runtimes that are not there.
+    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "sh",
+         _rx(r"^(?:/\S*/)?(?:ba|da|z|k)?sh: (?:\d+: |line \d+: )?[^:\n]+: "
+             r"(?:command )?not found$")),
+    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "env",
+         _rx(r"^(?:/usr/bin/)?env: ['\"\u2018]?[^:\n]+['\"\u2019]?: No such file or directory$")),
+    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "make",
+         _rx(rf"^{_MAKE}: \*\*\* \[[^\]\n]+\] Error 127$")),
+    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "python",
+         _rx(r"^\S*python[\d.]*: No module named (?P<module>[\w.]+)"), _python_dependency),
+    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "python",
+         _rx(r"^ModuleNotFoundError: No module named '(?P<module>[\w.]+)'"), _python_dependency),
+    # In a pytest traceback only the first "E" line of a block is the exception itself.
+    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "pytest",
+         _rx(r"^(?!E\s)[^\n]*\nE +ModuleNotFoundError: No module named '(?P<module>[\w.]+)'"),
+         _python_dependency),
+    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "node",
+         _rx(r"^(?:Uncaught )?Error: Cannot find module '(?P<module>[^'\n]+)'"), _node_package),
+    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "node",
+         _rx(r"^(?:Uncaught )?Error \[ERR_MODULE_NOT_FOUND\]: Cannot find (?:package|module) "
+             r"'(?P<module>[^'\n]+)'"), _node_package),
+    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "jest",
+         _rx(r"^\s*● Test suite failed to run\n\n\s+Cannot find module '(?P<module>[^'\n]+)' "
+             r"from '[^'\n]+'$"), _node_package),
+    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "node", _rx(r"^Error: spawn \S+ ENOENT$")),
+    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "npm",
+         _rx(r"^npm (?:ERR!|error) enoent Could not read package\.json")),
+    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "npm", _rx(r"^npm (?:ERR!|error) code EBADENGINE$")),
+    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "npx",
+         _rx(r"^npm (?:ERR!|error) could not determine executable to run$")),
+    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "pnpm",
+         _rx(r"^\s*ERR_PNPM_RECURSIVE_EXEC_FIRST_FAIL\s+Command \"[^\"\n]+\" not found")),
+    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "pnpm",
+         _rx(r"^\s*ERR_PNPM_NO_IMPORTER_MANIFEST_FOUND\b")),
+    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "yarn", _rx(r"^error Couldn't find a package\.json file in ")),
+    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "cargo", _rx(r"^error: no such command: `[^`\n]+`")),
+    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "cargo",
+         _rx(r"^error: could not find `Cargo\.toml` in `[^`\n]+` or any parent directory$")),
+    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "go",
+         _rx(r"^go: (?:go\.mod file not found|cannot find main module)")),
+    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "uv", _rx(r"^error: Failed to spawn: `[^`\n]+`")),
+)
+
+_PYTEST_NAMES = frozenset({"pytest", "py.test"})
+_ARTIFACT_TESTS = frozenset({"-f", "-s", "-e", "-d"})
+
+
+def _runs_pytest(argv: Sequence[str]) -> bool:
+    """``pytest``, ``python -m pytest``, ``uv run pytest``, ``coverage run -m pytest``, ..."""
+    for index, word in enumerate(argv):
+        if re.sub(r"-[\d.]+$", "", Path(word).name) in _PYTEST_NAMES:
+            return True
+        if word == "-m" and argv[index + 1 : index + 2] == ["pytest"]:
+            return True
+    return False
 
 
 def _artifact_check(argv: Sequence[str]) -> bool:
@@ -180,10 +324,10 @@ def classify(failure: Failure) -> str:
         return COMMAND_FAILED
     if failure.exit_code in (126, 127):
         return SETUP_OR_BOOTSTRAP_ISSUE
-    text = strip_ansi(failure.output)
     program = _program_argv(failure.argv)
     if failure.exit_code == 5 and _runs_pytest(program):
         return NO_TEST_FILES
+    text = _PYTEST_CAPTURED.sub("", plain_output(failure.output))
     for rule in RULES:
         for match in rule.pattern.finditer(text):
             if rule.accept is None or rule.accept(match, failure):
