@@ -1,9 +1,10 @@
 """Failure codes: what kind of failure a gate had, so people and orchestrators know what to do.
 
-Owns the stable code names and an ordered rule table. The exit status and signal are looked at
-first; then anchored, per-tool patterns over stdout and stderr together (ANSI stripped). Every
-pattern is anchored to the start of a line and names a specific tool's message, so ordinary test
-output ("not found", "no tests found" inside an assertion) stays ``command_failed``.
+Owns the ordered rule table (the code names live in ``codes``). The exit status and signal
+are looked at first; then anchored, per-tool patterns over stdout and stderr together (ANSI
+stripped). Every pattern is anchored to the start of a line and names a specific tool's
+message, so ordinary test output ("not found", "no tests found" inside an assertion) stays
+``command_failed``.
 
 Two checks keep a message from being taken out of context:
 
@@ -23,30 +24,43 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-COMMAND_FAILED = "command_failed"
-MISSING_SCRIPT = "missing_script"
-MISSING_MAKE_TARGET = "missing_make_target"
-NO_TEST_FILES = "no_test_files"
-UNSUPPORTED_FORMAT = "unsupported_format"
-SETUP_OR_BOOTSTRAP_ISSUE = "setup_or_bootstrap_issue"
-SEQUENCE_ISSUE = "sequence_issue"
-TIMEOUT = "timeout"
-INTERRUPTED = "interrupted"
-
-CODES = (
-    COMMAND_FAILED,
-    MISSING_SCRIPT,
-    MISSING_MAKE_TARGET,
-    NO_TEST_FILES,
-    UNSUPPORTED_FORMAT,
-    SETUP_OR_BOOTSTRAP_ISSUE,
-    SEQUENCE_ISSUE,
-    TIMEOUT,
-    INTERRUPTED,
+# The codes are re-exported: ``classify.CODES`` and friends are part of the public API.
+from pytest_verifygate.codes import (
+    CODES as CODES,
 )
-# Codes that ``on_missing = "skip"`` turns into a skip, and that a retry cannot change.
-MISSING_CODES = frozenset({MISSING_SCRIPT, MISSING_MAKE_TARGET, NO_TEST_FILES})
-NOT_RETRIED = MISSING_CODES | {UNSUPPORTED_FORMAT, INTERRUPTED}
+from pytest_verifygate.codes import (
+    COMMAND_FAILED as COMMAND_FAILED,
+)
+from pytest_verifygate.codes import (
+    INTERRUPTED as INTERRUPTED,
+)
+from pytest_verifygate.codes import (
+    MISSING_CODES as MISSING_CODES,
+)
+from pytest_verifygate.codes import (
+    MISSING_MAKE_TARGET as MISSING_MAKE_TARGET,
+)
+from pytest_verifygate.codes import (
+    MISSING_SCRIPT as MISSING_SCRIPT,
+)
+from pytest_verifygate.codes import (
+    NO_TEST_FILES as NO_TEST_FILES,
+)
+from pytest_verifygate.codes import (
+    NOT_RETRIED as NOT_RETRIED,
+)
+from pytest_verifygate.codes import (
+    SEQUENCE_ISSUE as SEQUENCE_ISSUE,
+)
+from pytest_verifygate.codes import (
+    SETUP_OR_BOOTSTRAP_ISSUE as SETUP_OR_BOOTSTRAP_ISSUE,
+)
+from pytest_verifygate.codes import (
+    TIMEOUT as TIMEOUT,
+)
+from pytest_verifygate.codes import (
+    UNSUPPORTED_FORMAT as UNSUPPORTED_FORMAT,
+)
 
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 # Cursor moves and erases (progress spinners, log-update redraws) start text at a new place on

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO
 
-from pytest_verifygate import classify as codes
+from pytest_verifygate import codes
 from pytest_verifygate.contract import Gate
 
 READ_SIZE = 1 << 20
@@ -106,6 +106,12 @@ class OutputSink:
         text = kept.decode("utf-8", "replace")
         if truncated and text.startswith("\ufffd"):  # the cut split a multi-byte character
             text = text.lstrip("\ufffd")
+        encoded = text.encode("utf-8")
+        if len(encoded) > self.tail_bytes:
+            # Each invalid byte became a 3-byte U+FFFD: cut again so the tail stays within
+            # tail_bytes as UTF-8 too (ignore drops only the one character split by the cut).
+            text = encoded[-self.tail_bytes :].decode("utf-8", "ignore")
+            truncated = True
         return text, truncated
 
 
@@ -275,10 +281,10 @@ class GateRunner:
             return replace(result, outcome="failed", code=codes.SETUP_OR_BOOTSTRAP_ISSUE)
         if outcome.exit_code == 0:
             return result
-        code = codes.classify(
-            codes.Failure(outcome.exit_code, outcome.signal, output, plan.invocations[0] if
-                          plan.invocations else (), plan.cwd)
-        )
+        from pytest_verifygate.classify import Failure, classify  # only when a gate failed
+
+        argv = plan.invocations[0] if plan.invocations else ()
+        code = classify(Failure(outcome.exit_code, outcome.signal, output, argv, plan.cwd))
         result = replace(result, outcome="failed", code=code)
         if self.classify_hook is not None:
             override = self.classify_hook(plan.gate, result)

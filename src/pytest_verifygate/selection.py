@@ -10,11 +10,20 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-
-from pathspec import GitIgnoreSpec
+from typing import TYPE_CHECKING
 
 from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import Contract, Gate
+
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
+
+
+def _spec(patterns: Sequence[str]) -> GitIgnoreSpec:
+    # Imported here: a run without patterns (e.g. --all) never pays for pathspec's import.
+    from pathspec import GitIgnoreSpec
+
+    return GitIgnoreSpec.from_lines(patterns)
 
 
 @dataclass(frozen=True)
@@ -71,7 +80,7 @@ def _decide(
     if not changes.filtering:
         return Selection(gate, True, "no change filtering (all gates apply)")
     for pattern in gate.when_changed_all:
-        if not any(True for _ in matching(GitIgnoreSpec.from_lines([pattern]), candidates)):
+        if not any(True for _ in matching(_spec([pattern]), candidates)):
             return Selection(
                 gate, False, f"when_changed_all pattern {pattern!r} matches no changed file"
             )
@@ -80,7 +89,7 @@ def _decide(
         if gate.when_changed_all:
             reason = "every when_changed_all pattern matches a changed file"
         return Selection(gate, True, reason, tuple(f for f in changes.files if f in existing))
-    spec = GitIgnoreSpec.from_lines(gate.when_changed)
+    spec = _spec(gate.when_changed)
     matched = list(matching(spec, candidates))
     if not matched:
         if not changes.files:
@@ -120,7 +129,7 @@ def compile_prefilter(gates: Sequence[Gate]) -> Callable[[str], object] | None:
         patterns = [*(gate.when_changed or ()), *gate.when_changed_all]
         if gate.when_changed is None and not gate.when_changed_all:
             continue
-        for pattern in GitIgnoreSpec.from_lines(patterns).patterns:
+        for pattern in _spec(patterns).patterns:
             regex = getattr(pattern, "regex", None)
             if not getattr(pattern, "include", False) or regex is None:
                 continue
@@ -157,4 +166,4 @@ def files_for_gate(gate: Gate, candidates: Sequence[str]) -> tuple[str, ...]:
     """``candidates`` filtered by the gate's ``when_changed`` (all of them when it has none)."""
     if gate.when_changed is None:
         return tuple(candidates)
-    return tuple(matching(GitIgnoreSpec.from_lines(gate.when_changed), candidates))
+    return tuple(matching(_spec(gate.when_changed), candidates))
