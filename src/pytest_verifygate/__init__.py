@@ -6,7 +6,25 @@ package (as the ``verifygate`` command and pytest's plugin loader do) stays chea
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # type checkers see the real names; at run time they load on first use
+    from pytest_verifygate.api import to_report as to_report
+    from pytest_verifygate.changes import ChangeRequest as ChangeRequest
+    from pytest_verifygate.changes import ChangeSet as ChangeSet
+    from pytest_verifygate.changes import compute_changes as compute_changes
+    from pytest_verifygate.contract import Contract as Contract
+    from pytest_verifygate.contract import Gate as Gate
+    from pytest_verifygate.contract import find_contract as find_contract
+    from pytest_verifygate.contract import load_contract as load_contract
+    from pytest_verifygate.digest import failure_signature as failure_signature
+    from pytest_verifygate.digest import to_digest as to_digest
+    from pytest_verifygate.engine import RunResult as RunResult
+    from pytest_verifygate.engine import run_gates as run_gates
+    from pytest_verifygate.errors import ContractError as ContractError
+    from pytest_verifygate.errors import VerifyGateError as VerifyGateError
+    from pytest_verifygate.runner import GateResult as GateResult
+    from pytest_verifygate.selection import select_gates as select_gates
 
 __version__ = "0.1.0"
 
@@ -24,6 +42,7 @@ _API = {
     "GateResult": "pytest_verifygate.runner",
     "to_report": "pytest_verifygate.api",
     "to_digest": "pytest_verifygate.digest",
+    "failure_signature": "pytest_verifygate.digest",
     "ContractError": "pytest_verifygate.errors",
     "VerifyGateError": "pytest_verifygate.errors",
 }

@@ -1,35 +1,55 @@
 """The agent digest: a short, bounded Markdown account of failed gates a coding agent can act on.
 
-Owns the per-code hints, the choice of which output lines to keep (the end, plus error lines
-found earlier), fencing that no backtick run in the output can break, and path normalization so
-identical failures give identical text.
+Owns the per-code hints, the cleaning of raw gate output (ANSI, carriage-return redraws,
+control characters, runs of invalid UTF-8), the choice of which output lines to keep (the end,
+plus error lines found earlier), fencing that no backtick run in the output can break, path
+normalization so identical failures give identical text, the hard size bounds, and the
+normalized failure signature that tells a repeated failure from a new one.
+
+Everything here works on the report dict (SPEC 6.3), so a digest can be made from a report
+read back from disk as well as from a live run.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_verifygate.classify import strip_ansi
 
 PER_GATE_BYTES = 4096
 TOTAL_BYTES = 16384
+# Below these a digest cannot say anything useful; smaller limits are a caller's mistake.
+MIN_PER_GATE_BYTES = 512
+MIN_TOTAL_BYTES = 1024
+# A gate section is only started when at least this much room is left for it.
+MIN_SECTION_BYTES = 1024
 MAX_ERROR_LINES = 12
+MAX_ERROR_LINE_BYTES = 300
+MAX_COMMAND_BYTES = 400
+MAX_NAME_BYTES = 100
+MAX_NAMES_IN_TITLE = 10
+# Longer backtick runs are shortened so the fence (one longer than the longest run) stays short.
+MAX_BACKTICK_RUN = 16
+# Only the last part of a (possibly huge) output is scanned; the digest never shows more.
+MAX_SCAN_CHARS = 1 << 20
 
 HINTS = {
     "command_failed": "Read the output below, fix the code it points at, and run the gate again.",
-    "missing_script": "The package.json script does not exist: define it, or fix the gate's "
-    "command in the contract.",
+    "missing_script": "The package.json script does not exist: define the script, or fix the "
+    "gate's command in the contract.",
     "missing_make_target": "make has no such target: add the target to the Makefile, or fix the "
     "gate's command in the contract.",
     "no_test_files": "The test runner found no tests: add tests where it looks, or fix its path "
     "or pattern in the gate's command.",
     "unsupported_format": "The command needs a shell: set shell = true for this gate, or write "
     "the command as an array.",
-    "setup_or_bootstrap_issue": "A tool or dependency is missing: install or configure it (do "
-    "not change source code to work around it).",
+    "setup_or_bootstrap_issue": "A tool or dependency is missing: install or configure it; do "
+    "not change source code to work around it.",
     "sequence_issue": "An expected build artifact is missing: run the step that produces it "
     "first, or fix the order of the gates.",
     "timeout": "The gate ran past its timeout: look for a hang or an endless loop, or raise "
@@ -38,9 +58,162 @@ HINTS = {
 }
 
 _ERROR_LINE = re.compile(
-    r"^(?:FAILED\b|ERROR\b|E\s{2,}|error(?:\[\w+\])?:|Error:|\S+Error:|\S+:\d+(?::\d+)?:? "
-    r"(?:error|E\d+|F\d+)\b|.*\berror TS\d+:)",
+    r"^\s*(?:"
+    r"FAILED\b|FAIL\b|ERROR\b|E {2,}\S|"  # pytest, jest, go test
+    r"(?:fatal )?error(?:\[\w+\])?:|Error:|fatal:|panic:|"  # compilers, node, git, go
+    r"[\w.]*(?:Error|Exception):|Traceback \(most recent call last\)|"  # exceptions
+    r"npm ERR!|g?make(?:\[\d+\])?: \*\*\*|"
+    r"\S+:\d+(?::\d+)?:? *(?:error|fatal|E\d+|F\d+)\b|"  # file:line: error / lint codes
+    r".*\berror TS\d+:|[\u2717\u2715\u00d7] "  # tsc, test reporters
+    r")"
 )
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# Cursor moves and erases redraw text in place, as a carriage return does.
+_REDRAW = re.compile(r"\x1b\[[0-9;?]*[ABEFGHJKf]|\x1bc")
+_REPLACEMENT_RUN = re.compile("\ufffd{2,}")
+_BACKTICK_RUN = re.compile(f"`{{{MAX_BACKTICK_RUN + 1},}}")
+
+# Signature normalization: what differs between two runs of the very same failure.
+_UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+                   r"[0-9a-fA-F]{12}\b")
+# Hex ids mix letters and digits; all-digit runs are left to _NUMBER, so that a value is
+# normalized the same way whether or not it happens to contain a letter.
+_HEX_ID = re.compile(r"\b(?:0x[0-9a-fA-F]+|(?=[0-9a-fA-F]*[a-fA-F])(?=[0-9a-fA-F]*\d)"
+                     r"[0-9a-fA-F]{7,})\b")
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.~])/(?:[\w.@+~-]+/)*[\w.@+~-]+")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_SPACES = re.compile(r"[ \t]+")
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _keep_start(text: str, limit: int) -> str:
+    """At most ``limit`` UTF-8 bytes from the start of ``text``, cut at a character."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= limit:
+        return text
+    return data[: max(0, limit)].decode("utf-8", "ignore")
+
+
+def _keep_end(text: str, limit: int) -> str:
+    """At most ``limit`` UTF-8 bytes from the end of ``text``, cut at a character."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= limit:
+        return text
+    return data[len(data) - max(0, limit):].decode("utf-8", "ignore")
+
+
+def _shorten(text: str, limit: int) -> str:
+    """``text`` within ``limit`` bytes, its start kept and the cut marked."""
+    if _size(text) <= limit:
+        return text
+    return _keep_start(text, limit - 3) + "..."
+
+
+def _shorten_middle(line: str, limit: int) -> str:
+    """A long line within ``limit`` bytes: its start and its end, the middle marked as cut.
+
+    Both ends matter: the start names the error, the end often holds the value that differs.
+    """
+    if _size(line) <= limit:
+        return line
+    marker = " [... middle of a long line cut ...] "
+    room = max(0, limit - _size(marker))
+    head = _keep_start(line, room // 3)
+    tail = _keep_end(line, room - _size(head))
+    return head + marker + tail
+
+
+def normalize_paths(text: str, root: str | os.PathLike[str] | None) -> str:
+    """Absolute paths under the repository become relative, so the text is reproducible.
+
+    ``root/src/a.py`` becomes ``src/a.py`` and ``root`` alone becomes ``.``; ``root2/x`` is
+    left alone. The root's real path (symlinks resolved) is treated the same way.
+    """
+    if not root:
+        return text
+    base = os.fspath(root).rstrip("/")
+    if not base:
+        return text
+    variants = sorted({base, os.path.realpath(base)}, key=len, reverse=True)
+    for variant in variants:
+        if variant not in text:
+            continue
+        pattern = re.compile(re.escape(variant) + r"(?:(/)|(?![\w.\-]))")
+        text = pattern.sub(lambda match: "" if match.group(1) else ".", text)
+    return text
+
+
+def _shorten_backticks(match: re.Match[str]) -> str:
+    extra = len(match.group()) - MAX_BACKTICK_RUN
+    return "`" * MAX_BACKTICK_RUN + f"[+{extra} backticks]"
+
+
+def clean_output(output: str, root: str | os.PathLike[str] | None = None) -> list[str]:
+    """Gate output as the lines a reader would have seen, safe to put in a Markdown fence."""
+    if len(output) > MAX_SCAN_CHARS:
+        cut = len(output) - MAX_SCAN_CHARS
+        line_start = output.rfind("\n", 0, cut) + 1
+        # A cut inside one huge line keeps that line's start: it usually names the error.
+        head = output[line_start:min(cut, line_start + 1024)] + " [...] " if line_start < cut \
+            else ""
+        output = head + output[cut:]
+    text = strip_ansi(_REDRAW.sub("\r", output)).replace("\r\n", "\n")
+    text = normalize_paths(text, root)
+    lines: list[str] = []
+    for raw in text.split("\n"):
+        # Progress bars redraw with carriage returns: keep what the line finally showed.
+        if "\r" in raw:
+            shown = [part for part in raw.split("\r") if part.strip()]
+            raw = shown[-1] if shown else ""
+        # Control characters go first: removing them can join runs that must be shortened.
+        line = _REPLACEMENT_RUN.sub("\ufffd", _CONTROL.sub("", raw))
+        lines.append(_BACKTICK_RUN.sub(_shorten_backticks, line).rstrip())
+    while lines and not lines[-1]:
+        lines.pop()
+    while lines and not lines[0]:
+        lines.pop(0)
+    return lines
+
+
+def _excerpt(lines: Sequence[str], budget: int) -> str:
+    """The end of the output within ``budget`` bytes, plus earlier error lines that fit."""
+    marker_room = 120  # the "[... N lines omitted ...]" markers
+    room = max(0, budget - marker_room)
+    tail_room = room * 3 // 4 if len(lines) > 1 else room
+    longest = max(64, min(tail_room, max(tail_room // 3, 1024)))
+    tail: list[str] = []
+    used = 0
+    for line in reversed(lines):
+        line = _shorten_middle(line, longest)
+        cost = _size(line) + 1
+        if used + cost > tail_room:
+            break
+        tail.append(line)
+        used += cost
+    tail.reverse()
+    cut = len(lines) - len(tail)
+    picked: list[str] = []
+    for line in lines[:cut]:
+        if len(picked) == MAX_ERROR_LINES:
+            break
+        if not _ERROR_LINE.match(line):
+            continue
+        line = _shorten_middle(line, min(MAX_ERROR_LINE_BYTES, longest))
+        cost = _size(line) + 1
+        if used + cost > room:
+            break
+        picked.append(line)
+        used += cost
+    parts: list[str] = []
+    if picked:
+        parts += ["[verifygate: error lines from earlier in the output]", *picked]
+    if cut:
+        parts.append(f"[... {cut} earlier line(s) omitted ...]")
+    parts += tail
+    return _keep_end("\n".join(parts), budget)
 
 
 def _fence(text: str) -> str:
@@ -48,100 +221,156 @@ def _fence(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-def normalize_paths(text: str, root: str | None) -> str:
-    """Absolute paths under the repository become relative, so the text is reproducible."""
-    if not root:
-        return text
-    prefix = root.rstrip("/") + "/"
-    return text.replace(prefix, "")
+def _inline(text: str, limit: int) -> str:
+    """Text for one line of Markdown: control characters blanked, backtick runs shortened."""
+    text = _BACKTICK_RUN.sub(_shorten_backticks, _CONTROL.sub(" ", strip_ansi(text)))
+    return _shorten(text.replace("\n", " "), limit)
 
 
-def _excerpt(output: str, budget: int) -> tuple[str, bool]:
-    """The end of ``output`` within ``budget`` bytes, plus earlier error lines that fit."""
-    text = strip_ansi(output).replace("\r\n", "\n")
-    # Progress bars redraw with carriage returns; keep only what each line finally showed.
-    lines = [line.rsplit("\r", 1)[-1] for line in text.split("\n")]
-    while lines and not lines[-1].strip():
-        lines.pop()
-    tail: list[str] = []
-    used = 0
-    for line in reversed(lines):
-        cost = len(line.encode()) + 1
-        if used + cost > budget * 3 // 4 and tail:
-            break
-        if cost > budget * 3 // 4:
-            line = "..." + line[-(budget // 2):]
-            cost = len(line.encode()) + 1
-        tail.append(line)
-        used += cost
-    tail.reverse()
-    cut = len(lines) - len(tail)
-    earlier = [line for line in lines[:cut] if _ERROR_LINE.match(line)][:MAX_ERROR_LINES]
-    picked: list[str] = []
-    for line in earlier:
-        line = line if len(line) <= 300 else line[:297] + "..."
-        cost = len(line.encode()) + 1
-        if used + cost > budget:
-            break
-        picked.append(line)
-        used += cost
-    parts: list[str] = []
-    if picked:
-        parts += ["[error lines from earlier output]", *picked, "[...]"]
-    elif cut:
-        parts.append("[...]")
-    parts += tail
-    return "\n".join(parts), bool(cut)
+def _code_span(text: str) -> str:
+    """Inline code that no backtick in ``text`` can end early."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
-def gate_digest(gate: Mapping[str, Any], *, root: str | None = None,
-                budget: int = PER_GATE_BYTES) -> str:
-    """The digest section of one failed gate (a report gate entry)."""
-    code = gate.get("code") or "command_failed"
+def _status(gate: Mapping[str, Any]) -> str:
+    code = gate.get("code")
     if code == "timeout":
-        status = "timed out"
-    elif gate.get("signal") is not None:
-        status = f"killed by signal {gate['signal']}"
-    elif gate.get("exit_code") is not None:
-        status = f"exit {gate['exit_code']}"
-    else:
-        status = "did not run"
-    command = shlex.join(str(word) for word in gate.get("command") or [])
+        return "timed out"
+    if code == "interrupted":
+        return "interrupted"
+    if gate.get("signal") is not None:
+        return f"killed by signal {gate['signal']}"
+    if gate.get("exit_code") is not None:
+        return f"exit {gate['exit_code']}"
+    if code == "unsupported_format":
+        return "not run"
+    return "could not start"
+
+
+def _command_text(gate: Mapping[str, Any]) -> str:
+    command = gate.get("command") or []
+    if isinstance(command, str):
+        return command
+    return shlex.join(str(word) for word in command)
+
+
+def gate_digest(gate: Mapping[str, Any], *, root: str | os.PathLike[str] | None = None,
+                budget: int = PER_GATE_BYTES) -> str:
+    """The digest section of one failed gate (a report gate entry), at most ``budget`` bytes."""
+    budget = max(budget, MIN_PER_GATE_BYTES)
+    code = str(gate.get("code") or "command_failed")
+    name = _inline(str(gate.get("name", "?")), min(MAX_NAME_BYTES, budget // 10))
+    command = _inline(normalize_paths(_command_text(gate), root),
+                      min(MAX_COMMAND_BYTES, budget // 5))
+    cwd = _inline(normalize_paths(str(gate.get("cwd") or "."), root), min(100, budget // 10))
     header = [
-        f"### gate `{gate['name']}` failed: {code} ({status})",
+        f"### {_code_span(name)} failed: {code} ({_status(gate)})",
         f"Hint: {HINTS.get(code, HINTS['command_failed'])}",
-        f"$ {normalize_paths(command, root)}" + (
-            f"   (cwd: {gate['cwd']})" if gate.get("cwd") not in (None, ".") else ""),
+        f"Command: {_code_span(command)} (cwd: {_code_span(cwd)})",
     ]
-    used = sum(len(line.encode()) + 1 for line in header)
-    output = normalize_paths(str(gate.get("output_tail") or ""), root)
-    if not output.strip():
-        return "\n".join([*header, "(no output)"])
-    excerpt, _ = _excerpt(output, max(256, budget - used - 16))
+    reason = gate.get("reason")
+    if reason and code in ("interrupted", "unsupported_format"):
+        header.append(f"Reason: {_inline(str(reason), 200)}")
+    head = "\n".join(header)
+    lines = clean_output(str(gate.get("output_tail") or ""), root)
+    if not lines:
+        return _keep_start(f"{head}\n(no output)", budget)
+    title = "Output (end):" if gate.get("output_truncated") else "Output:"
+    # The fence is at most MAX_BACKTICK_RUN + 1 long: reserve it before choosing lines.
+    fence_room = 2 * (MAX_BACKTICK_RUN + 2)
+    room = budget - _size(head) - _size(title) - fence_room - 3
+    if room < 256:
+        return _keep_start(f"{head}\n(output left out: no room)", budget)
+    excerpt = _excerpt(lines, room)
     fence = _fence(excerpt)
-    return "\n".join([*header, fence, excerpt, fence])
+    return "\n".join([head, title, fence, excerpt, fence])
 
 
-def to_digest(report: Mapping[str, Any], *, root: str | None = None,
+def _one_line(report: Mapping[str, Any]) -> str:
+    verdict = report.get("verdict")
+    counts = report.get("summary", {})
+    line = (f"verifygate: {verdict} ({counts.get('passed', 0)} passed, "
+            f"{counts.get('failed', 0)} failed, {counts.get('skipped', 0)} skipped, "
+            f"{counts.get('pending', 0)} pending)")
+    pending = [str(g.get("name")) for g in report.get("gates", []) if g.get("outcome") ==
+               "pending"]
+    if pending:
+        shown = ", ".join(_code_span(_inline(name, 64)) for name in pending[:5])
+        line += f"; awaiting human sign-off: {shown}" + (" ..." if len(pending) > 5 else "")
+    elif verdict == "failed":
+        line += ("; files changed but no gate ran (fail_when_unverified = true): add a gate "
+                 "whose when_changed matches the changes, or change the setting")
+    elif verdict == "unverified":
+        line += "; no gate applied to the changes"
+    return line + "\n"
+
+
+def to_digest(report: Mapping[str, Any], *, root: str | os.PathLike[str] | None = None,
               per_gate: int = PER_GATE_BYTES, total: int = TOTAL_BYTES) -> str:
-    """The Markdown digest of a report: failed gates only; one line when nothing failed."""
+    """The Markdown digest of a report: failed gates only; one line when nothing failed.
+
+    Each gate's section is at most ``per_gate`` UTF-8 bytes and the whole digest at most
+    ``total`` bytes (hard bounds, whatever the output holds). ``root`` (the repository root)
+    turns absolute paths under it into relative ones.
+    """
+    if per_gate < MIN_PER_GATE_BYTES or total < MIN_TOTAL_BYTES:
+        raise ValueError(f"digest limits too small: per_gate >= {MIN_PER_GATE_BYTES} and "
+                         f"total >= {MIN_TOTAL_BYTES} bytes")
     gates = list(report.get("gates", []))
     failed = [gate for gate in gates if gate.get("outcome") == "failed"]
-    verdict = report.get("verdict")
     if not failed:
-        counts = report.get("summary", {})
-        return (f"verifygate: {verdict} ({counts.get('passed', 0)} passed, "
-                f"{counts.get('skipped', 0)} skipped, {counts.get('pending', 0)} pending)")
-    names = ", ".join(f"`{gate['name']}`" for gate in failed)
-    lines = [f"## verifygate: {len(failed)} of {len(gates)} gate(s) failed: {names}", ""]
-    used = sum(len(line.encode()) + 1 for line in lines)
+        return _keep_start(_one_line(report), total)
+    names = [_code_span(_inline(str(gate.get("name", "?")), 64)) for gate in failed]
+    listed = ", ".join(names[:MAX_NAMES_IN_TITLE])
+    if len(names) > MAX_NAMES_IN_TITLE:
+        listed += f" and {len(names) - MAX_NAMES_IN_TITLE} more"
+    title = f"## verifygate: {len(failed)} of {len(gates)} gate(s) failed: {listed}"
+    parts = [title]
+    used = _size(title)
+    omitted_room = 160  # for the closing "N more failed gate(s) not shown" line
     for index, gate in enumerate(failed):
         remaining = len(failed) - index
-        budget = min(per_gate, (total - used) // remaining)
-        if budget < 300:
-            lines.append(f"(... {remaining} more failed gate(s) omitted: see the JSON report)")
+        available = total - used - 2 - (omitted_room if remaining > 1 else 0)
+        share = available // remaining
+        budget = min(per_gate, max(share, MIN_SECTION_BYTES), available)
+        if budget < MIN_SECTION_BYTES:
+            rest = ", ".join(names[index:index + 5]) + (" ..." if remaining > 5 else "")
+            parts.append(_shorten(f"({remaining} more failed gate(s) not shown: {rest}; run "
+                                  f"`verifygate run` or read the JSON report)", omitted_room))
             break
         section = gate_digest(gate, root=root, budget=budget)
-        lines += [section, ""]
-        used += len(section.encode()) + 1
-    return "\n".join(lines).rstrip() + "\n"
+        parts.append(section)
+        used += _size(section) + 2
+    return _keep_start("\n\n".join(parts) + "\n", total)
+
+
+def _signature_text(text: str) -> str:
+    text = _UUID.sub("<id>", text)
+    text = _ABSOLUTE_PATH.sub("<path>", text)
+    text = _HEX_ID.sub("<hex>", text)
+    text = _NUMBER.sub("<n>", text)
+    return _SPACES.sub(" ", text)
+
+
+def failure_signature(report: Mapping[str, Any], *,
+                      root: str | os.PathLike[str] | None = None) -> str | None:
+    """A fingerprint of what failed: same failure, same signature; None when nothing failed.
+
+    Built from the failed gates' names, codes and outputs with what varies between runs of
+    the same failure taken out: ANSI, paths (under ``root`` made relative, others dropped),
+    hex ids and UUIDs, and every number (durations, counts, line numbers, addresses).
+    """
+    failed = sorted((gate for gate in report.get("gates", []) if gate.get("outcome") ==
+                     "failed"), key=lambda gate: str(gate.get("name")))
+    if not failed and report.get("verdict") != "failed":
+        return None
+    digest = hashlib.sha256()
+    for gate in failed:
+        lines = clean_output(str(gate.get("output_tail") or ""), root)
+        body = "\n".join(_signature_text(line) for line in lines if line.strip())
+        for part in (str(gate.get("name")), str(gate.get("code")), body):
+            digest.update(part.encode("utf-8", "surrogatepass") + b"\0")
+    return digest.hexdigest()

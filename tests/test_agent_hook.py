@@ -1,0 +1,403 @@
+"""``verifygate agent-hook``: real Stop-hook payloads, real git repositories, real gates."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_verifygate.agent_hook import session_file_stem
+from pytest_verifygate.digest import TOTAL_BYTES
+from test_digest import code_blocks
+
+from conftest import commit_all, git, write
+
+_SCRIPT = Path(sys.executable).with_name("verifygate")
+HOOK = ([str(_SCRIPT)] if _SCRIPT.exists() else
+        [sys.executable, "-m", "pytest_verifygate.cli"]) + ["agent-hook"]
+
+# The gate: fails while any Python file holds "BUG", printing absolute paths and a timestamp
+# (both vary between rounds; the repeated-failure check must see through them).
+CHECK = """\
+import pathlib, sys, time
+if len(sys.argv) > 1:
+    with open(sys.argv[1], "a") as marker:
+        marker.write("ran\\n")
+bad = [p for p in sorted(pathlib.Path(".").rglob("*.py"))
+       if p.name != "check.py" and "BUG" in p.read_text()]
+for p in bad:
+    print(f"{p.resolve()}:1: error: bug found (checked at {time.time()})")
+sys.exit(1 if bad else 0)
+"""
+GOOD = "def add(a, b):\n    return a + b\n"
+BAD = "def add(a, b):\n    return a - b  # BUG\n"
+
+
+@dataclass
+class HookRun:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def answer(self) -> dict[str, Any] | None:
+        return json.loads(self.stdout) if self.stdout.strip() else None
+
+    @property
+    def blocked(self) -> bool:
+        return self.answer is not None and self.answer.get("decision") == "block"
+
+    @property
+    def reason(self) -> str:
+        assert self.answer is not None and self.blocked, self
+        reason: str = self.answer["reason"]
+        return reason
+
+    @property
+    def message(self) -> str:
+        assert self.answer is not None and "decision" not in self.answer, self
+        message: str = self.answer["systemMessage"]
+        return message
+
+
+def stop(cwd: Path, *args: str, session: str = "session-1", raw: bytes | None = None,
+         event: str = "Stop", active: bool = False, **extra: str) -> HookRun:
+    """Run the hook the way Claude Code does: payload on stdin, from some other directory."""
+    if raw is None:
+        raw = json.dumps({"session_id": session, "transcript_path": "/nonexistent.jsonl",
+                          "cwd": str(cwd), "hook_event_name": event,
+                          "stop_hook_active": active, **extra}).encode()
+    done = subprocess.run([*HOOK, *args], input=raw, capture_output=True, check=False,
+                          cwd=Path(__file__).parent, timeout=60)
+    run = HookRun(done.returncode, done.stdout.decode(), done.stderr.decode())
+    assert run.returncode == 0, run
+    assert "Traceback" not in run.stderr, run.stderr
+    return run
+
+
+def contract(gates: str) -> str:
+    return gates.replace("PY", json.dumps(sys.executable))
+
+
+CHECK_GATE = contract('[[gate]]\nname = "check"\ncommand = [PY, "check.py"]\n')
+
+
+@pytest.fixture
+def project(repo: Path) -> Path:
+    """A repository whose one gate fails while a Python file contains a bug."""
+    write(repo / "check.py", CHECK)
+    write(repo / "verify.toml", CHECK_GATE)
+    write(repo / "calc.py", GOOD)
+    commit_all(repo)
+    return repo
+
+
+def status(repo: Path) -> list[str]:
+    return git(repo, "status", "--porcelain", "--ignored", "--untracked-files=all").splitlines()
+
+
+def saved_state(repo: Path, session: str = "session-1") -> dict[str, Any]:
+    path = repo / ".git" / "verifygate" / "agent" / f"{session_file_stem(session)}.json"
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+# --------------------------------------------------------------------------------------------
+# block and allow
+
+
+def test_blocks_while_the_bug_is_there_and_allows_once_fixed(project: Path) -> None:
+    write(project / "calc.py", BAD)
+    first = stop(project)
+    assert first.blocked
+    reason = first.reason
+    assert reason.startswith("verifygate blocked this stop (round 1 of 3)")
+    assert "### `check` failed: command_failed (exit 1)" in reason
+    assert "Hint: Read the output below" in reason
+    (block,) = code_blocks(reason)
+    assert block.startswith("calc.py:1: error: bug found")  # relative: deterministic
+    assert str(project) not in reason
+    assert "identical" not in reason
+    assert saved_state(project)["rounds"] == 1
+
+    write(project / "calc.py", GOOD.replace("a + b", "b + a"))  # fixed, still a change
+    fixed = stop(project)
+    assert fixed.stdout == ""
+    assert saved_state(project)["rounds"] == 0
+
+
+def test_no_changes_allows_without_running_the_gates(project: Path, tmp_path: Path) -> None:
+    write(project / "calc.py", BAD)
+    write(project / "verify.toml", contract(
+        f'[[gate]]\nname = "check"\ncommand = [PY, "check.py", "{tmp_path / "ran"}"]\n'))
+    commit_all(project, "the bug is committed, the working tree is clean")
+    run = stop(project)
+    assert run.stdout == ""
+    assert not (tmp_path / "ran").exists()
+
+
+def test_untracked_files_count_as_changes(project: Path) -> None:
+    write(project / "new_module.py", "x = 1  # BUG\n")
+    run = stop(project)
+    assert run.blocked
+    assert "new_module.py:1: error: bug found" in run.reason
+
+
+def test_changed_from_judges_committed_work_since_the_ref(project: Path) -> None:
+    git(project, "switch", "-q", "-c", "feature")
+    write(project / "calc.py", BAD)
+    commit_all(project, "bug on a branch")
+    assert stop(project).stdout == ""  # clean working tree: nothing to verify
+    assert stop(project, "--changed-from", "main").blocked
+
+
+def test_payload_cwd_in_a_subdirectory_finds_the_contract_above(project: Path) -> None:
+    write(project / "pkg" / "mod.py", "y = 2  # BUG\n")
+    run = stop(project / "pkg", event="SubagentStop")
+    assert run.blocked
+    assert "pkg/mod.py:1: error: bug found" in run.reason
+
+
+def test_role_selects_the_gates(project: Path) -> None:
+    write(project / "verify.toml", CHECK_GATE + 'roles = ["reviewer"]\n')
+    commit_all(project)
+    write(project / "calc.py", BAD)
+    assert stop(project, "--role", "implementer").stdout == ""  # no gate applies
+    assert stop(project, "--role", "reviewer").blocked
+
+
+def test_repository_without_commits_checks_every_file(repo: Path) -> None:
+    write(repo / "check.py", CHECK)
+    write(repo / "verify.toml", CHECK_GATE)
+    write(repo / "calc.py", BAD)
+    run = stop(repo)
+    assert run.blocked
+    assert "calc.py:1: error: bug found" in run.reason
+
+
+def test_pending_manual_gate_allows_and_tells_the_user(project: Path) -> None:
+    write(project / "verify.toml", CHECK_GATE + '[[gate]]\nname = "design-review"\n'
+          'command = "sign off in the tracker"\nkind = "manual"\n')
+    commit_all(project)
+    write(project / "calc.py", GOOD + "\n")
+    run = stop(project)
+    assert "awaiting human sign-off: `design-review`" in run.message
+
+
+# --------------------------------------------------------------------------------------------
+# rounds
+
+
+def test_repeated_failure_is_noted_and_the_cap_hands_over_to_a_human(project: Path) -> None:
+    write(project / "calc.py", BAD)
+    first = stop(project, "--max-rounds", "2")
+    assert "round 1 of 2" in first.reason
+    assert "identical" not in first.reason
+
+    second = stop(project, "--max-rounds", "2", active=True)
+    assert "round 2 of 2" in second.reason
+    assert "identical to the previous round's" in second.reason
+    assert "This is the last round" in second.reason
+
+    third = stop(project, "--max-rounds", "2", active=True)
+    assert "still fail after 2 round(s)" in third.message
+    assert "a human must review" in third.message
+    assert "`check`" in third.message
+    assert "verifygate run --changed-from HEAD" in third.message
+    assert "human must review" in third.stderr
+    report = json.loads((project / ".git/verifygate/agent/session-1.report.json").read_text())
+    assert report["verdict"] == "failed"
+    assert saved_state(project)["rounds"] == 0
+
+    # The stop was allowed; when a human sends the agent back to work, it gets fresh rounds.
+    fourth = stop(project, "--max-rounds", "2")
+    assert "round 1 of 2" in fourth.reason
+
+
+def test_a_different_failure_is_not_called_identical(project: Path) -> None:
+    write(project / "calc.py", BAD)
+    assert stop(project).blocked
+    write(project / "other.py", "z = 3  # BUG\n")
+    second = stop(project)
+    assert "round 2 of 3" in second.reason
+    assert "identical" not in second.reason
+    assert "other.py:1: error" in second.reason
+    third = stop(project)
+    assert "round 3 of 3" in third.reason
+    assert "identical to the previous round's" in third.reason
+
+
+def test_a_passing_round_resets_the_count(project: Path) -> None:
+    write(project / "calc.py", BAD)
+    assert "round 1 of 3" in stop(project).reason
+    assert "round 2 of 3" in stop(project).reason
+    write(project / "calc.py", GOOD + "# fixed\n")
+    assert stop(project).stdout == ""
+    write(project / "calc.py", BAD)
+    assert "round 1 of 3" in stop(project).reason
+
+
+def test_sessions_are_counted_separately(project: Path) -> None:
+    write(project / "calc.py", BAD)
+    stop(project, session="alpha")
+    assert "round 2 of 3" in stop(project, session="alpha").reason
+    assert "round 1 of 3" in stop(project, session="beta").reason
+    # Parallel subagents share their session's id; each gets its own rounds.
+    for agent in ("agent-1", "agent-2"):
+        run = stop(project, session="alpha", event="SubagentStop", agent_id=agent)
+        assert "round 1 of 3" in run.reason
+    run = stop(project, session="alpha", event="SubagentStop", agent_id="agent-1")
+    assert "round 2 of 3" in run.reason
+    assert "round 3 of 3" in stop(project, session="alpha").reason
+
+
+def test_state_lives_under_the_git_directory_never_in_the_work_tree(project: Path) -> None:
+    write(project / "calc.py", BAD)
+    before = status(project)
+    session = "../../evil/session id\u00e9"
+    for _ in range(3):
+        assert stop(project, session=session).blocked
+    assert status(project) == before == [" M calc.py"]
+    agent_dir = project / ".git" / "verifygate" / "agent"
+    states = sorted(p.name for p in agent_dir.iterdir())
+    stem = session_file_stem(session)
+    assert states == [f"{stem}.json", f"{stem}.report.json"]
+    assert "/" not in stem and not stem.startswith(".")
+    state = saved_state(project, session)
+    assert state["key"] == session
+    assert state["rounds"] == 3
+    assert state["failed_gates"] == ["check"]
+
+
+def test_unreadable_state_starts_over(project: Path) -> None:
+    write(project / "calc.py", BAD)
+    stop(project)
+    (project / ".git/verifygate/agent/session-1.json").write_text("{not json")
+    run = stop(project)
+    assert "round 1 of 3" in run.reason
+    assert "ignoring unreadable state" in run.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# bounds
+
+
+def test_megabytes_of_backticks_give_a_bounded_reason(project: Path) -> None:
+    write(project / "verify.toml", contract(
+        '[[gate]]\nname = "noisy"\ncommand = [PY, "-c", '
+        '"import sys; sys.stdout.write((\'`\' * 5000 + \'\\\\n\') * 400 + \'```` last line\\\\n\');'
+        ' sys.exit(1)"]\n'))
+    commit_all(project)
+    write(project / "calc.py", GOOD + "\n")
+    run = stop(project)
+    assert len(run.reason.encode()) <= TOTAL_BYTES + 1024
+    (block,) = code_blocks(run.reason)
+    assert block.endswith("```` last line")
+
+
+# --------------------------------------------------------------------------------------------
+# what prevents checking: allow, say why, never a traceback
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    (b"", "empty input"),
+    (b"   \n", "empty input"),
+    (b"{not json", "input is not JSON"),
+    (b"\xff\xfe{}", "not UTF-8"),
+    (b'["session_id"]', "expected an object"),
+    (b'{"cwd": "/"}', "'session_id' is missing"),
+    (b'{"session_id": 7, "cwd": "/"}', "'session_id' is missing or not a non-empty string"),
+    (b'{"session_id": "s"}', "'cwd' is missing"),
+    (b'{"session_id": "s", "cwd": "relative/dir"}', "must be an absolute path"),
+    (b'{"session_id": "s", "cwd": "/no/such/dir/anywhere"}', "is not a directory"),
+    (b'{"session_id": "s", "cwd": "/", "stop_hook_active": "yes"}', "'stop_hook_active'"),
+    (b'{"session_id": "s", "cwd": "/", "hook_event_name": "PreToolUse"}', "'PreToolUse'"),
+    (b'{"session_id": "s", "cwd": "/", "agent_id": 3}', "'agent_id' is not a string"),
+])
+def test_malformed_payload_allows_the_stop_with_a_clear_message(raw: bytes,
+                                                                expected: str) -> None:
+    run = stop(Path("/"), raw=raw)
+    assert "malformed hook input" in run.stderr
+    assert expected in run.stderr
+    assert not run.blocked
+    assert expected in run.message
+
+
+def test_contract_error_allows_the_stop_and_names_the_problem(project: Path) -> None:
+    write(project / "verify.toml", CHECK_GATE + "timeout_secnds = 5\n")
+    write(project / "calc.py", BAD)
+    run = stop(project)
+    assert not run.blocked
+    assert "contract error" in run.stderr
+    assert "timeout_secnds" in run.stderr
+    assert "timeout_secnds" in run.message
+
+
+def test_missing_contract_allows_the_stop(repo: Path) -> None:
+    write(repo / "calc.py", BAD)
+    run = stop(repo)
+    assert not run.blocked
+    assert "no verify contract found" in run.message
+
+
+def test_outside_git_allows_the_stop(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    write(plain / "verify.toml", CHECK_GATE)
+    write(plain / "check.py", CHECK)
+    write(plain / "calc.py", BAD)
+    run = stop(plain)
+    assert not run.blocked
+    assert "not in a git repository" in run.message
+
+
+def test_sigterm_while_gates_run_allows_the_stop_and_kills_the_gate(project: Path,
+                                                                   tmp_path: Path) -> None:
+    pid_file = tmp_path / "gate.pid"
+    write(project / "verify.toml", contract(
+        '[[gate]]\nname = "slow"\ncommand = [PY, "-c", "import os, time; '
+        f"open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)\"]\n"))
+    commit_all(project)
+    write(project / "calc.py", BAD)
+    payload = json.dumps({"session_id": "s", "cwd": str(project), "stop_hook_active": False})
+    payload_file = write(tmp_path / "payload.json", payload)
+    with payload_file.open("rb") as stdin:
+        hook = subprocess.Popen(HOOK, stdin=stdin, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 20
+    while not (pid_file.exists() and pid_file.read_text()):
+        assert time.monotonic() < deadline, "the gate never started"
+        time.sleep(0.05)
+    hook.send_signal(signal.SIGTERM)
+    out, err = hook.communicate(timeout=20)
+    assert hook.returncode == 0
+    assert b'"decision"' not in out
+    assert b"interrupted" in err
+    gate_pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while True:
+        try:
+            os.kill(gate_pid, 0)
+        except ProcessLookupError:
+            break
+        assert time.monotonic() < deadline, "the gate outlived the hook"
+        time.sleep(0.05)
+
+
+def test_session_file_names_are_safe_bounded_and_distinct() -> None:
+    ids = ["3f2a9c1d-1111-4a2b-9c3d-123456789abc", "a/b", "a_b", "..", ".hidden", "x.report",
+           "é" * 500, "", " "]
+    stems = [session_file_stem(session) for session in ids]
+    assert stems[0] == ids[0]  # ordinary ids are kept as they are
+    assert len(set(stems)) == len(stems)
+    for stem in stems:
+        assert stem and len(stem) <= 64
+        assert not stem.startswith(".") and not stem.endswith(".report")
+        assert all(c.isascii() and (c.isalnum() or c in "_.-") for c in stem)
