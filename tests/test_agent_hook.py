@@ -401,3 +401,12 @@ def test_session_file_names_are_safe_bounded_and_distinct() -> None:
         assert stem and len(stem) <= 64
         assert not stem.startswith(".") and not stem.endswith(".report")
         assert all(c.isascii() and (c.isalnum() or c in "_.-") for c in stem)
+
+
+def test_a_mistyped_hook_flag_never_blocks_the_agent(tmp_path: Path) -> None:
+    # Exit status 2 would tell the agent harness to block and feed stderr to the agent.
+    for flags in (["--max-rounds", "0"], ["--no-such-flag"]):
+        done = subprocess.run([*HOOK, *flags], input="{}",
+                              capture_output=True, text=True, cwd=tmp_path)
+        assert done.returncode == 1, flags
+        assert done.stderr.startswith("verifygate: error:")

@@ -102,7 +102,7 @@ def test_the_prefilter_never_changes_a_decision(repo: Path) -> None:
     rng = random.Random(7)
     parts = ["src", "docs", "a b", "build", "pkg", ".hidden", "x.py", "deep", "ü"]
     names = ["m.py", "README.md", "x.proto", "Makefile", "t.rs", "n\nl.py", ".env", "y.py"]
-    paths = sorted({"/".join(rng.choices(parts, k=rng.randint(0, 4)) + [rng.choice(names)])
+    paths = sorted({"/".join([*rng.choices(parts, k=rng.randint(0, 4)), rng.choice(names)])
                     for _ in range(PREFILTER_MIN_FILES * 2)})
     assert len(paths) >= PREFILTER_MIN_FILES
     pattern_pool = ["**/*.py", "!docs/**", "build/", "/Makefile", "src/**/t.rs", "*.md",

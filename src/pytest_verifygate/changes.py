@@ -109,6 +109,10 @@ def compute_changes(
     if from_ref and to_ref:
         return _range(root, from_ref, to_ref)
     if env.get("PRE_COMMIT") == "1":
+        if env.get("PRE_COMMIT_REMOTE_BRANCH"):
+            # A pre-push of history the remote has no base for (a first push): pre-commit
+            # passes no range and means every file; "staged" would be empty and let it through.
+            return ChangeSet(SOURCE_ALL)
         return _staged(root, warn_partial=False)
     ref = settings_changed_from or env.get("VERIFYGATE_CHANGED_FROM", "")
     if ref:

@@ -27,7 +27,11 @@ EXIT_INTERRUPTED = 130
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # one line, exit 2, like every usage error here
-        self.exit(EXIT_USAGE, f"verifygate: error: {message} (see verifygate --help)\n")
+        # For a coding agent's Stop hook, status 2 means "block and show stderr to the agent":
+        # a mistyped hook flag must reach the user instead (status 1), never trap the agent.
+        hook = self.prog.endswith("agent-hook") or "agent-hook" in sys.argv[1:2]
+        status = 1 if hook else EXIT_USAGE
+        self.exit(status, f"verifygate: error: {message} (see verifygate --help)\n")
 
 
 def _add_selection_flags(parser: argparse.ArgumentParser) -> None:
@@ -200,7 +204,7 @@ class _Interruptible:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from pytest_verifygate.api import to_report
-    from pytest_verifygate.console import Progress, summary_table
+    from pytest_verifygate.console import Progress, run_summary
     from pytest_verifygate.digest import to_digest
     from pytest_verifygate.engine import VERDICT_FAILED, run_gates
     from pytest_verifygate.report import dumps, write_report
@@ -235,16 +239,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     elif args.format == "agent":
         sys.stdout.write(to_digest(report, root=str(contract.repo_root)))
     else:
-        if verdict == VERDICT_FAILED and any(g["outcome"] == "failed" for g in report["gates"]):
-            print()
-            print(to_digest(report, root=str(contract.repo_root)).rstrip())
-        if run.results:
-            print()
-            print(summary_table(run.results))
-        counts = report["summary"]
-        where = f"; report: {args.json}" if args.json else ""
-        print(f"verdict: {verdict} ({counts['passed']} passed, {counts['failed']} failed, "
-              f"{counts['skipped']} skipped, {counts['pending']} pending){where}")
+        sys.stdout.write(run_summary(report, run.results, root=contract.repo_root,
+                                     report_path=args.json))
     sys.stdout.flush()
     if run.interrupted:
         print("verifygate: interrupted; unfinished gates are marked interrupted", file=sys.stderr)

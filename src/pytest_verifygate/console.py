@@ -1,14 +1,19 @@
-"""Human-readable output of the ``verifygate`` command: progress lines and the summary table.
+"""Human-readable output of ``verifygate run``: progress lines, the failure digest, the verdict.
 
 On a terminal a status line shows the gates still running and is redrawn as they finish; on a
-pipe (CI logs, pre-commit) every finished gate is one plain line and nothing is redrawn.
+pipe (CI logs, pre-commit) every finished gate is one plain line and nothing is redrawn. What
+follows the gate lines is kept short, because pre-commit and CI logs are read by people in a
+hurry: on success only the verdict line; on failure the digest of the failed gates (the end of
+their output), a recap table in contract order, and the verdict line naming each failed gate
+with its code.
 """
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Sequence
-from typing import TextIO
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
 
 from pytest_verifygate.contract import Gate
 from pytest_verifygate.runner import GateResult
@@ -21,6 +26,7 @@ def format_seconds(seconds: float) -> str:
 
 
 def gate_line(result: GateResult, width: int) -> str:
+    """``  FAIL  tests   1.20s  command_failed``: label, name, time, then code or reason."""
     label = LABELS.get(result.outcome, result.outcome.upper())
     detail = result.code or result.reason or ""
     if result.outcome == "failed" and result.reason:
@@ -86,3 +92,61 @@ def summary_table(results: Sequence[GateResult]) -> str:
              for row in rows]
     lines.insert(1, "  ".join("-" * width for width in widths))
     return "\n".join(lines)
+
+
+def _names(gates: Sequence[Mapping[str, Any]], limit: int = 6) -> str:
+    shown = ", ".join(str(gate["name"]) for gate in gates[:limit])
+    return shown + (f" (+{len(gates) - limit} more)" if len(gates) > limit else "")
+
+
+def verdict_line(report: Mapping[str, Any], *, report_path: str | None = None) -> str:
+    """``verdict: failed (1 passed, 1 failed, 0 skipped, 0 pending): tests [command_failed]``.
+
+    The counts come first and never change shape (scripts grep for them); after them, what a
+    person needs next: the failed gates with their codes, the gates awaiting sign-off, or why
+    nothing ran.
+    """
+    counts = report["summary"]
+    verdict = report["verdict"]
+    line = (f"verdict: {verdict} ({counts['passed']} passed, {counts['failed']} failed, "
+            f"{counts['skipped']} skipped, {counts['pending']} pending)")
+    gates: list[Mapping[str, Any]] = list(report.get("gates", []))
+    failed = [gate for gate in gates if gate.get("outcome") == "failed"]
+    pending = [gate for gate in gates if gate.get("outcome") == "pending"]
+    if failed:
+        shown = [f"{gate['name']} [{gate.get('code') or 'command_failed'}]"
+                 for gate in failed[:6]]
+        more = f" (+{len(failed) - 6} more)" if len(failed) > 6 else ""
+        line += ": " + ", ".join(shown) + more
+    elif verdict == "failed":
+        line += ": no gate ran, and the contract sets fail_when_unverified"
+    elif pending:
+        line += f": awaiting sign-off: {_names(pending)}"
+    elif verdict == "unverified":
+        line += ": no gate ran" + (" (no gate applies to this change)" if not gates else "")
+    if report_path:
+        line += f"; report: {report_path}"
+    return line
+
+
+def run_summary(
+    report: Mapping[str, Any],
+    results: Sequence[GateResult],
+    *,
+    root: str | os.PathLike[str] | None = None,
+    report_path: str | None = None,
+) -> str:
+    """What ``verifygate run`` prints after the gate lines (text format), newline-terminated.
+
+    Nothing failed: the verdict line alone. Something failed: the digest of the failed gates,
+    the recap table in contract order, then the verdict line.
+    """
+    from pytest_verifygate.digest import to_digest
+
+    verdict = verdict_line(report, report_path=report_path)
+    if not any(gate.get("outcome") == "failed" for gate in report.get("gates", [])):
+        return verdict + "\n"
+    digest = to_digest(report, root=root).rstrip()
+    order = {str(gate["name"]): index for index, gate in enumerate(report["gates"])}
+    ordered = sorted(results, key=lambda result: order.get(result.name, len(order)))
+    return f"\n{digest}\n\n{summary_table(ordered)}\n{verdict}\n"

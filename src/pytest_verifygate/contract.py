@@ -37,6 +37,8 @@ KINDS = ("command", "manual")
 ON_MISSING = ("fail", "skip")
 MAX_RETRIES = 20
 _GATE_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,8 @@ class Gate:
     phases: tuple[int, ...] | None = None
     kind: str = "command"
     on_missing: str = "fail"
+    # Environment variables whose values are replaced by "***" in reports (see redact.py).
+    secret_env: tuple[str, ...] = ()
 
     @property
     def command_text(self) -> str:
@@ -190,7 +194,10 @@ def load_contract(
         raise ContractError(shown, "is a directory, not a contract file")
     if not contract_path.is_file():
         raise ContractError(shown, "no such contract file", hint="check the --contract path")
-    contract_path = contract_path.resolve()
+    # Resolve the directory but not a symlinked contract file itself: the project root (and
+    # the repository that cwd must stay inside) is where the contract was found or named, so
+    # a link to a file elsewhere cannot move the gates out of this repository.
+    contract_path = contract_path.parent.resolve() / contract_path.name
     root = project_root_of(contract_path)
     repo_root = find_repo_root(root) or root
     fmt = contract_format(contract_path)
@@ -252,6 +259,9 @@ def _parse_toml(text: str, shown: str) -> dict[str, Any]:
         raise ContractError(shown, f"is not valid TOML: {exc}") from None
     except RecursionError:
         raise ContractError(shown, "is not valid TOML: nested too deeply") from None
+    except ValueError as exc:
+        # tomllib lets int()'s digit limit (4300 digits) escape as a plain ValueError.
+        raise ContractError(shown, f"is not valid TOML: {exc}") from None
     return data
 
 
@@ -264,6 +274,9 @@ def _parse_json(text: str, shown: str) -> Any:
         ) from None
     except RecursionError:
         raise ContractError(shown, "is not valid JSON: nested too deeply") from None
+    except ValueError as exc:
+        # json raises a plain ValueError (not JSONDecodeError) for a number of 4300+ digits.
+        raise ContractError(shown, f"is not valid JSON: {exc}") from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -331,6 +344,10 @@ class _TableLoader:
             raise self.error("must not be empty", gate=gate, key=key)
         if "\x00" in value:
             raise self.error("must not contain a NUL character", gate=gate, key=key)
+        if _LONE_SURROGATE.search(value):
+            # JSON can spell "\ud800"; such a string cannot become an argv, env or file name.
+            raise self.error("must not contain a lone surrogate (\\ud800-\\udfff escape)",
+                             gate=gate, key=key, hint="write real Unicode characters")
         return value
 
     def string_list(
@@ -430,6 +447,7 @@ GATE_KEYS = (
     "phases",
     "kind",
     "on_missing",
+    "secret_env",
 )
 
 
@@ -564,6 +582,12 @@ def _load_gate(
         "when_changed_all",
         lambda v: loader.string_list(v, gate=name, key="when_changed_all", allow_empty=True),
     )
+    secret_env = optional("secret_env", lambda v: loader.string_list(
+        v, gate=name, key="secret_env", allow_empty=True)) or ()
+    for secret_name in secret_env:
+        if not _ENV_NAME.fullmatch(secret_name):
+            raise loader.error(f"{secret_name!r} is not a valid environment variable name",
+                               gate=name, key="secret_env")
     phases = None
     if "phases" in raw:
         value = raw["phases"]
@@ -609,6 +633,7 @@ def _load_gate(
             if "on_missing" in raw
             else settings.on_missing
         ),
+        secret_env=secret_env,
     )
 
 
@@ -637,6 +662,7 @@ def _load_opentiger(
     if not isinstance(by_role, dict):
         raise loader.error(f"must be an object, not {_type_name(by_role)}", key="byRole")
     for role, commands in by_role.items():
+        loader.string(role, gate=None, key="byRole")  # a role name is printed and matched
         for command in _json_commands(commands, loader, key=f"byRole.{role}"):
             specs.append((command, (role,), None, ()))
     rules = data.get("rules", [])

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_verifygate.changes import ChangeSet
-from pytest_verifygate.contract import Contract
+from pytest_verifygate.contract import Contract, Gate
+from pytest_verifygate.redact import Redactor, gate_environment, redactor_for
 from pytest_verifygate.runner import GateResult
 from pytest_verifygate.selection import Selection
 
@@ -23,35 +24,40 @@ REPORT_VERSION = 1
 SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 
 
-def gate_entry(result: GateResult, contract: Contract | None = None) -> dict[str, Any]:
-    """One gate's report entry."""
+def gate_entry(
+    result: GateResult, contract: Contract | None = None, redactor: Redactor | None = None
+) -> dict[str, Any]:
+    """One gate's report entry, with secret values masked (see ``redact.py``)."""
+    gate: Gate | None = None
+    if contract is not None:
+        with contextlib.suppress(KeyError):
+            gate = contract.gate(result.name)
+    # The report leaves the machine: every free-text field goes through the redactor.
+    if redactor is None:
+        redactor = redactor_for(contract.gates if contract is not None else ())
     entry: dict[str, Any] = {
         "name": result.name,
         "outcome": result.outcome,
         "code": result.code if result.outcome == "failed" else None,
-        "command": list(result.command),
+        "command": [redactor.text(word) for word in result.command],
         "cwd": result.cwd,
         "exit_code": result.exit_code,
         "signal": result.signal,
         "duration_s": round(result.duration_s, 3),
         "attempts": result.attempts,
-        "output_tail": result.output_tail,
+        "output_tail": redactor.text(result.output_tail),
         "output_truncated": result.output_truncated,
         "output_bytes": result.output_bytes,
         "log_path": result.log_path,
         "flaky": result.flaky,
     }
     if result.reason is not None:
-        entry["reason"] = result.reason
-    if contract is not None:
-        try:
-            gate = contract.gate(result.name)
-        except KeyError:
-            pass
-        else:
-            entry["kind"] = gate.kind
-            entry["category"] = gate.category
-            entry["roles"] = list(gate.roles) if gate.roles is not None else None
+        entry["reason"] = redactor.text(result.reason)
+    if gate is not None:
+        entry["kind"] = gate.kind
+        entry["category"] = gate.category
+        entry["roles"] = list(gate.roles) if gate.roles is not None else None
+        entry["env"] = redactor.env(gate_environment(gate))
     return entry
 
 
@@ -68,6 +74,7 @@ def build_report(
     order = {gate.name: index for index, gate in enumerate(contract.gates)}
     ordered = sorted(results, key=lambda result: order.get(result.name, len(order)))
     summary = {"passed": 0, "failed": 0, "skipped": 0, "pending": 0}
+    redactor = redactor_for(contract.gates)
     for result in ordered:
         summary[result.outcome] = summary.get(result.outcome, 0) + 1
     return {
@@ -81,7 +88,7 @@ def build_report(
             "files": list(changes.files),
         },
         "summary": summary,
-        "gates": [gate_entry(result, contract) for result in ordered],
+        "gates": [gate_entry(result, contract, redactor) for result in ordered],
         "not_selected": [
             {"name": s.gate.name, "reason": s.reason} for s in selections if not s.selected
         ],

@@ -309,6 +309,8 @@ class GateRunner:
             return _Attempt(spawn_failed=True)
         env = dict(os.environ)
         env.update(plan.env)
+        # Lets a pytest started by a gate know it runs inside one (no recursive gate runs).
+        env["VERIFYGATE_GATE"] = plan.gate.name
         try:
             process = subprocess.Popen(
                 list(argv),
@@ -360,7 +362,8 @@ class GateRunner:
                         outcome.timed_out = True
                     elif process.poll() is not None:
                         # The gate is done but something it started still holds the pipe.
-                        outcome.exit_code = process.returncode
+                        # (Its status is read after the loop, where a signal death becomes
+                        # ``signal``; a negative returncode must never reach exit_code.)
                         kill_at = now + LEFTOVER_GRACE_SECONDS
                         _signal_group(pgid, signal.SIGTERM)
                         continue

@@ -1,0 +1,628 @@
+"""The pre-commit hook, driven by the real pre-commit: commits and pushes in real repositories.
+
+Most tests use a ``repo: local`` hook with ``language: system`` that runs this virtualenv's
+``verifygate`` (fast: nothing to install). The hook as published in ``.pre-commit-hooks.yaml``
+(``language: python``, installed by pre-commit into an isolated virtualenv) is exercised from a
+committed snapshot of this repository, through ``pre-commit try-repo`` and through an installed
+``git commit`` hook; its environment is installed once per test session and shared by
+pytest-xdist workers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+VERIFYGATE = Path(sys.executable).parent / "verifygate"
+
+VERIFY_TOML = """\
+[settings]
+jobs = 2
+
+[[gate]]
+name = "src-check"
+command = "python tools/check.py {files}"
+when_changed = ["src/**/*.py"]
+
+[[gate]]
+name = "imports"
+command = "python tools/imports.py"
+when_changed = ["src/**"]
+
+[[gate]]
+name = "docs-check"
+command = "python tools/check.py {files}"
+when_changed = ["docs/**"]
+"""
+
+# Fails when a given file contains the word BROKEN; says which files it saw, and where its
+# Python lives (to tell pre-commit's isolated virtualenv from this one).
+CHECK_PY = """\
+import sys
+
+print("checked:", " ".join(sys.argv[1:]))
+print("prefix:", sys.prefix)
+bad = [path for path in sys.argv[1:] if "BROKEN" in open(path, encoding="utf-8").read()]
+for path in bad:
+    print(f"{path}:1: error: BROKEN")
+sys.exit(1 if bad else 0)
+"""
+
+# Fails when a module under src/app imports a sibling module that does not exist.
+IMPORTS_PY = """\
+import pathlib
+import re
+import sys
+
+package = pathlib.Path("src/app")
+missing = []
+for module in sorted(package.glob("*.py")):
+    for name in re.findall(r"^from app\\.(\\w+) import", module.read_text(), re.M):
+        if not (package / f"{name}.py").exists():
+            missing.append(f"{module}: imports app.{name}, which does not exist")
+print("\\n".join(missing) or "imports ok")
+sys.exit(1 if missing else 0)
+"""
+
+HOOK_FIELDS = """\
+        pass_filenames: false
+        always_run: true
+        require_serial: true
+        verbose: true
+"""
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+
+
+def clean_env(pre_commit_home: Path, **extra: str) -> dict[str, str]:
+    """The environment of a user's shell: no pre-commit, git or verifygate variables leak in."""
+    env = {
+        key: value for key, value in os.environ.items()
+        if not key.startswith(("GIT_", "PRE_COMMIT", "VERIFYGATE_", "PYTEST_"))
+    }
+    env.update(
+        PATH=f"{VERIFYGATE.parent}{os.pathsep}{env.get('PATH', '')}",
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_CONFIG_NOSYSTEM="1",
+        PRE_COMMIT_HOME=str(pre_commit_home),
+        PRE_COMMIT_COLOR="never",
+    )
+    env.update(extra)
+    return env
+
+
+def run(
+    args: list[str], cwd: Path, env: Mapping[str, str], *, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, check=False, timeout=300)
+    if check and done.returncode != 0:
+        raise AssertionError(f"{shlex.join(args)} exited {done.returncode}:\n"
+                             f"{done.stdout}\n{done.stderr}")
+    return done
+
+
+def git(repo: Path, env: Mapping[str, str], *args: str) -> str:
+    return run(["git", *args], repo, env).stdout
+
+
+def pre_commit(repo: Path, env: Mapping[str, str], *args: str,
+               check: bool = True) -> subprocess.CompletedProcess[str]:
+    return run([sys.executable, "-m", "pre_commit", *args], repo, env, check=check)
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def read_report(path: Path) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    path.unlink()  # the next run must write a fresh one
+    return report
+
+
+def outcomes(report: Mapping[str, Any]) -> dict[str, str]:
+    return {gate["name"]: gate["outcome"] + (f"/{gate['code']}" if gate["code"] else "")
+            for gate in report["gates"]}
+
+
+def head(repo: Path, env: Mapping[str, str], ref: str = "HEAD") -> str:
+    return git(repo, env, "rev-parse", ref).strip()
+
+
+def local_hook_config(report: Path) -> str:
+    entry = f"{shlex.quote(str(VERIFYGATE))} run"
+    return f"""\
+default_install_hook_types: [pre-commit, pre-push]
+repos:
+  - repo: local
+    hooks:
+      - id: verifygate
+        name: verifygate
+        entry: {entry}
+        args: [--json, {json.dumps(str(report))}]
+        language: system
+{HOOK_FIELDS}        stages: [pre-commit, pre-push, manual]
+"""
+
+
+class Project:
+    """A git repository with a verify contract and pre-commit hooks installed."""
+
+    def __init__(self, path: Path, env: dict[str, str], report: Path) -> None:
+        self.path = path
+        self.env = env
+        self.report = report
+
+    def git(self, *args: str) -> str:
+        return git(self.path, self.env, *args)
+
+    def commit(self, message: str, *extra: str) -> subprocess.CompletedProcess[str]:
+        """``git commit`` through the installed hooks; does not raise when a hook blocks it."""
+        return run(["git", "commit", "-q", "-m", message, *extra], self.path, self.env,
+                   check=False)
+
+    def write(self, relative: str, text: str) -> None:
+        write(self.path / relative, text)
+
+
+def make_project(tmp_path: Path, pre_commit_home: Path, config: str) -> Project:
+    path = tmp_path / "project"
+    report = tmp_path / "report.json"
+    env = clean_env(pre_commit_home)
+    write(path / "verify.toml", VERIFY_TOML)
+    write(path / "tools/check.py", CHECK_PY)
+    write(path / "tools/imports.py", IMPORTS_PY)
+    write(path / "src/app/__init__.py", "")
+    write(path / "src/app/core.py", "from app.helper import double\n\nVALUE = double(21)\n")
+    write(path / "src/app/helper.py", "def double(x):\n    return 2 * x\n")
+    write(path / "docs/guide.md", "# Guide\n")
+    write(path / ".gitignore", "__pycache__/\n")
+    write(path / ".pre-commit-config.yaml", config.replace("@REPORT@", str(report)))
+    git(path, env, "-c", "init.defaultBranch=main", "init", "-q")
+    git(path, env, "config", "user.name", "Test")
+    git(path, env, "config", "user.email", "test@example.invalid")
+    git(path, env, "config", "commit.gpgsign", "false")
+    git(path, env, "add", "-A")
+    git(path, env, "commit", "-q", "--no-verify", "-m", "initial")
+    pre_commit(path, env, "install")
+    return Project(path, env, report)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    """A project whose hooks run this virtualenv's verifygate (``repo: local``)."""
+    return make_project(tmp_path, tmp_path / "pre-commit-home",
+                        local_hook_config(tmp_path / "report.json"))
+
+
+# --------------------------------------------------------------------------------------------
+# the hook as published: a committed snapshot of this repository, installed once per session
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path``, so pytest-xdist workers build shared things once."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def shared_dir(factory: pytest.TempPathFactory) -> Path:
+    base = factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # every worker's basetemp lives in one directory of the session
+    return base / "verifygate-precommit"
+
+
+@pytest.fixture(scope="session")
+def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """This repository's package and manifest, committed to a git repository of their own.
+
+    pre-commit installs hooks from commits; copying the working files (instead of cloning
+    HEAD) tests the code as it is now, uncommitted changes included.
+    """
+    shared = shared_dir(tmp_path_factory)
+    env = clean_env(shared / "unused-home")
+    repo = shared / "hook-repo"
+    with locked(shared / "hook-repo.lock"):
+        if not repo.exists():
+            building = shared / "hook-repo.building"
+            shutil.rmtree(building, ignore_errors=True)
+            building.mkdir(parents=True)
+            for name in ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml"):
+                shutil.copy2(ROOT / name, building / name)
+            shutil.copytree(ROOT / "src", building / "src",
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"))
+            git(building, env, "-c", "init.defaultBranch=main", "init", "-q")
+            git(building, env, "add", "-A")
+            git(building, env, "-c", "user.name=Test", "-c", "user.email=test@example.invalid",
+                "commit", "-q", "--no-verify", "-m", "snapshot")
+            building.rename(repo)
+        return repo, head(repo, env)
+
+
+@pytest.fixture(scope="session")
+def shared_pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One PRE_COMMIT_HOME for the session: the hook's virtualenv is installed once."""
+    return shared_dir(tmp_path_factory) / "pre-commit-home"
+
+
+def published_hook_config(hook_repo: tuple[Path, str]) -> str:
+    repo, rev = hook_repo
+    return f"""\
+default_install_hook_types: [pre-commit, pre-push]
+repos:
+  - repo: {json.dumps(str(repo))}
+    rev: {rev}
+    hooks:
+      - id: verifygate
+        args: [--json, "@REPORT@"]
+        verbose: true
+      - id: verifygate-all
+        args: [--json, "@REPORT@"]
+        verbose: true
+"""
+
+
+# --------------------------------------------------------------------------------------------
+# the manifest
+
+
+def test_manifest_is_valid_and_declares_what_the_hook_relies_on(tmp_path: Path) -> None:
+    from pre_commit.clientlib import load_manifest  # type: ignore[import-untyped]
+
+    done = run([sys.executable, "-m", "pre_commit", "validate-manifest",
+                ".pre-commit-hooks.yaml"], ROOT, clean_env(tmp_path / "home"), check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    hooks = {hook["id"]: hook for hook in load_manifest(str(ROOT / ".pre-commit-hooks.yaml"))}
+    assert set(hooks) == {"verifygate", "verifygate-all"}
+    for hook in hooks.values():
+        assert hook["language"] == "python"
+        assert hook["entry"].startswith("verifygate run")
+        assert hook["pass_filenames"] is False
+        assert hook["always_run"] is True
+        assert hook["require_serial"] is True
+        # The new stage names (pre-commit, pre-push) arrived in pre-commit 3.2.0.
+        assert hook["minimum_pre_commit_version"] == "3.2.0"
+    verifygate = hooks["verifygate"]
+    # No change-set flag: verifygate reads pre-commit's environment (staged, or the push range).
+    assert verifygate["entry"] == "verifygate run"
+    assert verifygate["stages"] == ["pre-commit", "pre-push", "manual"]
+    assert hooks["verifygate-all"]["entry"] == "verifygate run --all"
+
+
+# --------------------------------------------------------------------------------------------
+# the published hook (language: python, in pre-commit's own virtualenv)
+
+
+@pytest.mark.slow
+def test_try_repo_runs_the_published_hook_on_the_staged_change(
+    tmp_path: Path, hook_repo: tuple[Path, str]
+) -> None:
+    project = make_project(tmp_path, tmp_path / "home", local_hook_config(tmp_path / "unused"))
+    project.write("src/app/core.py", "BROKEN = True\n")
+    project.git("add", "src/app/core.py")
+    done = pre_commit(project.path, project.env, "try-repo", str(hook_repo[0]), "verifygate",
+                      "--verbose", check=False)
+    out = done.stdout
+    assert done.returncode == 1, out + done.stderr
+    assert "verifygate" in out and "Failed" in out
+    assert "(changes: staged, 1 file(s))" in out
+    assert "FAIL  src-check" in out and "PASS  imports" in out
+    assert "src/app/core.py:1: error: BROKEN" in out
+    assert "verdict: failed (1 passed, 1 failed, 0 skipped, 0 pending): src-check " \
+           "[command_failed]" in out
+    assert "docs-check" not in out  # not selected: nothing under docs/ changed
+
+
+@pytest.mark.slow
+def test_published_hook_blocks_a_commit_and_runs_every_gate_on_request(
+    tmp_path: Path, hook_repo: tuple[Path, str], shared_pre_commit_home: Path
+) -> None:
+    project = make_project(tmp_path, shared_pre_commit_home, published_hook_config(hook_repo))
+    before = head(project.path, project.env)
+    project.write("src/app/core.py", "BROKEN = True\n")
+    project.git("add", "-A")
+    blocked = project.commit("breaks src-check")
+    assert blocked.returncode != 0
+    assert "FAIL  src-check" in blocked.stdout + blocked.stderr
+    assert head(project.path, project.env) == before
+    report = read_report(project.report)
+    assert report["changes"] == {"source": "staged", "ref": None, "files": ["src/app/core.py"]}
+    assert outcomes(report) == {"src-check": "failed/command_failed", "imports": "passed"}
+    # The gates ran with the python of pre-commit's isolated virtualenv, not this one.
+    src_check = next(gate for gate in report["gates"] if gate["name"] == "src-check")
+    assert f"prefix: {shared_pre_commit_home}" in src_check["output_tail"]
+
+    project.write("src/app/core.py", "VALUE = 42\n")
+    project.git("add", "-A")
+    passed = project.commit("fixed")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert head(project.path, project.env) != before
+    assert outcomes(read_report(project.report)) == {"src-check": "passed",
+                                                      "imports": "passed"}
+
+    manual = pre_commit(project.path, project.env, "run", "--hook-stage", "manual",
+                        "verifygate-all")
+    assert "Passed" in manual.stdout
+    report = read_report(project.report)
+    assert report["changes"]["source"] == "all"
+    assert outcomes(report) == {"src-check": "passed", "imports": "passed",
+                                "docs-check": "passed"}
+
+
+# --------------------------------------------------------------------------------------------
+# commits through a repo: local hook
+
+
+def test_staged_breakage_blocks_the_commit_and_the_fix_lets_it_through(project: Project) -> None:
+    before = head(project.path, project.env)
+    project.write("src/app/core.py", "from app.helper import double\n\nBROKEN = double(1)\n")
+    project.git("add", "src/app/core.py")
+    blocked = project.commit("break it")
+    output = blocked.stdout + blocked.stderr
+    assert blocked.returncode == 1
+    assert head(project.path, project.env) == before
+    assert "- hook id: verifygate" in output and "- exit code: 1" in output
+    assert "  FAIL  src-check" in output and "  PASS  imports" in output
+    assert "### `src-check` failed: command_failed (exit 1)" in output
+    assert "verdict: failed (1 passed, 1 failed, 0 skipped, 0 pending): src-check " \
+           "[command_failed]" in output
+    report = read_report(project.report)
+    assert report["changes"]["source"] == "staged"
+    assert outcomes(report) == {"src-check": "failed/command_failed", "imports": "passed"}
+    assert [gate["name"] for gate in report["not_selected"]] == ["docs-check"]
+
+    project.write("src/app/core.py", "from app.helper import double\n\nVALUE = double(1)\n")
+    project.git("add", "src/app/core.py")
+    passed = project.commit("fix it")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert head(project.path, project.env) != before
+    assert "Passed" in passed.stdout + passed.stderr
+    assert outcomes(read_report(project.report)) == {"src-check": "passed", "imports": "passed"}
+
+
+def _report(verdict: str, *gates: tuple[str, str, str | None]) -> dict[str, Any]:
+    summary = {"passed": 0, "failed": 0, "skipped": 0, "pending": 0}
+    for _, outcome, _ in gates:
+        summary[outcome] += 1
+    return {"verdict": verdict, "summary": summary,
+            "gates": [{"name": n, "outcome": o, "code": c} for n, o, c in gates]}
+
+
+@pytest.mark.parametrize(
+    ("report", "expected"),
+    [
+        (_report("passed", ("lint", "passed", None)),
+         "verdict: passed (1 passed, 0 failed, 0 skipped, 0 pending)"),
+        (_report("failed", ("lint", "failed", "command_failed"), ("t", "failed", "timeout"),
+                 ("docs", "passed", None)),
+         "verdict: failed (1 passed, 2 failed, 0 skipped, 0 pending): lint [command_failed], "
+         "t [timeout]"),
+        (_report("pending", ("lint", "passed", None), ("review", "pending", None)),
+         "verdict: pending (1 passed, 0 failed, 0 skipped, 1 pending): awaiting sign-off: "
+         "review"),
+        (_report("unverified"),
+         "verdict: unverified (0 passed, 0 failed, 0 skipped, 0 pending): no gate ran (no gate "
+         "applies to this change)"),
+        (_report("unverified", ("tests", "skipped", None)),
+         "verdict: unverified (0 passed, 0 failed, 1 skipped, 0 pending): no gate ran"),
+        (_report("failed"),
+         "verdict: failed (0 passed, 0 failed, 0 skipped, 0 pending): no gate ran, and the "
+         "contract sets fail_when_unverified"),
+    ],
+)
+def test_verdict_line_says_what_to_do_next(report: dict[str, Any], expected: str) -> None:
+    from pytest_verifygate.console import verdict_line
+
+    assert verdict_line(report) == expected
+    assert verdict_line(report, report_path="r.json") == expected + "; report: r.json"
+
+
+@pytest.mark.parametrize("form", [["-a"], ["--", "src/app/helper.py"]], ids=["-a", "paths"])
+def test_commit_all_and_commit_paths_check_what_git_is_about_to_commit(
+    project: Project, form: list[str]
+) -> None:
+    # Nothing is staged beforehand: git builds a temporary index (GIT_INDEX_FILE) for the
+    # commit, and the change set must come from that index.
+    project.write("src/app/helper.py", "def double(x):\n    return 2 * x  # BROKEN\n")
+    blocked = project.commit("break the helper", *form)
+    assert blocked.returncode == 1, blocked.stdout + blocked.stderr
+    report = read_report(project.report)
+    assert report["changes"]["files"] == ["src/app/helper.py"]
+    assert outcomes(report) == {"src-check": "failed/command_failed", "imports": "passed"}
+    assert project.git("status", "--porcelain") == " M src/app/helper.py\n"
+
+
+def test_successful_run_prints_gate_lines_and_one_verdict_line(project: Project) -> None:
+    project.write("docs/guide.md", "# Guide\n\nMore.\n")
+    project.git("add", "docs/guide.md")
+    done = pre_commit(project.path, project.env, "run")
+    body = done.stdout.split("- duration:", 1)[1].splitlines()[1:]
+    lines = [line for line in body if line.strip()]
+    assert lines[0].startswith("verifygate: verify.toml: 1 of 3 gate(s) selected")
+    assert lines[1].startswith("  PASS  docs-check") and lines[1].endswith("s")
+    assert lines[2:] == ["verdict: passed (1 passed, 0 failed, 0 skipped, 0 pending); "
+                         f"report: {project.report}"]
+
+
+def test_staged_deletion_selects_the_gates_watching_that_path(project: Project) -> None:
+    project.git("rm", "-q", "src/app/helper.py")
+    blocked = project.commit("remove the helper")
+    assert blocked.returncode == 1
+    assert "src/app/core.py: imports app.helper, which does not exist" in blocked.stderr
+    report = read_report(project.report)
+    assert report["changes"]["files"] == ["src/app/helper.py"]
+    # Both gates watch src/: the deletion selects them; src-check has no file left for
+    # {files} (deleted files never appear there), imports checks what remains and fails.
+    assert outcomes(report) == {"src-check": "skipped", "imports": "failed/command_failed"}
+
+    project.write("src/app/core.py", "VALUE = 2 * 21\n")
+    project.git("add", "src/app/core.py")
+    passed = project.commit("remove the helper")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    report = read_report(project.report)
+    assert report["changes"]["files"] == ["src/app/core.py", "src/app/helper.py"]
+    src_check = next(gate for gate in report["gates"] if gate["name"] == "src-check")
+    assert src_check["outcome"] == "passed"
+    assert "checked: src/app/core.py\n" in src_check["output_tail"]
+
+
+def test_staged_rename_counts_both_paths(project: Project) -> None:
+    project.git("mv", "docs/guide.md", "docs/manual.md")
+    done = project.commit("rename the guide")
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = read_report(project.report)
+    assert report["changes"]["files"] == ["docs/guide.md", "docs/manual.md"]
+    docs = next(gate for gate in report["gates"] if gate["name"] == "docs-check")
+    assert "checked: docs/manual.md\n" in docs["output_tail"]
+
+
+def test_unstaged_work_is_left_untouched(project: Project) -> None:
+    core = project.path / "src/app/core.py"
+    untracked = project.path / "notes.txt"
+    # Staged: a good change. Unstaged on top of it: work in progress that would fail the gate.
+    project.write("src/app/core.py", "from app.helper import double\n\nVALUE = double(2)\n")
+    project.git("add", "src/app/core.py")
+    project.write("src/app/core.py",
+                  "from app.helper import double\n\nVALUE = double(2)\nBROKEN = 'wip'\r\n")
+    untracked.write_bytes(b"scratch \xff\n")
+    work_before = core.read_bytes()
+
+    done = project.commit("double two")
+    assert done.returncode == 0, done.stdout + done.stderr
+    # pre-commit stashed the unstaged part, so the gates checked exactly what is committed.
+    assert "Unstaged files detected" in done.stdout + done.stderr
+    assert outcomes(read_report(project.report)) == {"src-check": "passed",
+                                                      "imports": "passed"}
+    assert "BROKEN" not in project.git("show", "HEAD:src/app/core.py")
+    assert core.read_bytes() == work_before
+    assert untracked.read_bytes() == b"scratch \xff\n"
+    assert project.git("status", "--porcelain") == " M src/app/core.py\n?? notes.txt\n"
+
+    # The other way round: the staged part is broken, the unstaged part would fix it.
+    project.write("src/app/helper.py", "BROKEN = 1\n")
+    project.git("add", "src/app/helper.py")
+    project.write("src/app/helper.py", "def double(x):\n    return x + x\n")
+    helper_before = (project.path / "src/app/helper.py").read_bytes()
+    staged_before = project.git("diff", "--cached")
+    blocked = project.commit("half done")
+    assert blocked.returncode == 1
+    assert (project.path / "src/app/helper.py").read_bytes() == helper_before
+    assert core.read_bytes() == work_before
+    assert project.git("diff", "--cached") == staged_before
+
+
+def test_verifygate_staged_outside_pre_commit_warns_about_partially_staged_files(
+    project: Project,
+) -> None:
+    project.write("src/app/helper.py", "def double(x):\n    return x * 2\n")
+    project.git("add", "src/app/helper.py")
+    project.write("src/app/helper.py", "def double(x):\n    return x * 2  # BROKEN\n")
+    before = (project.path / "src/app/helper.py").read_bytes()
+    staged = project.git("diff", "--cached")
+    done = run([str(VERIFYGATE), "run", "--staged"], project.path, project.env, check=False)
+    assert done.returncode == 1  # it checked the working tree, which holds the unstaged part
+    assert "1 staged file(s) also have unstaged changes (src/app/helper.py)" in done.stderr
+    assert "working tree, not the index" in done.stderr
+    assert (project.path / "src/app/helper.py").read_bytes() == before
+    assert project.git("diff", "--cached") == staged
+    under_pre_commit = run([str(VERIFYGATE), "run", "--staged"], project.path,
+                           {**project.env, "PRE_COMMIT": "1"}, check=False)
+    assert "unstaged changes" not in under_pre_commit.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# pushes
+
+
+def bare_remote(project: Project, tmp_path: Path) -> Path:
+    remote = tmp_path / "remote.git"
+    git(tmp_path, project.env, "init", "-q", "--bare", str(remote))
+    project.git("remote", "add", "origin", str(remote))
+    return remote
+
+
+def test_pre_push_selects_gates_by_the_pushed_range(project: Project, tmp_path: Path) -> None:
+    remote = bare_remote(project, tmp_path)
+    project.git("push", "-q", "--no-verify", "origin", "main")
+    pushed = head(project.path, project.env)
+    project.write("docs/guide.md", "# Guide\n\nInstall it.\n")
+    project.git("commit", "-q", "--no-verify", "-am", "docs")
+    project.write("src/app/helper.py", "def double(x):\n    return 2 * x  # BROKEN\n")
+    project.git("commit", "-q", "--no-verify", "-am", "helper")
+    local = head(project.path, project.env)
+
+    blocked = run(["git", "push", "-q", "origin", "main"], project.path, project.env,
+                  check=False)
+    assert blocked.returncode != 0
+    assert "FAIL  src-check" in blocked.stdout + blocked.stderr
+    assert head(remote, project.env, "main") == pushed
+    report = read_report(project.report)
+    assert report["changes"] == {"source": "pre-commit", "ref": f"{pushed}...{local}",
+                                 "files": ["docs/guide.md", "src/app/helper.py"]}
+    assert outcomes(report) == {"src-check": "failed/command_failed", "imports": "passed",
+                                "docs-check": "passed"}
+
+    project.write("src/app/helper.py", "def double(x):\n    return x + x\n")
+    project.git("commit", "-q", "--no-verify", "-am", "helper, fixed")
+    done = run(["git", "push", "-q", "origin", "main"], project.path, project.env, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert head(remote, project.env, "main") == head(project.path, project.env)
+    report = read_report(project.report)
+    assert report["changes"]["files"] == ["docs/guide.md", "src/app/helper.py"]
+
+    # A push of commits that touch only docs/ selects only the docs gate.
+    project.write("docs/guide.md", "# Guide\n\nInstall it, then run it.\n")
+    project.git("commit", "-q", "--no-verify", "-am", "docs again")
+    run(["git", "push", "-q", "origin", "main"], project.path, project.env)
+    report = read_report(project.report)
+    assert report["changes"]["files"] == ["docs/guide.md"]
+    assert outcomes(report) == {"docs-check": "passed"}
+
+
+def test_pre_commit_run_with_from_ref_and_to_ref_selects_by_that_range(
+    project: Project,
+) -> None:
+    # The CI recipe: pre-commit run --from-ref origin/main --to-ref HEAD.
+    base = head(project.path, project.env)
+    project.write("docs/guide.md", "# Guide\n\nBROKEN\n")
+    project.git("commit", "-q", "--no-verify", "-am", "docs")
+    done = pre_commit(project.path, project.env, "run", "--from-ref", base, "--to-ref", "HEAD",
+                      check=False)
+    assert done.returncode == 1
+    report = read_report(project.report)
+    assert report["changes"]["source"] == "pre-commit"
+    assert report["changes"]["files"] == ["docs/guide.md"]
+    assert outcomes(report) == {"docs-check": "failed/command_failed"}
+
+
+def test_first_push_of_a_new_history_checks_everything(project: Project, tmp_path: Path) -> None:
+    bare_remote(project, tmp_path)
+    project.write("src/app/helper.py", "def double(x):\n    return 2 * x  # BROKEN\n")
+    project.git("commit", "-q", "--no-verify", "-am", "helper")
+    blocked = run(["git", "push", "-q", "origin", "main"], project.path, project.env,
+                  check=False)
+    report = read_report(project.report)
+    assert report["changes"]["source"] == "all"
+    assert blocked.returncode != 0
