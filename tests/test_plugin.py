@@ -70,8 +70,9 @@ def test_without_the_option_nothing_is_collected_and_the_engine_is_not_imported(
     result.assert_outcomes(passed=1)
     assert "verify.toml" not in result.stdout.str()
     loaded = set((project.path / "modules.txt").read_text().split())
+    # options holds only the argparse types of the --verify-* options.
     assert loaded <= {"pytest_verifygate", "pytest_verifygate.plugin",
-                      "pytest_verifygate.hookspecs"}
+                      "pytest_verifygate.hookspecs", "pytest_verifygate.options"}
 
 
 def test_one_item_per_selected_gate_in_contract_order(project: pytest.Pytester) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from pytest_verifygate import __version__
+from pytest_verifygate import __version__, options
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -38,7 +38,7 @@ def _add_selection_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--contract", metavar="PATH",
                         help="the contract file (default: found from the current directory up)")
     parser.add_argument("--role", metavar="R", help="select the gates for this role")
-    parser.add_argument("--phase", metavar="N", type=_positive_int,
+    parser.add_argument("--phase", metavar="N", type=options.positive_int,
                         help="select the gates for this phase")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--staged", action="store_true",
@@ -53,26 +53,6 @@ def _add_selection_flags(parser: argparse.ArgumentParser) -> None:
                         help="no change filtering: every gate applies")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be 1 or more")
-    return value
-
-
-def _jobs(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be 0 (one per CPU) or more")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="verifygate", description="Run the verify contract's gates.")
     parser.add_argument("--version", action="version", version=f"verifygate {__version__}")
@@ -81,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run the selected gates")
     _add_selection_flags(run)
-    run.add_argument("--jobs", type=_jobs, metavar="N",
+    run.add_argument("--jobs", type=options.jobs, metavar="N",
                      help="gates run at once (0 = one per CPU; default from the contract)")
     run.add_argument("--json", metavar="PATH", help="write the JSON report here")
     run.add_argument("--format", choices=("text", "json", "agent"), default="text",
@@ -95,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     hook = commands.add_parser("agent-hook",
                                help="coding-agent Stop hook: block while gates fail")
-    hook.add_argument("--max-rounds", type=_positive_int, default=3, metavar="N",
+    hook.add_argument("--max-rounds", type=options.positive_int, default=3, metavar="N",
                       help="failing rounds per session before it stops blocking (default 3)")
     hook.add_argument("--contract", metavar="PATH")
     hook.add_argument("--role", metavar="R")

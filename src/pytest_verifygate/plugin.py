@@ -52,30 +52,6 @@ _NESTED_KEY = pytest.StashKey[str]()
 # options
 
 
-def _phase(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be 1 or more")
-    return value
-
-
-def _jobs(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be 0 (one per CPU) or more")
-    return value
-
-
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     # Always registered, so a conftest implementing them never fails validation.
     from pytest_verifygate import hookspecs
@@ -84,6 +60,8 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    from pytest_verifygate import options  # argparse types shared with the CLI
+
     group = parser.getgroup("verifygate", "verify contract gates (pytest-verifygate)")
     group.addoption(
         "--verify-contract", dest="verify_contract", nargs="?", const="", default=None,
@@ -93,7 +71,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--verify-role", dest="verify_role", metavar="R",
                     help="select the gates for this role (ini: verify_role)")
-    group.addoption("--verify-phase", dest="verify_phase", type=_phase, metavar="N",
+    group.addoption("--verify-phase", dest="verify_phase", type=options.positive_int, metavar="N",
                     help="select the gates for this phase (ini: verify_phase)")
     group.addoption("--verify-staged", dest="verify_staged", action="store_true", default=False,
                     help="the change set is the index against HEAD")
@@ -104,7 +82,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     metavar="F", help="the change set is these files")
     group.addoption("--verify-all", dest="verify_all", action="store_true", default=False,
                     help="no change filtering: every gate applies")
-    group.addoption("--verify-jobs", dest="verify_jobs", type=_jobs, metavar="N",
+    group.addoption("--verify-jobs", dest="verify_jobs", type=options.jobs, metavar="N",
                     help="gates run at once in this process (0 = one per CPU; ini: "
                     "verify_jobs; default: the contract's settings.jobs)")
     group.addoption("--verify-report", dest="verify_report", metavar="PATH",

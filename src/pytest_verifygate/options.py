@@ -1,0 +1,28 @@
+"""Value checks shared by the ``verifygate`` command and the pytest options (argparse types).
+
+Both front ends take the same ``--phase`` / ``--jobs`` values and must reject them alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _integer_at_least(text: str, minimum: int, rule: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"{text!r} must be {rule}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """A phase, a round count: 1 or more."""
+    return _integer_at_least(text, 1, "1 or more")
+
+
+def jobs(text: str) -> int:
+    """How many gates run at once: 0 means one per CPU."""
+    return _integer_at_least(text, 0, "0 (one per CPU) or more")
