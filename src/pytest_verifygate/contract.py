@@ -408,6 +408,21 @@ class _TableLoader:
                              hint=hint)
         return value
 
+    def patterns(
+        self, patterns: tuple[str, ...], *, gate: str | None, key: str
+    ) -> tuple[str, ...]:
+        """Compile each pattern once now, so a bad one is a contract error, not a traceback
+        at selection time (pathspec rejects "!", a trailing backslash, "[z-a]", ...)."""
+        from pathspec import GitIgnoreSpec
+
+        for pattern in patterns:
+            try:
+                GitIgnoreSpec.from_lines([pattern])
+            except (ValueError, re.error):
+                raise self.error(f"{_short(pattern)} is not a valid gitignore-style pattern",
+                                 gate=gate, key=key) from None
+        return patterns
+
     def cwd(self, value: object, *, gate: str | None, key: str) -> str:
         text = self.string(value, gate=gate, key=key)
         target = (self.root / text).resolve()
@@ -576,11 +591,14 @@ def _load_gate(
 
     roles = optional("roles", lambda v: loader.string_list(
         v, gate=name, key="roles", empty_hint="remove the key to mean every role"))
-    when_changed = optional("when_changed", lambda v: loader.string_list(
-        v, gate=name, key="when_changed", empty_hint="remove the key to run the gate always"))
+    when_changed = optional("when_changed", lambda v: loader.patterns(loader.string_list(
+        v, gate=name, key="when_changed", empty_hint="remove the key to run the gate always"),
+        gate=name, key="when_changed"))
     when_changed_all = optional(
         "when_changed_all",
-        lambda v: loader.string_list(v, gate=name, key="when_changed_all", allow_empty=True),
+        lambda v: loader.patterns(
+            loader.string_list(v, gate=name, key="when_changed_all", allow_empty=True),
+            gate=name, key="when_changed_all"),
     )
     secret_env = optional("secret_env", lambda v: loader.string_list(
         v, gate=name, key="secret_env", allow_empty=True)) or ()
@@ -715,7 +733,7 @@ def _json_globs(value: object, loader: _TableLoader, key: str) -> tuple[str, ...
     converted: list[str] = []
     for glob in globs:
         converted.extend(minimatch_to_gitignore(glob))
-    return tuple(converted)
+    return loader.patterns(tuple(converted), gate=None, key=key)
 
 
 def minimatch_to_gitignore(glob: str) -> list[str]:

@@ -174,7 +174,12 @@ class GateRunner:
     def result(self, name: str) -> GateResult:
         """Wait for one gate's result (starting the run if needed)."""
         self.start()
-        future = self._futures[name]
+        future = self._futures.get(name)
+        if future is None:
+            # Ctrl-C landed while start() was still submitting: this gate never got a future.
+            plan = next(plan for plan in self.plans if plan.gate.name == name)
+            return self._finish(plan, _interrupted(plan, "the run was interrupted before it "
+                                                         "started"))
         while True:
             try:
                 return future.result(timeout=TICK_SECONDS * 5)
