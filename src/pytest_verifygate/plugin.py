@@ -232,8 +232,29 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(_SESSION_KEY, None)
     if session is not None:
         session.close_runner()
+        session.restore_sigterm()
         del config.stash[_SESSION_KEY]
         config.pluginmanager.unregister(session)
+
+
+def _sigterm_as_interrupt() -> Any:
+    """Make SIGTERM end the session like Ctrl-C, so running gates are killed and reported.
+
+    pytest itself dies on SIGTERM, and the gates, in sessions of their own, would live on.
+    A handler someone else installed is left alone. Returns what to restore.
+    """
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return None
+
+    def interrupt(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut cleanup
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, interrupt)
 
 
 # --------------------------------------------------------------------------------------------
@@ -442,6 +463,7 @@ class VerifyGateSession:
         self.results: list[GateResult] | None = None
         self.report: dict[str, Any] | None = None
         self.messages: list[str] = []
+        self._previous_sigterm: Any = None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> VerifyGateSession:
@@ -545,6 +567,7 @@ class VerifyGateSession:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.session = session
+        self._previous_sigterm = _sigterm_as_interrupt()
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.collected_names = _unique(
@@ -647,6 +670,11 @@ class VerifyGateSession:
         """Kill the gates still running (``-x``, Ctrl-C) and wait for the runner's threads."""
         if self.runner is not None:
             self.runner.close()
+
+    def restore_sigterm(self) -> None:
+        if self._previous_sigterm is not None:
+            signal.signal(signal.SIGTERM, self._previous_sigterm)
+            self._previous_sigterm = None
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(

@@ -109,13 +109,7 @@ def test_pytest_runs_leave_no_process(tmp_path: Path, args: list[str]) -> None:
     ],
 )
 @pytest.mark.parametrize("xdist", [False, True], ids=["serial", "xdist"])
-def test_signals_to_pytest_leave_no_process(
-    tmp_path: Path, how: str, xdist: bool, request: pytest.FixtureRequest
-) -> None:
-    if how == "SIGTERM" and not xdist:
-        request.applymarker(pytest.mark.xfail(
-            strict=True, reason="the pytest plugin does not handle SIGTERM: pytest dies at "
-            "once and the gates, in their own sessions, keep running"))
+def test_signals_to_pytest_leave_no_process(tmp_path: Path, how: str, xdist: bool) -> None:
     _contract(tmp_path)
     process = _pytest(tmp_path, *(["-n", "2"] if xdist else []))
     recorded: list[int] = []
