@@ -163,3 +163,26 @@ def test_version_does_not_import_pytest() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("verifygate ")
+
+
+def test_plugins_from_the_verifygate_entry_point_group_are_loaded(
+    repo: Path, tmp_path: Path
+) -> None:
+    site = tmp_path / "site"
+    write(site / "vg_extra.py", """
+import pytest
+
+@pytest.hookimpl
+def pytest_verifygate_modifyreport(report):
+    report["extra"] = "from an entry point"
+""")
+    write(site / "vg_extra-1.0.dist-info" / "METADATA",
+          "Metadata-Version: 2.1\nName: vg-extra\nVersion: 1.0\n")
+    write(site / "vg_extra-1.0.dist-info" / "entry_points.txt", "[verifygate]\nextra = vg_extra\n")
+    write(repo / "verify.toml", '[[gate]]\nname = "ok"\ncommand = "true"\n')
+    with_plugin = verifygate("run", "--all", "--format", "json", cwd=repo,
+                             env={"PYTHONPATH": str(site)})
+    assert with_plugin.returncode == 0, with_plugin.stderr
+    assert json.loads(with_plugin.stdout)["extra"] == "from an entry point"
+    without = verifygate("run", "--all", "--format", "json", cwd=repo)
+    assert "extra" not in json.loads(without.stdout)

@@ -141,11 +141,10 @@ def run_summary(
     Nothing failed: the verdict line alone. Something failed: the digest of the failed gates,
     the recap table in contract order, then the verdict line.
     """
-    from pytest_verifygate.digest import to_digest
-
     verdict = verdict_line(report, report_path=report_path)
     if not any(gate.get("outcome") == "failed" for gate in report.get("gates", [])):
         return verdict + "\n"
+    from pytest_verifygate.digest import to_digest  # only when something failed
     digest = to_digest(report, root=root).rstrip()
     order = {str(gate["name"]): index for index, gate in enumerate(report["gates"])}
     ordered = sorted(results, key=lambda result: order.get(result.name, len(order)))

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -110,6 +109,8 @@ def dumps(report: dict[str, Any]) -> str:
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` through a temp file and ``os.replace``."""
+    import tempfile  # only when a report is written
+
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)

@@ -6,10 +6,7 @@ the per-run log directories and their pruning.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
-import tempfile
 import time
 from pathlib import Path
 
@@ -37,6 +34,9 @@ def state_dir(repo_root: Path) -> Path:
     found = git_dir(repo_root)
     if found is not None:
         return found / "verifygate"
+    import hashlib
+    import tempfile
+
     digest = hashlib.sha256(str(repo_root.resolve()).encode()).hexdigest()[:16]
     return Path(tempfile.gettempdir()) / f"verifygate-{os.getuid()}" / digest
 
@@ -57,5 +57,9 @@ def _prune(logs: Path) -> None:
         runs = sorted(p for p in logs.iterdir() if p.is_dir())
     except OSError:
         return
-    for old in runs[:-KEEP_LOG_RUNS]:
-        shutil.rmtree(old, ignore_errors=True)
+    stale = runs[:-KEEP_LOG_RUNS]
+    if stale:
+        import shutil
+
+        for old in stale:
+            shutil.rmtree(old, ignore_errors=True)
