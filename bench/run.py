@@ -250,13 +250,44 @@ def scenario_startup(root: Path) -> list[Result]:
     return results
 
 
+def scenario_cache(root: Path, count: int) -> list[Result]:
+    """8 cached gates of ``sleep 0.5``: a run that reuses every pass vs one that stores them."""
+    repo = gate_repo(root / "cache", "sleep 0.5", 8)
+    contract = repo / "verify.toml"
+    contract.write_text("[settings]\ncache = true\n\n" + contract.read_text())
+    commit(repo)
+    cache = repo / ".git" / "verifygate" / "cache"
+    argv = [VERIFYGATE, "run", "--all", "--jobs", "8"]
+    # Measured as installed (pip compiles bytecode): with PYTHONDONTWRITEBYTECODE=1, as some
+    # sandboxes set, every run would compile every module again, a start-up cost (scenario 6)
+    # that would hide what the cache saves. The bytecode goes to the temp dir, not the tree.
+    env = {key: value for key, value in os.environ.items()
+           if key != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
+    first: list[float] = []
+    second: list[float] = []
+    for index in range(count + 1):  # the first pair is a warm-up
+        shutil.rmtree(cache, ignore_errors=True)
+        cold = sh(argv, repo, env)
+        warm = sh(argv, repo, env)
+        if index:
+            first.append(cold)
+            second.append(warm)
+    report_path = root / "cache-report.json"
+    sh([*argv, "--json", str(report_path)], repo, env)
+    gates = json.loads(report_path.read_text())["gates"]
+    assert all(gate["cached"] for gate in gates), "the second run did not reuse the passes"
+    return [compare("7. result cache, 8 gates of sleep 0.5", "verifygate run (second: cached)",
+                    "verifygate run (first: cache cleared)", 0.15, second, first)]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=7, help="measured pairs per comparison")
     parser.add_argument("--only", nargs="*", help="scenario numbers to run (default: all)")
     parser.add_argument("--out", default=str(Path(__file__).with_name("results.json")))
     args = parser.parse_args()
-    wanted = set(args.only or "123456")
+    wanted = set(args.only or "1234567")
     with tempfile.TemporaryDirectory(prefix="verifygate-bench-") as temp:
         root = Path(temp)
         env = {**os.environ, "PRE_COMMIT_HOME": str(root / "pre-commit-home"),
@@ -272,6 +303,8 @@ def main() -> int:
             results += scenario_output(root, args.pairs)
         if "6" in wanted:
             results += scenario_startup(root)
+        if "7" in wanted:
+            results += scenario_cache(root, args.pairs)
     print(f"\n{'scenario':<52} {'ours':>10} {'theirs':>10} {'ratio':>7} {'target':>7}  met")
     for r in results:
         print(f"{r.scenario:<52} {r.ours_median_s:>10.3f} {r.theirs_median_s:>10.3f} "

@@ -16,6 +16,18 @@ def git(repo: Path, *args: str) -> str:
     ).stdout
 
 
+# What makes verifygate speak to CI (change base, annotations, step summary). This suite may run
+# on GitHub Actions or GitLab CI itself: no test sees them unless it sets them.
+CI_VARIABLES = ("GITHUB_ACTIONS", "GITHUB_BASE_REF", "GITHUB_STEP_SUMMARY",
+                "CI_MERGE_REQUEST_DIFF_BASE_SHA")
+
+
+@pytest.fixture(autouse=True)
+def _no_ci_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in CI_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty git repository with an identity, as the current directory."""
@@ -27,7 +39,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     git(path, "config", "commit.gpgsign", "false")
     monkeypatch.chdir(path)
     for name in ("PRE_COMMIT", "PRE_COMMIT_FROM_REF", "PRE_COMMIT_TO_REF",
-                 "VERIFYGATE_CHANGED_FROM"):
+                 "VERIFYGATE_CHANGED_FROM", *CI_VARIABLES):
         monkeypatch.delenv(name, raising=False)
     return path
 

@@ -327,7 +327,8 @@ def _check(args: argparse.Namespace, payload: HookPayload, contract: Contract) -
         return Decision()
     selections = select_gates(contract, changes, role=args.role)
     hook = plugin_hook()
-    run = run_gates(contract, selections, changes, hook=hook)
+    run = run_gates(contract, selections, changes, hook=hook,
+                    read_cache=not getattr(args, "no_cache", False))
     if run.interrupted:
         return _allow("the gates were interrupted: the stop is allowed without a verdict")
     report = to_report(run)

@@ -12,11 +12,14 @@ import os
 import posixpath
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate.errors import ChangeSetError
+
+if TYPE_CHECKING:
+    from pytest_verifygate.ci import ChangeBase
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
@@ -38,6 +41,9 @@ class ChangeSet:
     deleted: frozenset[str] = frozenset()
     ref: str | None = None
     warnings: tuple[str, ...] = field(default=(), compare=False)
+    # Where an implicit ref came from ("GitHub Actions pull request (GITHUB_BASE_REF=main)",
+    # "settings.changed_from", ...): shown in headers and the report's changes.detected_by.
+    detected_by: str | None = field(default=None, compare=False)
 
     @property
     def filtering(self) -> bool:
@@ -56,12 +62,15 @@ class ChangeSet:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe form, also used to hand the change set to pytest-xdist workers."""
-        return {
+        data: dict[str, Any] = {
             "source": self.source,
             "ref": self.ref,
             "files": list(self.files),
             "deleted": sorted(self.deleted),
         }
+        if self.detected_by is not None:
+            data["detected_by"] = self.detected_by
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ChangeSet:
@@ -70,6 +79,7 @@ class ChangeSet:
             ref=data.get("ref"),
             files=tuple(data.get("files", ())),
             deleted=frozenset(data.get("deleted", ())),
+            detected_by=data.get("detected_by"),
         )
 
 
@@ -92,7 +102,14 @@ def compute_changes(
     environ: Mapping[str, str] | None = None,
     cwd: Path | None = None,
 ) -> ChangeSet:
-    """The change set for a project rooted at ``root`` (SPEC 3, first source that applies)."""
+    """The change set for a project rooted at ``root``: the first source that applies.
+
+    Explicit files, ``--staged``, ``--changed-from``, the working tree (API), pre-commit's
+    range or index (SPEC 3, 1-4); then the environment's change base (``ci.py``:
+    ``VERIFYGATE_CHANGED_FROM``, a GitHub Actions pull request's ``GITHUB_BASE_REF``, a GitLab
+    merge request's ``CI_MERGE_REQUEST_DIFF_BASE_SHA``), then ``settings.changed_from`` (the
+    repository-wide default, which a build's own base beats); else every file, no filtering.
+    """
     request = request or ChangeRequest()
     env = os.environ if environ is None else environ
     if request.files is not None:
@@ -114,9 +131,13 @@ def compute_changes(
             # passes no range and means every file; "staged" would be empty and let it through.
             return ChangeSet(SOURCE_ALL)
         return _staged(root, warn_partial=False)
-    ref = settings_changed_from or env.get("VERIFYGATE_CHANGED_FROM", "")
-    if ref:
-        return _since_ref(root, ref)
+    from pytest_verifygate.ci import ChangeBase, detect_change_base
+
+    base = detect_change_base(env)
+    if base is None and settings_changed_from:
+        base = ChangeBase(settings_changed_from, "settings.changed_from")
+    if base is not None:
+        return _since_base(root, base)
     return ChangeSet(SOURCE_ALL)
 
 
@@ -185,9 +206,20 @@ def _staged(root: Path, *, warn_partial: bool) -> ChangeSet:
     return _relative_to_root(root, files, deleted, SOURCE_STAGED, None, warnings)
 
 
-def _since_ref(root: Path, ref: str, *, source: str = SOURCE_REF) -> ChangeSet:
-    _verify_ref(root, ref)
-    base = _merge_base(root, ref) if ref != "HEAD" else "HEAD"
+def _since_base(root: Path, base: ChangeBase) -> ChangeSet:
+    """``_since_ref`` for a ref nobody typed: errors say where it came from and how to fix."""
+    try:
+        changes = _since_ref(root, base.ref, fetch_hint=base.fetch_hint)
+    except ChangeSetError as exc:
+        raise ChangeSetError(f"change base from {base.detected_by}: {exc}") from None
+    return replace(changes, detected_by=base.detected_by)
+
+
+def _since_ref(
+    root: Path, ref: str, *, source: str = SOURCE_REF, fetch_hint: str | None = None
+) -> ChangeSet:
+    _verify_ref(root, ref, fetch_hint=fetch_hint)
+    base = _merge_base(root, ref, fetch_hint=fetch_hint) if ref != "HEAD" else "HEAD"
     out = _git(root, "diff", "--name-status", "-z", "--no-renames", base, "--")
     files, deleted = _parse_name_status(out)
     untracked = _git(root, "ls-files", "-z", "--others", "--exclude-standard", "--full-name")
@@ -241,7 +273,7 @@ def _has_head(root: Path) -> bool:
     return True
 
 
-def _verify_ref(root: Path, ref: str) -> None:
+def _verify_ref(root: Path, ref: str, *, fetch_hint: str | None = None) -> None:
     if ref.startswith("-"):
         raise ChangeSetError(f"invalid git ref {ref!r}: a ref cannot start with '-'")
     try:
@@ -250,19 +282,24 @@ def _verify_ref(root: Path, ref: str) -> None:
         if "not in a git repository" in str(exc):
             raise
         hint = " (fetch it first, e.g. git fetch origin)" if "/" in ref else ""
+        if fetch_hint:
+            hint = f"; {fetch_hint}"
         raise ChangeSetError(f"unknown git ref {ref!r}: no such commit{hint}") from None
 
 
-def _merge_base(root: Path, ref: str) -> str:
+def _merge_base(root: Path, ref: str, *, fetch_hint: str | None = None) -> str:
     try:
         return _git(root, "merge-base", ref, "HEAD").decode().strip()
     except ChangeSetError:
         shallow = _git(root, "rev-parse", "--is-shallow-repository").strip() == b"true"
         if shallow:
+            # Never fall back to a guess: without the merge-base the selection would be wrong.
+            hint = fetch_hint or (
+                "fetch more history (`git fetch --deepen=200` or `git fetch --unshallow`; in "
+                "CI clone it whole: actions/checkout `fetch-depth: 0`, GitLab `GIT_DEPTH: 0`)"
+            )
             raise ChangeSetError(
-                f"no merge-base between {ref!r} and HEAD in this shallow clone: fetch more "
-                "history (git fetch --deepen=200, git fetch --unshallow, or fetch-depth: 0 "
-                "in CI)"
+                f"no merge-base between {ref!r} and HEAD in this shallow clone: {hint}"
             ) from None
         raise ChangeSetError(f"{ref!r} and HEAD share no history (no merge-base)") from None
 

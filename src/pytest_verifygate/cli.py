@@ -66,6 +66,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", metavar="PATH", help="write the JSON report here")
     run.add_argument("--format", choices=("text", "json", "agent"), default="text",
                      help="what to print: text (default), the JSON report, or the agent digest")
+    run.add_argument("--junit", metavar="PATH",
+                     help="write JUnit XML here (what pytest --junitxml writes for the gates)")
+    run.add_argument("--annotations", choices=options.ANNOTATION_CHOICES,
+                     help="github: print GitHub Actions error annotations for failed gates and "
+                     "append a table to $GITHUB_STEP_SUMMARY (default: when GITHUB_ACTIONS is "
+                     "true); none: never")
+    run.add_argument("--no-cache", action="store_true",
+                     help="run gates with cache = true even if they passed on these inputs "
+                     "(a pass is still stored)")
     run.set_defaults(handler=cmd_run)
 
     listing = commands.add_parser("list", help="show every gate, selected or not, and why")
@@ -81,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     hook.add_argument("--role", metavar="R")
     hook.add_argument("--changed-from", metavar="REF",
                       help="judge the changes since REF instead of the working tree vs HEAD")
+    hook.add_argument("--no-cache", action="store_true",
+                      help="run gates with cache = true even if they passed on these inputs")
     hook.set_defaults(handler=cmd_agent_hook)
     return parser
 
@@ -183,7 +194,34 @@ def _describe_changes(changes: Any) -> str:
     detail = f"{changes.source}"
     if changes.ref:
         detail += f" {changes.ref}"
-    return f"{detail}, {len(changes.files)} file(s)"
+    detail += f", {len(changes.files)} file(s)"
+    return detail + (f", from {changes.detected_by}" if changes.detected_by else "")
+
+
+def _write_junit(path: str, report: dict[str, Any], contract: Any, started: float,
+                 seconds: float) -> list[str]:
+    """Write the JUnit XML; a problem to report (exit status 2) instead of a traceback."""
+    from pytest_verifygate.junit import write_junit
+
+    try:
+        write_junit(path, report, suite_seconds=seconds, started_at=started,
+                    timeouts={gate.name: gate.timeout_seconds for gate in contract.gates})
+    except OSError as exc:
+        return [f"cannot write the JUnit file {path}: {exc.strerror or exc}"]
+    return []
+
+
+def _github_outputs(report: dict[str, Any], contract: Any, stream: Any) -> None:
+    """GitHub Actions: error annotations for failed gates, and the step summary."""
+    from pytest_verifygate.ci import github_outputs
+
+    lines, warnings = github_outputs(report, os.environ, repo_root=contract.repo_root,
+                                     project_root=contract.root)
+    for line in lines:
+        print(line, file=stream)
+    for warning in warnings:
+        print(f"verifygate: warning: {warning}", file=sys.stderr)
+    stream.flush()
 
 
 class _Interruptible:
@@ -213,11 +251,15 @@ class _Interruptible:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    import time
+
     from pytest_verifygate.api import to_report
     from pytest_verifygate.console import Progress, run_summary
     from pytest_verifygate.engine import VERDICT_FAILED, run_gates
     from pytest_verifygate.report import dumps, write_report
 
+    started, clock = time.time(), time.monotonic()
+    problems: list[str] = []
     with _Interruptible():
         contract, changes, selections = _prepare(args)
         for warning in (*contract.warnings, *changes.warnings):
@@ -236,12 +278,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             contract, selections, changes, jobs=args.jobs, hook=hook,
             on_started=None if quiet else progress.started,
             on_finished=None if quiet else progress.finished,
+            read_cache=not args.no_cache,
         )
         progress.close()
         report = to_report(run)
         hook.pytest_verifygate_modifyreport(report=report)
         if args.json:
             write_report(args.json, report)
+        if args.junit:
+            problems += _write_junit(args.junit, report, contract, started,
+                                     time.monotonic() - clock)
     verdict = report["verdict"]
     if args.format == "json":
         sys.stdout.write(dumps(report))
@@ -253,6 +299,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         sys.stdout.write(run_summary(report, run.results, root=contract.repo_root,
                                      report_path=args.json))
     sys.stdout.flush()
+    if options.github_annotations(args.annotations, os.environ):
+        # On stdout where GitHub reads workflow commands, unless stdout is the report/digest.
+        _github_outputs(report, contract, sys.stdout if args.format == "text" else sys.stderr)
+    for problem in problems:
+        print(f"verifygate: error: {problem}", file=sys.stderr)
+    if problems:
+        return EXIT_USAGE
     if run.interrupted:
         print("verifygate: interrupted; unfinished gates are marked interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -267,7 +320,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         payload = {
             "contract": _relative(contract.path),
             "changes": {"source": changes.source, "ref": changes.ref,
-                        "count": len(changes.files)},
+                        "count": len(changes.files),
+                        **({"detected_by": changes.detected_by} if changes.detected_by else {})},
             "gates": [
                 {"name": s.gate.name, "selected": s.selected, "reason": s.reason}
                 for s in selections

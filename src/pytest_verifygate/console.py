@@ -34,6 +34,8 @@ def gate_line(result: GateResult, width: int) -> str:
     if result.outcome in ("passed", "failed") and result.flaky:
         detail = (detail + " (flaky: passed on a retry)").strip()
     timing = format_seconds(result.duration_s) if result.attempts else ""
+    if result.cached:
+        timing = "cached"
     return f"  {label}  {result.name:<{width}}  {timing:>8}  {detail}".rstrip()
 
 
@@ -86,6 +88,7 @@ def summary_table(results: Sequence[GateResult]) -> str:
     for result in results:
         timing = format_seconds(result.duration_s) if result.attempts else "-"
         outcome = result.outcome + (" (flaky)" if result.flaky else "")
+        outcome += " (cached)" if result.cached else ""
         rows.append((result.name, outcome, result.code or "-", timing))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip()

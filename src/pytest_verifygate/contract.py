@@ -51,6 +51,7 @@ class Settings:
     on_missing: str = "fail"
     fail_when_unverified: bool = False
     changed_from: str = ""
+    cache: bool = False
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,10 @@ class Gate:
     on_missing: str = "fail"
     # Environment variables whose values are replaced by "***" in reports (see redact.py).
     secret_env: tuple[str, ...] = ()
+    # The result cache (cache.py): whether a pass is reused, and which files it depends on
+    # (None: the when_changed patterns, or every file when there are none).
+    cache: bool = False
+    inputs: tuple[str, ...] | None = None
 
     @property
     def command_text(self) -> str:
@@ -446,6 +451,7 @@ SETTINGS_KEYS = (
     "on_missing",
     "fail_when_unverified",
     "changed_from",
+    "cache",
 )
 GATE_KEYS = (
     "name",
@@ -463,6 +469,8 @@ GATE_KEYS = (
     "kind",
     "on_missing",
     "secret_env",
+    "cache",
+    "inputs",
 )
 
 
@@ -530,6 +538,8 @@ def _load_settings(raw: object, loader: _TableLoader) -> Settings:
         values["changed_from"] = loader.string(
             raw["changed_from"], gate=None, key=key("changed_from"), allow_empty=True
         ).strip()
+    if "cache" in raw:
+        values["cache"] = loader.boolean(raw["cache"], gate=None, key=key("cache"))
     return Settings(**values)
 
 
@@ -602,6 +612,9 @@ def _load_gate(
     )
     secret_env = optional("secret_env", lambda v: loader.string_list(
         v, gate=name, key="secret_env", allow_empty=True)) or ()
+    inputs = optional("inputs", lambda v: loader.patterns(loader.string_list(
+        v, gate=name, key="inputs", empty_hint="remove the key to use when_changed (or every "
+        "file)"), gate=name, key="inputs"))
     for secret_name in secret_env:
         if not _ENV_NAME.fullmatch(secret_name):
             raise loader.error(f"{secret_name!r} is not a valid environment variable name",
@@ -652,6 +665,11 @@ def _load_gate(
             else settings.on_missing
         ),
         secret_env=secret_env,
+        cache=(
+            loader.boolean(raw["cache"], gate=name, key="cache") if "cache" in raw
+            else settings.cache
+        ),
+        inputs=inputs,
     )
 
 

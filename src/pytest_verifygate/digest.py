@@ -216,6 +216,11 @@ def _excerpt(lines: Sequence[str], budget: int) -> str:
     return _keep_end("\n".join(parts), budget)
 
 
+def is_error_line(line: str) -> bool:
+    """Whether a cleaned output line reads like an error (``FAILED``, ``error:``, ...)."""
+    return _ERROR_LINE.match(line) is not None
+
+
 def _fence(text: str) -> str:
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     return "`" * max(3, longest + 1)

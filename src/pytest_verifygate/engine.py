@@ -12,7 +12,7 @@ import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate.changes import ChangeSet, all_files
 from pytest_verifygate.commands import UnsupportedCommand, expand, parse_command
@@ -20,6 +20,9 @@ from pytest_verifygate.contract import Contract, Gate
 from pytest_verifygate.runner import GatePlan, GateResult, GateRunner
 from pytest_verifygate.selection import Selection, files_for_gate
 from pytest_verifygate.storage import new_log_dir
+
+if TYPE_CHECKING:
+    from pytest_verifygate.cache import RepoFiles
 
 VERDICT_PASSED = "passed"
 VERDICT_FAILED = "failed"
@@ -67,11 +70,17 @@ def effective_jobs(jobs: int | None, contract: Contract) -> int:
 
 
 def plan_gates(
-    contract: Contract, selections: Sequence[Selection], changes: ChangeSet
+    contract: Contract, selections: Sequence[Selection], changes: ChangeSet,
+    *, read_cache: bool = True,
 ) -> list[GatePlan]:
-    """Turn the selected gates into plans: argvs to spawn, or why not to spawn them."""
+    """Turn the selected gates into plans: argvs to spawn, or why not to spawn them.
+
+    A gate with ``cache = true`` gets a cache slot; with ``read_cache`` a pass stored for
+    the same inputs resolves the plan without spawning anything (see ``cache.py``).
+    """
     plans: list[GatePlan] = []
     tracked: tuple[str, ...] | None = None
+    repo_files: RepoFiles | None = None
     for selection in selections:
         if not selection.selected:
             continue
@@ -105,15 +114,19 @@ def plan_gates(
                                       skip_reason="no matching files for {files}"))
                 continue
         invocations = tuple(tuple(argv) for argv in expand(parsed, files))
-        plans.append(
-            GatePlan(
-                gate,
-                cwd,
-                invocations=invocations,
-                env={**gate.env, **parsed.env},
-                display_command=_truncated(invocations[0]),
-            )
+        plan = GatePlan(
+            gate,
+            cwd,
+            invocations=invocations,
+            env={**gate.env, **parsed.env},
+            display_command=_truncated(invocations[0]),
         )
+        if gate.cache:
+            from pytest_verifygate import cache  # only when some gate caches its passes
+
+            repo_files = repo_files or cache.RepoFiles(contract.root)
+            plan = cache.attach(contract, plan, repo_files, read=read_cache)
+        plans.append(plan)
     return plans
 
 
@@ -185,13 +198,16 @@ def run_gates(
     hook: Any = None,
     on_started: Callable[[Gate], None] | None = None,
     on_finished: Callable[[Gate, GateResult], None] | None = None,
+    read_cache: bool = True,
 ) -> RunResult:
     """Run the selected gates and wait for all of them.
 
     Ctrl-C (KeyboardInterrupt) stops every running gate's process group; the gates that had
     not finished are ``interrupted`` and the returned result says so (it is not re-raised).
+    ``read_cache=False`` runs gates with ``cache = true`` even when a pass is stored for
+    their inputs (a new pass is still stored).
     """
-    plans = plan_gates(contract, selections, changes)
+    plans = plan_gates(contract, selections, changes, read_cache=read_cache)
     runner = make_runner(contract, plans, jobs=jobs, hook=hook, on_started=on_started,
                          on_finished=on_finished)
     interrupted = False

@@ -89,6 +89,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write the JSON report here (ini: verify_report)")
     group.addoption("--verify-digest", dest="verify_digest", metavar="PATH",
                     help="write the Markdown digest of failed gates here (ini: verify_digest)")
+    group.addoption("--verify-annotations", dest="verify_annotations",
+                    choices=options.ANNOTATION_CHOICES, default=None,
+                    help="github: GitHub Actions error annotations for failed gates and a table "
+                    "in $GITHUB_STEP_SUMMARY (default: when GITHUB_ACTIONS is true); none: never")
+    group.addoption("--verify-no-cache", dest="verify_no_cache", action="store_true",
+                    default=False, help="run gates with cache = true even if they passed on "
+                    "these inputs (a pass is still stored)")
     parser.addini("verify_contract", "contract file used by a bare --verify-contract "
                   "(relative to the ini file)", default="")
     parser.addini("verify_role", "default for --verify-role", default="")
@@ -306,6 +313,7 @@ class GateItem(pytest.Item):
             ("verifygate.outcome", result.outcome),
             ("verifygate.exit_code", "" if result.exit_code is None else str(result.exit_code)),
             ("verifygate.duration_s", f"{result.duration_s:.3f}"),
+            ("verifygate.cached", "true" if result.cached else "false"),
         ])
         if result.outcome == "failed":
             raise GateFailed(result, headline(result, self.gate))
@@ -339,31 +347,14 @@ class GateItem(pytest.Item):
 
 
 def headline(result: GateResult, gate: Gate | None = None) -> str:
-    """``[<code>] <name>: <how it ended>``: short, it becomes JUnit's ``message=``."""
-    code = result.code or "command_failed"
-    if code == "timeout":
-        limit = f" after {gate.timeout_seconds:g} s" if gate is not None else ""
-        status = f"timed out{limit}"
-    elif code == "interrupted":
-        status = "interrupted before it finished"
-    elif result.signal is not None:
-        status = f"killed by signal {result.signal}{_signal_name(result.signal)}"
-    elif result.exit_code is not None:
-        status = f"exit status {result.exit_code}"
-    elif code == "unsupported_format":
-        status = "not run (the command needs a shell)"
-    else:
-        status = "could not be started"
-    if result.attempts > 1:
-        status += f" (after {result.attempts} attempts)"
-    return f"[{code}] {result.name}: {status}"
+    """``[<code>] <name>: <how it ended>``: short, it becomes JUnit's ``message=``.
 
+    The same words as ``verifygate run --junit`` (``junit.failure_message``).
+    """
+    from pytest_verifygate.junit import failure_message
 
-def _signal_name(number: int) -> str:
-    try:
-        return f" ({signal.Signals(number).name})"
-    except ValueError:
-        return ""
+    return failure_message(dataclasses.asdict(result),
+                           gate.timeout_seconds if gate is not None else None)
 
 
 def failure_text(result: GateResult, head: str, *, verbosity: int) -> str:
@@ -643,7 +634,8 @@ class VerifyGateSession:
         if self.plans is None:
             from pytest_verifygate.engine import plan_gates
 
-            planned = plan_gates(self.contract, self.selections, self.changes)
+            planned = plan_gates(self.contract, self.selections, self.changes,
+                                 read_cache=not self.config.getoption("verify_no_cache"))
             self.plans = {
                 plan.gate.name: dataclasses.replace(
                     plan, env={**plan.env, GATE_ENV: plan.gate.name}
@@ -686,6 +678,14 @@ class VerifyGateSession:
             report.verifygate = item.gate_entry  # type: ignore[attr-defined]
         return report
 
+    def pytest_report_teststatus(
+        self, report: pytest.TestReport
+    ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+        entry: dict[str, Any] | None = getattr(report, REPORT_ATTRIBUTE, None)
+        if report.when == "call" and report.passed and entry is not None and entry.get("cached"):
+            return "passed", ".", ("PASSED (cached)", {"green": True})
+        return None
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         entry: dict[str, Any] | None = getattr(report, REPORT_ATTRIBUTE, None)
         if entry is not None:
@@ -720,6 +720,11 @@ class VerifyGateSession:
         self.config.hook.pytest_verifygate_modifyreport(report=report)
         self.results, self.report = results, report
         self.write_outputs(report, session)
+        if self.github_annotations():
+            from pytest_verifygate.ci import append_step_summary
+
+            warning = append_step_summary(report, os.environ, repo_root=self.contract.repo_root)
+            self.messages += [warning] if warning else []
         deselected = any(s.reason == DESELECTED_REASON for s in selections)
         if (
             verdict == VERDICT_FAILED
@@ -788,6 +793,12 @@ class VerifyGateSession:
                 self.messages.append(f"cannot write the {kind} {path}: {exc.strerror or exc}")
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
+    def github_annotations(self) -> bool:
+        from pytest_verifygate import options
+
+        return options.github_annotations(self.config.getoption("verify_annotations"),
+                                          os.environ)
+
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.results is None or self.report is None:
             return
@@ -806,6 +817,12 @@ class VerifyGateSession:
             f"verdict: {self.report['verdict']} ({counts['passed']} passed, {counts['failed']} "
             f"failed, {counts['skipped']} skipped, {counts['pending']} pending){where}"
         )
+        if self.github_annotations():
+            from pytest_verifygate.ci import error_annotations
+
+            for line in error_annotations(self.report, repo_root=self.contract.repo_root,
+                                          project_root=self.contract.root):
+                reporter.write_line(line)
         for message in self.messages:
             reporter.write_line(f"verifygate: {message}", red=True)
 
@@ -828,7 +845,8 @@ def describe_changes(changes: ChangeSet) -> str:
     if not changes.filtering:
         return "all, no change filtering"
     detail = changes.source + (f" {changes.ref}" if changes.ref else "")
-    return f"{detail}, {len(changes.files)} file(s)"
+    detail += f", {len(changes.files)} file(s)"
+    return detail + (f", from {changes.detected_by}" if changes.detected_by else "")
 
 
 def _unique(names: Iterator[str] | Sequence[str]) -> list[str]:

@@ -49,6 +49,7 @@ def gate_entry(
         "output_bytes": result.output_bytes,
         "log_path": result.log_path,
         "flaky": result.flaky,
+        "cached": result.cached,
     }
     if result.reason is not None:
         entry["reason"] = redactor.text(result.reason)
@@ -85,6 +86,8 @@ def build_report(
             "source": changes.source,
             "ref": changes.ref,
             "files": list(changes.files),
+            # Only when the ref was not given on the command line (CI, settings, environment).
+            **({"detected_by": changes.detected_by} if changes.detected_by else {}),
         },
         "summary": summary,
         "gates": [gate_entry(result, contract, redactor) for result in ordered],

@@ -20,10 +20,13 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from pytest_verifygate import codes
 from pytest_verifygate.contract import Gate
+
+if TYPE_CHECKING:
+    from pytest_verifygate.cache import CacheSlot
 
 READ_SIZE = 1 << 20
 TICK_SECONDS = 0.1
@@ -45,6 +48,8 @@ class GatePlan:
     skip_reason: str | None = None
     pending_reason: str | None = None
     unsupported: str | None = None
+    # Set for gates with ``cache = true``: where a pass is stored, and the reused pass if any.
+    cache: CacheSlot | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,7 @@ class GateResult:
     flaky: bool = False
     started_at: float | None = None
     finished_at: float | None = None
+    cached: bool = False  # a pass reused from the result cache: nothing was run
 
     @property
     def failed(self) -> bool:
@@ -242,6 +248,10 @@ class GateRunner:
             finished_at=finished,
             flaky=result.outcome == "passed" and first_failure is not None,
         )
+        if plan.cache is not None and result.outcome == "passed":
+            from pytest_verifygate.cache import store  # only for gates with caching on
+
+            store(plan.cache, result)
         return self._finish(plan, result)
 
     def _finish(self, plan: GatePlan, result: GateResult) -> GateResult:
@@ -457,7 +467,8 @@ def _open_log(path: Path | None, *, append: bool) -> BinaryIO | _NullLog:
 
 
 def _needs_process(plan: GatePlan) -> bool:
-    return plan.skip_reason is None and plan.pending_reason is None
+    cached = plan.cache is not None and plan.cache.hit is not None
+    return plan.skip_reason is None and plan.pending_reason is None and not cached
 
 
 def _base_result(
@@ -488,6 +499,8 @@ def _base_result(
 
 
 def _static_result(plan: GatePlan) -> GateResult:
+    if plan.cache is not None and plan.cache.hit is not None:
+        return plan.cache.hit
     if plan.pending_reason is not None:
         return replace(_base_result(plan, "pending", None), reason=plan.pending_reason)
     return replace(_base_result(plan, "skipped", None), reason=plan.skip_reason)
