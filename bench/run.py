@@ -47,14 +47,17 @@ class Result:
 
 
 def sh(argv: Sequence[str], cwd: Path, env: dict[str, str] | None = None) -> float:
-    """Wall time of one run; its output is discarded (failures are shown, not hidden)."""
+    """Wall time of one successful run; its output is discarded.
+
+    A failing run stops the suite: a ratio against a peer that errored out measures nothing.
+    """
     start = time.perf_counter()
     done = subprocess.run(list(argv), cwd=cwd, stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE, env=env)
     elapsed = time.perf_counter() - start
-    if done.returncode not in (0,):
-        sys.stderr.write(f"  ! {' '.join(argv)} exited {done.returncode}: "
-                         f"{done.stderr.decode(errors='replace')[-500:]}\n")
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} exited {done.returncode}: "
+                           f"{done.stderr.decode(errors='replace')[-500:]}")
     return elapsed
 
 
@@ -101,9 +104,10 @@ def gate_repo(path: Path, command: str, count: int) -> Path:
     (repo / "verify.toml").write_text("".join(
         f'[[gate]]\nname = "g{i}"\ncommand = "{command}"\n' for i in range(count)))
     (repo / "lefthook.yml").write_text("pre-commit:\n  parallel: true\n  commands:\n" + "".join(
-        f"    g{i}:\n      run: {command}\n" for i in range(count)))
+        f"    g{i}:\n      run: {json.dumps(command)}\n" for i in range(count)))
     (repo / ".pre-commit-config.yaml").write_text("repos:\n- repo: local\n  hooks:\n" + "".join(
-        f"  - id: g{i}\n    name: g{i}\n    entry: {command}\n    language: unsupported\n"
+        f"  - id: g{i}\n    name: g{i}\n    entry: {json.dumps(command)}\n"
+        "    language: unsupported\n"
         "    pass_filenames: false\n    always_run: true\n" for i in range(count)))
     (repo / "pytest.ini").write_text("[pytest]\n")
     (repo / "README.md").write_text("bench\n")
@@ -258,23 +262,17 @@ def scenario_cache(root: Path, count: int) -> list[Result]:
     commit(repo)
     cache = repo / ".git" / "verifygate" / "cache"
     argv = [VERIFYGATE, "run", "--all", "--jobs", "8"]
-    # Measured as installed (pip compiles bytecode): with PYTHONDONTWRITEBYTECODE=1, as some
-    # sandboxes set, every run would compile every module again, a start-up cost (scenario 6)
-    # that would hide what the cache saves. The bytecode goes to the temp dir, not the tree.
-    env = {key: value for key, value in os.environ.items()
-           if key != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
     first: list[float] = []
     second: list[float] = []
     for index in range(count + 1):  # the first pair is a warm-up
         shutil.rmtree(cache, ignore_errors=True)
-        cold = sh(argv, repo, env)
-        warm = sh(argv, repo, env)
+        cold = sh(argv, repo)
+        warm = sh(argv, repo)
         if index:
             first.append(cold)
             second.append(warm)
     report_path = root / "cache-report.json"
-    sh([*argv, "--json", str(report_path)], repo, env)
+    sh([*argv, "--json", str(report_path)], repo)
     gates = json.loads(report_path.read_text())["gates"]
     assert all(gate["cached"] for gate in gates), "the second run did not reuse the passes"
     return [compare("7. result cache, 8 gates of sleep 0.5", "verifygate run (second: cached)",
@@ -290,6 +288,11 @@ def main() -> int:
     wanted = set(args.only or "1234567")
     with tempfile.TemporaryDirectory(prefix="verifygate-bench-") as temp:
         root = Path(temp)
+        # Measure every tool as installed: pip compiles bytecode for the peers, so ours must
+        # have it too. With PYTHONDONTWRITEBYTECODE=1 (some sandboxes set it) an editable
+        # install would recompile every module on every run. The bytecode goes to the temp dir.
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        os.environ["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
         env = {**os.environ, "PRE_COMMIT_HOME": str(root / "pre-commit-home"),
                "LEFTHOOK_QUIET": "meta,summary,execution"}
         results: list[Result] = []

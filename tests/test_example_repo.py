@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -136,15 +135,12 @@ def test_the_example_project_passes_its_own_gates(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_demo_runs_end_to_end(tmp_path: Path) -> None:
-    started = time.monotonic()
     done = subprocess.run(
         ["bash", str(EXAMPLE / "demo.sh")], cwd=ROOT, env=user_env(tmp_path),
         capture_output=True, text=True, check=False, timeout=120,
     )
-    elapsed = time.monotonic() - started
     out = done.stdout
     assert done.returncode == 0, out + done.stderr
-    assert elapsed < 60
     for number in range(1, 9):
         assert f"\n== {number}. " in out
     assert "UNEXPECTED" not in out

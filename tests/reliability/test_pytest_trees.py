@@ -73,15 +73,13 @@ class TooSlow(Exception):
 def test_pytest_runs_leave_no_process(tmp_path: Path, args: list[str]) -> None:
     exitfirst = "-x" in args
     # With -x the trees are killed by the stop; without it, by their timeout.
-    timeout = 6.0 if exitfirst else 1.0
+    timeout = 10.0 if exitfirst else 1.0
     _contract(tmp_path, timeout=timeout, trees=3 if exitfirst else 1, stubborn=not exitfirst
               or "-n" not in args)
-    started = time.monotonic()
     process = _pytest(tmp_path, *args)
     recorded: list[int] = []
     try:
         output, _ = process.communicate(timeout=120)
-        elapsed = time.monotonic() - started
         recorded = read_pids(tmp_path / "pids")
         assert process.returncode in (1, 2), output.decode()
         assert b"Traceback" not in output
@@ -92,8 +90,11 @@ def test_pytest_runs_leave_no_process(tmp_path: Path, args: list[str]) -> None:
         if not exitfirst:
             assert set(codes.values()) == {"command_failed", "timeout"}, codes
         assert recorded and wait_dead(recorded) == []
-        if exitfirst and elapsed > timeout * 0.75:
-            raise TooSlow(f"{elapsed:.1f}s with gates that time out after {timeout}s")
+        # Judged by what ended the gates, not by the clock: killed by the stop, they are
+        # "interrupted"; left to run, they reach their timeout.
+        timed_out = sorted(name for name, code in codes.items() if code == "timeout")
+        if exitfirst and timed_out:
+            raise TooSlow(f"{timed_out} ran to their {timeout}s timeout after -x")
     finally:
         kill_all(recorded or read_pids(tmp_path / "pids"))
         if process.poll() is None:
