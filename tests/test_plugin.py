@@ -419,6 +419,16 @@ def test_ini_options(project: pytest.Pytester) -> None:
     assert collected_ids(override) == ["verify.toml::lint"]
 
 
+def test_invalid_ini_numbers_are_usage_errors(project: pytest.Pytester) -> None:
+    write_contract(project.path, {"name": "lint", "command": passing()})
+    for line, message in (("verify_jobs = -1", "ini option verify_jobs: '-1' must be 0*"),
+                          ("verify_phase = x", "ini option verify_phase: 'x' is not an int*")):
+        project.makeini(f"[pytest]\n{line}\n")
+        result = project.runpytest_subprocess("--verify-contract", "-p", "no:cacheprovider")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([f"ERROR: {message}"])
+
+
 def test_contract_error_is_a_usage_error_without_traceback(project: pytest.Pytester) -> None:
     write_contract(project.path, {"name": "lint", "comand": "ruff check"})
     result = project.runpytest_subprocess("--verify-contract", "-p", "no:cacheprovider")

@@ -18,7 +18,7 @@ import os
 import re
 import shlex
 import signal
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -147,6 +147,8 @@ class VerifyOptions:
 
 def read_options(config: pytest.Config) -> VerifyOptions:
     """Command-line values win over ini values; paths are made absolute now."""
+    from pytest_verifygate import options
+
     invocation_dir = config.invocation_params.dir
     ini_dir = config.inipath.parent if config.inipath is not None else config.rootpath
 
@@ -176,10 +178,10 @@ def read_options(config: pytest.Config) -> VerifyOptions:
         )
     phase: int | None = config.getoption("verify_phase")
     if phase is None and ini("verify_phase"):
-        phase = _ini_number(ini("verify_phase"), "verify_phase", minimum=1)
+        phase = _ini_number(ini("verify_phase"), "verify_phase", options.positive_int)
     jobs: int | None = config.getoption("verify_jobs")
     if jobs is None and ini("verify_jobs"):
-        jobs = _ini_number(ini("verify_jobs"), "verify_jobs", minimum=0)
+        jobs = _ini_number(ini("verify_jobs"), "verify_jobs", options.jobs)
     files = config.getoption("verify_files")
     changed_from = config.getoption("verify_changed_from")
     if not sources and ini("verify_changed_from"):
@@ -199,14 +201,14 @@ def read_options(config: pytest.Config) -> VerifyOptions:
     )
 
 
-def _ini_number(text: str, name: str, *, minimum: int) -> int:
+def _ini_number(text: str, name: str, check: Callable[[str], int]) -> int:
+    """An ini option's number, checked like the command-line option of the same name."""
+    import argparse
+
     try:
-        value = int(text)
-    except ValueError:
-        raise pytest.UsageError(f"ini option {name} = {text!r} is not an integer") from None
-    if value < minimum:
-        raise pytest.UsageError(f"ini option {name} = {text!r} must be {minimum} or more")
-    return value
+        return check(text)
+    except argparse.ArgumentTypeError as exc:
+        raise pytest.UsageError(f"ini option {name}: {exc}") from None
 
 
 def pytest_configure(config: pytest.Config) -> None:
