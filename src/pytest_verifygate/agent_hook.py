@@ -332,7 +332,8 @@ def _check(args: argparse.Namespace, payload: HookPayload, contract: Contract) -
     if run.interrupted:
         return _allow("the gates were interrupted: the stop is allowed without a verdict")
     report = to_report(run)
-    hook.pytest_verifygate_modifyreport(report=report)
+    if hook is not None:
+        hook.pytest_verifygate_modifyreport(report=report)
     root = str(contract.repo_root)
     report_path = path.with_suffix(".report.json")
     write_report(report_path, report)

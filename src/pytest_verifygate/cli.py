@@ -146,16 +146,21 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     return contract, changes, selections
 
 
-def plugin_hook() -> Any:
-    """A pluggy hook relay with our hookspecs and plugins from the ``verifygate`` group."""
+def plugin_hook() -> Any | None:
+    """A pluggy hook relay with our hookspecs and the plugins of the ``verifygate`` group.
+
+    None when no installed distribution registers such a plugin: nothing could implement a
+    hook, so neither pluggy nor the plugins are imported (this is every commit's start-up).
+    """
+    if not _entry_point_group_installed(PLUGIN_GROUP):
+        return None
     import pluggy
 
     from pytest_verifygate import hookspecs
 
     manager = pluggy.PluginManager("pytest")
     manager.add_hookspecs(hookspecs)
-    if _entry_point_group_installed(PLUGIN_GROUP):
-        manager.load_setuptools_entrypoints(PLUGIN_GROUP)
+    manager.load_setuptools_entrypoints(PLUGIN_GROUP)
     return manager.hook
 
 
@@ -282,7 +287,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         progress.close()
         report = to_report(run)
-        hook.pytest_verifygate_modifyreport(report=report)
+        if hook is not None:
+            hook.pytest_verifygate_modifyreport(report=report)
         if args.json:
             write_report(args.json, report)
         if args.junit:

@@ -16,8 +16,8 @@ import signal
 import subprocess
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -121,6 +121,29 @@ class OutputSink:
         return text, truncated
 
 
+class _Slot:
+    """Where one gate's result (or the exception that ended its thread) is handed over."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self._result: GateResult | None = None
+        self._error: BaseException | None = None
+
+    def set(self, result: GateResult) -> None:
+        self._result = result
+        self.done.set()
+
+    def fail(self, error: BaseException) -> None:
+        self._error = error
+        self.done.set()
+
+    def value(self) -> GateResult:
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+
 @dataclass
 class _Attempt:
     exit_code: int | None = None
@@ -156,41 +179,58 @@ class GateRunner:
         self.kill_grace = kill_grace
         self.backoff_base = backoff_base
         self.cancelled = threading.Event()
-        self._futures: dict[str, Future[GateResult]] = {}
-        self._executor: ThreadPoolExecutor | None = None
+        self._slots: dict[str, _Slot] = {}
+        self._queue: deque[tuple[GatePlan, _Slot]] = deque()
+        self._workers: list[threading.Thread] | None = None
         self._callback_lock = threading.Lock()
 
     # -- lifecycle -----------------------------------------------------------------------
 
     def start(self) -> None:
-        """Submit every gate; up to ``jobs`` run at once, the rest wait in contract order."""
-        if self._executor is not None:
+        """Queue every gate; up to ``jobs`` run at once, the rest wait in contract order."""
+        if self._workers is not None:
             return
-        to_run = [plan for plan in self.plans if _needs_process(plan)]
-        workers = max(1, min(self.jobs, len(to_run)))
-        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gate")
+        self._workers = []
         for plan in self.plans:
+            slot = self._slots[plan.gate.name] = _Slot()
             if _needs_process(plan):
-                self._futures[plan.gate.name] = self._executor.submit(self._run_plan, plan)
-            else:
-                done: Future[GateResult] = Future()
-                done.set_result(self._finish(plan, _static_result(plan)))
-                self._futures[plan.gate.name] = done
+                self._queue.append((plan, slot))
+        # Plain threads rather than concurrent.futures: its import (and logging's) is a
+        # noticeable share of the command line's start-up, and nothing here needs more.
+        for index in range(min(self.jobs, len(self._queue))):
+            worker = threading.Thread(target=self._work, name=f"gate-{index}")
+            self._workers.append(worker)
+            worker.start()
+        # Announced last: a Ctrl-C raised from the callback leaves every gate with a slot.
+        for plan in self.plans:
+            if not _needs_process(plan):
+                self._slots[plan.gate.name].set(self._finish(plan, _static_result(plan)))
+
+    def _work(self) -> None:
+        while True:
+            try:
+                plan, slot = self._queue.popleft()
+            except IndexError:
+                return
+            try:
+                slot.set(self._run_plan(plan))
+            except BaseException as exc:  # handed to whoever waits for this gate
+                slot.fail(exc)
 
     def result(self, name: str) -> GateResult:
         """Wait for one gate's result (starting the run if needed)."""
         self.start()
-        future = self._futures.get(name)
-        if future is None:
-            # Ctrl-C landed while start() was still submitting: this gate never got a future.
-            plan = next(plan for plan in self.plans if plan.gate.name == name)
-            return self._finish(plan, _interrupted(plan, "the run was interrupted before it "
-                                                         "started"))
-        while True:
-            try:
-                return future.result(timeout=TICK_SECONDS * 5)
-            except TimeoutError:
-                continue
+        slot = self._slots[name]
+        # Wait in short steps so Ctrl-C reaches the main thread promptly.
+        while not slot.done.wait(TICK_SECONDS * 5):
+            if not any(worker.is_alive() for worker in self._workers or ()):
+                if slot.done.is_set():
+                    break
+                # Nobody is left to fill it: a Ctrl-C cut start() short.
+                plan = next(plan for plan in self.plans if plan.gate.name == name)
+                slot.set(self._finish(plan, _interrupted(plan, "the run was interrupted "
+                                                                "before it started")))
+        return slot.value()
 
     def results(self) -> list[GateResult]:
         """Wait for every gate; results in plan (contract) order."""
@@ -202,11 +242,12 @@ class GateRunner:
 
     def close(self) -> None:
         """Cancel what is still running and wait for the worker threads to finish."""
-        if self._executor is None:
+        if self._workers is None:
             return
-        if any(not future.done() for future in self._futures.values()):
+        if any(not slot.done.is_set() for slot in self._slots.values()):
             self.cancel()
-        self._executor.shutdown(wait=True)
+        for worker in self._workers:
+            worker.join()
 
     def __enter__(self) -> GateRunner:
         return self
