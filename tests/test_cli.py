@@ -186,3 +186,21 @@ def pytest_verifygate_modifyreport(report):
     assert json.loads(with_plugin.stdout)["extra"] == "from an entry point"
     without = verifygate("run", "--all", "--format", "json", cwd=repo)
     assert "extra" not in json.loads(without.stdout)
+
+
+def test_an_unwritable_report_path_is_one_line_and_status_2(repo: Path) -> None:
+    write(repo / "verify.toml", '[[gate]]\nname = "ok"\ncommand = "true"\n')
+    write(repo / "blocker", "a file where a directory should be\n")
+    done = verifygate("run", "--all", "--json", "blocker/report.json", cwd=repo)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert "cannot write the JSON report blocker/report.json" in done.stderr
+
+
+def test_changed_from_head_works_before_the_first_commit(repo: Path) -> None:
+    write(repo / "verify.toml", '[[gate]]\nname = "py"\ncommand = "true"\n'
+                                'when_changed = ["*.py"]\n')
+    write(repo / "new.py", "x = 1\n")
+    done = verifygate("list", "--changed-from", "HEAD", "--format", "json", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["gates"][0]["selected"] is True

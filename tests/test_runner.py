@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 import sys
 import threading
@@ -227,3 +228,16 @@ def test_files_placeholder_with_nothing_to_expand_skips(repo: Path, shell: bool)
     changes = ChangeSet("files", files=("x.md",), deleted=frozenset({"x.md"}))
     (result,) = run_gates(loaded, select_gates(loaded, changes), changes).results
     assert (result.outcome, result.reason) == ("skipped", "no matching files for {files}")
+
+
+def test_a_chunk_killed_by_a_signal_fails_the_gate_even_if_later_chunks_pass(
+    repo: Path,
+) -> None:
+    write(repo / "verify.toml", '[[gate]]\nname = "chunks"\ncommand = "true"\n')
+    contract = load_contract(repo / "verify.toml")
+    changes = ChangeSet("all")
+    (plan,) = plan_gates(contract, select_gates(contract, changes), changes)
+    chunked = dataclasses.replace(plan, invocations=(("sh", "-c", "kill -SEGV $$"), ("true",)))
+    with GateRunner([chunked], jobs=1) as runner:
+        (result,) = runner.results()
+    assert (result.outcome, result.code, result.signal) == ("failed", "command_failed", 11)

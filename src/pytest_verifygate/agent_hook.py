@@ -357,13 +357,6 @@ def _changes(contract: Contract, changed_from: str | None) -> git_changes.Change
     """Working tree vs HEAD plus untracked files (or everything since ``changed_from``)."""
     request = git_changes.ChangeRequest(changed_from=changed_from,
                                         worktree=changed_from is None)
-    if changed_from is None and not git_changes._has_head(contract.root):
-        # No commit yet: every file not ignored is new. Listed explicitly, because "HEAD"
-        # cannot be compared against before the first commit.
-        out = git_changes._git(contract.root, "ls-files", "-z", "--cached", "--others",
-                               "--exclude-standard")
-        request = git_changes.ChangeRequest(files=[os.fsdecode(p) for p in out.split(b"\0")
-                                                   if p])
     return git_changes.compute_changes(contract.root, request, cwd=contract.root)
 
 

@@ -21,7 +21,6 @@ from pytest_verifygate.errors import ChangeSetError
 if TYPE_CHECKING:
     from pytest_verifygate.ci import ChangeBase
 
-EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 # Where a change set came from, as written in the report's "changes.source".
 SOURCE_FILES = "files"
@@ -189,7 +188,7 @@ def _explicit(root: Path, paths: Sequence[str], cwd: Path) -> ChangeSet:
 
 
 def _staged(root: Path, *, warn_partial: bool) -> ChangeSet:
-    base = "HEAD" if _has_head(root) else EMPTY_TREE
+    base = "HEAD" if _has_head(root) else _empty_tree(root)
     out = _git(root, "diff", "--cached", "--name-status", "-z", "--no-renames", base, "--")
     files, deleted = _parse_name_status(out)
     warnings: tuple[str, ...] = ()
@@ -218,8 +217,13 @@ def _since_base(root: Path, base: ChangeBase) -> ChangeSet:
 def _since_ref(
     root: Path, ref: str, *, source: str = SOURCE_REF, fetch_hint: str | None = None
 ) -> ChangeSet:
-    _verify_ref(root, ref, fetch_hint=fetch_hint)
-    base = _merge_base(root, ref, fetch_hint=fetch_hint) if ref != "HEAD" else "HEAD"
+    if ref == "HEAD":
+        # Before the first commit there is no HEAD: every file is new, so compare against the
+        # empty tree (``--changed-from HEAD`` and the agent hook work in a fresh repository).
+        base = "HEAD" if _has_head(root) else _empty_tree(root)
+    else:
+        _verify_ref(root, ref, fetch_hint=fetch_hint)
+        base = _merge_base(root, ref, fetch_hint=fetch_hint)
     out = _git(root, "diff", "--name-status", "-z", "--no-renames", base, "--")
     files, deleted = _parse_name_status(out)
     untracked = _git(root, "ls-files", "-z", "--others", "--exclude-standard", "--full-name")
@@ -261,6 +265,11 @@ def _git(root: Path, *args: str) -> bytes:
             )
         raise ChangeSetError(f"git {args[0]} failed: {first}")
     return completed.stdout
+
+
+def _empty_tree(root: Path) -> str:
+    """The id of the empty tree in this repository's hash (SHA-1 or SHA-256)."""
+    return _git(root, "hash-object", "-t", "tree", "/dev/null").decode().strip()
 
 
 def _has_head(root: Path) -> bool:

@@ -290,7 +290,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         if hook is not None:
             hook.pytest_verifygate_modifyreport(report=report)
         if args.json:
-            write_report(args.json, report)
+            try:
+                write_report(args.json, report)
+            except OSError as exc:
+                problems.append(f"cannot write the JSON report {args.json}: "
+                                f"{exc.strerror or exc}")
         if args.junit:
             problems += _write_junit(args.junit, report, contract, started,
                                      time.monotonic() - clock)

@@ -152,6 +152,11 @@ class _Attempt:
     interrupted: bool = False
     spawn_failed: bool = False
 
+    @property
+    def failed(self) -> bool:
+        return (self.exit_code not in (None, 0) or self.signal is not None or self.timed_out
+                or self.interrupted or self.spawn_failed)
+
 
 class GateRunner:
     """Runs planned gates concurrently; results can be awaited one by one or all together."""
@@ -319,7 +324,8 @@ class GateRunner:
             outcome = _Attempt()
             for argv in plan.invocations:
                 step = self._spawn_and_wait(plan, argv, sink, deadline)
-                if outcome.exit_code in (None, 0) or step.timed_out or step.interrupted:
+                # The first chunk that failed decides (a signal death counts as a failure).
+                if not outcome.failed or step.timed_out or step.interrupted:
                     outcome = step
                 if step.timed_out or step.interrupted or step.spawn_failed:
                     break
@@ -505,17 +511,9 @@ def _reap_leftovers(pgid: int, grace: float) -> None:
     _signal_group(pgid, signal.SIGKILL)
 
 
-class _NullLog:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc_info: object) -> None:
-        return None
-
-
-def _open_log(path: Path | None, *, append: bool) -> BinaryIO | _NullLog:
+def _open_log(path: Path | None, *, append: bool) -> BinaryIO | contextlib.nullcontext[None]:
     if path is None:
-        return _NullLog()
+        return contextlib.nullcontext()
     return open(path, "ab" if append else "wb")
 
 
