@@ -50,13 +50,14 @@ from typing import Any
 
 from pytest_verifygate import changes as git_changes
 from pytest_verifygate.api import to_report
-from pytest_verifygate.cli import _Interruptible, plugin_hook
+from pytest_verifygate.cli import plugin_hook
 from pytest_verifygate.contract import Contract, load_contract
 from pytest_verifygate.digest import failure_signature, to_digest
 from pytest_verifygate.engine import run_gates
 from pytest_verifygate.errors import ContractError, VerifyGateError
 from pytest_verifygate.report import write_atomic, write_report
 from pytest_verifygate.selection import select_gates
+from pytest_verifygate.signals import Interruptible
 from pytest_verifygate.storage import state_dir
 
 STATE_VERSION = 1
@@ -282,7 +283,7 @@ def decide(
 def run_agent_hook(args: argparse.Namespace) -> int:
     """Read the payload, check the gates, print the decision. Always returns 0."""
     try:
-        with _Interruptible():  # SIGTERM (a hook timeout) ends gates cleanly, like Ctrl-C
+        with Interruptible():  # SIGTERM (a hook timeout) ends gates cleanly, like Ctrl-C
             decision = _run(args)
     except KeyboardInterrupt:
         decision = _allow("interrupted before the gates finished: the stop is allowed")

@@ -35,11 +35,13 @@ import shutil
 import stat
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pytest_verifygate.changes import walk_files
+from pytest_verifygate.commands import ASSIGNMENT
 from pytest_verifygate.contract import Contract
 from pytest_verifygate.runner import GatePlan, GateResult
 from pytest_verifygate.storage import state_dir
@@ -51,7 +53,6 @@ STALE_TEMP_SECONDS = 3600.0
 MAX_TOOLS = 16
 READ_SIZE = 1 << 20
 
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _PROGRAM = re.compile(r"[\w./+-]+")
 _SHELL_WORDS = frozenset({
     "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for", "case", "esac",
@@ -117,9 +118,9 @@ class RepoFiles:
         listing = self._listing = self._listing or _list_files(self.root)
         paths: Sequence[str] = listing.paths
         if patterns is not None:
-            from pathspec import GitIgnoreSpec
+            from pytest_verifygate.selection import spec_for
 
-            paths = list(GitIgnoreSpec.from_lines(patterns).match_files(paths))
+            paths = list(spec_for(patterns).match_files(paths))
         digest = hashlib.sha256()
         for path in paths:
             identity = listing.ids.get(path) or self._hashed.get(path)
@@ -147,7 +148,7 @@ def _list_files(root: Path) -> _Listing:
     out = _git(root, "ls-files", "-z", "-t", "--stage", "--modified", "--others",
                "--exclude-standard")
     if out is None:
-        return _Listing(tuple(sorted(_walk(root))), {}, "sha1")  # no git: hash every file
+        return _Listing(tuple(sorted(walk_files(root))), {}, "sha1")  # no git: hash every file
     ids: dict[str, str] = {}
     paths: set[str] = set()
     dirty: set[str] = set()
@@ -173,13 +174,6 @@ def _list_files(root: Path) -> _Listing:
     for path in dirty:
         ids.pop(path, None)
     return _Listing(tuple(sorted(paths)), ids, algorithm)
-
-
-def _walk(root: Path) -> Iterator[str]:
-    for directory, subdirs, names in os.walk(root):
-        subdirs[:] = [d for d in subdirs if not d.startswith(".")]
-        for name in names:
-            yield Path(os.path.relpath(os.path.join(directory, name), root)).as_posix()
 
 
 def _file_id(full: Path, algorithm: str) -> str:
@@ -265,7 +259,7 @@ def script_programs(script: str) -> list[str]:
                     skip_next = not token.endswith("&")  # a file name follows, not a command
                 else:
                     expecting = True
-            elif expecting and not (_ASSIGNMENT.match(token) or token in _SHELL_WORDS):
+            elif expecting and not (ASSIGNMENT.match(token) or token in _SHELL_WORDS):
                 if _PROGRAM.fullmatch(token):
                     programs.append(token)
                 expecting = False

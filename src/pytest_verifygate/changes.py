@@ -145,11 +145,12 @@ def all_files(root: Path) -> tuple[str, ...]:
     try:
         out = _git(root, "ls-files", "-z", "--cached", "--", ".")
     except ChangeSetError:
-        return tuple(sorted(_walk(root)))
+        return tuple(sorted(walk_files(root)))
     return tuple(sorted(os.fsdecode(p) for p in out.split(b"\0") if p))
 
 
-def _walk(root: Path) -> Iterable[str]:
+def walk_files(root: Path) -> Iterable[str]:
+    """Every file under ``root`` (hidden directories skipped), as POSIX relative paths."""
     for directory, subdirs, names in os.walk(root):
         subdirs[:] = [d for d in subdirs if not d.startswith(".")]
         for name in names:

@@ -24,48 +24,44 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-# The codes are re-exported: ``classify.CODES`` and friends are part of the public API.
 from pytest_verifygate.codes import (
-    CODES as CODES,
+    CODES,
+    COMMAND_FAILED,
+    INTERRUPTED,
+    MISSING_CODES,
+    MISSING_MAKE_TARGET,
+    MISSING_SCRIPT,
+    NO_TEST_FILES,
+    NOT_RETRIED,
+    SEQUENCE_ISSUE,
+    SETUP_OR_BOOTSTRAP_ISSUE,
+    TIMEOUT,
+    UNSUPPORTED_FORMAT,
 )
-from pytest_verifygate.codes import (
-    COMMAND_FAILED as COMMAND_FAILED,
-)
-from pytest_verifygate.codes import (
-    INTERRUPTED as INTERRUPTED,
-)
-from pytest_verifygate.codes import (
-    MISSING_CODES as MISSING_CODES,
-)
-from pytest_verifygate.codes import (
-    MISSING_MAKE_TARGET as MISSING_MAKE_TARGET,
-)
-from pytest_verifygate.codes import (
-    MISSING_SCRIPT as MISSING_SCRIPT,
-)
-from pytest_verifygate.codes import (
-    NO_TEST_FILES as NO_TEST_FILES,
-)
-from pytest_verifygate.codes import (
-    NOT_RETRIED as NOT_RETRIED,
-)
-from pytest_verifygate.codes import (
-    SEQUENCE_ISSUE as SEQUENCE_ISSUE,
-)
-from pytest_verifygate.codes import (
-    SETUP_OR_BOOTSTRAP_ISSUE as SETUP_OR_BOOTSTRAP_ISSUE,
-)
-from pytest_verifygate.codes import (
-    TIMEOUT as TIMEOUT,
-)
-from pytest_verifygate.codes import (
-    UNSUPPORTED_FORMAT as UNSUPPORTED_FORMAT,
-)
+from pytest_verifygate.text import plain_output, strip_ansi
 
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
-# Cursor moves and erases (progress spinners, log-update redraws) start text at a new place on
-# the screen: read them as line breaks so the redrawn text is still at the start of a line.
-_CURSOR_CONTROL = re.compile(r"\x1b\[[0-9;?]*[ABEFGHJKf]|\x1bc")
+# The codes and the text helpers are re-exported: ``classify.CODES`` and friends are API.
+__all__ = [
+    "CODES",
+    "COMMAND_FAILED",
+    "INTERRUPTED",
+    "MISSING_CODES",
+    "MISSING_MAKE_TARGET",
+    "MISSING_SCRIPT",
+    "NOT_RETRIED",
+    "NO_TEST_FILES",
+    "RULES",
+    "SEQUENCE_ISSUE",
+    "SETUP_OR_BOOTSTRAP_ISSUE",
+    "TIMEOUT",
+    "UNSUPPORTED_FORMAT",
+    "Failure",
+    "Rule",
+    "classify",
+    "plain_output",
+    "strip_ansi",
+]
+
 # What a failing pytest test printed or logged: a section up to the next section, test header
 # or summary line.
 _PYTEST_CAPTURED = re.compile(
@@ -73,17 +69,6 @@ _PYTEST_CAPTURED = re.compile(
     r".*?(?=^-+ Captured |^_{3,} .* _{3,}$|^=+ .* =+$|\Z)",
     re.MULTILINE | re.DOTALL,
 )
-
-
-def strip_ansi(text: str) -> str:
-    """Remove ANSI colour and cursor sequences."""
-    return _ANSI.sub("", text)
-
-
-def plain_output(text: str) -> str:
-    """The output as classification reads it: no ANSI codes, ``\\n`` line ends."""
-    text = strip_ansi(_CURSOR_CONTROL.sub("\n", text))
-    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 @dataclass(frozen=True)

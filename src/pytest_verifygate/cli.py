@@ -10,14 +10,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from pytest_verifygate import __version__, options
+from pytest_verifygate.signals import Interruptible
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -229,28 +228,6 @@ def _github_outputs(report: dict[str, Any], contract: Any, stream: Any) -> None:
     stream.flush()
 
 
-class _Interruptible:
-    """SIGTERM behaves like Ctrl-C; a second signal while shutting down is ignored."""
-
-    def __enter__(self) -> _Interruptible:
-        self.previous = {
-            signum: signal.signal(signum, self._handle) for signum in (signal.SIGINT,
-                                                                       signal.SIGTERM)
-        }
-        self.fired = False
-        return self
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.fired:
-            return
-        self.fired = True
-        raise KeyboardInterrupt
-
-    def __exit__(self, *exc_info: object) -> None:
-        for signum, handler in self.previous.items():
-            signal.signal(signum, handler)
-
-
 # --------------------------------------------------------------------------------------------
 # commands
 
@@ -265,7 +242,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     started, clock = time.time(), time.monotonic()
     problems: list[str] = []
-    with _Interruptible():
+    with Interruptible():
         contract, changes, selections = _prepare(args)
         for warning in (*contract.warnings, *changes.warnings):
             print(f"verifygate: {warning}", file=sys.stderr)

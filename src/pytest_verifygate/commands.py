@@ -19,7 +19,7 @@ FILES_PLACEHOLDER = "{files}"
 SHELL_BUILTINS = frozenset(
     {"cd", "export", "source", ".", "set", "unset", "alias", "eval", "exec", "ulimit", "umask"}
 )
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 # Linux caps one argv string at 128 KiB (MAX_ARG_STRLEN): it bounds a `sh -c` script.
 _MAX_SINGLE_ARG = 128 * 1024 - 1024
 
@@ -168,7 +168,7 @@ def parse_command(command: str | Sequence[str], *, shell: bool) -> ParsedCommand
     if isinstance(command, str):
         words = split_words(command)
         env: dict[str, str] = {}
-        while words and _ASSIGNMENT.match(words[0].lead):
+        while words and ASSIGNMENT.match(words[0].lead):
             key, _, value = words.pop(0).text.partition("=")
             env[key] = value
         argv = [word.text for word in words]

@@ -19,7 +19,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_verifygate.classify import strip_ansi
+from pytest_verifygate.text import CURSOR_CONTROL, strip_ansi
 
 PER_GATE_BYTES = 4096
 TOTAL_BYTES = 16384
@@ -68,8 +68,6 @@ _ERROR_LINE = re.compile(
     r")"
 )
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-# Cursor moves and erases redraw text in place, as a carriage return does.
-_REDRAW = re.compile(r"\x1b\[[0-9;?]*[ABEFGHJKf]|\x1bc")
 _REPLACEMENT_RUN = re.compile("\ufffd{2,}")
 _BACKTICK_RUN = re.compile(f"`{{{MAX_BACKTICK_RUN + 1},}}")
 
@@ -160,7 +158,8 @@ def clean_output(output: str, root: str | os.PathLike[str] | None = None) -> lis
         head = output[line_start:min(cut, line_start + 1024)] + " [...] " if line_start < cut \
             else ""
         output = head + output[cut:]
-    text = strip_ansi(_REDRAW.sub("\r", output)).replace("\r\n", "\n")
+    # Cursor moves and erases redraw text in place, as a carriage return does.
+    text = strip_ansi(CURSOR_CONTROL.sub("\r", output)).replace("\r\n", "\n")
     text = normalize_paths(text, root)
     lines: list[str] = []
     for raw in text.split("\n"):

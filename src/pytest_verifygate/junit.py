@@ -92,7 +92,7 @@ def failure_details(gate: Mapping[str, Any], headline: str) -> str:
 
 def xml_text(text: str) -> str:
     """``text`` without ANSI sequences and without characters XML 1.0 cannot hold."""
-    from pytest_verifygate.classify import strip_ansi
+    from pytest_verifygate.text import strip_ansi
 
     return _INVALID_XML.sub("", strip_ansi(text))
 

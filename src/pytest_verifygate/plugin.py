@@ -29,12 +29,14 @@ if TYPE_CHECKING:
 
     from pytest_verifygate.changes import ChangeSet
     from pytest_verifygate.contract import Contract, Gate
+    from pytest_verifygate.redact import Redactor
     from pytest_verifygate.runner import GatePlan, GateResult, GateRunner
     from pytest_verifygate.selection import Selection
 
 PLUGIN_NAME = "verifygate-session"
-# Set in every gate's environment. A pytest run inside a gate ignores --verify-contract:
-# with `addopts = --verify-contract` and a gate running pytest, gates would run gates forever.
+# The runner sets it in every gate's environment. A pytest run inside a gate ignores
+# --verify-contract: with `addopts = --verify-contract` and a gate running pytest, gates would
+# run gates forever.
 GATE_ENV = "VERIFYGATE_GATE"
 WORKERINPUT_KEY = "verifygate"
 REPORT_ATTRIBUTE = "verifygate"
@@ -246,26 +248,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         config.pluginmanager.unregister(session)
 
 
-def _sigterm_as_interrupt() -> Any:
-    """Make SIGTERM end the session like Ctrl-C, so running gates are killed and reported.
-
-    pytest itself dies on SIGTERM, and the gates, in sessions of their own, would live on.
-    A handler someone else installed is left alone. Returns what to restore.
-    """
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return None
-
-    def interrupt(signum: int, frame: Any) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut cleanup
-        raise KeyboardInterrupt
-
-    return signal.signal(signal.SIGTERM, interrupt)
-
-
 # --------------------------------------------------------------------------------------------
 # collection
 
@@ -306,7 +288,8 @@ class GateItem(pytest.Item):
         from pytest_verifygate.report import gate_entry
 
         session = self.config.stash[_SESSION_KEY]
-        self.gate_entry = gate_entry(session.result_for(self.gate.name), session.contract)
+        self.gate_entry = gate_entry(session.result_for(self.gate.name), session.contract,
+                                     session.redactor())
         # Shown from the report entry, not the raw result: JUnit XML and CI logs leave the
         # machine like the report does, so they get the same redaction of secrets.
         result = result_from_entry(self.gate_entry)
@@ -457,6 +440,7 @@ class VerifyGateSession:
         self.report: dict[str, Any] | None = None
         self.messages: list[str] = []
         self._previous_sigterm: Any = None
+        self._redactor: Redactor | None = None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> VerifyGateSession:
@@ -560,7 +544,9 @@ class VerifyGateSession:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.session = session
-        self._previous_sigterm = _sigterm_as_interrupt()
+        from pytest_verifygate.signals import sigterm_as_interrupt
+
+        self._previous_sigterm = sigterm_as_interrupt()
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.collected_names = _unique(
@@ -638,12 +624,7 @@ class VerifyGateSession:
 
             planned = plan_gates(self.contract, self.selections, self.changes,
                                  read_cache=not self.config.getoption("verify_no_cache"))
-            self.plans = {
-                plan.gate.name: dataclasses.replace(
-                    plan, env={**plan.env, GATE_ENV: plan.gate.name}
-                )
-                for plan in planned
-            }
+            self.plans = {plan.gate.name: plan for plan in planned}
         return self.plans
 
     def _log_dir(self) -> Path:
@@ -664,6 +645,14 @@ class VerifyGateSession:
         """Kill the gates still running (``-x``, Ctrl-C) and wait for the runner's threads."""
         if self.runner is not None:
             self.runner.close()
+
+    def redactor(self) -> Redactor:
+        """One redactor for the session: building it parses every gate's command."""
+        if self._redactor is None:
+            from pytest_verifygate.redact import redactor_for
+
+            self._redactor = redactor_for(self.contract.gates)
+        return self._redactor
 
     def restore_sigterm(self) -> None:
         if self._previous_sigterm is not None:

@@ -7,6 +7,7 @@ reason for every gate, selected or not.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,13 @@ if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec
 
 
-def _spec(patterns: Sequence[str]) -> GitIgnoreSpec:
+def spec_for(patterns: Sequence[str]) -> GitIgnoreSpec:
+    """The compiled gitignore-style spec of ``patterns``, built once per distinct list."""
+    return _compiled(tuple(patterns))
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled(patterns: tuple[str, ...]) -> GitIgnoreSpec:
     # Imported here: a run without patterns (e.g. --all) never pays for pathspec's import.
     from pathspec import GitIgnoreSpec
 
@@ -80,7 +87,7 @@ def _decide(
     if not changes.filtering:
         return Selection(gate, True, "no change filtering (all gates apply)")
     for pattern in gate.when_changed_all:
-        if not any(True for _ in matching(_spec([pattern]), candidates)):
+        if not any(True for _ in matching(spec_for([pattern]), candidates)):
             return Selection(
                 gate, False, f"when_changed_all pattern {pattern!r} matches no changed file"
             )
@@ -89,7 +96,7 @@ def _decide(
         if gate.when_changed_all:
             reason = "every when_changed_all pattern matches a changed file"
         return Selection(gate, True, reason, tuple(f for f in changes.files if f in existing))
-    spec = _spec(gate.when_changed)
+    spec = spec_for(gate.when_changed)
     matched = list(matching(spec, candidates))
     if not matched:
         if not changes.files:
@@ -129,7 +136,7 @@ def compile_prefilter(gates: Sequence[Gate]) -> Callable[[str], object] | None:
         patterns = [*(gate.when_changed or ()), *gate.when_changed_all]
         if gate.when_changed is None and not gate.when_changed_all:
             continue
-        for pattern in _spec(patterns).patterns:
+        for pattern in spec_for(patterns).patterns:
             regex = getattr(pattern, "regex", None)
             if not getattr(pattern, "include", False) or regex is None:
                 continue
@@ -166,4 +173,4 @@ def files_for_gate(gate: Gate, candidates: Sequence[str]) -> tuple[str, ...]:
     """``candidates`` filtered by the gate's ``when_changed`` (all of them when it has none)."""
     if gate.when_changed is None:
         return tuple(candidates)
-    return tuple(matching(_spec(gate.when_changed), candidates))
+    return tuple(matching(spec_for(gate.when_changed), candidates))
