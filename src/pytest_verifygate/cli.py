@@ -24,13 +24,16 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 
+# For a coding agent's Stop hook, status 2 means "block and show stderr to the agent": a
+# mistyped hook flag must reach the user instead (status 1), never trap the agent.
+HOOK_USAGE_STATUS = 1
+
+
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:  # one line, exit 2, like every usage error here
-        # For a coding agent's Stop hook, status 2 means "block and show stderr to the agent":
-        # a mistyped hook flag must reach the user instead (status 1), never trap the agent.
-        hook = self.prog.endswith("agent-hook") or "agent-hook" in sys.argv[1:2]
-        status = 1 if hook else EXIT_USAGE
-        self.exit(status, f"verifygate: error: {message} (see verifygate --help)\n")
+    error_status = EXIT_USAGE
+
+    def error(self, message: str) -> Any:  # one line, like every usage error here
+        self.exit(self.error_status, f"verifygate: error: {message} (see verifygate --help)\n")
 
 
 def _add_selection_flags(parser: argparse.ArgumentParser) -> None:
@@ -83,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     hook = commands.add_parser("agent-hook",
                                help="coding-agent Stop hook: block while gates fail")
+    hook.error_status = HOOK_USAGE_STATUS
     hook.add_argument("--max-rounds", type=options.positive_int, default=3, metavar="N",
                       help="failing rounds per session before it stops blocking (default 3)")
     hook.add_argument("--contract", metavar="PATH")
@@ -97,7 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        failing = _Parser(prog="verifygate")
+        failing.error_status = HOOK_USAGE_STATUS if args.command == "agent-hook" else EXIT_USAGE
+        failing.error(f"unrecognized arguments: {' '.join(unknown)}")
     from pytest_verifygate.errors import VerifyGateError
 
     try:
