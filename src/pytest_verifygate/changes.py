@@ -59,6 +59,14 @@ class ChangeSet:
             return self.files
         return tuple(path for path in self.files if path not in self.deleted)
 
+    def describe(self) -> str:
+        """One line for headers: ``ref origin/main, 3 file(s), from GitHub Actions ...``."""
+        if not self.filtering:
+            return "all (no change filtering)"
+        text = self.source + (f" {self.ref}" if self.ref else "")
+        text += f", {len(self.files)} file(s)"
+        return text + (f", from {self.detected_by}" if self.detected_by else "")
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe form, also used to hand the change set to pytest-xdist workers."""
         data: dict[str, Any] = {

@@ -244,17 +244,10 @@ def _seconds(gate: Mapping[str, Any]) -> str:
     return f"{seconds:.2f} s" if seconds < 60 else f"{int(seconds // 60)} min {seconds % 60:.0f} s"
 
 
-def describe_changes(changes: Mapping[str, Any]) -> str:
-    """``ref origin/main, 3 file(s), from GitHub Actions pull request (...)`` and the like."""
-    if changes.get("source") == "all":
-        return "all files (no change filtering)"
-    text = str(changes.get("source"))
-    if changes.get("ref"):
-        text += f" {changes['ref']}"
-    text += f", {len(changes.get('files') or ())} file(s)"
-    if changes.get("detected_by"):
-        text += f", from {changes['detected_by']}"
-    return text
+def _describe(changes: Mapping[str, Any] | None) -> str:
+    from pytest_verifygate.changes import ChangeSet
+
+    return ChangeSet.from_dict(changes).describe() if changes else "unknown"
 
 
 def step_summary(
@@ -271,7 +264,7 @@ def step_summary(
         f"### {icon} verifygate: {verdict}",
         "",
         f"Contract {_code(str(report.get('contract', '')))}; changes: "
-        f"{_cell(describe_changes(report.get('changes', {})))}",
+        f"{_cell(_describe(report.get('changes')))}",
         "",
     ]
     if gates:

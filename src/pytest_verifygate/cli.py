@@ -200,16 +200,6 @@ def _entry_point_group_installed(group: str) -> bool:
     return False
 
 
-def _describe_changes(changes: Any) -> str:
-    if not changes.filtering:
-        return "all (no change filtering)"
-    detail = f"{changes.source}"
-    if changes.ref:
-        detail += f" {changes.ref}"
-    detail += f", {len(changes.files)} file(s)"
-    return detail + (f", from {changes.detected_by}" if changes.detected_by else "")
-
-
 def _write_junit(path: str, report: dict[str, Any], contract: Any, started: float,
                  seconds: float) -> list[str]:
     """Write the JUnit XML; a problem to report (exit status 2) instead of a traceback."""
@@ -260,7 +250,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         live = stream.isatty()
         if text:
             print(f"verifygate: {_relative(contract.path)}: {len(selected)} of "
-                  f"{len(selections)} gate(s) selected (changes: {_describe_changes(changes)})")
+                  f"{len(selections)} gate(s) selected (changes: {changes.describe()})")
         progress = Progress(stream, [s.gate.name for s in selected], live=live)
         quiet = not text and not live
         hook = plugin_hook()
@@ -327,7 +317,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     width = max((len(s.gate.name) for s in selections), default=4)
     selected = sum(1 for s in selections if s.selected)
     print(f"verifygate: {_relative(contract.path)}: {selected} of {len(selections)} gate(s) "
-          f"selected (changes: {_describe_changes(changes)})")
+          f"selected (changes: {changes.describe()})")
     for s in selections:
         mark = "run " if s.selected else "skip"
         print(f"  {mark}  {s.gate.name:<{width}}  {s.reason}")

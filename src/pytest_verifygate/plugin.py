@@ -536,7 +536,7 @@ class VerifyGateSession:
         selected = sum(1 for selection in self.selections if selection.selected)
         lines = [
             f"verifygate: {self.contract_nodeid}: {selected} of {len(self.selections)} gate(s) "
-            f"selected (changes: {describe_changes(self.changes)})"
+            f"selected (changes: {self.changes.describe()})"
         ]
         lines += [f"verifygate: {warning}"
                   for warning in (*self.contract.warnings, *self.changes.warnings)]
@@ -793,7 +793,7 @@ class VerifyGateSession:
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.results is None or self.report is None:
             return
-        from pytest_verifygate.console import summary_table
+        from pytest_verifygate.console import summary_table, verdict_line
 
         reporter = terminalreporter
         reporter.write_sep("=", "verifygate")
@@ -802,12 +802,8 @@ class VerifyGateSession:
                 reporter.write_line(line)
         else:
             reporter.write_line("no gate ran")
-        counts = self.report["summary"]
-        where = f"; report: {self.options.report}" if self.options.report else ""
-        reporter.write_line(
-            f"verdict: {self.report['verdict']} ({counts['passed']} passed, {counts['failed']} "
-            f"failed, {counts['skipped']} skipped, {counts['pending']} pending){where}"
-        )
+        report_path = str(self.options.report) if self.options.report else None
+        reporter.write_line(verdict_line(self.report, report_path=report_path))
         if self.github_annotations():
             from pytest_verifygate.ci import error_annotations
 
@@ -830,14 +826,6 @@ def result_from_entry(entry: dict[str, Any]) -> GateResult:
     values = {key: value for key, value in entry.items() if key in names}
     values["command"] = tuple(values.get("command") or ())
     return GateResult(**values)
-
-
-def describe_changes(changes: ChangeSet) -> str:
-    if not changes.filtering:
-        return "all, no change filtering"
-    detail = changes.source + (f" {changes.ref}" if changes.ref else "")
-    detail += f", {len(changes.files)} file(s)"
-    return detail + (f", from {changes.detected_by}" if changes.detected_by else "")
 
 
 def _unique(names: Iterator[str] | Sequence[str]) -> list[str]:
