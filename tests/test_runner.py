@@ -189,7 +189,7 @@ def test_cancel_interrupts_running_and_waiting_gates(repo: Path) -> None:
         f'[[gate]]\nname = "s{index}"\ncommand = "sleep 30"\n' for index in range(3)))
     contract = load_contract(repo / "verify.toml")
     changes = ChangeSet("all")
-    plans = plan_gates(contract, select_gates(contract, changes), changes)
+    plans = plan_gates(contract, select_gates(contract, changes))
     runner = GateRunner(plans, jobs=1, log_dir=None)
     runner.start()
     threading.Timer(0.5, runner.cancel).start()
@@ -236,7 +236,7 @@ def test_a_chunk_killed_by_a_signal_fails_the_gate_even_if_later_chunks_pass(
     write(repo / "verify.toml", '[[gate]]\nname = "chunks"\ncommand = "true"\n')
     contract = load_contract(repo / "verify.toml")
     changes = ChangeSet("all")
-    (plan,) = plan_gates(contract, select_gates(contract, changes), changes)
+    (plan,) = plan_gates(contract, select_gates(contract, changes))
     chunked = dataclasses.replace(plan, invocations=(("sh", "-c", "kill -SEGV $$"), ("true",)))
     with GateRunner([chunked], jobs=1) as runner:
         (result,) = runner.results()

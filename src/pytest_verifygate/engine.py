@@ -70,8 +70,7 @@ def effective_jobs(jobs: int | None, contract: Contract) -> int:
 
 
 def plan_gates(
-    contract: Contract, selections: Sequence[Selection], changes: ChangeSet,
-    *, read_cache: bool = True,
+    contract: Contract, selections: Sequence[Selection], *, read_cache: bool = True,
 ) -> list[GatePlan]:
     """Turn the selected gates into plans: argvs to spawn, or why not to spawn them.
 
@@ -207,7 +206,7 @@ def run_gates(
     ``read_cache=False`` runs gates with ``cache = true`` even when a pass is stored for
     their inputs (a new pass is still stored).
     """
-    plans = plan_gates(contract, selections, changes, read_cache=read_cache)
+    plans = plan_gates(contract, selections, read_cache=read_cache)
     runner = make_runner(contract, plans, jobs=jobs, hook=hook, on_started=on_started,
                          on_finished=on_finished)
     interrupted = False

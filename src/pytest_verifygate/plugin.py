@@ -622,7 +622,7 @@ class VerifyGateSession:
         if self.plans is None:
             from pytest_verifygate.engine import plan_gates
 
-            planned = plan_gates(self.contract, self.selections, self.changes,
+            planned = plan_gates(self.contract, self.selections,
                                  read_cache=not self.config.getoption("verify_no_cache"))
             self.plans = {plan.gate.name: plan for plan in planned}
         return self.plans

@@ -193,7 +193,7 @@ def check_load(path: Path) -> Contract | None:
     assert contract.gates
     changes = ChangeSet("files", files=("a.py", "-rf", "sub/x y.txt"))
     selections = select_gates(contract, changes, role="implementer", phase=1)
-    plans = plan_gates(contract, selections, changes)
+    plans = plan_gates(contract, selections)
     results = [_base_result(plan, "skipped", None) for plan in plans]
     validate(build_report(contract=contract, changes=changes, selections=selections,
                           results=results, verdict="unverified"))
