@@ -177,9 +177,15 @@ def project_root_of(path: Path) -> Path:
 
 
 def load_contract(
-    path: str | os.PathLike[str] | None = None, start: Path | None = None
+    path: str | os.PathLike[str] | None = None,
+    start: Path | None = None,
+    *,
+    flag: str = "--contract",
 ) -> Contract:
-    """Load and validate a contract: the file at ``path``, or the one found from ``start``."""
+    """Load and validate a contract: the file at ``path``, or the one found from ``start``.
+
+    ``flag`` is how the calling front end names the contract option, for the hints.
+    """
     if path is None:
         found = find_contract(start)
         if found is None:
@@ -187,7 +193,7 @@ def load_contract(
             raise ContractError(
                 str(where),
                 "no verify contract found here or above (up to the git toplevel)",
-                hint="create verify.toml with at least one [[gate]], or pass --contract PATH",
+                hint=f"create verify.toml with at least one [[gate]], or pass {flag} PATH",
             )
         contract_path = found
     else:
@@ -198,7 +204,7 @@ def load_contract(
     if contract_path.is_dir():
         raise ContractError(shown, "is a directory, not a contract file")
     if not contract_path.is_file():
-        raise ContractError(shown, "no such contract file", hint="check the --contract path")
+        raise ContractError(shown, "no such contract file", hint=f"check the {flag} path")
     # Resolve the directory but not a symlinked contract file itself: the project root (and
     # the repository that cwd must stay inside) is where the contract was found or named, so
     # a link to a file elsewhere cannot move the gates out of this repository.

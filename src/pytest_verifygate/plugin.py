@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import shlex
 import signal
 from collections.abc import Callable, Generator, Iterator, Sequence
@@ -225,9 +224,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         session = VerifyGateSession.from_config(config)
     except VerifyGateError as exc:
-        # The engine's messages name the CLI's flag; here the flag is --verify-contract.
-        message = re.sub(r"(?<![\w-])--contract\b", "--verify-contract", str(exc))
-        raise pytest.UsageError(message) from None
+        raise pytest.UsageError(str(exc)) from None
     config.stash[_SESSION_KEY] = session
     config.pluginmanager.register(session, PLUGIN_NAME)
 
@@ -459,7 +456,8 @@ class VerifyGateSession:
             role, phase = shared["role"], shared["phase"]
             log_dir = Path(shared["log_dir"]) if shared.get("log_dir") else None
         else:
-            contract = load_contract(options.contract, start=config.invocation_params.dir)
+            contract = load_contract(options.contract, start=config.invocation_params.dir,
+                                     flag="--verify-contract")
             request = ChangeRequest(files=options.files, staged=options.staged,
                                     changed_from=options.changed_from, all=options.all)
             changes = compute_changes(
