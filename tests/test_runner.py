@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import shlex
 import sys
 import threading
@@ -237,7 +236,7 @@ def test_a_chunk_killed_by_a_signal_fails_the_gate_even_if_later_chunks_pass(
     contract = load_contract(repo / "verify.toml")
     changes = ChangeSet("all")
     (plan,) = plan_gates(contract, select_gates(contract, changes))
-    chunked = dataclasses.replace(plan, invocations=(("sh", "-c", "kill -SEGV $$"), ("true",)))
+    chunked = plan._replace(invocations=(("sh", "-c", "kill -SEGV $$"), ("true",)))
     with GateRunner([chunked], jobs=1) as runner:
         (result,) = runner.results()
     assert (result.outcome, result.code, result.signal) == ("failed", "command_failed", 11)

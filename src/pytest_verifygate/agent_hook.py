@@ -44,9 +44,8 @@ import shlex
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pytest_verifygate import changes as git_changes
 from pytest_verifygate.api import to_report
@@ -71,8 +70,7 @@ class PayloadError(Exception):
     """The hook input is not what a Stop hook receives."""
 
 
-@dataclass(frozen=True)
-class HookPayload:
+class HookPayload(NamedTuple):
     """What the hook needs from Claude Code's input."""
 
     session_id: str
@@ -88,8 +86,7 @@ class HookPayload:
         return self.session_id if self.agent_id is None else f"{self.session_id}/{self.agent_id}"
 
 
-@dataclass(frozen=True)
-class SessionState:
+class SessionState(NamedTuple):
     """What one session's hook remembers between stops."""
 
     rounds: int = 0
@@ -108,13 +105,12 @@ class SessionState:
         return json.dumps(data, indent=2) + "\n"
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):
     """The hook's answer: block with a reason for the agent, or allow (maybe with a note)."""
 
     block_reason: str | None = None
     system_message: str | None = None
-    state: SessionState = field(default_factory=SessionState)
+    state: SessionState = SessionState()  # immutable, so one shared fresh state is safe
 
     def output(self) -> str:
         """What to print on stdout: a JSON object, or nothing for a plain allow."""

@@ -36,9 +36,8 @@ import stat
 import subprocess
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pytest_verifygate.changes import walk_files
 from pytest_verifygate.commands import ASSIGNMENT
@@ -60,8 +59,7 @@ _SHELL_WORDS = frozenset({
 })
 
 
-@dataclass(frozen=True)
-class CacheSlot:
+class CacheSlot(NamedTuple):
     """Where a cacheable gate's pass is stored, and the stored pass if reading found one.
 
     ``definition`` and ``patterns`` are kept so the key can be computed again after the gate
@@ -89,8 +87,7 @@ def cache_dir(repo_root: Path) -> Path:
 # the input files
 
 
-@dataclass(frozen=True)
-class _Listing:
+class _Listing(NamedTuple):
     paths: tuple[str, ...]
     ids: dict[str, str]  # "mode oid" of tracked files unmodified in the work tree
     algorithm: str
@@ -290,8 +287,8 @@ def attach(contract: Contract, plan: GatePlan, files: RepoFiles, *, read: bool) 
         return plan
     slot = CacheSlot(cache_dir(contract.repo_root), key, contract.root, definition, patterns)
     if read:
-        slot = replace(slot, hit=lookup(slot, plan))
-    return replace(plan, cache=slot)
+        slot = slot._replace(hit=lookup(slot, plan))
+    return plan._replace(cache=slot)
 
 
 def lookup(slot: CacheSlot, plan: GatePlan) -> GateResult | None:

@@ -12,9 +12,8 @@ import os
 import posixpath
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pytest_verifygate.errors import ChangeSetError
 
@@ -31,18 +30,20 @@ SOURCE_WORKTREE = "worktree"
 SOURCE_ALL = "all"
 
 
-@dataclass(frozen=True)
-class ChangeSet:
-    """The files a run is about. ``source == "all"`` means no change filtering at all."""
+class ChangeSet(NamedTuple):
+    """The files a run is about. ``source == "all"`` means no change filtering at all.
+
+    Two change sets are equal when every field is, ``warnings`` and ``detected_by`` included.
+    """
 
     source: str
     files: tuple[str, ...] = ()
     deleted: frozenset[str] = frozenset()
     ref: str | None = None
-    warnings: tuple[str, ...] = field(default=(), compare=False)
+    warnings: tuple[str, ...] = ()
     # Where an implicit ref came from ("GitHub Actions pull request (GITHUB_BASE_REF=main)",
     # "settings.changed_from", ...): shown in headers and the report's changes.detected_by.
-    detected_by: str | None = field(default=None, compare=False)
+    detected_by: str | None = None
 
     @property
     def filtering(self) -> bool:
@@ -90,8 +91,7 @@ class ChangeSet:
         )
 
 
-@dataclass(frozen=True)
-class ChangeRequest:
+class ChangeRequest(NamedTuple):
     """What the user asked for; ``compute_changes`` applies SPEC 3's order of precedence."""
 
     files: Sequence[str] | None = None
@@ -220,7 +220,7 @@ def _since_base(root: Path, base: ChangeBase) -> ChangeSet:
         changes = _since_ref(root, base.ref, fetch_hint=base.fetch_hint)
     except ChangeSetError as exc:
         raise ChangeSetError(f"change base from {base.detected_by}: {exc}") from None
-    return replace(changes, detected_by=base.detected_by)
+    return changes._replace(detected_by=base.detected_by)
 
 
 def _since_ref(

@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from pytest_verifygate.codes import (
     CODES,
@@ -71,8 +71,7 @@ _PYTEST_CAPTURED = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Failure:
+class Failure(NamedTuple):
     """What the classifier knows about one failed run of a gate."""
 
     exit_code: int | None
@@ -82,8 +81,7 @@ class Failure:
     cwd: Path
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     """Output matching ``pattern`` (multiline, anchored) means ``code`` when ``accept`` agrees.
 
     ``accept`` gets the match (``match.string`` is the whole output as read) and the failure.

@@ -11,7 +11,8 @@ import os
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import NamedTuple
 
 FILES_PLACEHOLDER = "{files}"
 
@@ -22,14 +23,15 @@ SHELL_BUILTINS = frozenset(
 ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 # Linux caps one argv string at 128 KiB (MAX_ARG_STRLEN): it bounds a `sh -c` script.
 _MAX_SINGLE_ARG = 128 * 1024 - 1024
+# The default ``env`` of a parsed command: read-only, since one instance is shared by all.
+_NO_ENV: Mapping[str, str] = MappingProxyType({})
 
 
 class UnsupportedCommand(Exception):
     """The command needs a shell (or cannot be parsed); the gate fails ``unsupported_format``."""
 
 
-@dataclass(frozen=True)
-class Word:
+class Word(NamedTuple):
     """One word of a command after quote removal.
 
     ``lead`` is the unquoted text the word starts with, up to its first quote or backslash:
@@ -40,12 +42,11 @@ class Word:
     lead: str
 
 
-@dataclass(frozen=True)
-class ParsedCommand:
+class ParsedCommand(NamedTuple):
     """A command ready for expansion: argv words (``{files}`` still in place) and env prefixes."""
 
     words: tuple[str, ...]
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = _NO_ENV
     shell: bool = False
     uses_files: bool = False
 

@@ -7,16 +7,14 @@ nothing in here lets a traceback through for bad input.
 
 from __future__ import annotations
 
-import difflib
-import json
 import math
 import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from pytest_verifygate.errors import ContractError
 
@@ -39,10 +37,11 @@ MAX_RETRIES = 20
 _GATE_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# The default ``env`` of a gate: read-only, since one instance is shared by every such gate.
+_NO_ENV: Mapping[str, str] = MappingProxyType({})
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(NamedTuple):
     """Contract-wide defaults (``[settings]``)."""
 
     timeout_seconds: float = 300.0
@@ -54,8 +53,7 @@ class Settings:
     cache: bool = False
 
 
-@dataclass(frozen=True)
-class Gate:
+class Gate(NamedTuple):
     """One gate, with the contract's defaults already applied."""
 
     name: str
@@ -64,7 +62,7 @@ class Gate:
     when_changed: tuple[str, ...] | None = None
     when_changed_all: tuple[str, ...] = ()
     cwd: str = "."
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = _NO_ENV
     timeout_seconds: float = 300.0
     shell: bool = False
     retries: int = 0
@@ -89,8 +87,7 @@ class Gate:
         return shlex.join(self.command)
 
 
-@dataclass(frozen=True)
-class Contract:
+class Contract(NamedTuple):
     """A loaded contract: where it lives, its settings and its gates in file order."""
 
     path: Path
@@ -277,6 +274,8 @@ def _parse_toml(text: str, shown: str) -> dict[str, Any]:
 
 
 def _parse_json(text: str, shown: str) -> Any:
+    import json  # only the openTiger format is JSON: keeps start-up cheap
+
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -295,6 +294,8 @@ def _parse_json(text: str, shown: str) -> Any:
 
 
 def _did_you_mean(word: str, choices: Iterator[str] | tuple[str, ...] | list[str]) -> str | None:
+    import difflib  # only for error hints: keeps start-up cheap
+
     matches = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f"did you mean {matches[0]!r}?" if matches else None
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pytest_verifygate.changes import ChangeSet, all_files
 from pytest_verifygate.commands import UnsupportedCommand, expand, parse_command
@@ -31,8 +30,7 @@ VERDICT_UNVERIFIED = "unverified"
 MAX_DISPLAY_ARGS = 50
 
 
-@dataclass(frozen=True)
-class RunResult:
+class RunResult(NamedTuple):
     """Everything a report needs about one run."""
 
     contract: Contract

@@ -13,13 +13,12 @@ the engine is imported lazily, no collector hook is active and nothing is collec
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shlex
 import signal
 from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pytest
 
@@ -130,8 +129,7 @@ def _could_be_contract(word: str) -> bool:
     )
 
 
-@dataclasses.dataclass(frozen=True)
-class VerifyOptions:
+class VerifyOptions(NamedTuple):
     """The ``--verify-*`` options with their ini defaults applied."""
 
     contract: Path | None
@@ -335,7 +333,7 @@ def headline(result: GateResult, gate: Gate | None = None) -> str:
     """
     from pytest_verifygate.junit import failure_message
 
-    return failure_message(dataclasses.asdict(result),
+    return failure_message(result._asdict(),
                            gate.timeout_seconds if gate is not None else None)
 
 
@@ -465,7 +463,7 @@ class VerifyGateSession:
                 cwd=config.invocation_params.dir,
             )
             role, phase = options.role, options.phase
-        options = dataclasses.replace(options, role=role, phase=phase)
+        options = options._replace(role=role, phase=phase)
         selections = select_gates(contract, changes, role=role, phase=phase)
         session = cls(config, options, contract, changes, selections, shared_log_dir=log_dir)
         session.register_markers()
@@ -741,8 +739,8 @@ class VerifyGateSession:
                 selections.append(selection)
                 continue
             if name not in expected:
-                selections.append(dataclasses.replace(selection, selected=False,
-                                                      reason=DESELECTED_REASON))
+                selections.append(selection._replace(selected=False,
+                                                     reason=DESELECTED_REASON))
                 continue
             selections.append(selection)
             if name in self.entries:
@@ -820,8 +818,7 @@ def result_from_entry(entry: dict[str, Any]) -> GateResult:
     """A ``GateResult`` back from its report entry (what an xdist worker sends)."""
     from pytest_verifygate.runner import GateResult
 
-    names = {field.name for field in dataclasses.fields(GateResult)}
-    values = {key: value for key, value in entry.items() if key in names}
+    values = {key: value for key, value in entry.items() if key in GateResult._fields}
     values["command"] = tuple(values.get("command") or ())
     return GateResult(**values)
 

@@ -16,8 +16,8 @@ import contextlib
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from functools import cached_property
+from functools import lru_cache
+from typing import NamedTuple
 
 from pytest_verifygate.commands import UnsupportedCommand, parse_command
 from pytest_verifygate.contract import Gate
@@ -54,8 +54,7 @@ def gate_environment(gate: Gate) -> dict[str, str]:
     return env
 
 
-@dataclass(frozen=True)
-class Redactor:
+class Redactor(NamedTuple):
     """Replaces known secret values, and values assigned to secret names, by ``***``."""
 
     values: tuple[str, ...] = ()
@@ -82,11 +81,17 @@ class Redactor:
     def _secret(self, name: str) -> bool:
         return name in self.names or is_secret_name(name)
 
-    @cached_property
+    @property
     def _pattern(self) -> re.Pattern[str]:
-        # Longest first, so a secret that contains another secret is masked as a whole.
-        ordered = sorted(set(self.values), key=len, reverse=True)
-        return re.compile("|".join(re.escape(value) for value in ordered))
+        return _values_pattern(self.values)
+
+
+@lru_cache(maxsize=16)
+def _values_pattern(values: tuple[str, ...]) -> re.Pattern[str]:
+    # Cached here, not on the redactor: a record has no room for a computed attribute.
+    # Longest first, so a secret that contains another secret is masked as a whole.
+    ordered = sorted(set(values), key=len, reverse=True)
+    return re.compile("|".join(re.escape(value) for value in ordered))
 
 
 def redactor_for(

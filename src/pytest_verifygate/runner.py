@@ -18,9 +18,9 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from types import MappingProxyType
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from pytest_verifygate import codes
 from pytest_verifygate.contract import Gate
@@ -34,16 +34,17 @@ KILL_GRACE_SECONDS = 2.0
 LEFTOVER_GRACE_SECONDS = 0.5
 BACKOFF_BASE_SECONDS = 0.5
 BACKOFF_MAX_SECONDS = 8.0
+# The default ``env`` of a plan: read-only, since one instance is shared by every such plan.
+_NO_ENV: Mapping[str, str] = MappingProxyType({})
 
 
-@dataclass(frozen=True)
-class GatePlan:
+class GatePlan(NamedTuple):
     """A selected gate turned into what to do: spawn these argvs, skip it, or fail it early."""
 
     gate: Gate
     cwd: Path
     invocations: tuple[tuple[str, ...], ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = _NO_ENV
     display_command: tuple[str, ...] = ()
     skip_reason: str | None = None
     pending_reason: str | None = None
@@ -52,8 +53,7 @@ class GatePlan:
     cache: CacheSlot | None = None
 
 
-@dataclass(frozen=True)
-class GateResult:
+class GateResult(NamedTuple):
     """How one selected gate ended. ``outcome``: passed, failed, skipped or pending."""
 
     name: str
@@ -144,13 +144,24 @@ class _Slot:
         return self._result
 
 
-@dataclass
 class _Attempt:
-    exit_code: int | None = None
-    signal: int | None = None
-    timed_out: bool = False
-    interrupted: bool = False
-    spawn_failed: bool = False
+    """How one spawn of a gate's command ended (filled in while it is supervised)."""
+
+    __slots__ = ("exit_code", "interrupted", "signal", "spawn_failed", "timed_out")
+
+    def __init__(
+        self,
+        exit_code: int | None = None,
+        signal: int | None = None,
+        timed_out: bool = False,
+        interrupted: bool = False,
+        spawn_failed: bool = False,
+    ) -> None:
+        self.exit_code = exit_code
+        self.signal = signal
+        self.timed_out = timed_out
+        self.interrupted = interrupted
+        self.spawn_failed = spawn_failed
 
     @property
     def failed(self) -> bool:
@@ -286,8 +297,7 @@ class GateRunner:
             if self.cancelled.wait(delay):
                 break
         finished = time.time()
-        result = replace(
-            result,
+        result = result._replace(
             attempts=attempts,
             duration_s=round(finished - started, 3),
             started_at=started,
@@ -336,18 +346,18 @@ class GateRunner:
             log_path=str(log_path) if log_path else None,
         )
         if outcome.interrupted:
-            return replace(result, outcome="failed", code=codes.INTERRUPTED)
+            return result._replace(outcome="failed", code=codes.INTERRUPTED)
         if outcome.timed_out:
-            return replace(result, outcome="failed", code=codes.TIMEOUT)
+            return result._replace(outcome="failed", code=codes.TIMEOUT)
         if outcome.spawn_failed:
-            return replace(result, outcome="failed", code=codes.SETUP_OR_BOOTSTRAP_ISSUE)
+            return result._replace(outcome="failed", code=codes.SETUP_OR_BOOTSTRAP_ISSUE)
         if outcome.exit_code == 0:
             return result
         from pytest_verifygate.classify import Failure, classify  # only when a gate failed
 
         argv = plan.invocations[0] if plan.invocations else ()
         code = classify(Failure(outcome.exit_code, outcome.signal, output, argv, plan.cwd))
-        result = replace(result, outcome="failed", code=code)
+        result = result._replace(outcome="failed", code=code)
         if self.classify_hook is not None:
             override = self.classify_hook(plan.gate, result)
             if override is not None:
@@ -356,10 +366,10 @@ class GateRunner:
                         f"pytest_verifygate_classify returned {override!r}; expected one of "
                         f"{', '.join(codes.CODES)}"
                     )
-                result = replace(result, code=override)
+                result = result._replace(code=override)
         if result.code in codes.MISSING_CODES and plan.gate.on_missing == "skip":
-            return replace(result, outcome="skipped",
-                           reason=f"{result.code} (on_missing = \"skip\")")
+            return result._replace(outcome="skipped",
+                                   reason=f"{result.code} (on_missing = \"skip\")")
         return result
 
     def _spawn_and_wait(
@@ -553,9 +563,9 @@ def _static_result(plan: GatePlan) -> GateResult:
     if plan.cache is not None and plan.cache.hit is not None:
         return plan.cache.hit
     if plan.pending_reason is not None:
-        return replace(_base_result(plan, "pending", None), reason=plan.pending_reason)
-    return replace(_base_result(plan, "skipped", None), reason=plan.skip_reason)
+        return _base_result(plan, "pending", None)._replace(reason=plan.pending_reason)
+    return _base_result(plan, "skipped", None)._replace(reason=plan.skip_reason)
 
 
 def _interrupted(plan: GatePlan, reason: str) -> GateResult:
-    return replace(_base_result(plan, "failed", codes.INTERRUPTED), reason=reason)
+    return _base_result(plan, "failed", codes.INTERRUPTED)._replace(reason=reason)

@@ -10,8 +10,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import Contract, Gate
@@ -33,8 +32,7 @@ def _compiled(patterns: tuple[str, ...]) -> GitIgnoreSpec:
     return GitIgnoreSpec.from_lines(patterns)
 
 
-@dataclass(frozen=True)
-class Selection:
+class Selection(NamedTuple):
     """The decision for one gate. ``matched_files`` are the existing changed files that match
     its ``when_changed`` (what ``{files}`` expands to); None when there is no change filtering.
     """
