@@ -32,8 +32,40 @@ HOOK_USAGE_STATUS = 1
 class _Parser(argparse.ArgumentParser):
     error_status = EXIT_USAGE
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> Any:  # one line, like every usage error here
         self.exit(self.error_status, f"verifygate: error: {message} (see verifygate --help)\n")
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, sized without ``shutil``.
+
+    argparse builds a formatter for every ``add_argument`` and, left to itself, imports
+    ``shutil`` (and with it bz2, lzma and zlib) to size it: a few milliseconds of every
+    commit's start-up for a width only ``--help`` uses.
+    """
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         width if width is not None else _terminal_columns() - 2)
+
+
+def _terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns``: $COLUMNS, else the terminal's, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):  # no stdout at all, or not a terminal
+        return 80
 
 
 def _add_selection_flags(parser: argparse.ArgumentParser) -> None:
@@ -55,13 +87,41 @@ def _add_selection_flags(parser: argparse.ArgumentParser) -> None:
                         help="no change filtering: every gate applies")
 
 
-def build_parser() -> argparse.ArgumentParser:
+COMMANDS = ("run", "list", "agent-hook")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; with ``command``, only that subcommand gets its options.
+
+    Every subcommand is still listed (``--help`` and a mistyped name show them all), but
+    building the options of the two that will not run is skipped: argparse's building is
+    a noticeable share of a commit's start-up.
+    """
     parser = _Parser(prog="verifygate", description="Run the verify contract's gates.")
     parser.add_argument("--version", action="version", version=f"verifygate {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
+    wanted = COMMANDS if command is None else (command,)
 
     run = commands.add_parser("run", help="run the selected gates")
+    if "run" in wanted:
+        _add_run_options(run)
+    run.set_defaults(handler=cmd_run)
+    listing = commands.add_parser("list", help="show every gate, selected or not, and why")
+    if "list" in wanted:
+        _add_selection_flags(listing)
+        listing.add_argument("--format", choices=("text", "json"), default="text")
+    listing.set_defaults(handler=cmd_list)
+    hook = commands.add_parser("agent-hook",
+                               help="coding-agent Stop hook: block while gates fail")
+    hook.error_status = HOOK_USAGE_STATUS
+    if "agent-hook" in wanted:
+        _add_agent_hook_options(hook)
+    hook.set_defaults(handler=cmd_agent_hook)
+    return parser
+
+
+def _add_run_options(run: argparse.ArgumentParser) -> None:
     _add_selection_flags(run)
     run.add_argument("--jobs", type=options.jobs, metavar="N",
                      help="gates run at once (0 = one per CPU; default from the contract)")
@@ -77,16 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-cache", action="store_true",
                      help="run gates with cache = true even if they passed on these inputs "
                      "(a pass is still stored)")
-    run.set_defaults(handler=cmd_run)
 
-    listing = commands.add_parser("list", help="show every gate, selected or not, and why")
-    _add_selection_flags(listing)
-    listing.add_argument("--format", choices=("text", "json"), default="text")
-    listing.set_defaults(handler=cmd_list)
 
-    hook = commands.add_parser("agent-hook",
-                               help="coding-agent Stop hook: block while gates fail")
-    hook.error_status = HOOK_USAGE_STATUS
+def _add_agent_hook_options(hook: argparse.ArgumentParser) -> None:
     hook.add_argument("--max-rounds", type=options.positive_int, default=3, metavar="N",
                       help="failing rounds per session before it stops blocking (default 3)")
     hook.add_argument("--contract", metavar="PATH")
@@ -95,13 +148,13 @@ def build_parser() -> argparse.ArgumentParser:
                       help="judge the changes since REF instead of the working tree vs HEAD")
     hook.add_argument("--no-cache", action="store_true",
                       help="run gates with cache = true even if they passed on these inputs")
-    hook.set_defaults(handler=cmd_agent_hook)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args, unknown = parser.parse_known_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    named = arguments[0] if arguments else None
+    parser = build_parser(named if named in COMMANDS else None)
+    args, unknown = parser.parse_known_args(arguments)
     if unknown:
         failing = _Parser(prog="verifygate")
         failing.error_status = HOOK_USAGE_STATUS if args.command == "agent-hook" else EXIT_USAGE
