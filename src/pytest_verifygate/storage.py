@@ -45,8 +45,11 @@ def new_log_dir(repo_root: Path) -> Path:
     """A fresh directory for one run's gate logs; older runs beyond the last few are removed."""
     logs = state_dir(repo_root) / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    run_dir = logs / f"{stamp}-{os.getpid()}-{time.monotonic_ns() % 1_000_000:06d}"
+    # Named so that names sort in time order (pruning keeps the last ones), nanoseconds
+    # included: several runs can start within one second.
+    now = time.time_ns()
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now // 1_000_000_000))
+    run_dir = logs / f"{stamp}.{now % 1_000_000_000:09d}-{os.getpid()}"
     run_dir.mkdir()
     _prune(logs)
     return run_dir
@@ -57,9 +60,25 @@ def _prune(logs: Path) -> None:
         runs = sorted(p for p in logs.iterdir() if p.is_dir())
     except OSError:
         return
-    stale = runs[:-KEEP_LOG_RUNS]
-    if stale:
+    for old in runs[:-KEEP_LOG_RUNS]:
+        _remove_run(old)
+
+
+def _remove_run(run_dir: Path) -> None:
+    """Remove one run's log directory.
+
+    It holds only the gates' log files, so they are unlinked directly: every run prunes one
+    old directory, and ``shutil`` would cost its import (bz2, lzma, zlib) on every commit.
+    Anything else found in there is left to ``shutil.rmtree``.
+    """
+    try:
+        with os.scandir(run_dir) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    raise IsADirectoryError(entry.path)
+                os.unlink(entry.path)
+        run_dir.rmdir()
+    except OSError:
         import shutil
 
-        for old in stale:
-            shutil.rmtree(old, ignore_errors=True)
+        shutil.rmtree(run_dir, ignore_errors=True)
