@@ -204,3 +204,23 @@ def test_changed_from_head_works_before_the_first_commit(repo: Path) -> None:
     done = verifygate("list", "--changed-from", "HEAD", "--format", "json", cwd=repo)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["gates"][0]["selected"] is True
+
+
+def test_the_command_line_exits_fast_with_all_its_output(repo: Path) -> None:
+    """The console script skips interpreter teardown: nothing printed may be lost to it."""
+    gates = "".join(f'[[gate]]\nname = "g{index:03d}"\ncommand = "true"\n' for index in range(150))
+    write(repo / "verify.toml", gates)
+    done = verifygate("run", "--all", "--jobs", "8", "--format", "json", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)  # complete: the whole report made it through the pipe
+    assert len(report["gates"]) == 150 and report["verdict"] == "passed"
+
+
+def test_a_reader_that_goes_away_early_gets_no_traceback(repo: Path) -> None:
+    write(repo / "verify.toml", "".join(
+        f'[[gate]]\nname = "g{index}"\ncommand = "true"\n' for index in range(300)))
+    script = (f"{sys.executable} -m pytest_verifygate.cli run --all --jobs 8 --format json"
+              " | head -c 1")
+    done = subprocess.run(["sh", "-c", script], cwd=repo, capture_output=True, text=True)
+    assert done.stdout == "{"
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr

@@ -8,12 +8,13 @@ imports pytest: this is what pre-commit and coding agents call, so start-up time
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pytest_verifygate import __version__, options
 from pytest_verifygate.signals import Interruptible
@@ -170,6 +171,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("verifygate: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     return code
+
+
+def console_main() -> NoReturn:
+    """The ``verifygate`` console script: ``main``, then an exit without interpreter teardown.
+
+    When ``main`` returns, every gate has been waited for, every worker thread joined and
+    every file written closed. What is left is the interpreter tearing down the hundred-odd
+    modules a run imported, which on a commit's run costs more (about 8 ms) than spawning
+    four trivial gates. ``os._exit`` skips it once stdout and stderr are flushed. With a
+    ``verifygate`` plugin loaded the ordinary exit runs instead: a plugin may rely on
+    ``atexit`` handlers.
+    """
+    status = main()
+    for stream in (sys.stdout, sys.stderr):
+        # A reader that went away (a closed pipe) leaves nothing to keep.
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    if "pluggy" in sys.modules:
+        sys.exit(status)
+    os._exit(status)
 
 
 # --------------------------------------------------------------------------------------------
@@ -392,4 +413,4 @@ def _relative(path: Path) -> str:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    console_main()
