@@ -115,9 +115,9 @@ class RepoFiles:
         listing = self._listing = self._listing or _list_files(self.root)
         paths: Sequence[str] = listing.paths
         if patterns is not None:
-            from pytest_verifygate.selection import spec_for
+            from pytest_verifygate.patterns import matcher
 
-            paths = list(spec_for(patterns).match_files(paths))
+            paths = list(matcher(patterns).match_files(paths))
         digest = hashlib.sha256()
         for path in paths:
             identity = listing.ids.get(path) or self._hashed.get(path)

@@ -1,35 +1,19 @@
 """Which gates apply to a run, and why: by kind, role, phase and changed-file patterns.
 
-Owns the compiled ``when_changed`` matchers (gitignore-style, via pathspec's ``GitIgnoreSpec``,
-built once per gate), a prefilter that makes large change sets cheap, and a human-readable
-reason for every gate, selected or not.
+Owns the use of the ``when_changed`` matchers (gitignore-style, ``patterns.matcher``: pathspec's
+translations matched by ``GitIgnoreSpec``'s rules, built once per pattern list), a prefilter
+that makes large change sets cheap, and a human-readable reason for every gate, selected or not.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import Contract, Gate
-
-if TYPE_CHECKING:
-    from pathspec import GitIgnoreSpec
-
-
-def spec_for(patterns: Sequence[str]) -> GitIgnoreSpec:
-    """The compiled gitignore-style spec of ``patterns``, built once per distinct list."""
-    return _compiled(tuple(patterns))
-
-
-@functools.lru_cache(maxsize=1024)
-def _compiled(patterns: tuple[str, ...]) -> GitIgnoreSpec:
-    # Imported here: a run without patterns (e.g. --all) never pays for pathspec's import.
-    from pathspec import GitIgnoreSpec
-
-    return GitIgnoreSpec.from_lines(patterns)
+from pytest_verifygate.patterns import DIR_MARK, Matcher, matcher
 
 
 class Selection(NamedTuple):
@@ -85,7 +69,7 @@ def _decide(
     if not changes.filtering:
         return Selection(gate, True, "no change filtering (all gates apply)")
     for pattern in gate.when_changed_all:
-        if not any(True for _ in matching(spec_for([pattern]), candidates)):
+        if not any(True for _ in matching(matcher([pattern]), candidates)):
             return Selection(
                 gate, False, f"when_changed_all pattern {pattern!r} matches no changed file"
             )
@@ -94,8 +78,7 @@ def _decide(
         if gate.when_changed_all:
             reason = "every when_changed_all pattern matches a changed file"
         return Selection(gate, True, reason, tuple(f for f in changes.files if f in existing))
-    spec = spec_for(gate.when_changed)
-    matched = list(matching(spec, candidates))
+    matched = list(matching(matcher(gate.when_changed), candidates))
     if not matched:
         if not changes.files:
             return Selection(gate, False, "no files changed")
@@ -134,11 +117,9 @@ def compile_prefilter(gates: Sequence[Gate]) -> Callable[[str], object] | None:
         patterns = [*(gate.when_changed or ()), *gate.when_changed_all]
         if gate.when_changed is None and not gate.when_changed_all:
             continue
-        for pattern in spec_for(patterns).patterns:
-            regex = getattr(pattern, "regex", None)
-            if not getattr(pattern, "include", False) or regex is None:
-                continue
-            source = re.sub(r"\(\?P<\w+>", "(?:", regex.pattern)  # union needs unique groups
+        for regex in matcher(patterns).include_regexes:
+            # The union needs unique group names, and has no use for the directory marker.
+            source = regex.replace(f"(?P<{DIR_MARK}>/)", "/")
             if not source.startswith("^"):
                 return None
             if source.startswith(_ANY_DEPTH):
@@ -162,13 +143,13 @@ def compile_prefilter(gates: Sequence[Gate]) -> Callable[[str], object] | None:
     return lambda path: any(test(path) for test in tests)
 
 
-def matching(spec: GitIgnoreSpec, files: Sequence[str]) -> Iterable[str]:
-    """The files that ``spec`` matches, in order."""
-    return spec.match_files(files)
+def matching(patterns: Matcher, files: Sequence[str]) -> Iterable[str]:
+    """The files that ``patterns`` match, in order."""
+    return patterns.match_files(files)
 
 
 def files_for_gate(gate: Gate, candidates: Sequence[str]) -> tuple[str, ...]:
     """``candidates`` filtered by the gate's ``when_changed`` (all of them when it has none)."""
     if gate.when_changed is None:
         return tuple(candidates)
-    return tuple(matching(spec_for(gate.when_changed), candidates))
+    return tuple(matching(matcher(gate.when_changed), candidates))
