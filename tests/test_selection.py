@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
+from pytest_verifygate import contract_cache
 from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import load_contract
+from pytest_verifygate.patterns import translations
 from pytest_verifygate.selection import select_gates
+from pytest_verifygate.storage import state_dir
 
 from conftest import write
 
@@ -123,3 +130,66 @@ def test_the_prefilter_never_changes_a_decision(repo: Path) -> None:
             expected = [path for path in sample if spec.match_file(path)]
             assert selection.selected == bool(expected), selection.gate.when_changed
             assert list(selection.matched_files or ()) == expected
+
+
+# Remembers the translations given as JSON, loads the contract and selects gates for a change
+# set large enough for the prefilter, then reports the decisions and whether pathspec was
+# imported. A fresh interpreter, as the command line is.
+REMEMBERING_RUN = textwrap.dedent("""
+    import json, sys
+    from pytest_verifygate.patterns import Translation, remember
+
+    remember({p: Translation(*t) for p, t in json.loads(sys.argv[1]).items()})
+    from pytest_verifygate.changes import ChangeSet
+    from pytest_verifygate.contract import load_contract
+    from pytest_verifygate.selection import PREFILTER_MIN_FILES, files_for_gate, select_gates
+
+    contract = load_contract()
+    files = ("src/app/main.py", "src/vendored/v.py", "src/app/data.json",
+             *(f"other/{i}.txt" for i in range(PREFILTER_MIN_FILES)))
+    selections = select_gates(contract, ChangeSet("files", files=files))
+    print(json.dumps({
+        "selected": [s.gate.name for s in selections if s.selected],
+        "lint": list(selections[0].matched_files or ()),
+        "files": {g.name: list(files_for_gate(g, files[:3])) for g in contract.gates},
+        "pathspec": "pathspec" in sys.modules,
+    }))
+""")
+
+
+def test_remembered_translations_select_without_importing_pathspec(repo: Path) -> None:
+    write(repo / "verify.toml", """
+[[gate]]
+name = "lint"
+command = "true"
+when_changed = ["src/**/*.py", "!src/vendored/**"]
+
+[[gate]]
+name = "docs"
+command = "true"
+when_changed = ["docs/"]
+
+[[gate]]
+name = "both"
+command = "true"
+when_changed_all = ["src/app/", "*.json"]
+""")
+
+    def run(remembered: dict[str, object]) -> dict[str, object]:
+        done = subprocess.run([sys.executable, "-c", REMEMBERING_RUN, json.dumps(remembered)],
+                              cwd=repo, capture_output=True, text=True, check=True)
+        result: dict[str, object] = json.loads(done.stdout)
+        return result
+
+    patterns = ["src/**/*.py", "!src/vendored/**", "docs/", "src/app/", "*.json"]
+    remembered = run(dict(translations(patterns)))
+    assert remembered["pathspec"] is False
+    assert remembered["selected"] == ["lint", "both"]
+    assert remembered["lint"] == ["src/app/main.py"]
+    assert remembered["files"] == {"lint": ["src/app/main.py"], "docs": [],
+                                   "both": ["src/app/main.py", "src/vendored/v.py",
+                                            "src/app/data.json"]}
+    # The same run translating for itself imports pathspec, and decides the same (with no
+    # parsed-contract cache left by the run above to remember them from).
+    (state_dir(repo) / contract_cache.FILE_NAME).unlink()
+    assert run({}) == {**remembered, "pathspec": True}

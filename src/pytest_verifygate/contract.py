@@ -14,14 +14,13 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from pytest_verifygate import contract_cache, patterns
 from pytest_verifygate.errors import ContractError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
+if TYPE_CHECKING:
+    from types import ModuleType
 
 CONTRACT_NAMES = (
     "verify.toml",
@@ -141,6 +140,7 @@ def _pyproject_has_table(path: Path) -> bool:
         return False
     if b"verifygate" not in raw:  # cheap pre-check: most pyprojects never mention us
         return False
+    tomllib = _toml_parser()
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError):
@@ -211,11 +211,17 @@ def load_contract(
     fmt = contract_format(contract_path)
     text = _read_text(contract_path, shown)
     loader = _TableLoader(shown, root, repo_root)
+    pathspec = patterns.pathspec_identity()
+    cached = contract_cache.lookup(repo_root, contract_path, text, pathspec)
+    if cached is not None:
+        parsed = cached.data
+        patterns.remember(cached.translations)
+    else:
+        parsed = _parse_json(text, shown) if fmt == "opentiger" else _parse_toml(text, shown)
+    data = parsed
     if fmt == "opentiger":
-        data = _parse_json(text, shown)
         settings, gates, warnings = _load_opentiger(data, loader)
     else:
-        data = _parse_toml(text, shown)
         if fmt == "pyproject":
             tool = data.get("tool")
             table = tool.get("verifygate") if isinstance(tool, dict) else None
@@ -225,6 +231,10 @@ def load_contract(
             data = table
         settings, gates = _load_toml_form(data, loader, shell_default=fmt == "middle")
         warnings = []
+    # Validation translated every pattern (from the table when the cache had them).
+    translated = patterns.translations(_patterns_of(gates))
+    if cached is None or cached.translations != translated:
+        contract_cache.store(repo_root, contract_path, text, parsed, pathspec, translated)
     return Contract(
         path=contract_path,
         root=root,
@@ -260,7 +270,26 @@ def _read_text(path: Path, shown: str) -> str:
         ) from None
 
 
+def _patterns_of(gates: list[Gate]) -> list[str]:
+    return [pattern for gate in gates
+            for pattern in (*(gate.when_changed or ()), *gate.when_changed_all,
+                            *(gate.inputs or ()))]
+
+
+def _toml_parser() -> ModuleType:
+    """tomllib (tomli before Python 3.11), imported only when a contract must be parsed."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        return tomllib
+    import tomli  # pragma: no cover - exercised on Python 3.10 only
+
+    parser: ModuleType = tomli
+    return parser
+
+
 def _parse_toml(text: str, shown: str) -> dict[str, Any]:
+    tomllib = _toml_parser()
     try:
         data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -424,13 +453,14 @@ class _TableLoader:
         self, patterns: tuple[str, ...], *, gate: str | None, key: str
     ) -> tuple[str, ...]:
         """Compile each pattern once now, so a bad one is a contract error, not a traceback
-        at selection time (pathspec rejects "!", a trailing backslash, "[z-a]", ...)."""
-        from pathspec import GitIgnoreSpec
+        at selection time (pathspec rejects "!", a trailing backslash, "[z-a]", ...).
+        Remembered translations make this cheap: pathspec is imported only for new ones."""
+        from pytest_verifygate.patterns import PatternError, translations
 
         for pattern in patterns:
             try:
-                GitIgnoreSpec.from_lines([pattern])
-            except (ValueError, re.error):
+                translations([pattern])
+            except PatternError:
                 raise self.error(f"{_short(pattern)} is not a valid gitignore-style pattern",
                                  gate=gate, key=key) from None
         return patterns

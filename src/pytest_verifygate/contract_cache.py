@@ -1,0 +1,102 @@
+"""The parsed-contract cache: a contract file's parsed data, kept for the next run.
+
+Parsing TOML means importing tomllib (with datetime and string): a few milliseconds of every
+commit's start-up for a file that rarely changes. An entry is keyed by the file's full text
+and the parser that read it, so it cannot go stale: the same text parses to the same data.
+An entry also carries pathspec's translations of the contract's patterns (``patterns.py``),
+keyed by the installed pathspec, so that a run imports neither tomllib nor pathspec.
+
+The cache is ``<state dir>/contracts.json``. It is only an optimisation: a cache that cannot
+be read or written is ignored, and validation still runs on the data every time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from pytest_verifygate.patterns import Translation
+from pytest_verifygate.storage import state_dir
+
+# Entries kept, most recently used first: one per contract file a repository's runs name.
+MAX_ENTRIES = 8
+FILE_NAME = "contracts.json"
+
+
+class CachedParse(NamedTuple):
+    """What an earlier run parsed from the same text."""
+
+    data: Any
+    # pathspec's translations of the contract's patterns; empty when the installed pathspec
+    # is not the one that made them.
+    translations: dict[str, Translation]
+
+
+def parser_identity() -> str:
+    """The parser a cached parse came from: the same text may parse differently elsewhere."""
+    parser = "tomllib" if sys.version_info >= (3, 11) else "tomli"
+    return f"{parser} on Python {sys.version.split()[0]}"
+
+
+def lookup(repo_root: Path, contract_path: Path, text: str, pathspec: str | None
+           ) -> CachedParse | None:
+    """The cached parse of ``text`` for this contract file, if an earlier run stored one."""
+    entry = _read(repo_root).get(str(contract_path))
+    if not isinstance(entry, dict) or entry.get("text") != text:
+        return None
+    if entry.get("parser") != parser_identity():
+        return None
+    translations: dict[str, Translation] = {}
+    if pathspec is not None and entry.get("pathspec") == pathspec:
+        try:
+            translations = {pattern: Translation(regex, include)
+                            for pattern, (regex, include) in entry["translations"].items()}
+        except (KeyError, TypeError, ValueError, AttributeError):
+            translations = {}
+    return CachedParse(entry.get("data"), translations)
+
+
+def store(repo_root: Path, contract_path: Path, text: str, data: Any, pathspec: str | None,
+          translations: dict[str, Translation]) -> None:
+    """Keep this parse for the next run (best effort: any failure leaves the cache as it was)."""
+    entries = _read(repo_root)
+    entries.pop(str(contract_path), None)
+    entry = {"text": text, "parser": parser_identity(), "data": data, "pathspec": pathspec,
+             "translations": {pattern: list(t) for pattern, t in translations.items()}}
+    kept = dict([(str(contract_path), entry), *list(entries.items())[:MAX_ENTRIES - 1]])
+    try:
+        # TOML dates and times have no JSON form: such a contract is simply not cached.
+        payload = json.dumps(kept, ensure_ascii=True)
+    except (TypeError, ValueError):
+        return
+    _write(_cache_path(repo_root), payload)
+
+
+def _cache_path(repo_root: Path) -> Path:
+    return state_dir(repo_root) / FILE_NAME
+
+
+def _read(repo_root: Path) -> dict[str, Any]:
+    try:
+        with open(_cache_path(repo_root), encoding="utf-8") as handle:
+            entries = json.load(handle)
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return entries if isinstance(entries, dict) else {}
+
+
+def _write(path: Path, payload: str) -> None:
+    """Write through a temp file and ``os.replace``: readers see the old or the new cache."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(temp, "w", encoding="utf-8") as handle:
+            handle.write(payload)
+        os.replace(temp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)

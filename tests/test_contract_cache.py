@@ -1,0 +1,141 @@
+"""The parsed-contract cache: a run that finds its contract unchanged parses nothing.
+
+Each check that "nothing was imported" runs in a fresh interpreter, as the command line does.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from pytest_verifygate.contract import load_contract
+from pytest_verifygate.contract_cache import FILE_NAME, MAX_ENTRIES
+from pytest_verifygate.storage import state_dir
+
+from conftest import write
+
+CONTRACT = """
+[[gate]]
+name = "lint"
+command = "true"
+when_changed = ["src/**/*.py", "!src/vendored/"]
+
+[[gate]]
+name = "docs"
+command = "true"
+when_changed = ["docs/"]
+"""
+
+# Loads the contract and selects gates for one changed file, then reports what was imported.
+PROBE = textwrap.dedent("""
+    import json, sys
+    from pytest_verifygate.changes import ChangeRequest, compute_changes
+    from pytest_verifygate.contract import load_contract
+    from pytest_verifygate.selection import select_gates
+
+    contract = load_contract()
+    changes = compute_changes(contract.root, ChangeRequest(files=["src/app/main.py"]))
+    selected = [s.gate.name for s in select_gates(contract, changes) if s.selected]
+    print(json.dumps({"selected": selected,
+                      "timeout": contract.gates[0].timeout_seconds,
+                      "tomllib": "tomllib" in sys.modules or "tomli" in sys.modules,
+                      "pathspec": "pathspec" in sys.modules}))
+""")
+
+
+def probe(repo: Path) -> dict[str, object]:
+    done = subprocess.run([sys.executable, "-c", PROBE], cwd=repo, capture_output=True,
+                          text=True, check=True)
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
+
+
+def cache_file(repo: Path) -> Path:
+    return state_dir(repo) / FILE_NAME
+
+
+def test_an_unchanged_contract_is_neither_parsed_nor_its_patterns_compiled(repo: Path) -> None:
+    write(repo / "verify.toml", CONTRACT)
+    first = probe(repo)
+    assert first == {"selected": ["lint"], "timeout": 300.0, "tomllib": True, "pathspec": True}
+    second = probe(repo)
+    assert second == {"selected": ["lint"], "timeout": 300.0, "tomllib": False,
+                      "pathspec": False}
+
+
+def test_an_edit_is_seen_even_with_the_same_size_and_modification_time(repo: Path) -> None:
+    contract = write(repo / "verify.toml", CONTRACT)
+    assert probe(repo)["selected"] == ["lint"]
+    stat = contract.stat()
+    edited = CONTRACT.replace('"src/**/*.py"', '"srx/**/*.py"')
+    assert len(edited) == len(CONTRACT)
+    contract.write_text(edited, encoding="utf-8")
+    import os
+
+    os.utime(contract, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    after = probe(repo)
+    assert after["selected"] == []
+    assert after["tomllib"] is True
+
+
+def test_a_corrupt_cache_is_ignored_and_replaced(repo: Path) -> None:
+    write(repo / "verify.toml", CONTRACT)
+    load_contract()
+    cache_file(repo).write_text('{"truncated": ', encoding="utf-8")
+    assert probe(repo)["selected"] == ["lint"]
+    assert str(repo / "verify.toml") in json.loads(cache_file(repo).read_text(encoding="utf-8"))
+    assert probe(repo)["tomllib"] is False
+
+
+def test_a_cache_entry_of_the_wrong_shape_is_not_trusted(repo: Path) -> None:
+    write(repo / "verify.toml", CONTRACT)
+    load_contract()
+    entries = json.loads(cache_file(repo).read_text(encoding="utf-8"))
+    entry = entries[str(repo / "verify.toml")]
+    entry["translations"] = {"src/**/*.py": "not a pair"}
+    cache_file(repo).write_text(json.dumps(entries), encoding="utf-8")
+    result = probe(repo)
+    assert result["selected"] == ["lint"]
+    assert result["pathspec"] is True  # recomputed, not guessed
+
+
+def test_translations_from_another_pathspec_are_recomputed(repo: Path) -> None:
+    write(repo / "verify.toml", CONTRACT)
+    load_contract()
+    entries = json.loads(cache_file(repo).read_text(encoding="utf-8"))
+    entries[str(repo / "verify.toml")]["pathspec"] = "some other pathspec"
+    cache_file(repo).write_text(json.dumps(entries), encoding="utf-8")
+    result = probe(repo)
+    assert result == {"selected": ["lint"], "timeout": 300.0, "tomllib": False,
+                      "pathspec": True}
+    assert probe(repo)["pathspec"] is False  # and stored again for the installed one
+
+
+def test_a_contract_with_toml_dates_loads_and_is_not_cached(repo: Path) -> None:
+    write(repo / "pyproject.toml", 'released = 2026-01-02\n\n[tool.verifygate]\n'
+          '[[tool.verifygate.gate]]\nname = "lint"\ncommand = "true"\n')
+    assert [gate.name for gate in load_contract().gates] == ["lint"]
+    assert [gate.name for gate in load_contract().gates] == ["lint"]
+    assert not cache_file(repo).exists()
+
+
+def test_an_unwritable_state_directory_costs_nothing_but_the_cache(repo: Path) -> None:
+    write(repo / "verify.toml", CONTRACT)
+    blocker = state_dir(repo)
+    blocker.parent.mkdir(parents=True, exist_ok=True)
+    blocker.write_text("a file where the state directory would be\n", encoding="utf-8")
+    assert probe(repo)["selected"] == ["lint"]
+    assert probe(repo)["tomllib"] is True
+
+
+def test_the_cache_keeps_a_bounded_number_of_contracts(repo: Path) -> None:
+    for index in range(MAX_ENTRIES + 3):
+        path = write(repo / f"c{index}.toml", f'[[gate]]\nname = "g{index}"\ncommand = "true"\n')
+        load_contract(path)
+    entries = json.loads(cache_file(repo).read_text(encoding="utf-8"))
+    assert len(entries) == MAX_ENTRIES
+    assert str(repo / f"c{MAX_ENTRIES + 2}.toml") in entries
+    assert str(repo / "c0.toml") not in entries
