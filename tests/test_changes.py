@@ -145,6 +145,14 @@ def test_paths_are_relative_to_a_project_in_a_subdirectory(repo: Path) -> None:
     changes = compute_changes(repo / "proj", ChangeRequest(staged=True))
     assert changes.files == ("src/a.py",)
     assert all_files(repo / "proj") == ("src/a.py", "verify.toml")  # the index counts
+    write(repo / "proj" / "new.py", "untracked\n")
+    write(repo / "untracked-elsewhere.py", "untracked\n")
+    since_head = compute_changes(repo / "proj", ChangeRequest(changed_from="HEAD"))
+    assert since_head.files == ("new.py", "src/a.py")
+    commit_all(repo)
+    git(repo, "rm", "-q", "proj/src/a.py", "other.py")
+    since_commit = compute_changes(repo / "proj", ChangeRequest(changed_from="HEAD"))
+    assert (since_commit.files, since_commit.deleted) == (("src/a.py",), {"src/a.py"})
 
 
 def test_unknown_ref_and_no_repository(repo: Path, tmp_path: Path) -> None:

@@ -197,12 +197,13 @@ def _explicit(root: Path, paths: Sequence[str], cwd: Path) -> ChangeSet:
 
 
 def _staged(root: Path, *, warn_partial: bool) -> ChangeSet:
-    base = "HEAD" if _has_head(root) else _empty_tree(root)
-    out = _git(root, "diff", "--cached", "--name-status", "-z", "--no-renames", base, "--")
+    # Without a commit, ``diff --cached`` compares the index with HEAD, or with nothing before
+    # the first commit: one git call either way.
+    out = _git(root, *_DIFF, "--cached", "--")
     files, deleted = _parse_name_status(out)
     warnings: tuple[str, ...] = ()
     if warn_partial and files:
-        unstaged = _git(root, "diff", "--name-only", "-z", "--no-renames", "--")
+        unstaged = _git(root, "diff", "--name-only", "-z", "--no-renames", "--relative", "--")
         partial = sorted(set(files) & {os.fsdecode(p) for p in unstaged.split(b"\0") if p})
         if partial:
             shown = ", ".join(partial[:5]) + (" ..." if len(partial) > 5 else "")
@@ -211,7 +212,7 @@ def _staged(root: Path, *, warn_partial: bool) -> ChangeSet:
                 "gates see the working tree, not the index. Stage or stash them to check "
                 "exactly what will be committed.",
             )
-    return _relative_to_root(root, files, deleted, SOURCE_STAGED, None, warnings)
+    return _change_set(files, deleted, SOURCE_STAGED, None, warnings)
 
 
 def _since_base(root: Path, base: ChangeBase) -> ChangeSet:
@@ -233,25 +234,28 @@ def _since_ref(
     else:
         _verify_ref(root, ref, fetch_hint=fetch_hint)
         base = _merge_base(root, ref, fetch_hint=fetch_hint)
-    out = _git(root, "diff", "--name-status", "-z", "--no-renames", base, "--")
+    out = _git(root, *_DIFF, base, "--")
     files, deleted = _parse_name_status(out)
-    untracked = _git(root, "ls-files", "-z", "--others", "--exclude-standard", "--full-name")
+    # Run in ``root``, ls-files lists the untracked files below it, relative to it.
+    untracked = _git(root, "ls-files", "-z", "--others", "--exclude-standard")
     files += [os.fsdecode(p) for p in untracked.split(b"\0") if p]
-    return _relative_to_root(root, files, deleted, source, ref, ())
+    return _change_set(files, deleted, source, ref, ())
 
 
 def _range(root: Path, from_ref: str, to_ref: str) -> ChangeSet:
     _verify_ref(root, from_ref)
     _verify_ref(root, to_ref)
-    out = _git(
-        root, "diff", "--name-status", "-z", "--no-renames", f"{from_ref}...{to_ref}", "--"
-    )
+    out = _git(root, *_DIFF, f"{from_ref}...{to_ref}", "--")
     files, deleted = _parse_name_status(out)
-    return _relative_to_root(root, files, deleted, SOURCE_RANGE, f"{from_ref}...{to_ref}", ())
+    return _change_set(files, deleted, SOURCE_RANGE, f"{from_ref}...{to_ref}", ())
 
 
 # --------------------------------------------------------------------------------------------
 # git helpers
+
+# Every change set's diff. ``--relative``: git runs in the project root, so paths come relative
+# to it and changes outside it are left out (a project below the repository's top level).
+_DIFF = ("diff", "--name-status", "-z", "--no-renames", "--relative")
 
 
 def _git(root: Path, *args: str) -> bytes:
@@ -266,9 +270,12 @@ def _git(root: Path, *args: str) -> bytes:
     except FileNotFoundError:
         raise ChangeSetError("git is not installed or not on PATH") from None
     if completed.returncode != 0:
-        message = completed.stderr.decode("utf-8", "replace").strip().splitlines()
+        stderr = completed.stderr.decode("utf-8", "replace")
+        message = stderr.strip().splitlines()
         first = message[0] if message else f"exit status {completed.returncode}"
-        if "not a git repository" in first:
+        # Outside a repository, ``git diff`` turns into ``git diff --no-index`` and rejects
+        # the options that need one instead of saying so.
+        if "not a git repository" in first or "usage: git diff --no-index" in stderr:
             raise ChangeSetError(
                 f"{root} is not in a git repository: use --files or --all to choose gates"
             )
@@ -337,19 +344,13 @@ def _parse_name_status(out: bytes) -> tuple[list[str], set[str]]:
     return files, deleted
 
 
-def _relative_to_root(
-    root: Path,
+def _change_set(
     files: list[str],
     deleted: set[str],
     source: str,
     ref: str | None,
     warnings: tuple[str, ...],
 ) -> ChangeSet:
-    """Turn repository-relative paths into project-relative ones, dropping outsiders."""
-    prefix = _git(root, "rev-parse", "--show-prefix").decode("utf-8", "surrogateescape").strip()
-    if prefix:
-        files = [f[len(prefix):] for f in files if f.startswith(prefix)]
-        deleted = {d[len(prefix):] for d in deleted if d.startswith(prefix)}
     return ChangeSet(source, files=_unique(files), deleted=frozenset(deleted), ref=ref,
                      warnings=warnings)
 
