@@ -143,6 +143,40 @@ def scenario_trivial(root: Path, count: int, env: dict[str, str]) -> list[Result
     return results
 
 
+# Four gates selected by changed-file patterns; the commit changes one Python file, so two
+# gates apply (the same for lefthook's globs).
+COMMIT_GATES = {"lint": "src/**/*.py", "types": "src/**/*.py", "docs": "docs/**",
+                "rust": "*.rs"}
+
+
+def commit_repo(path: Path) -> Path:
+    """A repository with one staged change, declaring pattern-selected gates for both tools."""
+    repo = git_repo(path)
+    (repo / "verify.toml").write_text("".join(
+        f'[[gate]]\nname = "{name}"\ncommand = "true"\nwhen_changed = ["{glob}"]\n'
+        for name, glob in COMMIT_GATES.items()))
+    (repo / "lefthook.yml").write_text("pre-commit:\n  parallel: true\n  commands:\n" + "".join(
+        f'    {name}:\n      glob: "{glob}"\n      run: "true"\n'
+        for name, glob in COMMIT_GATES.items()))
+    (repo / "src" / "app").mkdir(parents=True)
+    (repo / "src" / "app" / "main.py").write_text("x = 1\n")
+    (repo / "docs").mkdir()
+    (repo / "docs" / "index.md").write_text("docs\n")
+    commit(repo)
+    (repo / "src" / "app" / "main.py").write_text("x = 2\n")
+    subprocess.run(["git", "add", "src/app/main.py"], cwd=repo, check=True)
+    return repo
+
+
+def scenario_commit(root: Path, count: int, env: dict[str, str]) -> list[Result]:
+    repo = commit_repo(root / "commit")
+    ours = lambda: sh([VERIFYGATE, "run", "--staged"], repo)  # noqa: E731
+    lefthook = lambda: sh([LEFTHOOK, "run", "pre-commit"], repo, env)  # noqa: E731
+    return [compare("1c. a commit: 4 gates by pattern, 2 apply", "verifygate run --staged",
+                    "lefthook run pre-commit (globs, parallel)", 1.0,
+                    *pairs(ours, lefthook, count))]
+
+
 def scenario_sleep(root: Path, count: int, env: dict[str, str]) -> list[Result]:
     repo = gate_repo(root / "sleep", "sleep 0.5", 8)
     ours = lambda: sh([VERIFYGATE, "run", "--all", "--jobs", "8"], repo)  # noqa: E731
@@ -297,7 +331,8 @@ def main() -> int:
                "LEFTHOOK_QUIET": "meta,summary,execution"}
         results: list[Result] = []
         if wanted & {"1", "2"}:
-            results += scenario_trivial(root, args.pairs, env)
+            trivial = scenario_trivial(root, args.pairs, env)  # 1 vs lefthook, pre-commit; 2
+            results += [*trivial[:2], *scenario_commit(root, args.pairs, env), *trivial[2:]]
         if "3" in wanted:
             results += scenario_sleep(root, max(5, args.pairs // 2), env)
         if "4" in wanted:
