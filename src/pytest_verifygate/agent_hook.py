@@ -32,8 +32,6 @@ payload names one (``agent_id``). State lives in ``<git dir>/verifygate/agent/<k
 the last report beside it, never in the work tree; both are written atomically.
 """
 
-from __future__ import annotations
-
 import argparse
 import contextlib
 import hashlib

@@ -23,8 +23,6 @@ safely. The newest ``KEEP_ENTRIES`` entries (by last use) are kept; older ones a
 a pass is stored.
 """
 
-from __future__ import annotations
-
 import contextlib
 import hashlib
 import json
@@ -42,7 +40,7 @@ from typing import Any, NamedTuple
 from pytest_verifygate.changes import walk_files
 from pytest_verifygate.commands import ASSIGNMENT
 from pytest_verifygate.contract import Contract
-from pytest_verifygate.runner import GatePlan, GateResult
+from pytest_verifygate.runner import CacheSlot, GatePlan, GateResult
 from pytest_verifygate.storage import state_dir
 
 CACHE_VERSION = 1
@@ -57,25 +55,6 @@ _SHELL_WORDS = frozenset({
     "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for", "case", "esac",
     "in", "time", "!", "{", "}", "exec", "command", "builtin",
 })
-
-
-class CacheSlot(NamedTuple):
-    """Where a cacheable gate's pass is stored, and the stored pass if reading found one.
-
-    ``definition`` and ``patterns`` are kept so the key can be computed again after the gate
-    ran (its inputs must not have changed meanwhile for the pass to be stored).
-    """
-
-    directory: Path
-    key: str
-    root: Path
-    definition: str
-    patterns: tuple[str, ...] | None
-    hit: GateResult | None = None
-
-    @property
-    def path(self) -> Path:
-        return self.directory / f"{self.key}.json"
 
 
 def cache_dir(repo_root: Path) -> Path:

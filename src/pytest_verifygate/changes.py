@@ -6,8 +6,6 @@ and deleted files are kept for selection while ``existing_files`` leaves them ou
 Paths in a ``ChangeSet`` are POSIX paths relative to the project root.
 """
 
-from __future__ import annotations
-
 import os
 import posixpath
 import subprocess
@@ -81,7 +79,7 @@ class ChangeSet(NamedTuple):
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ChangeSet:
+    def from_dict(cls, data: Mapping[str, Any]) -> "ChangeSet":
         return cls(
             source=str(data["source"]),
             ref=data.get("ref"),
@@ -215,7 +213,7 @@ def _staged(root: Path, *, warn_partial: bool) -> ChangeSet:
     return _change_set(files, deleted, SOURCE_STAGED, None, warnings)
 
 
-def _since_base(root: Path, base: ChangeBase) -> ChangeSet:
+def _since_base(root: Path, base: "ChangeBase") -> ChangeSet:
     """``_since_ref`` for a ref nobody typed: errors say where it came from and how to fix."""
     try:
         changes = _since_ref(root, base.ref, fetch_hint=base.fetch_hint)

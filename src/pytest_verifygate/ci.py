@@ -11,8 +11,6 @@ Imported only where a change base is looked for or CI output is wanted: module-l
 stay within the standard library modules the command has already loaded.
 """
 
-from __future__ import annotations
-
 import functools
 import os
 import re

@@ -16,8 +16,6 @@ Two checks keep a message from being taken out of context:
   a later line of an assertion message or a diff.
 """
 
-from __future__ import annotations
-
 import re
 import shlex
 from collections.abc import Callable, Sequence

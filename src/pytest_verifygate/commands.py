@@ -5,8 +5,6 @@ syntax that only a shell would understand, ``NAME=value`` prefixes, ``{files}`` 
 splitting over-long argument lists into chunks the OS accepts.
 """
 
-from __future__ import annotations
-
 import os
 import re
 import shlex

@@ -5,22 +5,17 @@ contract file becomes a ``ContractError`` naming the file, the gate and the key,
 nothing in here lets a traceback through for bad input.
 """
 
-from __future__ import annotations
-
 import math
 import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from types import MappingProxyType, ModuleType
+from typing import Any, NamedTuple
 
 from pytest_verifygate import contract_cache, patterns
 from pytest_verifygate.errors import ContractError
-
-if TYPE_CHECKING:
-    from types import ModuleType
 
 CONTRACT_NAMES = (
     "verify.toml",

@@ -10,8 +10,6 @@ The cache is ``<state dir>/contracts.json``. It is only an optimisation: a cache
 be read or written is ignored, and validation still runs on the data every time.
 """
 
-from __future__ import annotations
-
 import contextlib
 import json
 import os

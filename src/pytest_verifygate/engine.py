@@ -5,8 +5,6 @@ none of them re-implements selection, running or classification. This module is 
 public Python API for orchestrators (re-exported from ``pytest_verifygate``).
 """
 
-from __future__ import annotations
-
 import os
 import shlex
 from collections.abc import Callable, Sequence

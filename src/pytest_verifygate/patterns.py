@@ -9,8 +9,6 @@ with them by ``GitIgnoreSpec``'s own rules (``Matcher``). pathspec is imported o
 a pattern the table does not hold.
 """
 
-from __future__ import annotations
-
 import functools
 import os
 import re

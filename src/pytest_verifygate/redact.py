@@ -10,8 +10,6 @@ gate inherits and the gate's own ``env`` / ``NAME=value`` prefixes count. The ga
 under the git directory keeps the raw output: it stays on the machine.
 """
 
-from __future__ import annotations
-
 import contextlib
 import os
 import re

@@ -7,8 +7,6 @@ gate's log file and only the last ``tail_bytes`` are kept in memory. A timeout, 
 SIGTERM to the whole group, a short grace, then SIGKILL. No process outlives its gate.
 """
 
-from __future__ import annotations
-
 import contextlib
 import os
 import selectors
@@ -20,13 +18,10 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, BinaryIO, NamedTuple
+from typing import BinaryIO, NamedTuple
 
 from pytest_verifygate import codes
 from pytest_verifygate.contract import Gate
-
-if TYPE_CHECKING:
-    from pytest_verifygate.cache import CacheSlot
 
 READ_SIZE = 1 << 20
 TICK_SECONDS = 0.1
@@ -36,21 +31,6 @@ BACKOFF_BASE_SECONDS = 0.5
 BACKOFF_MAX_SECONDS = 8.0
 # The default ``env`` of a plan: read-only, since one instance is shared by every such plan.
 _NO_ENV: Mapping[str, str] = MappingProxyType({})
-
-
-class GatePlan(NamedTuple):
-    """A selected gate turned into what to do: spawn these argvs, skip it, or fail it early."""
-
-    gate: Gate
-    cwd: Path
-    invocations: tuple[tuple[str, ...], ...] = ()
-    env: Mapping[str, str] = _NO_ENV
-    display_command: tuple[str, ...] = ()
-    skip_reason: str | None = None
-    pending_reason: str | None = None
-    unsupported: str | None = None
-    # Set for gates with ``cache = true``: where a pass is stored, and the reused pass if any.
-    cache: CacheSlot | None = None
 
 
 class GateResult(NamedTuple):
@@ -80,7 +60,41 @@ class GateResult(NamedTuple):
         return self.outcome == "failed"
 
 
-ClassifyHook = Callable[[Gate, GateResult], "str | None"]
+class CacheSlot(NamedTuple):
+    """Where a cacheable gate's pass is stored, and the stored pass if reading found one.
+
+    ``definition`` and ``patterns`` are kept so the key can be computed again after the gate
+    ran (its inputs must not have changed meanwhile for the pass to be stored).
+    """
+
+    directory: Path
+    key: str
+    root: Path
+    definition: str
+    patterns: tuple[str, ...] | None
+    hit: GateResult | None = None
+
+    @property
+    def path(self) -> Path:
+        return self.directory / f"{self.key}.json"
+
+
+class GatePlan(NamedTuple):
+    """A selected gate turned into what to do: spawn these argvs, skip it, or fail it early."""
+
+    gate: Gate
+    cwd: Path
+    invocations: tuple[tuple[str, ...], ...] = ()
+    env: Mapping[str, str] = _NO_ENV
+    display_command: tuple[str, ...] = ()
+    skip_reason: str | None = None
+    pending_reason: str | None = None
+    unsupported: str | None = None
+    # Set for gates with ``cache = true``: where a pass is stored, and the reused pass if any.
+    cache: CacheSlot | None = None
+
+
+ClassifyHook = Callable[[Gate, GateResult], str | None]
 GateCallback = Callable[[Gate, GateResult], None]
 StartCallback = Callable[[Gate], None]
 
@@ -265,7 +279,7 @@ class GateRunner:
         for worker in self._workers:
             worker.join()
 
-    def __enter__(self) -> GateRunner:
+    def __enter__(self) -> "GateRunner":
         return self
 
     def __exit__(self, *exc_info: object) -> None:

@@ -5,8 +5,6 @@ translations matched by ``GitIgnoreSpec``'s rules, built once per pattern list),
 that makes large change sets cheap, and a human-readable reason for every gate, selected or not.
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
