@@ -197,12 +197,23 @@ def _explicit(root: Path, paths: Sequence[str], cwd: Path) -> ChangeSet:
 def _staged(root: Path, *, warn_partial: bool) -> ChangeSet:
     # Without a commit, ``diff --cached`` compares the index with HEAD, or with nothing before
     # the first commit: one git call either way.
-    out = _git(root, *_DIFF, "--cached", "--")
+    # The unstaged diff, for the warning below, runs alongside: two short git processes at
+    # once instead of one after the other, on every commit.
+    unstaged = (_start_git(root, "diff", "--name-only", "-z", "--no-renames", "--relative",
+                           "--") if warn_partial else None)
+    try:
+        out = _git(root, *_DIFF, "--cached", "--")
+    except BaseException:
+        if unstaged is not None:  # reaped quietly: the first error is the one to report
+            with unstaged:
+                unstaged.communicate()
+        raise
     files, deleted = _parse_name_status(out)
     warnings: tuple[str, ...] = ()
-    if warn_partial and files:
-        unstaged = _git(root, "diff", "--name-only", "-z", "--no-renames", "--relative", "--")
-        partial = sorted(set(files) & {os.fsdecode(p) for p in unstaged.split(b"\0") if p})
+    if unstaged is not None:
+        unstaged_out = _finish_git(root, unstaged)
+    if unstaged is not None and files:
+        partial = sorted(set(files) & {os.fsdecode(p) for p in unstaged_out.split(b"\0") if p})
         if partial:
             shown = ", ".join(partial[:5]) + (" ..." if len(partial) > 5 else "")
             warnings = (
@@ -257,28 +268,34 @@ _DIFF = ("diff", "--name-status", "-z", "--no-renames", "--relative")
 
 
 def _git(root: Path, *args: str) -> bytes:
+    return _finish_git(root, _start_git(root, *args))
+
+
+def _start_git(root: Path, *args: str) -> subprocess.Popen[bytes]:
     try:
-        completed = subprocess.run(
-            ["git", *args],
-            cwd=root,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            check=False,
-        )
+        return subprocess.Popen(["git", *args], cwd=root, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except FileNotFoundError:
         raise ChangeSetError("git is not installed or not on PATH") from None
-    if completed.returncode != 0:
-        stderr = completed.stderr.decode("utf-8", "replace")
+
+
+def _finish_git(root: Path, process: subprocess.Popen[bytes]) -> bytes:
+    """Wait for a git started by ``_start_git``: its output, or a one-line error."""
+    with process:
+        stdout, stderr_bytes = process.communicate()
+    if process.returncode != 0:
+        stderr = stderr_bytes.decode("utf-8", "replace")
         message = stderr.strip().splitlines()
-        first = message[0] if message else f"exit status {completed.returncode}"
+        first = message[0] if message else f"exit status {process.returncode}"
         # Outside a repository, ``git diff`` turns into ``git diff --no-index`` and rejects
         # the options that need one instead of saying so.
         if "not a git repository" in first or "usage: git diff --no-index" in stderr:
             raise ChangeSetError(
                 f"{root} is not in a git repository: use --files or --all to choose gates"
             )
-        raise ChangeSetError(f"git {args[0]} failed: {first}")
-    return completed.stdout
+        command = list(process.args)[1]  # type: ignore[arg-type]
+        raise ChangeSetError(f"git {command!s} failed: {first}")
+    return stdout
 
 
 def _empty_tree(root: Path) -> str:
