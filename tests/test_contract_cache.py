@@ -6,13 +6,15 @@ Each check that "nothing was imported" runs in a fresh interpreter, as the comma
 from __future__ import annotations
 
 import json
+import marshal
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from pytest_verifygate.contract import load_contract
-from pytest_verifygate.contract_cache import FILE_NAME, MAX_ENTRIES
+from pytest_verifygate.contract_cache import FILE_NAME, FORMAT, MAX_ENTRIES
 from pytest_verifygate.storage import state_dir
 
 from conftest import write
@@ -57,6 +59,17 @@ def cache_file(repo: Path) -> Path:
     return state_dir(repo) / FILE_NAME
 
 
+def read_cache(repo: Path) -> dict[str, Any]:
+    written, entries = marshal.loads(cache_file(repo).read_bytes())
+    assert written == FORMAT
+    assert isinstance(entries, dict)
+    return entries
+
+
+def write_cache(repo: Path, entries: dict[str, Any]) -> None:
+    cache_file(repo).write_bytes(marshal.dumps((FORMAT, entries)))
+
+
 def test_an_unchanged_contract_is_neither_parsed_nor_its_patterns_compiled(repo: Path) -> None:
     write(repo / "verify.toml", CONTRACT)
     first = probe(repo)
@@ -84,19 +97,19 @@ def test_an_edit_is_seen_even_with_the_same_size_and_modification_time(repo: Pat
 def test_a_corrupt_cache_is_ignored_and_replaced(repo: Path) -> None:
     write(repo / "verify.toml", CONTRACT)
     load_contract()
-    cache_file(repo).write_text('{"truncated": ', encoding="utf-8")
+    cache_file(repo).write_bytes(cache_file(repo).read_bytes()[:-20])  # truncated
     assert probe(repo)["selected"] == ["lint"]
-    assert str(repo / "verify.toml") in json.loads(cache_file(repo).read_text(encoding="utf-8"))
+    assert str(repo / "verify.toml") in read_cache(repo)
     assert probe(repo)["tomllib"] is False
 
 
 def test_a_cache_entry_of_the_wrong_shape_is_not_trusted(repo: Path) -> None:
     write(repo / "verify.toml", CONTRACT)
     load_contract()
-    entries = json.loads(cache_file(repo).read_text(encoding="utf-8"))
+    entries = read_cache(repo)
     entry = entries[str(repo / "verify.toml")]
     entry["translations"] = {"src/**/*.py": "not a pair"}
-    cache_file(repo).write_text(json.dumps(entries), encoding="utf-8")
+    write_cache(repo, entries)
     result = probe(repo)
     assert result["selected"] == ["lint"]
     assert result["pathspec"] is True  # recomputed, not guessed
@@ -105,9 +118,9 @@ def test_a_cache_entry_of_the_wrong_shape_is_not_trusted(repo: Path) -> None:
 def test_translations_from_another_pathspec_are_recomputed(repo: Path) -> None:
     write(repo / "verify.toml", CONTRACT)
     load_contract()
-    entries = json.loads(cache_file(repo).read_text(encoding="utf-8"))
+    entries = read_cache(repo)
     entries[str(repo / "verify.toml")]["pathspec"] = "some other pathspec"
-    cache_file(repo).write_text(json.dumps(entries), encoding="utf-8")
+    write_cache(repo, entries)
     result = probe(repo)
     assert result == {"selected": ["lint"], "timeout": 300.0, "tomllib": False,
                       "pathspec": True}
@@ -135,7 +148,18 @@ def test_the_cache_keeps_a_bounded_number_of_contracts(repo: Path) -> None:
     for index in range(MAX_ENTRIES + 3):
         path = write(repo / f"c{index}.toml", f'[[gate]]\nname = "g{index}"\ncommand = "true"\n')
         load_contract(path)
-    entries = json.loads(cache_file(repo).read_text(encoding="utf-8"))
+    entries = read_cache(repo)
     assert len(entries) == MAX_ENTRIES
     assert str(repo / f"c{MAX_ENTRIES + 2}.toml") in entries
     assert str(repo / "c0.toml") not in entries
+
+
+def test_a_cache_from_another_python_or_format_is_not_read(repo: Path) -> None:
+    write(repo / "verify.toml", CONTRACT)
+    load_contract()
+    entries = read_cache(repo)
+    cache_file(repo).write_bytes(marshal.dumps(("some older format", entries)))
+    assert probe(repo)["tomllib"] is True
+    cache_file(repo).write_bytes(b"\x00not marshal at all")
+    assert probe(repo)["tomllib"] is True
+    assert probe(repo)["tomllib"] is False  # rewritten by the runs above

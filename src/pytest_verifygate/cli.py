@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -386,6 +385,8 @@ def cmd_list(args: argparse.Namespace) -> int:
                 for s in selections
             ],
         }
+        import json
+
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
         return EXIT_OK
     width = max((len(s.gate.name) for s in selections), default=4)

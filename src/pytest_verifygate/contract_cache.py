@@ -6,12 +6,14 @@ and the parser that read it, so it cannot go stale: the same text parses to the 
 An entry also carries pathspec's translations of the contract's patterns (``patterns.py``),
 keyed by the installed pathspec, so that a run imports neither tomllib nor pathspec.
 
-The cache is ``<state dir>/contracts.json``. It is only an optimisation: a cache that cannot
-be read or written is ignored, and validation still runs on the data every time.
+The cache is ``<state dir>/contracts.marshal``, in Python's ``marshal`` format (the one of
+``.pyc`` files): reading it needs no import at all, where ``json`` would cost more than the
+lookup saves. It is private to this machine and this Python, and only an optimisation: a cache
+that cannot be read or written is ignored, and validation still runs on the data every time.
 """
 
 import contextlib
-import json
+import marshal
 import os
 import sys
 from pathlib import Path
@@ -22,7 +24,9 @@ from pytest_verifygate.storage import state_dir
 
 # Entries kept, most recently used first: one per contract file a repository's runs name.
 MAX_ENTRIES = 8
-FILE_NAME = "contracts.json"
+FILE_NAME = "contracts.marshal"
+# Written with the file: a cache from another format or Python is not read.
+FORMAT = f"verifygate contract cache 1, Python {sys.version.split()[0]}"
 
 
 class CachedParse(NamedTuple):
@@ -67,9 +71,9 @@ def store(repo_root: Path, contract_path: Path, text: str, data: Any, pathspec: 
              "translations": {pattern: list(t) for pattern, t in translations.items()}}
     kept = dict([(str(contract_path), entry), *list(entries.items())[:MAX_ENTRIES - 1]])
     try:
-        # TOML dates and times have no JSON form: such a contract is simply not cached.
-        payload = json.dumps(kept, ensure_ascii=True)
-    except (TypeError, ValueError):
+        # marshal has no form for TOML's dates and times: such a contract is not cached.
+        payload = marshal.dumps((FORMAT, kept))
+    except ValueError:
         return
     _write(_cache_path(repo_root), payload)
 
@@ -80,19 +84,23 @@ def _cache_path(repo_root: Path) -> Path:
 
 def _read(repo_root: Path) -> dict[str, Any]:
     try:
-        with open(_cache_path(repo_root), encoding="utf-8") as handle:
-            entries = json.load(handle)
-    except (OSError, ValueError, RecursionError):
+        with open(_cache_path(repo_root), "rb") as handle:
+            content = marshal.load(handle)
+    except (OSError, EOFError, ValueError, TypeError):  # missing, truncated or foreign
         return {}
-    return entries if isinstance(entries, dict) else {}
+    if not (isinstance(content, tuple) and len(content) == 2 and content[0] == FORMAT
+            and isinstance(content[1], dict)):
+        return {}
+    entries: dict[str, Any] = content[1]
+    return entries
 
 
-def _write(path: Path, payload: str) -> None:
+def _write(path: Path, payload: bytes) -> None:
     """Write through a temp file and ``os.replace``: readers see the old or the new cache."""
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(temp, "w", encoding="utf-8") as handle:
+        with open(temp, "wb") as handle:
             handle.write(payload)
         os.replace(temp, path)
     except OSError:

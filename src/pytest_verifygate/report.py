@@ -7,7 +7,6 @@ a reader sees the old file or the complete new one, never half of either.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -107,6 +106,8 @@ def _relative(path: Path, start: Path) -> str:
 
 def dumps(report: dict[str, Any]) -> str:
     """The report as JSON text (file names that are not valid UTF-8 stay escaped)."""
+    import json  # only when a report is printed or written: not on a commit's run
+
     return json.dumps(report, indent=2, ensure_ascii=True) + "\n"
 
 
@@ -136,5 +137,7 @@ def write_report(path: str | os.PathLike[str], report: dict[str, Any]) -> None:
 
 def load_schema() -> dict[str, Any]:
     """The JSON Schema of the report."""
+    import json
+
     schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     return schema
