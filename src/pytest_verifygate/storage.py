@@ -35,20 +35,42 @@ def state_dir(repo_root: Path) -> Path:
     if found is not None:
         return found / "verifygate"
     import hashlib
-    import tempfile
 
     digest = hashlib.sha256(str(repo_root.resolve()).encode()).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"verifygate-{os.getuid()}" / digest
+    return _private_temp_dir() / digest
+
+
+def _private_temp_dir() -> Path:
+    """``<tmp>/verifygate-<uid>``, made private (0700) to this user and checked to be so.
+
+    The temp directory is shared: anyone could create that name first, or a link there, and
+    plant logs or cached results. If it is not a directory owned by this user that nobody
+    else can write, a fresh private directory serves this run instead.
+    """
+    import stat
+    import tempfile
+
+    path = Path(tempfile.gettempdir()) / f"verifygate-{os.getuid()}"
+    try:
+        path.mkdir(mode=0o700, exist_ok=True)
+        info = os.lstat(path)
+        if (stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
+                and not info.st_mode & 0o077):
+            return path
+    except OSError:
+        pass
+    return Path(tempfile.mkdtemp(prefix="verifygate-"))
 
 
 def new_log_dir(repo_root: Path) -> Path:
     """A fresh directory for one run's gate logs; older runs beyond the last few are removed."""
     logs = state_dir(repo_root) / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    # Named so that names sort in time order (pruning keeps the last ones), nanoseconds
-    # included: several runs can start within one second.
+    # Named so that names sort in time order (pruning keeps the last ones): UTC, since time
+    # zones and daylight saving differ between runs, and nanoseconds, since several runs can
+    # start within one second.
     now = time.time_ns()
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now // 1_000_000_000))
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now // 1_000_000_000))
     run_dir = logs / f"{stamp}.{now % 1_000_000_000:09d}-{os.getpid()}"
     run_dir.mkdir()
     _prune(logs)
@@ -57,7 +79,9 @@ def new_log_dir(repo_root: Path) -> Path:
 
 def _prune(logs: Path) -> None:
     try:
-        runs = sorted(p for p in logs.iterdir() if p.is_dir())
+        with os.scandir(logs) as entries:
+            # Only real directories: a link is not a run of ours, and is never followed.
+            runs = sorted(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))
     except OSError:
         return
     for old in runs[:-KEEP_LOG_RUNS]:
