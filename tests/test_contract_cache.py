@@ -163,3 +163,34 @@ def test_a_cache_from_another_python_or_format_is_not_read(repo: Path) -> None:
     cache_file(repo).write_bytes(b"\x00not marshal at all")
     assert probe(repo)["tomllib"] is True
     assert probe(repo)["tomllib"] is False  # rewritten by the runs above
+
+
+def test_damaged_entries_are_parsed_and_translated_again(repo: Path) -> None:
+    write(repo / "verify.toml", CONTRACT)
+    load_contract()
+    entries = read_cache(repo)
+    entry = entries[str(repo / "verify.toml")]
+    entry["translations"] = {pattern: ["(", True] for pattern in entry["translations"]}
+    write_cache(repo, entries)
+    assert probe(repo)["selected"] == ["lint"]  # not a re.error traceback
+    entry["data"] = ["not", "a", "table"]
+    write_cache(repo, entries)
+    assert probe(repo) == {"selected": ["lint"], "timeout": 300.0, "tomllib": True,
+                           "pathspec": True}
+
+
+def test_outside_a_git_repository_nothing_is_cached(tmp_path: Path) -> None:
+    project = tmp_path / "plain"
+    write(project / "verify.toml", CONTRACT)
+    assert [gate.name for gate in load_contract(project / "verify.toml").gates] == ["lint",
+                                                                                    "docs"]
+    assert not (state_dir(project) / FILE_NAME).exists()
+
+
+def test_a_pyproject_contract_found_by_discovery_is_not_parsed_again(repo: Path) -> None:
+    write(repo / "pyproject.toml", '[project]\nname = "x"\n\n[tool.verifygate]\n'
+          '[[tool.verifygate.gate]]\nname = "lint"\ncommand = "true"\n'
+          'when_changed = ["src/**/*.py"]\n')
+    assert probe(repo)["tomllib"] is True
+    assert probe(repo) == {"selected": ["lint"], "timeout": 300.0, "tomllib": False,
+                           "pathspec": False}

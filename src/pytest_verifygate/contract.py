@@ -120,7 +120,7 @@ def find_contract(start: Path | None = None) -> Path | None:
             candidate = directory / name
             if not candidate.is_file():
                 continue
-            if name == "pyproject.toml" and not _pyproject_has_table(candidate):
+            if name == "pyproject.toml" and not _pyproject_has_table(candidate, top):
                 continue
             return candidate
         if top is not None and directory == top:
@@ -128,19 +128,27 @@ def find_contract(start: Path | None = None) -> Path | None:
     return None
 
 
-def _pyproject_has_table(path: Path) -> bool:
+def _pyproject_has_table(path: Path, repo_root: Path | None) -> bool:
     try:
         raw = path.read_bytes()
     except OSError:
         return False
     if b"verifygate" not in raw:  # cheap pre-check: most pyprojects never mention us
         return False
-    tomllib = _toml_parser()
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
-        # A broken pyproject that mentions us is reported when loaded, not skipped silently.
-        return True
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return True  # a broken pyproject that mentions us is reported when loaded
+    # The contract a run loaded before: its parse is cached (no TOML parser to import).
+    cached = contract_cache.lookup(repo_root, path, text, None) if repo_root else None
+    if cached is not None:
+        data = cached.data
+    else:
+        tomllib = _toml_parser()
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            return True  # likewise reported when loaded, not skipped silently
     tool = data.get("tool")
     return isinstance(tool, dict) and "verifygate" in tool
 

@@ -6,27 +6,33 @@ and the parser that read it, so it cannot go stale: the same text parses to the 
 An entry also carries pathspec's translations of the contract's patterns (``patterns.py``),
 keyed by the installed pathspec, so that a run imports neither tomllib nor pathspec.
 
-The cache is ``<state dir>/contracts.marshal``, in Python's ``marshal`` format (the one of
-``.pyc`` files): reading it needs no import at all, where ``json`` would cost more than the
-lookup saves. It is private to this machine and this Python, and only an optimisation: a cache
-that cannot be read or written is ignored, and validation still runs on the data every time.
+The cache is ``<git dir>/verifygate/contracts.marshal``, in Python's ``marshal`` format (the
+one of ``.pyc`` files): reading it needs no import at all, where ``json`` would cost more than
+the lookup saves. It is private to this repository, this Python and this version of
+pytest-verifygate, and only an optimisation: a cache that cannot be read or written is
+ignored, and validation still runs on the data every time. Outside a git repository there is
+no cache: the only place left would be a temp directory, and a parse is what decides which
+commands run.
 """
 
 import contextlib
 import marshal
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from pytest_verifygate import __version__
 from pytest_verifygate.patterns import Translation
-from pytest_verifygate.storage import state_dir
+from pytest_verifygate.storage import git_dir
 
-# Entries kept, most recently used first: one per contract file a repository's runs name.
+# Entries kept, most recently stored first: one per contract file a repository's runs name.
 MAX_ENTRIES = 8
 FILE_NAME = "contracts.marshal"
-# Written with the file: a cache from another format or Python is not read.
-FORMAT = f"verifygate contract cache 1, Python {sys.version.split()[0]}"
+# Written with the file: a cache from another format, Python or pytest-verifygate (whose
+# translations of patterns may differ) is not read.
+FORMAT = (f"verifygate {__version__} contract cache 1, Python {sys.version.split()[0]}")
 
 
 class CachedParse(NamedTuple):
@@ -50,8 +56,8 @@ def lookup(repo_root: Path, contract_path: Path, text: str, pathspec: str | None
     entry = _read(repo_root).get(str(contract_path))
     if not isinstance(entry, dict) or entry.get("text") != text:
         return None
-    if entry.get("parser") != parser_identity():
-        return None
+    if entry.get("parser") != parser_identity() or not isinstance(entry.get("data"), dict):
+        return None  # every format parses to a table; anything else is not ours to trust
     translations: dict[str, Translation] = {}
     if pathspec is not None and entry.get("pathspec") == pathspec:
         try:
@@ -75,16 +81,22 @@ def store(repo_root: Path, contract_path: Path, text: str, data: Any, pathspec: 
         payload = marshal.dumps((FORMAT, kept))
     except ValueError:
         return
-    _write(_cache_path(repo_root), payload)
+    path = _cache_path(repo_root)
+    if path is not None:
+        _write(path, payload)
 
 
-def _cache_path(repo_root: Path) -> Path:
-    return state_dir(repo_root) / FILE_NAME
+def _cache_path(repo_root: Path) -> Path | None:
+    found = git_dir(repo_root)
+    return None if found is None else found / "verifygate" / FILE_NAME
 
 
 def _read(repo_root: Path) -> dict[str, Any]:
+    path = _cache_path(repo_root)
+    if path is None:
+        return {}
     try:
-        with open(_cache_path(repo_root), "rb") as handle:
+        with open(path, "rb") as handle:
             content = marshal.load(handle)
     except (OSError, EOFError, ValueError, TypeError):  # missing, truncated or foreign
         return {}
@@ -97,7 +109,7 @@ def _read(repo_root: Path) -> dict[str, Any]:
 
 def _write(path: Path, payload: bytes) -> None:
     """Write through a temp file and ``os.replace``: readers see the old or the new cache."""
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(temp, "wb") as handle:

@@ -87,7 +87,8 @@ def _translate(pattern: str) -> Translation:
 def remember(table: Mapping[str, Translation]) -> None:
     """Seed the translations table (from a cache made with the same ``pathspec_identity``).
 
-    An entry of the wrong types is left out, to be translated again: a cache is not trusted.
+    An entry of the wrong types is left out, to be translated again: a cache is not trusted
+    (and one whose regex does not compile is translated again when a matcher needs it).
     """
     _table.update((pattern, translation) for pattern, translation in table.items()
                   if isinstance(translation.regex, str)
@@ -174,7 +175,15 @@ def matcher(patterns: Sequence[str]) -> Matcher:
 @functools.lru_cache(maxsize=1024)
 def _matcher(patterns: tuple[str, ...]) -> Matcher:
     table = translations(patterns)
-    return Matcher([table[pattern] for pattern in patterns])
+    try:
+        return Matcher([table[pattern] for pattern in patterns])
+    except re.error:
+        # Only a remembered translation can fail to compile (pathspec's own always do): it
+        # came from a damaged cache, so ask pathspec again.
+        for pattern in patterns:
+            _table.pop(pattern, None)
+        table = translations(patterns)
+        return Matcher([table[pattern] for pattern in patterns])
 
 
 def _normalize(path: str) -> str:
