@@ -195,10 +195,10 @@ def _explicit(root: Path, paths: Sequence[str], cwd: Path) -> ChangeSet:
 
 
 def _staged(root: Path, *, warn_partial: bool) -> ChangeSet:
-    # Without a commit, ``diff --cached`` compares the index with HEAD, or with nothing before
-    # the first commit: one git call either way.
-    # The unstaged diff, for the warning below, runs alongside: two short git processes at
-    # once instead of one after the other, on every commit.
+    # Given no commit to compare with, ``diff --cached`` compares the index with HEAD, or with
+    # nothing before the first commit: one git call either way. The unstaged diff, for the
+    # warning below, runs alongside it: two short git processes at once, not one after the
+    # other.
     unstaged = (_start_git(root, "diff", "--name-only", "-z", "--no-renames", "--relative",
                            "--") if warn_partial else None)
     try:

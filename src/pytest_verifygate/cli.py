@@ -8,7 +8,6 @@ imports pytest: this is what pre-commit and coding agents call, so start-up time
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -22,6 +21,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+EXIT_FLUSH_FAILED = 120  # what Python's own exit gives when flushing stdout fails
 
 
 # For a coding agent's Stop hook, status 2 means "block and show stderr to the agent": a
@@ -184,9 +184,12 @@ def console_main() -> NoReturn:
     """
     status = main()
     for stream in (sys.stdout, sys.stderr):
-        # A reader that went away (a closed pipe) leaves nothing to keep.
-        with contextlib.suppress(OSError, ValueError):
+        try:
             stream.flush()
+        except BrokenPipeError:  # the reader went away: nothing is left to deliver
+            pass
+        except (OSError, ValueError):  # output lost (a full disk): the status says so
+            status = status or EXIT_FLUSH_FAILED
     if "pluggy" in sys.modules:
         sys.exit(status)
     os._exit(status)
