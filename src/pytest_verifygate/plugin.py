@@ -765,16 +765,18 @@ class VerifyGateSession:
         )
 
     def write_outputs(self, report: dict[str, Any], session: pytest.Session) -> None:
-        from pytest_verifygate.digest import to_digest
-        from pytest_verifygate.report import write_atomic, write_report
-
         for kind, path in (("report", self.options.report), ("digest", self.options.digest)):
             if path is None:
                 continue
+            # Imported only when asked for: most runs write neither file.
+            from pytest_verifygate.report import write_atomic, write_report
+
             try:
                 if kind == "report":
                     write_report(path, report)
                 else:
+                    from pytest_verifygate.digest import to_digest
+
                     write_atomic(path, to_digest(report, root=str(self.contract.repo_root)))
             except OSError as exc:
                 self.messages.append(f"cannot write the {kind} {path}: {exc.strerror or exc}")
