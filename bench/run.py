@@ -5,7 +5,8 @@ scenario repository, and reports both medians and the median of the pairwise rat
 (ours / theirs) against a target. Absolute timings are not asserted anywhere: shared machines
 are noisy, ratios measured side by side are not. Results go to ``bench/results.json``.
 
-Run it with ``make bench`` (which installs lefthook, pre-commit and pytest-xdist first).
+Run it with ``make bench``: it installs this project (not editable), pytest-xdist, lefthook and
+pre-commit into an environment of their own, ``.venv-bench``, and runs this script there.
 """
 
 from __future__ import annotations
