@@ -224,3 +224,17 @@ def test_a_reader_that_goes_away_early_gets_no_traceback(repo: Path) -> None:
     done = subprocess.run(["sh", "-c", script], cwd=repo, capture_output=True, text=True)
     assert done.stdout == "{"
     assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
+
+
+def test_exit_handlers_still_run_when_something_registered_them(repo: Path) -> None:
+    """Coverage or a plugin may hook the interpreter's exit: then it is not skipped."""
+    write(repo / "verify.toml", '[[gate]]\nname = "ok"\ncommand = "true"\n')
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print('exit handler ran'))\n"
+            "from pytest_verifygate.cli import console_main\n"
+            "sys.argv = ['verifygate', 'run', '--all']\n"
+            "console_main()\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith("exit handler ran")

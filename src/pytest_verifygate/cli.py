@@ -178,9 +178,8 @@ def console_main() -> NoReturn:
     When ``main`` returns, every gate has been waited for, every worker thread joined and
     every file written closed. What is left is the interpreter tearing down the hundred-odd
     modules a run imported, which on a commit's run costs more (about 8 ms) than spawning
-    four trivial gates. ``os._exit`` skips it once stdout and stderr are flushed. With a
-    ``verifygate`` plugin loaded the ordinary exit runs instead: a plugin may rely on
-    ``atexit`` handlers.
+    four trivial gates. ``os._exit`` skips it once stdout and stderr are flushed, unless
+    something still needs the ordinary exit (see ``_teardown_needed``).
     """
     status = main()
     for stream in (sys.stdout, sys.stderr):
@@ -190,9 +189,20 @@ def console_main() -> NoReturn:
             pass
         except (OSError, ValueError):  # output lost (a full disk): the status says so
             status = status or EXIT_FLUSH_FAILED
-    if "pluggy" in sys.modules:
+    if _teardown_needed():
         sys.exit(status)
     os._exit(status)
+
+
+def _teardown_needed() -> bool:
+    """Whether the interpreter's own exit must run: ``atexit`` handlers were registered
+    (coverage, a plugin), a thread is still alive, or a ``verifygate`` plugin was loaded."""
+    import atexit
+    import threading
+
+    callbacks = getattr(atexit, "_ncallbacks", None)  # CPython's; without it, play safe
+    return (callbacks is None or callbacks() > 0 or threading.active_count() > 1
+            or "pluggy" in sys.modules)
 
 
 # --------------------------------------------------------------------------------------------
