@@ -34,7 +34,6 @@ the last report beside it, never in the work tree; both are written atomically.
 
 import argparse
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -49,13 +48,12 @@ from pytest_verifygate import changes as git_changes
 from pytest_verifygate.api import to_report
 from pytest_verifygate.cli import plugin_hook
 from pytest_verifygate.contract import Contract, load_contract
-from pytest_verifygate.digest import failure_signature, to_digest
 from pytest_verifygate.engine import run_gates
 from pytest_verifygate.errors import ContractError, VerifyGateError
-from pytest_verifygate.report import write_atomic, write_report
+from pytest_verifygate.report import write_report
 from pytest_verifygate.selection import select_gates
 from pytest_verifygate.signals import Interruptible
-from pytest_verifygate.storage import state_dir
+from pytest_verifygate.storage import state_dir, write_atomic
 
 STATE_VERSION = 1
 KEEP_SESSIONS = 100
@@ -174,6 +172,8 @@ def session_file_stem(key: str) -> str:
     safe = _UNSAFE.sub("_", key).lstrip(".")
     # ".report" would collide with the session's report file (``<stem>.report.json``).
     if safe != key or len(safe) > 64 or not safe or safe.endswith(".report"):
+        import hashlib  # only for keys that are not already a safe file name
+
         tag = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:12]
         safe = f"{safe[:48]}-{tag}" if safe else tag
     return safe
@@ -332,10 +332,15 @@ def _check(args: argparse.Namespace, payload: HookPayload, contract: Contract) -
     root = str(contract.repo_root)
     report_path = path.with_suffix(".report.json")
     write_report(report_path, report)
+    digest, signature = "", None
+    if report["verdict"] in ("failed", "pending"):  # a pass needs neither: most stops
+        from pytest_verifygate.digest import failure_signature, to_digest
+
+        digest, signature = to_digest(report, root=root), failure_signature(report, root=root)
     decision = decide(
         report,
-        digest=to_digest(report, root=root),
-        signature=failure_signature(report, root=root),
+        digest=digest,
+        signature=signature,
         previous=previous,
         max_rounds=args.max_rounds,
         report_path=_shown(report_path, contract.repo_root),

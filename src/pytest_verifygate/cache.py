@@ -304,7 +304,7 @@ def store(slot: CacheSlot, result: GateResult) -> bool:
     try:
         if _key(slot.definition, RepoFiles(slot.root).digest(slot.patterns)) != slot.key:
             return False  # the inputs changed while the gate ran: the pass proves neither
-        from pytest_verifygate.report import write_atomic
+        from pytest_verifygate.storage import write_atomic
 
         tail, truncated = result.output_tail, result.output_truncated
         encoded = tail.encode("utf-8", "replace")

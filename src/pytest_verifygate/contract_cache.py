@@ -17,15 +17,13 @@ commands run.
 
 import contextlib
 import marshal
-import os
 import sys
-import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from pytest_verifygate import __version__
 from pytest_verifygate.patterns import Translation
-from pytest_verifygate.storage import git_dir
+from pytest_verifygate.storage import git_dir, write_atomic
 
 # Entries kept, most recently stored first: one per contract file a repository's runs name.
 MAX_ENTRIES = 8
@@ -83,7 +81,8 @@ def store(repo_root: Path, contract_path: Path, text: str, data: Any, pathspec: 
         return
     path = _cache_path(repo_root)
     if path is not None:
-        _write(path, payload)
+        with contextlib.suppress(OSError):  # best effort: the next run parses again
+            write_atomic(path, payload)
 
 
 def _cache_path(repo_root: Path) -> Path | None:
@@ -105,16 +104,3 @@ def _read(repo_root: Path) -> dict[str, Any]:
         return {}
     entries: dict[str, Any] = content[1]
     return entries
-
-
-def _write(path: Path, payload: bytes) -> None:
-    """Write through a temp file and ``os.replace``: readers see the old or the new cache."""
-    temp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(temp, "wb") as handle:
-            handle.write(payload)
-        os.replace(temp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)

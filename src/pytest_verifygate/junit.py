@@ -177,6 +177,6 @@ def to_junit(
 
 def write_junit(path: str | os.PathLike[str], report: Mapping[str, Any], **options: Any) -> None:
     """Write ``to_junit(report, **options)`` to ``path`` atomically."""
-    from pytest_verifygate.report import write_atomic
+    from pytest_verifygate.storage import write_atomic
 
     write_atomic(path, to_junit(report, **options))

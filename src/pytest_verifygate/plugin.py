@@ -769,7 +769,8 @@ class VerifyGateSession:
             if path is None:
                 continue
             # Imported only when asked for: most runs write neither file.
-            from pytest_verifygate.report import write_atomic, write_report
+            from pytest_verifygate.report import write_report
+            from pytest_verifygate.storage import write_atomic
 
             try:
                 if kind == "report":

@@ -17,6 +17,7 @@ from pytest_verifygate.contract import Contract, Gate
 from pytest_verifygate.redact import Redactor, gate_environment, redactor_for
 from pytest_verifygate.runner import GateResult
 from pytest_verifygate.selection import Selection
+from pytest_verifygate.storage import write_atomic
 
 REPORT_VERSION = 1
 SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
@@ -109,25 +110,6 @@ def dumps(report: dict[str, Any]) -> str:
     import json  # only when a report is printed or written: not on a commit's run
 
     return json.dumps(report, indent=2, ensure_ascii=True) + "\n"
-
-
-def write_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path`` through a temp file and ``os.replace``."""
-    import tempfile  # only when a report is written
-
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
 
 
 def write_report(path: str | os.PathLike[str], report: dict[str, Any]) -> None:

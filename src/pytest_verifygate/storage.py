@@ -1,11 +1,13 @@
 """Where pytest-verifygate keeps files of its own: under the git directory, never the work tree.
 
 Owns the state directory (``<git dir>/verifygate``; a per-user temp directory outside git),
-the per-run log directories and their pruning.
+the per-run log directories and their pruning, and the atomic write every file of ours (and
+every report) goes through.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -106,3 +108,25 @@ def _remove_run(run_dir: Path) -> None:
         import shutil
 
         shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
+    """Write ``data`` to ``path`` through a temp file and ``os.replace``: a reader sees the old
+    file or the complete new one, never half of either."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # A temp name of our own (this process, this instant) rather than ``tempfile.mkstemp``,
+    # whose import (random, shutil) would cost every agent stop more than the write itself.
+    # O_EXCL keeps mkstemp's guarantee: the file is new and ours, never a planted link.
+    temp = target.with_name(f".{target.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
