@@ -30,7 +30,7 @@ MAX_ENTRIES = 8
 FILE_NAME = "contracts.marshal"
 # Written with the file: a cache from another format, Python or pytest-verifygate (whose
 # translations of patterns may differ) is not read.
-FORMAT = (f"verifygate {__version__} contract cache 1, Python {sys.version.split()[0]}")
+FORMAT = f"verifygate {__version__} contract cache 1, Python {sys.version.split()[0]}"
 
 
 class CachedParse(NamedTuple):
