@@ -19,11 +19,11 @@ from typing import NamedTuple
 # Our name for the group that marks a match "as a directory" (the "/" after a directory name
 # in the path). pathspec's own name for it is private, so it is renamed once, when translated.
 DIR_MARK = "vg_dir"
-_DIR_MARK_GROUP = f"(?P<{DIR_MARK}>/)"
+DIR_MARK_GROUP = f"(?P<{DIR_MARK}>/)"
 # pathspec's directory-marker group: a named group capturing the "/" (never produced by a
 # user's glob text, since "/" only ever separates its segments). A string, not compiled at
 # import: only translating needs it.
-_PATHSPEC_DIR_MARK_GROUP = r"\(\?P<\w+>/\)"
+_PATHSPECDIR_MARK_GROUP = r"\(\?P<\w+>/\)"
 
 # What pathspec.util.normalize_file turns into "/" (NORMALIZE_PATH_SEPS): none on POSIX.
 _SEPARATORS = tuple(sep for sep in (os.sep, os.altsep) if sep and sep != "/")
@@ -77,7 +77,7 @@ def _translate(pattern: str) -> Translation:
     source = compiled[0].regex.pattern
     if not isinstance(source, str):  # pragma: no cover - str patterns give str regexes
         raise TypeError(f"pathspec translated {pattern!r} to {source!r}")
-    regex = re.sub(_PATHSPEC_DIR_MARK_GROUP, lambda _: _DIR_MARK_GROUP, source)
+    regex = re.sub(_PATHSPECDIR_MARK_GROUP, lambda _: DIR_MARK_GROUP, source)
     if set(re.compile(regex).groupindex) - {DIR_MARK}:
         # A pathspec whose regexes name other groups needs this module updated, not guessed.
         raise RuntimeError(f"unexpected named group in pathspec's regex {source!r}")
@@ -87,12 +87,10 @@ def _translate(pattern: str) -> Translation:
 def remember(table: Mapping[str, Translation]) -> None:
     """Seed the translations table (from a cache made with the same ``pathspec_identity``).
 
-    An entry of the wrong types is left out, to be translated again: a cache is not trusted
-    (and one whose regex does not compile is translated again when a matcher needs it).
+    The cache checks its entries' types; a regex that still does not compile is translated
+    again when a matcher needs it.
     """
-    _table.update((pattern, translation) for pattern, translation in table.items()
-                  if isinstance(translation.regex, str)
-                  and (translation.include is None or isinstance(translation.include, bool)))
+    _table.update(table)
 
 
 def pathspec_identity() -> str | None:

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import Contract, Gate
-from pytest_verifygate.patterns import DIR_MARK, Matcher, matcher
+from pytest_verifygate.patterns import DIR_MARK_GROUP, Matcher, matcher
 
 
 class Selection(NamedTuple):
@@ -39,9 +39,8 @@ def select_gates(
         could_match = compile_prefilter(contract.gates)
         if could_match is not None:
             candidates = tuple(path for path in candidates if could_match(path))
-    existing = set(changes.existing_files)
     return [
-        _decide(gate, changes, candidates, existing, role=role, phase=phase,
+        _decide(gate, changes, candidates, role=role, phase=phase,
                 include_manual=include_manual)
         for gate in contract.gates
     ]
@@ -51,7 +50,6 @@ def _decide(
     gate: Gate,
     changes: ChangeSet,
     candidates: Sequence[str],
-    existing: set[str],
     *,
     role: str | None,
     phase: int | None,
@@ -75,7 +73,7 @@ def _decide(
         reason = "always (no when_changed)"
         if gate.when_changed_all:
             reason = "every when_changed_all pattern matches a changed file"
-        return Selection(gate, True, reason, tuple(f for f in changes.files if f in existing))
+        return Selection(gate, True, reason, changes.existing_files)
     matched = list(matching(matcher(gate.when_changed), candidates))
     if not matched:
         if not changes.files:
@@ -84,12 +82,12 @@ def _decide(
                                       f"[{', '.join(gate.when_changed)}]")
     first = matched[0]
     more = f" (and {len(matched) - 1} more)" if len(matched) > 1 else ""
-    deleted_note = " (deleted)" if first not in existing else ""
+    deleted_note = " (deleted)" if first in changes.deleted else ""
     return Selection(
         gate,
         True,
         f"changed {first!r}{deleted_note}{more} matches when_changed",
-        tuple(f for f in matched if f in existing),
+        tuple(f for f in matched if f not in changes.deleted),
     )
 
 
@@ -117,7 +115,7 @@ def compile_prefilter(gates: Sequence[Gate]) -> Callable[[str], object] | None:
             continue
         for regex in matcher(patterns).include_regexes:
             # The union needs unique group names, and has no use for the directory marker.
-            source = regex.replace(f"(?P<{DIR_MARK}>/)", "/")
+            source = regex.replace(DIR_MARK_GROUP, "/")
             if not source.startswith("^"):
                 return None
             if source.startswith(_ANY_DEPTH):
