@@ -13,8 +13,11 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pytest_verifygate.contract import load_contract
 from pytest_verifygate.contract_cache import FILE_NAME, FORMAT, MAX_ENTRIES
+from pytest_verifygate.errors import ContractError
 from pytest_verifygate.storage import state_dir
 
 from conftest import write
@@ -194,3 +197,9 @@ def test_a_pyproject_contract_found_by_discovery_is_not_parsed_again(repo: Path)
     assert probe(repo)["tomllib"] is True
     assert probe(repo) == {"selected": ["lint"], "timeout": 300.0, "tomllib": False,
                            "pathspec": False}
+
+
+def test_a_broken_pyproject_found_by_discovery_is_a_contract_error(repo: Path) -> None:
+    write(repo / "pyproject.toml", f"[tool.verifygate]\nbig = {'9' * 5000}\n")
+    with pytest.raises(ContractError, match=r"pyproject\.toml.*is not valid TOML"):
+        load_contract()

@@ -140,15 +140,12 @@ def _pyproject_has_table(path: Path, repo_root: Path | None) -> bool:
     except UnicodeDecodeError:
         return True  # a broken pyproject that mentions us is reported when loaded
     # The contract a run loaded before: its parse is cached (no TOML parser to import).
-    cached = contract_cache.lookup(repo_root, path, text, None) if repo_root else None
-    if cached is not None:
-        data = cached.data
-    else:
-        tomllib = _toml_parser()
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError:
-            return True  # likewise reported when loaded, not skipped silently
+    entries = contract_cache.read(repo_root) if repo_root else {}
+    cached = contract_cache.lookup(entries, path, text, None)
+    try:
+        data = cached.data if cached is not None else _parse_toml(text, str(path))
+    except ContractError:
+        return True  # likewise reported when loaded, not skipped silently
     tool = data.get("tool")
     return isinstance(tool, dict) and "verifygate" in tool
 
@@ -215,7 +212,8 @@ def load_contract(
     text = _read_text(contract_path, shown)
     loader = _TableLoader(shown, root, repo_root)
     pathspec = patterns.pathspec_identity()
-    cached = contract_cache.lookup(repo_root, contract_path, text, pathspec)
+    entries = contract_cache.read(repo_root)
+    cached = contract_cache.lookup(entries, contract_path, text, pathspec)
     if cached is not None:
         parsed = cached.data
         patterns.remember(cached.translations)
@@ -237,7 +235,8 @@ def load_contract(
     # Validation translated every pattern (from the table when the cache had them).
     translated = patterns.translations(_patterns_of(gates))
     if cached is None or cached.translations != translated:
-        contract_cache.store(repo_root, contract_path, text, parsed, pathspec, translated)
+        contract_cache.store(repo_root, entries, contract_path, text, parsed, pathspec,
+                             translated)
     return Contract(
         path=contract_path,
         root=root,
@@ -625,7 +624,7 @@ def _load_gate(
                            hint='write env = { NAME = "value" }')
     env_values: dict[str, str] = {}
     for env_name, env_value in env.items():
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", env_name):
+        if not _ENV_NAME.fullmatch(env_name):
             raise loader.error(f"{env_name!r} is not a valid environment variable name",
                                gate=name, key="env")
         if not isinstance(env_value, str):

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from pytest_verifygate import __version__
 from pytest_verifygate.patterns import Translation
-from pytest_verifygate.storage import git_dir, write_atomic
+from pytest_verifygate.storage import git_state_dir, write_atomic
 
 # Entries kept, most recently stored first: one per contract file a repository's runs name.
 MAX_ENTRIES = 8
@@ -42,55 +42,8 @@ class CachedParse(NamedTuple):
     translations: dict[str, Translation]
 
 
-def parser_identity() -> str:
-    """The parser a cached parse came from: the same text may parse differently elsewhere."""
-    parser = "tomllib" if sys.version_info >= (3, 11) else "tomli"
-    return f"{parser} on Python {sys.version.split()[0]}"
-
-
-def lookup(repo_root: Path, contract_path: Path, text: str, pathspec: str | None
-           ) -> CachedParse | None:
-    """The cached parse of ``text`` for this contract file, if an earlier run stored one."""
-    entry = _read(repo_root).get(str(contract_path))
-    if not isinstance(entry, dict) or entry.get("text") != text:
-        return None
-    if entry.get("parser") != parser_identity() or not isinstance(entry.get("data"), dict):
-        return None  # every format parses to a table; anything else is not ours to trust
-    translations: dict[str, Translation] = {}
-    if pathspec is not None and entry.get("pathspec") == pathspec:
-        try:
-            translations = {pattern: Translation(regex, include)
-                            for pattern, (regex, include) in entry["translations"].items()}
-        except (KeyError, TypeError, ValueError, AttributeError):
-            translations = {}
-    return CachedParse(entry.get("data"), translations)
-
-
-def store(repo_root: Path, contract_path: Path, text: str, data: Any, pathspec: str | None,
-          translations: dict[str, Translation]) -> None:
-    """Keep this parse for the next run (best effort: any failure leaves the cache as it was)."""
-    entries = _read(repo_root)
-    entries.pop(str(contract_path), None)
-    entry = {"text": text, "parser": parser_identity(), "data": data, "pathspec": pathspec,
-             "translations": {pattern: list(t) for pattern, t in translations.items()}}
-    kept = dict([(str(contract_path), entry), *list(entries.items())[:MAX_ENTRIES - 1]])
-    try:
-        # marshal has no form for TOML's dates and times: such a contract is not cached.
-        payload = marshal.dumps((FORMAT, kept))
-    except ValueError:
-        return
-    path = _cache_path(repo_root)
-    if path is not None:
-        with contextlib.suppress(OSError):  # best effort: the next run parses again
-            write_atomic(path, payload)
-
-
-def _cache_path(repo_root: Path) -> Path | None:
-    found = git_dir(repo_root)
-    return None if found is None else found / "verifygate" / FILE_NAME
-
-
-def _read(repo_root: Path) -> dict[str, Any]:
+def read(repo_root: Path) -> dict[str, Any]:
+    """The cached entries of this repository (none outside git, or when unreadable)."""
     path = _cache_path(repo_root)
     if path is None:
         return {}
@@ -104,3 +57,53 @@ def _read(repo_root: Path) -> dict[str, Any]:
         return {}
     entries: dict[str, Any] = content[1]
     return entries
+
+
+def lookup(entries: dict[str, Any], contract_path: Path, text: str, pathspec: str | None
+           ) -> CachedParse | None:
+    """The cached parse of ``text`` for this contract file, if an earlier run stored one.
+
+    Entries are checked here, where they come in: a damaged one is not used.
+    """
+    entry = entries.get(str(contract_path))
+    if not isinstance(entry, dict) or entry.get("text") != text:
+        return None
+    if not isinstance(entry.get("data"), dict):
+        return None  # every format parses to a table; anything else is not ours to trust
+    translations: dict[str, Translation] = {}
+    stored = entry.get("translations")
+    if pathspec is not None and entry.get("pathspec") == pathspec and isinstance(stored, dict):
+        translations = {pattern: Translation(*item) for pattern, item in stored.items()
+                        if _is_translation(item)}
+    return CachedParse(entry["data"], translations)
+
+
+def store(repo_root: Path, entries: dict[str, Any], contract_path: Path, text: str, data: Any,
+          pathspec: str | None, translations: dict[str, Translation]) -> None:
+    """Keep this parse for the next run (best effort: any failure leaves the cache as it was).
+
+    ``entries`` is what ``read`` returned at the start of this load.
+    """
+    others = [(path, entry) for path, entry in entries.items() if path != str(contract_path)]
+    entry = {"text": text, "data": data, "pathspec": pathspec,
+             "translations": {pattern: list(t) for pattern, t in translations.items()}}
+    kept = dict([(str(contract_path), entry), *others[:MAX_ENTRIES - 1]])
+    try:
+        # marshal has no form for TOML's dates and times: such a contract is not cached.
+        payload = marshal.dumps((FORMAT, kept))
+    except ValueError:
+        return
+    path = _cache_path(repo_root)
+    if path is not None:
+        with contextlib.suppress(OSError):  # best effort: the next run parses again
+            write_atomic(path, payload)
+
+
+def _is_translation(item: object) -> bool:
+    return (isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], str)
+            and (item[1] is None or isinstance(item[1], bool)))
+
+
+def _cache_path(repo_root: Path) -> Path | None:
+    found = git_state_dir(repo_root)
+    return None if found is None else found / FILE_NAME
