@@ -196,24 +196,19 @@ def _explicit(root: Path, paths: Sequence[str], cwd: Path) -> ChangeSet:
 
 def _staged(root: Path, *, warn_partial: bool) -> ChangeSet:
     # Given no commit to compare with, ``diff --cached`` compares the index with HEAD, or with
-    # nothing before the first commit: one git call either way. The unstaged diff, for the
-    # warning below, runs alongside it: two short git processes at once, not one after the
-    # other.
-    unstaged = (_start_git(root, "diff", "--name-only", "-z", "--no-renames", "--relative",
-                           "--") if warn_partial else None)
-    try:
-        out = _git(root, *_DIFF, "--cached", "--")
-    except BaseException:
-        if unstaged is not None:  # reaped quietly: the first error is the one to report
-            with unstaged:
-                unstaged.communicate()
-        raise
+    # nothing before the first commit: one git call either way. The unstaged diff is for the
+    # warning below.
+    staged = (*_DIFF, "--cached", "--")
+    unstaged: bytes | None = None
+    if warn_partial:
+        out, unstaged = _git_together(
+            root, staged, ("diff", "--name-only", "-z", "--no-renames", "--relative", "--"))
+    else:
+        out = _git(root, *staged)
     files, deleted = _parse_name_status(out)
     warnings: tuple[str, ...] = ()
-    if unstaged is not None:
-        unstaged_out = _finish_git(root, unstaged)
     if unstaged is not None and files:
-        partial = sorted(set(files) & {os.fsdecode(p) for p in unstaged_out.split(b"\0") if p})
+        partial = sorted(set(files) & {os.fsdecode(p) for p in unstaged.split(b"\0") if p})
         if partial:
             shown = ", ".join(partial[:5]) + (" ..." if len(partial) > 5 else "")
             warnings = (
@@ -243,10 +238,10 @@ def _since_ref(
     else:
         _verify_ref(root, ref, fetch_hint=fetch_hint)
         base = _merge_base(root, ref, fetch_hint=fetch_hint)
-    out = _git(root, *_DIFF, base, "--")
-    files, deleted = _parse_name_status(out)
     # Run in ``root``, ls-files lists the untracked files below it, relative to it.
-    untracked = _git(root, "ls-files", "-z", "--others", "--exclude-standard")
+    out, untracked = _git_together(root, (*_DIFF, base, "--"),
+                                   ("ls-files", "-z", "--others", "--exclude-standard"))
+    files, deleted = _parse_name_status(out)
     files += [os.fsdecode(p) for p in untracked.split(b"\0") if p]
     return _change_set(files, deleted, source, ref, ())
 
@@ -269,6 +264,20 @@ _DIFF = ("diff", "--name-status", "-z", "--no-renames", "--relative")
 
 def _git(root: Path, *args: str) -> bytes:
     return _finish_git(root, _start_git(root, *args))
+
+
+def _git_together(root: Path, first: Sequence[str], second: Sequence[str]
+                  ) -> tuple[bytes, bytes]:
+    """Two independent git reads at once rather than one after the other (every commit and
+    agent stop waits for them); errors as ``_git`` reports them, the first one's first."""
+    running = _start_git(root, *second)
+    try:
+        out = _git(root, *first)
+    except BaseException:
+        with running:  # reaped quietly: the first error is the one to report
+            running.communicate()
+        raise
+    return out, _finish_git(root, running)
 
 
 def _start_git(root: Path, *args: str) -> subprocess.Popen[bytes]:
