@@ -45,13 +45,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from pytest_verifygate import changes as git_changes
-from pytest_verifygate.api import to_report
-from pytest_verifygate.cli import plugin_hook
 from pytest_verifygate.contract import Contract, load_contract
-from pytest_verifygate.engine import run_gates
 from pytest_verifygate.errors import ContractError, VerifyGateError
-from pytest_verifygate.report import write_report
-from pytest_verifygate.selection import select_gates
 from pytest_verifygate.signals import Interruptible
 from pytest_verifygate.storage import state_dir, write_atomic
 
@@ -320,15 +315,21 @@ def _check(args: argparse.Namespace, payload: HookPayload, contract: Contract) -
         if previous != SessionState():
             save_state(path, payload.state_key, SessionState())
         return Decision()
+    # Imported once there is something to run: most stops change nothing, or hit a contract
+    # error, and need none of it.
+    from pytest_verifygate.api import to_report
+    from pytest_verifygate.cli import plugin_hook
+    from pytest_verifygate.engine import run_gates
+    from pytest_verifygate.report import write_report
+    from pytest_verifygate.selection import select_gates
+
     selections = select_gates(contract, changes, role=args.role)
     hook = plugin_hook()
     run = run_gates(contract, selections, changes, hook=hook,
                     read_cache=not getattr(args, "no_cache", False))
     if run.interrupted:
         return _allow("the gates were interrupted: the stop is allowed without a verdict")
-    report = to_report(run)
-    if hook is not None:
-        hook.pytest_verifygate_modifyreport(report=report)
+    report = to_report(run, hook)
     root = str(contract.repo_root)
     report_path = path.with_suffix(".report.json")
     write_report(report_path, report)

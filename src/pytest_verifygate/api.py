@@ -8,9 +8,13 @@ from pytest_verifygate.engine import RunResult
 from pytest_verifygate.report import build_report
 
 
-def to_report(run: RunResult) -> dict[str, Any]:
-    """The JSON report (SPEC 6.3) of a finished run, as a dict."""
-    return build_report(
+def to_report(run: RunResult, hook: Any = None) -> dict[str, Any]:
+    """The JSON report (SPEC 6.3) of a finished run, as a dict.
+
+    With ``hook`` (a pluggy ``HookRelay``), plugins get ``pytest_verifygate_modifyreport``
+    on it before it is returned.
+    """
+    report = build_report(
         contract=run.contract,
         changes=run.changes,
         selections=run.selections,
@@ -18,3 +22,6 @@ def to_report(run: RunResult) -> dict[str, Any]:
         verdict=run.verdict,
         interrupted=run.interrupted,
     )
+    if hook is not None:
+        hook.pytest_verifygate_modifyreport(report=report)
+    return report

@@ -347,9 +347,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             read_cache=not args.no_cache,
         )
         progress.close()
-        report = to_report(run)
-        if hook is not None:
-            hook.pytest_verifygate_modifyreport(report=report)
+        report = to_report(run, hook)
         if args.json:
             try:
                 write_report(args.json, report)
