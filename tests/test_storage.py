@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_verifygate.storage import KEEP_LOG_RUNS, new_log_dir, state_dir
+from pytest_verifygate.storage import KEEP_LOG_RUNS, _private_temp_dir, new_log_dir, state_dir
 
 
 def test_log_dirs_are_pruned_to_the_newest_runs(repo: Path) -> None:
@@ -68,6 +68,13 @@ def test_a_shared_temp_directory_taken_by_someone_else_is_not_used(
     taken = tmp_path / f"verifygate-{os.getuid()}"
     taken.mkdir()
     taken.chmod(0o777)  # writable by anyone: not a place for this user's state
-    assert not state_dir(project).is_relative_to(taken)
-    taken.chmod(0o700)
-    assert state_dir(project).parent == taken
+    _private_temp_dir.cache_clear()  # it is chosen once per process
+    try:
+        fresh = state_dir(project)
+        assert not fresh.is_relative_to(taken)
+        assert state_dir(project) == fresh  # one fresh directory for the whole run
+        taken.chmod(0o700)
+        _private_temp_dir.cache_clear()
+        assert state_dir(project).parent == taken
+    finally:
+        _private_temp_dir.cache_clear()

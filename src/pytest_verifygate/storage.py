@@ -8,6 +8,7 @@ every report) goes through.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
 from pathlib import Path
@@ -31,17 +32,24 @@ def git_dir(repo_root: Path) -> Path | None:
     return None
 
 
+def git_state_dir(repo_root: Path) -> Path | None:
+    """``<git dir>/verifygate``; None outside a git repository."""
+    found = git_dir(repo_root)
+    return None if found is None else found / "verifygate"
+
+
 def state_dir(repo_root: Path) -> Path:
     """``<git dir>/verifygate``, or a per-user, per-project temp directory without git."""
-    found = git_dir(repo_root)
+    found = git_state_dir(repo_root)
     if found is not None:
-        return found / "verifygate"
+        return found
     import hashlib
 
     digest = hashlib.sha256(str(repo_root.resolve()).encode()).hexdigest()[:16]
     return _private_temp_dir() / digest
 
 
+@functools.cache  # one directory per process, even when it has to be a fresh one
 def _private_temp_dir() -> Path:
     """``<tmp>/verifygate-<uid>``, made private (0700) to this user and checked to be so.
 
