@@ -35,7 +35,6 @@ PLUGIN_NAME = "verifygate-session"
 # The runner sets it in every gate's environment. A pytest run inside a gate ignores
 # --verify-contract: with `addopts = --verify-contract` and a gate running pytest, gates would
 # run gates forever.
-GATE_ENV = "VERIFYGATE_GATE"
 WORKERINPUT_KEY = "verifygate"
 REPORT_ATTRIBUTE = "verifygate"
 DESELECTED_REASON = "deselected in this pytest run (-k, -m, --lf, --deselect or node ids)"
@@ -214,6 +213,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "verifygate: a gate of the verify contract")
     if config.getoption("verify_contract") is None:
         return
+    from pytest_verifygate.runner import GATE_ENV
+
     if os.environ.get(GATE_ENV):
         config.stash[_NESTED_KEY] = os.environ[GATE_ENV]
         return

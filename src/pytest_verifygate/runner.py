@@ -29,6 +29,8 @@ KILL_GRACE_SECONDS = 2.0
 LEFTOVER_GRACE_SECONDS = 0.5
 BACKOFF_BASE_SECONDS = 0.5
 BACKOFF_MAX_SECONDS = 8.0
+# Set in every gate's environment to the gate's name (so a gate can tell it runs under us).
+GATE_ENV = "VERIFYGATE_GATE"
 # The default ``env`` of a plan: read-only, since one instance is shared by every such plan.
 _NO_ENV: Mapping[str, str] = MappingProxyType({})
 
@@ -163,18 +165,11 @@ class _Attempt:
 
     __slots__ = ("exit_code", "interrupted", "signal", "spawn_failed", "timed_out")
 
-    def __init__(
-        self,
-        exit_code: int | None = None,
-        signal: int | None = None,
-        timed_out: bool = False,
-        interrupted: bool = False,
-        spawn_failed: bool = False,
-    ) -> None:
-        self.exit_code = exit_code
-        self.signal = signal
-        self.timed_out = timed_out
-        self.interrupted = interrupted
+    def __init__(self, spawn_failed: bool = False) -> None:
+        self.exit_code: int | None = None
+        self.signal: int | None = None
+        self.timed_out = False
+        self.interrupted = False
         self.spawn_failed = spawn_failed
 
     @property
@@ -196,8 +191,6 @@ class GateRunner:
         classify_hook: ClassifyHook | None = None,
         on_started: StartCallback | None = None,
         on_finished: GateCallback | None = None,
-        kill_grace: float = KILL_GRACE_SECONDS,
-        backoff_base: float = BACKOFF_BASE_SECONDS,
     ) -> None:
         self.plans = list(plans)
         self.jobs = max(1, jobs)
@@ -206,8 +199,6 @@ class GateRunner:
         self.classify_hook = classify_hook
         self.on_started = on_started
         self.on_finished = on_finished
-        self.kill_grace = kill_grace
-        self.backoff_base = backoff_base
         self.cancelled = threading.Event()
         self._slots: dict[str, _Slot] = {}
         self._queue: deque[tuple[GatePlan, _Slot]] = deque()
@@ -221,6 +212,11 @@ class GateRunner:
         if self._workers is not None:
             return
         self._workers = []
+        if self.log_dir is not None:
+            # Made once here; a directory that cannot be made fails each gate as it opens
+            # its log, where the error is handed to whoever waits for that gate.
+            with contextlib.suppress(OSError):
+                self.log_dir.mkdir(parents=True, exist_ok=True)
         for plan in self.plans:
             slot = self._slots[plan.gate.name] = _Slot()
             if _needs_process(plan):
@@ -297,17 +293,17 @@ class GateRunner:
                 self.on_started(gate)
         log_path = self._log_path(gate)
         started = time.time()
-        first_failure: GateResult | None = None
+        failed_before = False
         attempts = 0
         while True:
             attempts += 1
             result = self._attempt(plan, log_path, attempts - 1)
             if not result.failed:
                 break
-            first_failure = first_failure or result
+            failed_before = True
             if attempts > gate.retries or result.code in codes.NOT_RETRIED:
                 break
-            delay = min(self.backoff_base * 2 ** (attempts - 1), BACKOFF_MAX_SECONDS)
+            delay = min(BACKOFF_BASE_SECONDS * 2 ** (attempts - 1), BACKOFF_MAX_SECONDS)
             if self.cancelled.wait(delay):
                 break
         finished = time.time()
@@ -316,7 +312,7 @@ class GateRunner:
             duration_s=round(finished - started, 3),
             started_at=started,
             finished_at=finished,
-            flaky=result.outcome == "passed" and first_failure is not None,
+            flaky=result.outcome == "passed" and failed_before,
         )
         if plan.cache is not None and result.outcome == "passed":
             from pytest_verifygate.cache import store  # only for gates with caching on
@@ -331,10 +327,7 @@ class GateRunner:
         return result
 
     def _log_path(self, gate: Gate) -> Path | None:
-        if self.log_dir is None:
-            return None
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        return self.log_dir / f"{gate.name}.log"
+        return None if self.log_dir is None else self.log_dir / f"{gate.name}.log"
 
     def _attempt(self, plan: GatePlan, log_path: Path | None, attempt_number: int) -> GateResult:
         if plan.unsupported is not None:
@@ -396,7 +389,7 @@ class GateRunner:
         env = dict(os.environ)
         env.update(plan.env)
         # Lets a pytest started by a gate know it runs inside one (no recursive gate runs).
-        env["VERIFYGATE_GATE"] = plan.gate.name
+        env[GATE_ENV] = plan.gate.name
         try:
             process = subprocess.Popen(
                 list(argv),
@@ -456,18 +449,17 @@ class GateRunner:
                         continue
                     if outcome.interrupted or outcome.timed_out:
                         _signal_group(pgid, signal.SIGTERM)
-                        kill_at = now + self.kill_grace
+                        kill_at = now + KILL_GRACE_SECONDS
                 elif now >= kill_at:
                     _signal_group(pgid, signal.SIGKILL)
                     eof = _drain_after_kill(fd, sink, selector)
                     break
         process.stdout.close()
         returncode = process.wait()
-        _reap_leftovers(pgid, self.kill_grace)
-        if outcome.exit_code is None:
-            if returncode < 0:
-                outcome.signal = -returncode
-            outcome.exit_code = returncode if returncode >= 0 else None
+        _reap_leftovers(pgid, KILL_GRACE_SECONDS)
+        if returncode < 0:
+            outcome.signal = -returncode
+        outcome.exit_code = returncode if returncode >= 0 else None
         return outcome
 
 
