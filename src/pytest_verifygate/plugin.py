@@ -704,7 +704,7 @@ class VerifyGateSession:
         )
         report = build_report(contract=self.contract, changes=self.changes,
                               selections=selections, results=results, verdict=verdict,
-                              interrupted=interrupted)
+                              interrupted=interrupted, redactor=self.redactor())
         self.config.hook.pytest_verifygate_modifyreport(report=report)
         self.results, self.report = results, report
         self.write_outputs(report, session)
