@@ -29,7 +29,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import stat
 import subprocess
 import time
@@ -41,7 +40,7 @@ from pytest_verifygate.changes import walk_files
 from pytest_verifygate.commands import ASSIGNMENT
 from pytest_verifygate.contract import Contract
 from pytest_verifygate.runner import CacheSlot, GatePlan, GateResult
-from pytest_verifygate.storage import state_dir
+from pytest_verifygate.storage import state_dir, write_atomic
 
 CACHE_VERSION = 1
 KEEP_ENTRIES = 512
@@ -202,6 +201,8 @@ def tool_identities(plan: GatePlan) -> list[list[Any]]:
     names = [argv[0] for argv in plan.invocations if argv]
     if plan.gate.shell and plan.invocations:
         names += script_programs(plan.invocations[0][-1])
+    import shutil  # for which(); kept off the start-up of runs where nothing caches
+
     search_path = plan.env.get("PATH", os.environ.get("PATH", os.defpath))
     identities: list[list[Any]] = []
     for name in list(dict.fromkeys(names))[:MAX_TOOLS]:
@@ -304,7 +305,6 @@ def store(slot: CacheSlot, result: GateResult) -> bool:
     try:
         if _key(slot.definition, RepoFiles(slot.root).digest(slot.patterns)) != slot.key:
             return False  # the inputs changed while the gate ran: the pass proves neither
-        from pytest_verifygate.storage import write_atomic
 
         tail, truncated = result.output_tail, result.output_truncated
         encoded = tail.encode("utf-8", "replace")
