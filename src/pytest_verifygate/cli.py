@@ -90,7 +90,7 @@ def _add_selection_flags(parser: argparse.ArgumentParser) -> None:
 COMMANDS = ("run", "list", "agent-hook")
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> _Parser:
     """The command line's parser; with ``command``, only that subcommand gets its options.
 
     Every subcommand is still listed (``--help`` and a mistyped name show them all), but
@@ -154,11 +154,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
     named = arguments[0] if arguments else None
     parser = build_parser(named if named in COMMANDS else None)
-    args, unknown = parser.parse_known_args(arguments)
-    if unknown:
-        failing = _Parser(prog="verifygate")
-        failing.error_status = HOOK_USAGE_STATUS if args.command == "agent-hook" else EXIT_USAGE
-        failing.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if named == "agent-hook":  # argparse reports stray arguments on the top-level parser
+        parser.error_status = HOOK_USAGE_STATUS
+    args = parser.parse_args(arguments)
     from pytest_verifygate.errors import VerifyGateError
 
     try:
@@ -236,6 +234,8 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     changes = compute_changes(contract.root, request,
                               settings_changed_from=contract.settings.changed_from)
     selections = select_gates(contract, changes, role=args.role, phase=args.phase)
+    for warning in (*contract.warnings, *changes.warnings):
+        print(f"verifygate: {warning}", file=sys.stderr)
     return contract, changes, selections
 
 
@@ -321,6 +321,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from pytest_verifygate.api import to_report
     from pytest_verifygate.console import Progress, run_summary
+    from pytest_verifygate.contract import display_path
     from pytest_verifygate.engine import VERDICT_FAILED, run_gates
     from pytest_verifygate.report import dumps, write_report
 
@@ -328,14 +329,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     problems: list[str] = []
     with Interruptible():
         contract, changes, selections = _prepare(args)
-        for warning in (*contract.warnings, *changes.warnings):
-            print(f"verifygate: {warning}", file=sys.stderr)
         selected = [s for s in selections if s.selected]
         text = args.format == "text"
         stream = sys.stdout if text else sys.stderr
         live = stream.isatty()
         if text:
-            print(f"verifygate: {_relative(contract.path)}: {len(selected)} of "
+            print(f"verifygate: {display_path(contract.path)}: {len(selected)} of "
                   f"{len(selections)} gate(s) selected (changes: {changes.describe()})")
         progress = Progress(stream, [s.gate.name for s in selected], live=live)
         quiet = not text and not live
@@ -370,7 +369,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     if options.github_annotations(args.annotations, os.environ):
         # On stdout where GitHub reads workflow commands, unless stdout is the report/digest.
-        _github_outputs(report, contract, sys.stdout if args.format == "text" else sys.stderr)
+        _github_outputs(report, contract, stream)
     for problem in problems:
         print(f"verifygate: error: {problem}", file=sys.stderr)
     if problems:
@@ -382,12 +381,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from pytest_verifygate.contract import display_path
+
     contract, changes, selections = _prepare(args)
-    for warning in (*contract.warnings, *changes.warnings):
-        print(f"verifygate: {warning}", file=sys.stderr)
     if args.format == "json":
         payload = {
-            "contract": _relative(contract.path),
+            "contract": display_path(contract.path),
             "changes": {"source": changes.source, "ref": changes.ref,
                         "count": len(changes.files),
                         **({"detected_by": changes.detected_by} if changes.detected_by else {})},
@@ -402,7 +401,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         return EXIT_OK
     width = max((len(s.gate.name) for s in selections), default=4)
     selected = sum(1 for s in selections if s.selected)
-    print(f"verifygate: {_relative(contract.path)}: {selected} of {len(selections)} gate(s) "
+    print(f"verifygate: {display_path(contract.path)}: {selected} of {len(selections)} gate(s) "
           f"selected (changes: {changes.describe()})")
     for s in selections:
         mark = "run " if s.selected else "skip"
@@ -415,13 +414,6 @@ def cmd_agent_hook(args: argparse.Namespace) -> int:
 
     status: int = run_agent_hook(args)
     return status
-
-
-def _relative(path: Path) -> str:
-    try:
-        return os.path.relpath(path)
-    except ValueError:  # pragma: no cover
-        return str(path)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -142,13 +142,12 @@ def run_summary(
     """What ``verifygate run`` prints after the gate lines (text format), newline-terminated.
 
     Nothing failed: the verdict line alone. Something failed: the digest of the failed gates,
-    the recap table in contract order, then the verdict line.
+    the recap table of ``results`` (in contract order, as ``run_gates`` returns them), then the
+    verdict line.
     """
     verdict = verdict_line(report, report_path=report_path)
     if not any(gate.get("outcome") == "failed" for gate in report.get("gates", [])):
         return verdict + "\n"
     from pytest_verifygate.digest import to_digest  # only when something failed
     digest = to_digest(report, root=root).rstrip()
-    order = {str(gate["name"]): index for index, gate in enumerate(report["gates"])}
-    ordered = sorted(results, key=lambda result: order.get(result.name, len(order)))
-    return f"\n{digest}\n\n{summary_table(ordered)}\n{verdict}\n"
+    return f"\n{digest}\n\n{summary_table(results)}\n{verdict}\n"

@@ -197,7 +197,7 @@ def load_contract(
         contract_path = Path(path)
         if not contract_path.is_absolute():
             contract_path = (start or Path.cwd()) / contract_path
-    shown = _display_path(contract_path)
+    shown = display_path(contract_path)
     if contract_path.is_dir():
         raise ContractError(shown, "is a directory, not a contract file")
     if not contract_path.is_file():
@@ -248,7 +248,8 @@ def load_contract(
     )
 
 
-def _display_path(path: Path) -> str:
+def display_path(path: Path) -> str:
+    """``path`` as messages show it: relative to the current directory where possible."""
     try:
         return os.path.relpath(path)
     except ValueError:  # pragma: no cover - other drive on Windows
