@@ -465,8 +465,8 @@ def test_messages_without_error_lines_and_unverified_failures(tmp_path: Path) ->
         "::error title=verifygate build [timeout]::timed out")
     unverified = {"verdict": "failed", "gates": [], "summary": {}, "changes": {}}
     assert error_annotations(unverified, repo_root=tmp_path) == [
-        "::error title=verifygate::files changed but no gate ran (the contract sets "
-        "fail_when_unverified)"]
+        "::error title=verifygate::files changed but no gate ran, and the contract sets "
+        "fail_when_unverified"]
     table = step_summary({**unverified, "gates": [{**gate, "name": "a|<b>"}]})
     assert "| `a\\|<b>` | \u274c failed |" in table
     table = step_summary({**unverified, "gates": [{**gate, "name": "`x`", "outcome": "skipped",

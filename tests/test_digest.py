@@ -139,6 +139,13 @@ def test_passing_is_one_line() -> None:
     assert text == "verifygate: passed (1 passed, 0 failed, 1 skipped, 0 pending)\n"
 
 
+def test_changes_that_no_gate_verified_say_what_to_do() -> None:
+    text = to_digest(report(gate("docs", "", outcome="skipped"), verdict="failed"))
+    assert text == ("verifygate: failed (0 passed, 0 failed, 1 skipped, 0 pending); files "
+                    "changed but no gate ran, and the contract sets fail_when_unverified: add "
+                    "a gate whose when_changed matches the changes, or change the setting\n")
+
+
 def test_pending_manual_gate_is_named_in_the_one_line() -> None:
     text = to_digest(report(gate("lint", "", outcome="passed"),
                             gate("review", "", outcome="pending"), verdict="pending"))

@@ -394,7 +394,9 @@ def test_fail_when_unverified_fails_the_session(project: pytest.Pytester) -> Non
                    settings={"fail_when_unverified": True})
     result = project.runpytest("--verify-contract", "--verify-files", "src/app.py")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["*changes are present but no gate ran*"])
+    result.stdout.fnmatch_lines(["verdict: failed (0 passed, 0 failed, 0 skipped, 0 pending): "
+                                 "files changed but no gate ran, and the contract sets "
+                                 "fail_when_unverified"])
 
 
 def test_ini_options(project: pytest.Pytester) -> None:

@@ -428,8 +428,8 @@ def _report(verdict: str, *gates: tuple[str, str, str | None]) -> dict[str, Any]
         (_report("unverified", ("tests", "skipped", None)),
          "verdict: unverified (0 passed, 0 failed, 1 skipped, 0 pending): no gate ran"),
         (_report("failed"),
-         "verdict: failed (0 passed, 0 failed, 0 skipped, 0 pending): no gate ran, and the "
-         "contract sets fail_when_unverified"),
+         "verdict: failed (0 passed, 0 failed, 0 skipped, 0 pending): files changed but no "
+         "gate ran, and the contract sets fail_when_unverified"),
     ],
 )
 def test_verdict_line_says_what_to_do_next(report: dict[str, Any], expected: str) -> None:

@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from pytest_verifygate.codes import UNVERIFIED_FAILURE
+
 # The variables that decide a change base, in the order they are consulted.
 CHANGED_FROM_ENV = "VERIFYGATE_CHANGED_FROM"
 GITHUB_BASE_ENV = "GITHUB_BASE_REF"
@@ -210,10 +212,7 @@ def error_annotations(
     lines = [gate_annotation(gate, repo_root=repo_root, project_root=project_root)
              for gate in gates if gate.get("outcome") == "failed"]
     if report.get("verdict") == "failed" and not lines:
-        lines.append(workflow_command(
-            "error", "files changed but no gate ran (the contract sets fail_when_unverified)",
-            title="verifygate",
-        ))
+        lines.append(workflow_command("error", UNVERIFIED_FAILURE, title="verifygate"))
     return lines
 
 

@@ -30,3 +30,8 @@ CODES = (
 # Codes that ``on_missing = "skip"`` turns into a skip, and that a retry cannot change.
 MISSING_CODES = frozenset({MISSING_SCRIPT, MISSING_MAKE_TARGET, NO_TEST_FILES})
 NOT_RETRIED = MISSING_CODES | {UNSUPPORTED_FORMAT, INTERRUPTED}
+
+# The verdict "failed" with no gate failed: files changed but nothing verified them, and the
+# contract's settings.fail_when_unverified makes that a failure. Said the same way everywhere.
+UNVERIFIED_FAILURE = "files changed but no gate ran, and the contract sets fail_when_unverified"
+UNVERIFIED_FIX = "add a gate whose when_changed matches the changes, or change the setting"

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
+from pytest_verifygate.codes import UNVERIFIED_FAILURE
 from pytest_verifygate.contract import Gate
 from pytest_verifygate.runner import GateResult
 
@@ -122,7 +123,7 @@ def verdict_line(report: Mapping[str, Any], *, report_path: str | None = None) -
         more = f" (+{len(failed) - 6} more)" if len(failed) > 6 else ""
         line += ": " + ", ".join(shown) + more
     elif verdict == "failed":
-        line += ": no gate ran, and the contract sets fail_when_unverified"
+        line += f": {UNVERIFIED_FAILURE}"
     elif pending:
         line += f": awaiting sign-off: {_names(pending)}"
     elif verdict == "unverified":

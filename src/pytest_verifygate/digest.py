@@ -19,6 +19,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_verifygate.codes import UNVERIFIED_FAILURE, UNVERIFIED_FIX
 from pytest_verifygate.text import CURSOR_CONTROL, strip_ansi
 
 PER_GATE_BYTES = 4096
@@ -305,8 +306,7 @@ def _one_line(report: Mapping[str, Any]) -> str:
         shown = ", ".join(_code_span(_inline(name, 64)) for name in pending[:5])
         line += f"; awaiting human sign-off: {shown}" + (" ..." if len(pending) > 5 else "")
     elif verdict == "failed":
-        line += ("; files changed but no gate ran (fail_when_unverified = true): add a gate "
-                 "whose when_changed matches the changes, or change the setting")
+        line += f"; {UNVERIFIED_FAILURE}: {UNVERIFIED_FIX}"
     elif verdict == "unverified":
         line += "; no gate applied to the changes"
     return line + "\n"

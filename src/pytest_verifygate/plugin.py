@@ -720,9 +720,9 @@ class VerifyGateSession:
             and not deselected
             and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
         ):
-            # fail_when_unverified: changes present but no gate ran is a failure, not "no tests".
+            # fail_when_unverified: changes present but no gate ran is a failure, not "no tests"
+            # (the verdict line in the summary says why).
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-            self.messages.append("changes are present but no gate ran (fail_when_unverified)")
 
     def final_results(self) -> tuple[list[GateResult], list[Selection]]:
         """Every gate this run was to run, once, in contract order; the rest as not selected.
