@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from typing import Any
 
@@ -128,8 +127,11 @@ def to_junit(
     ``started_at`` its start (epoch seconds, for ``timestamp``), ``timeouts`` each gate's
     ``timeout_seconds`` (for the headline of a gate that timed out).
     """
+    # Imported here: the message helpers above serve CI annotations and the pytest plugin,
+    # which need no XML.
     import datetime
     import platform
+    import xml.etree.ElementTree as ET
 
     gates: list[Mapping[str, Any]] = list(report.get("gates", []))
     failures = sum(1 for gate in gates if gate.get("outcome") == "failed")

@@ -281,29 +281,22 @@ class GateItem(pytest.Item):
             self.add_marker(f"verify_role_{role}")
 
     def runtest(self) -> None:
+        # The same properties, messages and reasons as ``verifygate run --junit`` writes.
+        from pytest_verifygate.junit import failure_message, properties, skip_message
         from pytest_verifygate.report import gate_entry
 
         session = self.config.stash[_SESSION_KEY]
-        self.gate_entry = gate_entry(session.result_for(self.gate.name), session.contract,
-                                     session.redactor())
+        entry = self.gate_entry = gate_entry(session.result_for(self.gate.name),
+                                             session.contract, session.redactor())
         # Shown from the report entry, not the raw result: JUnit XML and CI logs leave the
         # machine like the report does, so they get the same redaction of secrets.
-        result = result_from_entry(self.gate_entry)
-        self.user_properties.extend([
-            ("verifygate.code", result.code or ""),
-            ("verifygate.outcome", result.outcome),
-            ("verifygate.exit_code", "" if result.exit_code is None else str(result.exit_code)),
-            ("verifygate.duration_s", f"{result.duration_s:.3f}"),
-            ("verifygate.cached", "true" if result.cached else "false"),
-        ])
-        if result.outcome == "failed":
-            raise GateFailed(result, headline(result, self.gate))
-        if result.outcome in ("skipped", "pending"):
-            reason = result.reason or result.outcome
-            if result.outcome == "pending":
-                reason = f"pending: {reason}"
+        self.user_properties.extend(properties(entry))
+        if entry["outcome"] == "failed":
+            raise GateFailed(result_from_entry(entry),
+                             failure_message(entry, self.gate.timeout_seconds))
+        if entry["outcome"] in ("skipped", "pending"):
             # Reported at the gate's location (the contract), not at this line.
-            raise pytest.skip.Exception(reason, _use_item_location=True)
+            raise pytest.skip.Exception(skip_message(entry), _use_item_location=True)
 
     def repr_failure(
         self,
@@ -325,17 +318,6 @@ class GateItem(pytest.Item):
 
 # --------------------------------------------------------------------------------------------
 # failure text
-
-
-def headline(result: GateResult, gate: Gate | None = None) -> str:
-    """``[<code>] <name>: <how it ended>``: short, it becomes JUnit's ``message=``.
-
-    The same words as ``verifygate run --junit`` (``junit.failure_message``).
-    """
-    from pytest_verifygate.junit import failure_message
-
-    return failure_message(result._asdict(),
-                           gate.timeout_seconds if gate is not None else None)
 
 
 def failure_text(result: GateResult, head: str, *, verbosity: int) -> str:
