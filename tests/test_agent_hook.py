@@ -120,7 +120,7 @@ def test_blocks_while_the_bug_is_there_and_allows_once_fixed(project: Path) -> N
     assert first.blocked
     reason = first.reason
     assert reason.startswith("verifygate blocked this stop (round 1 of 3)")
-    assert "### `check` failed: command_failed (exit 1)" in reason
+    assert "### `check` failed: command_failed, exit status 1" in reason
     assert "Hint: Read the output below" in reason
     (block,) = code_blocks(reason)
     assert block.startswith("calc.py:1: error: bug found")  # relative: deterministic

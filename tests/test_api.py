@@ -100,7 +100,7 @@ command = [{PY}, "-c", "print('fine')"]
     assert failed["exit_code"] == 1
 
     digest = to_digest(report, root=str(contract.repo_root))
-    assert "### `check` failed: command_failed (exit 1)" in digest
+    assert "### `check` failed: command_failed, exit status 1" in digest
     assert "calc.py:1: error: the bug is still here" in digest
     assert str(repo) not in digest
     assert failure_signature(report, root=contract.repo_root) is not None

@@ -72,7 +72,7 @@ def test_format_json_and_agent(repo: Path) -> None:
     agent = verifygate("run", "--all", "--format", "agent", cwd=repo)
     assert agent.returncode == 1
     assert agent.stdout.startswith("## verifygate: 1 of 3 gate(s) failed: `bad`")
-    assert "### `bad` failed: command_failed (exit 1)" in agent.stdout
+    assert "### `bad` failed: command_failed, exit status 1" in agent.stdout
 
 
 def test_unverified_and_fail_when_unverified(repo: Path) -> None:

@@ -93,7 +93,7 @@ def test_failed_gate_section_has_heading_hint_command_cwd_and_output() -> None:
              "1 failed, 2 passed in 0.12s\n", cwd="services/api"),
     ))
     assert text.startswith("## verifygate: 1 of 2 gate(s) failed: `tests`")
-    assert "### `tests` failed: command_failed (exit 1)" in text
+    assert "### `tests` failed: command_failed, exit status 1" in text
     assert f"Hint: {HINTS['command_failed']}" in text
     assert "Command: `python -m pytest -q` (cwd: `services/api`)" in text
     assert code_blocks(text) == ["collected 3 items\n"
@@ -125,12 +125,12 @@ def test_every_failure_code_has_a_one_line_hint() -> None:
 
 def test_heading_says_timed_out_killed_or_not_run() -> None:
     timed_out = to_digest(report(gate("slow", "tick\n", code="timeout", exit_code=None)))
-    assert "### `slow` failed: timeout (timed out)" in timed_out
+    assert "### `slow` failed: timeout, timed out" in timed_out
     killed = to_digest(report(gate("k", "x\n", exit_code=None, signal=9)))
-    assert "### `k` failed: command_failed (killed by signal 9)" in killed
+    assert "### `k` failed: command_failed, killed by signal 9 (SIGKILL)" in killed
     unsupported = to_digest(report(gate("u", "verifygate: needs a shell\n",
                                         code="unsupported_format", exit_code=None)))
-    assert "### `u` failed: unsupported_format (not run)" in unsupported
+    assert "### `u` failed: unsupported_format, not run (the command needs a shell)" in unsupported
 
 
 def test_passing_is_one_line() -> None:
@@ -348,7 +348,7 @@ def test_identical_failures_in_different_checkouts_give_identical_digests(
         assert str(repo) not in done.stdout
         digests.append(done.stdout.replace(sys.executable, "PYTHON"))
     assert digests[0] == digests[1]
-    assert "### `check` failed: command_failed (exit 3)" in digests[0]
+    assert "### `check` failed: command_failed, exit status 3" in digests[0]
     assert code_blocks(digests[0]) == ["checking .\nsrc/a.py:2: error: bad ```` here"]
     assert "`fine`" not in digests[0]
 

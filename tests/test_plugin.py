@@ -336,7 +336,7 @@ def test_report_and_digest(project: pytest.Pytester) -> None:
     # Role filtering and pytest deselection both land in not_selected, with the reason.
     assert report["not_selected"] == [{"name": "docs", "reason": DESELECTED_REASON}]
     digest = (project.path / "out" / "digest.md").read_text()
-    assert "`types` failed: command_failed (exit 3)" in digest
+    assert "`types` failed: command_failed, exit status 3" in digest
     assert "lint" not in digest.split("\n", 1)[1]  # passing gates are left out
 
 

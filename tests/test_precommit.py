@@ -385,7 +385,7 @@ def test_staged_breakage_blocks_the_commit_and_the_fix_lets_it_through(project: 
     assert head(project.path, project.env) == before
     assert "- hook id: verifygate" in output and "- exit code: 1" in output
     assert "  FAIL  src-check" in output and "  PASS  imports" in output
-    assert "### `src-check` failed: command_failed (exit 1)" in output
+    assert "### `src-check` failed: command_failed, exit status 1" in output
     assert "verdict: failed (1 passed, 1 failed, 0 skipped, 0 pending): src-check " \
            "[command_failed]" in output
     report = read_report(project.report)

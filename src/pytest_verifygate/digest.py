@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_verifygate.codes import UNVERIFIED_FAILURE, UNVERIFIED_FIX
+from pytest_verifygate.junit import gate_status
 from pytest_verifygate.text import CURSOR_CONTROL, strip_ansi
 
 PER_GATE_BYTES = 4096
@@ -240,21 +241,6 @@ def _code_span(text: str) -> str:
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
-def _status(gate: Mapping[str, Any]) -> str:
-    code = gate.get("code")
-    if code == "timeout":
-        return "timed out"
-    if code == "interrupted":
-        return "interrupted"
-    if gate.get("signal") is not None:
-        return f"killed by signal {gate['signal']}"
-    if gate.get("exit_code") is not None:
-        return f"exit {gate['exit_code']}"
-    if code == "unsupported_format":
-        return "not run"
-    return "could not start"
-
-
 def _command_text(gate: Mapping[str, Any]) -> str:
     command = gate.get("command") or []
     if isinstance(command, str):
@@ -272,7 +258,7 @@ def gate_digest(gate: Mapping[str, Any], *, root: str | os.PathLike[str] | None 
                       min(MAX_COMMAND_BYTES, budget // 5))
     cwd = _inline(normalize_paths(str(gate.get("cwd") or "."), root), min(100, budget // 10))
     header = [
-        f"### {_code_span(name)} failed: {code} ({_status(gate)})",
+        f"### {_code_span(name)} failed: {code}, {gate_status(gate)}",
         f"Hint: {HINTS.get(code, HINTS['command_failed'])}",
         f"Command: {_code_span(command)} (cwd: {_code_span(cwd)})",
     ]
