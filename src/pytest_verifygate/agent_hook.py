@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from pytest_verifygate import changes as git_changes
-from pytest_verifygate.contract import Contract, load_contract
+from pytest_verifygate.contract import Contract, load_contract, posix_relative
 from pytest_verifygate.errors import ContractError, VerifyGateError
 from pytest_verifygate.signals import Interruptible
 from pytest_verifygate.storage import state_dir, write_atomic
@@ -344,7 +344,7 @@ def _check(args: argparse.Namespace, payload: HookPayload, contract: Contract) -
         signature=signature,
         previous=previous,
         max_rounds=args.max_rounds,
-        report_path=_shown(report_path, contract.repo_root),
+        report_path=posix_relative(report_path, contract.repo_root),
         rerun=_rerun_command(args),
     )
     if decision.state != previous:
@@ -369,13 +369,6 @@ def _rerun_command(args: argparse.Namespace) -> str:
     if args.role:
         words += ["--role", args.role]
     return shlex.join(words)
-
-
-def _shown(path: Path, start: Path) -> str:
-    try:
-        return path.relative_to(start).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def _allow(message: str) -> Decision:

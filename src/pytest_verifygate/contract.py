@@ -248,6 +248,14 @@ def load_contract(
     )
 
 
+def posix_relative(path: Path, start: Path) -> str:
+    """``path`` relative to ``start`` with "/" separators; as given when it is not below it."""
+    try:
+        return path.relative_to(start).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
 def display_path(path: Path) -> str:
     """``path`` as messages show it: relative to the current directory where possible."""
     try:

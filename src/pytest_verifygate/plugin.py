@@ -396,6 +396,8 @@ class VerifyGateSession:
         *,
         shared_log_dir: Path | None = None,
     ) -> None:
+        from pytest_verifygate.contract import posix_relative
+
         self.config = config
         self.options = options
         self.contract = contract
@@ -403,7 +405,7 @@ class VerifyGateSession:
         self.selections = list(selections)
         self.is_worker = hasattr(config, "workerinput")
         self.contract_path = _pytest_view(contract.path, config.rootpath)
-        self.contract_nodeid = _nodeid_of(self.contract_path, config.rootpath)
+        self.contract_nodeid = posix_relative(self.contract_path, config.rootpath)
         self.forced_paths: frozenset[Path] = frozenset()
         self.shared_log_dir = shared_log_dir
         self.log_dir: Path | None = None
@@ -819,13 +821,6 @@ def _pytest_view(path: Path, rootpath: Path) -> Path:
         return rootpath / path.relative_to(rootpath.resolve())
     except ValueError:
         return path
-
-
-def _nodeid_of(path: Path, rootpath: Path) -> str:
-    try:
-        return path.relative_to(rootpath).as_posix()
-    except ValueError:
-        return path.as_posix()
 
 
 def _from_rootdir(relative: str, rootpath: Path) -> Path:

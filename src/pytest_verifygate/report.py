@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_verifygate.changes import ChangeSet
-from pytest_verifygate.contract import Contract, Gate
+from pytest_verifygate.contract import Contract, Gate, posix_relative
 from pytest_verifygate.redact import Redactor, gate_environment, redactor_for
 from pytest_verifygate.runner import GateResult
 from pytest_verifygate.selection import Selection
@@ -85,7 +85,7 @@ def build_report(
     return {
         "version": REPORT_VERSION,
         "verdict": verdict,
-        "contract": _relative(contract.path, contract.repo_root),
+        "contract": posix_relative(contract.path, contract.repo_root),
         "interrupted": interrupted,
         "changes": {
             "source": changes.source,
@@ -101,13 +101,6 @@ def build_report(
         ],
         "warnings": [*contract.warnings, *changes.warnings],
     }
-
-
-def _relative(path: Path, start: Path) -> str:
-    try:
-        return path.relative_to(start).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def dumps(report: dict[str, Any]) -> str:
