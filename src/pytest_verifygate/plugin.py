@@ -239,7 +239,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(_SESSION_KEY, None)
     if session is not None:
         session.close_runner()
-        session.restore_sigterm()
+        session.interruptible.__exit__()
         del config.stash[_SESSION_KEY]
         config.pluginmanager.unregister(session)
 
@@ -397,6 +397,7 @@ class VerifyGateSession:
         shared_log_dir: Path | None = None,
     ) -> None:
         from pytest_verifygate.contract import posix_relative
+        from pytest_verifygate.signals import Interruptible
 
         self.config = config
         self.options = options
@@ -419,7 +420,7 @@ class VerifyGateSession:
         self.results: list[GateResult] | None = None
         self.report: dict[str, Any] | None = None
         self.messages: list[str] = []
-        self._previous_sigterm: Any = None
+        self.interruptible = Interruptible((signal.SIGTERM,), keep_others=True)
         self._redactor: Redactor | None = None
 
     @classmethod
@@ -525,9 +526,7 @@ class VerifyGateSession:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.session = session
-        from pytest_verifygate.signals import sigterm_as_interrupt
-
-        self._previous_sigterm = sigterm_as_interrupt()
+        self.interruptible.__enter__()  # SIGTERM ends the session like Ctrl-C
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.collected_names = _unique(
@@ -634,11 +633,6 @@ class VerifyGateSession:
 
             self._redactor = redactor_for(self.contract.gates)
         return self._redactor
-
-    def restore_sigterm(self) -> None:
-        if self._previous_sigterm is not None:
-            signal.signal(signal.SIGTERM, self._previous_sigterm)
-            self._previous_sigterm = None
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(

@@ -10,14 +10,29 @@ from typing import Any
 
 
 class Interruptible:
-    """SIGTERM behaves like Ctrl-C; a second signal while shutting down is ignored."""
+    """While entered, ``signals`` (SIGINT and SIGTERM by default) raise KeyboardInterrupt,
+    once: a second one while shutting down is ignored, so cleanup is not cut short.
+
+    ``keep_others``: a signal whose handler someone else installed is left alone (the pytest
+    plugin: pytest dies on SIGTERM, and the gates, in sessions of their own, would live on).
+    Outside the main thread nothing changes: Python allows handlers only there.
+    """
+
+    def __init__(self, signals: tuple[int, ...] = (signal.SIGINT, signal.SIGTERM), *,
+                 keep_others: bool = False) -> None:
+        self.signals = signals
+        self.keep_others = keep_others
+        self.previous: dict[int, Any] = {}
+        self.fired = False
 
     def __enter__(self) -> Interruptible:
-        self.previous = {
-            signum: signal.signal(signum, self._handle) for signum in (signal.SIGINT,
-                                                                       signal.SIGTERM)
-        }
-        self.fired = False
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            for signum in self.signals:
+                if self.keep_others and signal.getsignal(signum) is not signal.SIG_DFL:
+                    continue
+                self.previous[signum] = signal.signal(signum, self._handle)
         return self
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
@@ -29,23 +44,4 @@ class Interruptible:
     def __exit__(self, *exc_info: object) -> None:
         for signum, handler in self.previous.items():
             signal.signal(signum, handler)
-
-
-def sigterm_as_interrupt() -> Any:
-    """Make SIGTERM end the session like Ctrl-C, so running gates are killed and reported.
-
-    pytest itself dies on SIGTERM, and the gates, in sessions of their own, would live on.
-    A handler someone else installed is left alone. Returns what to restore.
-    """
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return None
-
-    def interrupt(signum: int, frame: Any) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut cleanup
-        raise KeyboardInterrupt
-
-    return signal.signal(signal.SIGTERM, interrupt)
+        self.previous = {}
