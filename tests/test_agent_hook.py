@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from pytest_verifygate.agent_hook import session_file_stem
-from pytest_verifygate.digest import TOTAL_BYTES
+from pytest_verifygate.agents.stop_hook import session_file_stem
+from pytest_verifygate.report.digest import TOTAL_BYTES
 from test_digest import code_blocks
 
 from conftest import commit_all, git, write

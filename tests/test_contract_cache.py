@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_verifygate.contract import load_contract
-from pytest_verifygate.contract_cache import FILE_NAME, FORMAT, MAX_ENTRIES
+from pytest_verifygate.contract.cache import FILE_NAME, FORMAT, MAX_ENTRIES
 from pytest_verifygate.errors import ContractError
 from pytest_verifygate.storage import state_dir
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pytest_verifygate.codes import CODES
-from pytest_verifygate.digest import (
+from pytest_verifygate.report.digest import (
     HINTS,
     MAX_BACKTICK_RUN,
     PER_GATE_BYTES,

@@ -18,7 +18,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pathspec import GitIgnoreSpec
 
-from pytest_verifygate import contract_cache, patterns
+from pytest_verifygate import patterns
+from pytest_verifygate.contract import cache as contract_cache
 from pytest_verifygate.patterns import (
     DIR_MARK,
     PatternError,

@@ -28,7 +28,7 @@ from plugin_support import (
     validate_report,
     write_contract,
 )
-from pytest_verifygate.plugin import DESELECTED_REASON
+from pytest_verifygate.pytest_plugin import DESELECTED_REASON
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def test_without_the_option_nothing_is_collected_and_the_engine_is_not_imported(
     assert "verify.toml" not in result.stdout.str()
     loaded = set((project.path / "modules.txt").read_text().split())
     # options holds only the argparse types of the --verify-* options.
-    assert loaded <= {"pytest_verifygate", "pytest_verifygate.plugin",
+    assert loaded <= {"pytest_verifygate", "pytest_verifygate.pytest_plugin",
                       "pytest_verifygate.hookspecs", "pytest_verifygate.options"}
 
 

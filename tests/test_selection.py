@@ -8,7 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from pytest_verifygate import contract_cache
+from pytest_verifygate.contract import cache as contract_cache
 from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import load_contract
 from pytest_verifygate.patterns import translations

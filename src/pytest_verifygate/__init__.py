@@ -17,8 +17,8 @@ if TYPE_CHECKING:  # type checkers see the real names; at run time they load on 
     from pytest_verifygate.contract import Gate as Gate
     from pytest_verifygate.contract import find_contract as find_contract
     from pytest_verifygate.contract import load_contract as load_contract
-    from pytest_verifygate.digest import failure_signature as failure_signature
-    from pytest_verifygate.digest import to_digest as to_digest
+    from pytest_verifygate.report.digest import failure_signature as failure_signature
+    from pytest_verifygate.report.digest import to_digest as to_digest
     from pytest_verifygate.engine import RunResult as RunResult
     from pytest_verifygate.engine import run_gates as run_gates
     from pytest_verifygate.errors import ContractError as ContractError
@@ -41,8 +41,8 @@ _API = {
     "RunResult": "pytest_verifygate.engine",
     "GateResult": "pytest_verifygate.runner",
     "to_report": "pytest_verifygate.api",
-    "to_digest": "pytest_verifygate.digest",
-    "failure_signature": "pytest_verifygate.digest",
+    "to_digest": "pytest_verifygate.report.digest",
+    "failure_signature": "pytest_verifygate.report.digest",
     "ContractError": "pytest_verifygate.errors",
     "VerifyGateError": "pytest_verifygate.errors",
 }

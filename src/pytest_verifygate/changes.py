@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from pytest_verifygate.errors import ChangeSetError
 
 if TYPE_CHECKING:
-    from pytest_verifygate.ci import ChangeBase
+    from pytest_verifygate.report.github import ChangeBase
 
 
 # Where a change set came from, as written in the report's "changes.source".
@@ -136,7 +136,7 @@ def compute_changes(
             # passes no range and means every file; "staged" would be empty and let it through.
             return ChangeSet(SOURCE_ALL)
         return _staged(root, warn_partial=False)
-    from pytest_verifygate.ci import ChangeBase, detect_change_base
+    from pytest_verifygate.report.github import ChangeBase, detect_change_base
 
     base = detect_change_base(env)
     if base is None and settings_changed_from:

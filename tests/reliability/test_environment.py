@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_verifygate.api import to_report
-from pytest_verifygate.digest import to_digest
-from pytest_verifygate.redact import (
+from pytest_verifygate.report.digest import to_digest
+from pytest_verifygate.report.redact import (
     MASK,
     MIN_LISTED_SECRET_CHARS,
     MIN_NAMED_SECRET_CHARS,
@@ -158,7 +158,7 @@ def test_secret_names(name: str, secret: bool) -> None:
 
 def test_short_and_boolean_values_are_not_erased_everywhere() -> None:
     """TOKENIZERS_PARALLELISM=false is not a secret worth erasing every "false" for."""
-    from pytest_verifygate.redact import redactor_for
+    from pytest_verifygate.report.redact import redactor_for
 
     redactor = redactor_for((), {"TOKENIZERS_PARALLELISM": "false", "API_KEY": "k3y"})
     assert redactor.text("assert false is True") == "assert false is True"

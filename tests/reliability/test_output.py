@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from pytest_verifygate.api import to_report
-from pytest_verifygate.digest import TOTAL_BYTES, to_digest
+from pytest_verifygate.report.digest import TOTAL_BYTES, to_digest
 
 from .support import run_contract, validate
 

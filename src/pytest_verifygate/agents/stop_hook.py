@@ -335,7 +335,7 @@ def _check(args: argparse.Namespace, payload: HookPayload, contract: Contract) -
     write_report(report_path, report)
     digest, signature = "", None
     if report["verdict"] in ("failed", "pending"):  # a pass needs neither: most stops
-        from pytest_verifygate.digest import failure_signature, to_digest
+        from pytest_verifygate.report.digest import failure_signature, to_digest
 
         digest, signature = to_digest(report, root=root), failure_signature(report, root=root)
     decision = decide(

@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import Contract, Gate, posix_relative
-from pytest_verifygate.redact import Redactor, gate_environment, redactor_for
+from pytest_verifygate.report.redact import Redactor, gate_environment, redactor_for
 from pytest_verifygate.runner import GateResult
 from pytest_verifygate.selection import Selection
 from pytest_verifygate.storage import write_atomic

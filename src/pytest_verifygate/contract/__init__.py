@@ -14,7 +14,8 @@ from pathlib import Path
 from types import MappingProxyType, ModuleType
 from typing import Any, NamedTuple
 
-from pytest_verifygate import contract_cache, patterns
+from pytest_verifygate import patterns
+from pytest_verifygate.contract import cache as contract_cache
 from pytest_verifygate.errors import ContractError
 
 CONTRACT_NAMES = (

@@ -289,7 +289,7 @@ def _entry_point_group_installed(group: str) -> bool:
 def _write_junit(path: str, report: dict[str, Any], contract: Any, started: float,
                  seconds: float) -> list[str]:
     """Write the JUnit XML; a problem to report (exit status 2) instead of a traceback."""
-    from pytest_verifygate.junit import write_junit
+    from pytest_verifygate.report.junit import write_junit
 
     try:
         write_junit(path, report, suite_seconds=seconds, started_at=started,
@@ -301,7 +301,7 @@ def _write_junit(path: str, report: dict[str, Any], contract: Any, started: floa
 
 def _github_outputs(report: dict[str, Any], contract: Any, stream: Any) -> None:
     """GitHub Actions: error annotations for failed gates, and the step summary."""
-    from pytest_verifygate.ci import github_outputs
+    from pytest_verifygate.report.github import github_outputs
 
     lines, warnings = github_outputs(report, os.environ, repo_root=contract.repo_root,
                                      project_root=contract.root)
@@ -320,7 +320,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     import time
 
     from pytest_verifygate.api import to_report
-    from pytest_verifygate.console import Progress, run_summary
+    from pytest_verifygate.report.console import Progress, run_summary
     from pytest_verifygate.contract import display_path
     from pytest_verifygate.engine import VERDICT_FAILED, run_gates
     from pytest_verifygate.report import dumps, write_report
@@ -360,7 +360,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(dumps(report))
     elif args.format == "agent":
-        from pytest_verifygate.digest import to_digest
+        from pytest_verifygate.report.digest import to_digest
 
         sys.stdout.write(to_digest(report, root=str(contract.repo_root)))
     else:
@@ -410,11 +410,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_agent_hook(args: argparse.Namespace) -> int:
-    from pytest_verifygate.agent_hook import run_agent_hook
+    from pytest_verifygate.agents.stop_hook import run_agent_hook
 
     status: int = run_agent_hook(args)
     return status
-
-
-if __name__ == "__main__":  # pragma: no cover
-    console_main()

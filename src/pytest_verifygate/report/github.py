@@ -146,7 +146,7 @@ def _repository_file(
 
 
 def _output_lines(gate: Mapping[str, Any]) -> list[str]:
-    from pytest_verifygate.digest import clean_output
+    from pytest_verifygate.report.digest import clean_output
 
     return [line.strip() for line in clean_output(str(gate.get("output_tail") or ""))]
 
@@ -165,8 +165,8 @@ def gate_annotation(
     ``path:line`` naming a file of the repository: in that line, else in any error line,
     else anywhere in the output.
     """
-    from pytest_verifygate.digest import is_error_line, normalize_paths
-    from pytest_verifygate.junit import gate_status
+    from pytest_verifygate.report.digest import is_error_line, normalize_paths
+    from pytest_verifygate.report.junit import gate_status
 
     name = str(gate.get("name", "?"))
     code = str(gate.get("code") or "command_failed")
@@ -251,7 +251,7 @@ def step_summary(
     report: Mapping[str, Any], *, repo_root: str | os.PathLike[str] | None = None
 ) -> str:
     """The Markdown for ``$GITHUB_STEP_SUMMARY``: verdict, a table of gates, the digest."""
-    from pytest_verifygate.digest import to_digest
+    from pytest_verifygate.report.digest import to_digest
 
     verdict = str(report.get("verdict"))
     icon = {"passed": ICONS["passed"], "failed": ICONS["failed"]}.get(verdict, "\u2139\ufe0f")

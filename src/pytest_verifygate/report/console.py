@@ -149,6 +149,6 @@ def run_summary(
     verdict = verdict_line(report, report_path=report_path)
     if not any(gate.get("outcome") == "failed" for gate in report.get("gates", [])):
         return verdict + "\n"
-    from pytest_verifygate.digest import to_digest  # only when something failed
+    from pytest_verifygate.report.digest import to_digest  # only when something failed
     digest = to_digest(report, root=root).rstrip()
     return f"\n{digest}\n\n{summary_table(results)}\n{verdict}\n"

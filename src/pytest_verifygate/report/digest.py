@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_verifygate.codes import UNVERIFIED_FAILURE, UNVERIFIED_FIX
-from pytest_verifygate.junit import gate_status
+from pytest_verifygate.report.junit import gate_status
 from pytest_verifygate.text import CURSOR_CONTROL, strip_ansi
 
 PER_GATE_BYTES = 4096

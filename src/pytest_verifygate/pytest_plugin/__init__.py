@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from pytest_verifygate.changes import ChangeSet
     from pytest_verifygate.contract import Contract, Gate
-    from pytest_verifygate.redact import Redactor
+    from pytest_verifygate.report.redact import Redactor
     from pytest_verifygate.runner import GatePlan, GateResult, GateRunner
     from pytest_verifygate.selection import Selection
 
@@ -282,7 +282,7 @@ class GateItem(pytest.Item):
 
     def runtest(self) -> None:
         # The same properties, messages and reasons as ``verifygate run --junit`` writes.
-        from pytest_verifygate.junit import failure_message, properties, skip_message
+        from pytest_verifygate.report.junit import failure_message, properties, skip_message
         from pytest_verifygate.report import gate_entry
 
         session = self.config.stash[_SESSION_KEY]
@@ -629,7 +629,7 @@ class VerifyGateSession:
     def redactor(self) -> Redactor:
         """One redactor for the session: building it parses every gate's command."""
         if self._redactor is None:
-            from pytest_verifygate.redact import redactor_for
+            from pytest_verifygate.report.redact import redactor_for
 
             self._redactor = redactor_for(self.contract.gates)
         return self._redactor
@@ -687,7 +687,7 @@ class VerifyGateSession:
         self.results, self.report = results, report
         self.write_outputs(report, session)
         if self.github_annotations():
-            from pytest_verifygate.ci import append_step_summary
+            from pytest_verifygate.report.github import append_step_summary
 
             warning = append_step_summary(report, os.environ, repo_root=self.contract.repo_root)
             self.messages += [warning] if warning else []
@@ -755,7 +755,7 @@ class VerifyGateSession:
                 if kind == "report":
                     write_report(path, report)
                 else:
-                    from pytest_verifygate.digest import to_digest
+                    from pytest_verifygate.report.digest import to_digest
 
                     write_atomic(path, to_digest(report, root=str(self.contract.repo_root)))
             except OSError as exc:
@@ -771,7 +771,7 @@ class VerifyGateSession:
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.results is None or self.report is None:
             return
-        from pytest_verifygate.console import summary_table, verdict_line
+        from pytest_verifygate.report.console import summary_table, verdict_line
 
         reporter = terminalreporter
         reporter.write_sep("=", "verifygate")
@@ -783,7 +783,7 @@ class VerifyGateSession:
         report_path = str(self.options.report) if self.options.report else None
         reporter.write_line(verdict_line(self.report, report_path=report_path))
         if self.github_annotations():
-            from pytest_verifygate.ci import error_annotations
+            from pytest_verifygate.report.github import error_annotations
 
             for line in error_annotations(self.report, repo_root=self.contract.repo_root,
                                           project_root=self.contract.root):

@@ -1,0 +1,1 @@
+"""Coding-agent front ends: verify-on-stop hooks, one policy for every agent."""
