@@ -18,6 +18,7 @@ import pytest
 
 from plugin_support import QUIET_PLUGINS, junit_properties, validate_report
 from pytest_verifygate.changes import ChangeRequest, compute_changes
+from pytest_verifygate.errors import ChangeSetError
 from pytest_verifygate.report.github import (
     error_annotations,
     find_location,
@@ -25,7 +26,6 @@ from pytest_verifygate.report.github import (
     step_summary,
     workflow_command,
 )
-from pytest_verifygate.errors import ChangeSetError
 from pytest_verifygate.report.junit import to_junit
 
 from conftest import commit_all, git, write

@@ -8,8 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from pytest_verifygate.contract import cache as contract_cache
 from pytest_verifygate.changes import ChangeSet
+from pytest_verifygate.contract import cache as contract_cache
 from pytest_verifygate.contract import load_contract
 from pytest_verifygate.patterns import translations
 from pytest_verifygate.selection import select_gates

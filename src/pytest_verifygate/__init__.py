@@ -17,12 +17,12 @@ if TYPE_CHECKING:  # type checkers see the real names; at run time they load on 
     from pytest_verifygate.contract import Gate as Gate
     from pytest_verifygate.contract import find_contract as find_contract
     from pytest_verifygate.contract import load_contract as load_contract
-    from pytest_verifygate.report.digest import failure_signature as failure_signature
-    from pytest_verifygate.report.digest import to_digest as to_digest
     from pytest_verifygate.engine import RunResult as RunResult
     from pytest_verifygate.engine import run_gates as run_gates
     from pytest_verifygate.errors import ContractError as ContractError
     from pytest_verifygate.errors import VerifyGateError as VerifyGateError
+    from pytest_verifygate.report.digest import failure_signature as failure_signature
+    from pytest_verifygate.report.digest import to_digest as to_digest
     from pytest_verifygate.runner import GateResult as GateResult
     from pytest_verifygate.selection import select_gates as select_gates
 

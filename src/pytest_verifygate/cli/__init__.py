@@ -320,10 +320,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     import time
 
     from pytest_verifygate.api import to_report
-    from pytest_verifygate.report.console import Progress, run_summary
     from pytest_verifygate.contract import display_path
     from pytest_verifygate.engine import VERDICT_FAILED, run_gates
     from pytest_verifygate.report import dumps, write_report
+    from pytest_verifygate.report.console import Progress, run_summary
 
     started, clock = time.time(), time.monotonic()
     problems: list[str] = []

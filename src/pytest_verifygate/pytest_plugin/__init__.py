@@ -282,8 +282,8 @@ class GateItem(pytest.Item):
 
     def runtest(self) -> None:
         # The same properties, messages and reasons as ``verifygate run --junit`` writes.
-        from pytest_verifygate.report.junit import failure_message, properties, skip_message
         from pytest_verifygate.report import gate_entry
+        from pytest_verifygate.report.junit import failure_message, properties, skip_message
 
         session = self.config.stash[_SESSION_KEY]
         entry = self.gate_entry = gate_entry(session.result_for(self.gate.name),
