@@ -1,20 +1,44 @@
-"""The stable failure codes (SPEC 5): exactly these strings, and which of them behave alike.
+"""The words of a run's outcome (SPEC 5): gate outcomes, verdicts and the stable failure codes.
 
-Kept apart from ``classify`` (which compiles its rule table on import) so that the runner and
-the command line can name codes without paying for the rules until a gate actually fails.
+Exactly these strings appear in reports, JUnit properties and digests, so every module names
+them through these constants (and ``Outcome`` / ``Verdict`` / ``Code`` for the type checker)
+instead of bare literals. Kept apart from ``classify`` (which compiles its rule table on import)
+so that the runner and the command line can name codes without paying for the rules until a
+gate actually fails.
 """
 
 from __future__ import annotations
 
-COMMAND_FAILED = "command_failed"
-MISSING_SCRIPT = "missing_script"
-MISSING_MAKE_TARGET = "missing_make_target"
-NO_TEST_FILES = "no_test_files"
-UNSUPPORTED_FORMAT = "unsupported_format"
-SETUP_OR_BOOTSTRAP_ISSUE = "setup_or_bootstrap_issue"
-SEQUENCE_ISSUE = "sequence_issue"
-TIMEOUT = "timeout"
-INTERRUPTED = "interrupted"
+from typing import Final, Literal
+
+Outcome = Literal["passed", "failed", "skipped", "pending"]
+PASSED: Final = "passed"
+FAILED: Final = "failed"
+SKIPPED: Final = "skipped"
+PENDING: Final = "pending"  # a manual gate awaiting human sign-off
+OUTCOMES: Final = (PASSED, FAILED, SKIPPED, PENDING)
+
+# The run's verdict: failed > pending > unverified (no gate ran) > passed.
+Verdict = Literal["passed", "failed", "pending", "unverified"]
+VERDICT_PASSED: Final = "passed"
+VERDICT_FAILED: Final = "failed"
+VERDICT_PENDING: Final = "pending"
+VERDICT_UNVERIFIED: Final = "unverified"
+
+Code = Literal[
+    "command_failed", "missing_script", "missing_make_target", "no_test_files",
+    "unsupported_format", "setup_or_bootstrap_issue", "sequence_issue", "timeout", "interrupted",
+]
+
+COMMAND_FAILED: Final = "command_failed"
+MISSING_SCRIPT: Final = "missing_script"
+MISSING_MAKE_TARGET: Final = "missing_make_target"
+NO_TEST_FILES: Final = "no_test_files"
+UNSUPPORTED_FORMAT: Final = "unsupported_format"
+SETUP_OR_BOOTSTRAP_ISSUE: Final = "setup_or_bootstrap_issue"
+SEQUENCE_ISSUE: Final = "sequence_issue"
+TIMEOUT: Final = "timeout"
+INTERRUPTED: Final = "interrupted"
 
 CODES = (
     COMMAND_FAILED,
