@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from pytest_verifygate.contract import find_contract, load_contract, minimatch_to_gitignore
+from pytest_verifygate.contract import (
+    EMPTY_ENV,
+    find_contract,
+    load_contract,
+    minimatch_to_gitignore,
+)
 from pytest_verifygate.errors import ContractError
 
 from conftest import write
@@ -266,3 +273,23 @@ def test_manual_gates_need_no_command(repo: Path) -> None:
     write(repo / "verify.toml", '[[gate]]\nname = "signoff"\nkind = "manual"\n')
     gate = load_contract().gates[0]
     assert gate.kind == "manual" and gate.command == ""
+
+
+def test_importing_the_contract_package_imports_no_parser_or_pathspec() -> None:
+    # The command line imports the contract package on every commit: the parsers, pathspec
+    # and difflib cost milliseconds and are imported only when a file or a hint needs them.
+    script = ("import sys\n"
+              "import pytest_verifygate.contract\n"
+              "print(sorted(name for name in ('tomllib', 'tomli', 'json', 'pathspec', "
+              "'difflib', 'shlex') if name in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_gates_without_env_share_one_read_only_mapping(repo: Path) -> None:
+    write(repo / ".opentiger" / "verify.contract.json", json.dumps({"commands": ["a", "b"]}))
+    first, second = load_contract().gates
+    assert first.env is second.env is EMPTY_ENV
+    with pytest.raises(TypeError):
+        EMPTY_ENV["NAME"] = "value"  # type: ignore[index]

@@ -129,6 +129,64 @@ def test_directory_and_negation_cases(pattern_list: list[str],
     assert_agrees(pattern_list, list(expected))
 
 
+# A fixed corpus, checked on every run whatever hypothesis draws: patterns as contracts write
+# them, and paths that meet them at the top, deeper, as directories and with odd characters.
+CORPUS_PATTERNS = [
+    "*.py", "/*.py", "*.py/", "src/", "/src/", "src/**", "src/**/*.py", "**/test_*.py",
+    "docs/**/*.md", "!src/vendored/", "!*.md", "a/b", "/a/b/", "a/**/b", "a/*/b", "**/a",
+    "a/**", "**", "*", "**/", "*/", "?.py", "[ab].py", "[!a].py", "[a-c]*", ".*", ".hidden",
+    "Makefile", "/Makefile", "dir/*.txt", r"\#x", r"\!x", "#comment", "", "   ", "x ",
+    "x\\ ", "a**b", "***", "a/***/b", "ü/*.py", "src/*", "!src/keep.py", "!**/keep.py",
+]
+CORPUS_PATHS = [
+    "a", "a.py", "b.py", "c.py", "ab.py", "test_a.py", "README.md", "Makefile", "x ",
+    "#x", "!x", ".hidden", "a/b", "a/x/b", "a/x/y/b", "a/b/c", "a/b/c.py", "src", "src/a.py",
+    "src/keep.py", "src/x/keep.py", "src/vendored/v.py", "src/x/y/z.py", "docs/a.md",
+    "docs/x/y.md", "dir/a.txt", "dir/sub/a.txt", "sub/Makefile", "x/.hidden", "x/.hidden/y",
+    "tests/test_a.py", "tests/sub/test_b.py", "ü/a.py", "x/ü/a.py", "./a.py", "/a.py",
+    "/src/a.py", "a/", "src/", "aXb", "a/b/",
+]
+
+
+def test_matching_agrees_with_gitignorespec_on_a_fixed_corpus() -> None:
+    """Every corpus pattern alone, and every ordered pair of them, on every corpus path."""
+    translations(CORPUS_PATTERNS)  # every one is valid: none can be silently left out
+    pattern_lists = [[pattern] for pattern in CORPUS_PATTERNS]
+    pattern_lists += [[first, second] for first in CORPUS_PATTERNS for second in CORPUS_PATTERNS]
+    disagreements = []
+    for pattern_list in pattern_lists:
+        spec = oracle(pattern_list)
+        ours = matcher(pattern_list)
+        for path in CORPUS_PATHS:
+            if ours.match_file(path) != spec.match_file(path):
+                disagreements.append((pattern_list, path, spec.match_file(path)))
+    assert disagreements == []
+    # The corpus means something: both answers occur, and for single patterns too.
+    answers = {oracle([pattern]).match_file(path) for pattern in CORPUS_PATTERNS
+               for path in CORPUS_PATHS}
+    assert answers == {True, False}
+
+
+def test_pathspec_is_used_in_translate_only_and_by_its_public_api() -> None:
+    """The matcher copies pathspec's rules; what it asks of pathspec stays in one place."""
+    import ast
+
+    tree = ast.parse(Path(patterns.__file__).read_text(encoding="utf-8"))
+    uses = []
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.FunctionDef):
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pathspec"):
+                uses.append((function.name, node.module, [a.name for a in node.names]))
+            elif isinstance(node, ast.Import):
+                uses += [(function.name, a.name, []) for a in node.names
+                         if a.name.startswith("pathspec")]
+    assert uses == [("_translate", "pathspec", ["GitIgnoreSpec"])]
+    assert not [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))
+                and "pathspec" in ast.unparse(node)]
+
+
 def test_the_directory_marker_is_renamed_and_the_include_regexes_exposed() -> None:
     table = translations(["dir/", "a.py", "!b"])
     for translation in table.values():

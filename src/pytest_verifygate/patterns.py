@@ -3,10 +3,16 @@ importing pathspec on every run.
 
 pathspec stays the authority on what a pattern means: its ``GitIgnoreSpec`` translates each
 pattern into a regular expression and an include/exclude flag. Importing pathspec costs about
-15 ms, more than the rest of a commit's run, so this module keeps those translations in a table
-that a persisted cache can seed (``remember``), keyed by ``pathspec_identity``, and matches
-with them by ``GitIgnoreSpec``'s own rules (``Matcher``). pathspec is imported only to translate
-a pattern the table does not hold.
+15 ms, more than the rest of a commit's run, so this module has its own matcher (``Matcher``)
+that applies those translations by ``GitIgnoreSpec``'s own rules, and keeps the translations
+in a table that a persisted cache can seed (``remember``), keyed by ``pathspec_identity``.
+pathspec is imported only to translate a pattern the table does not hold.
+
+Everything this module asks of pathspec is in ``_translate``, through its public API only
+(``GitIgnoreSpec.from_lines``, the spec's ``patterns``, each pattern's ``regex`` and
+``include``). The matching rules are a copy of pathspec's, so tests/test_patterns.py compares
+``Matcher`` with ``GitIgnoreSpec.match_file`` on many patterns and paths: a pathspec whose
+meaning changes fails there, not silently in a user's selection.
 """
 
 import functools
@@ -17,15 +23,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
 # Our name for the group that marks a match "as a directory" (the "/" after a directory name
-# in the path). pathspec's own name for it is private, so it is renamed once, when translated.
+# in the path). pathspec's own name for it is private, so ``_translate`` renames it.
 DIR_MARK = "vg_dir"
 DIR_MARK_GROUP = f"(?P<{DIR_MARK}>/)"
-# pathspec's directory-marker group: a named group capturing the "/" (never produced by a
-# user's glob text, since "/" only ever separates its segments). A string, not compiled at
-# import: only translating needs it.
-_PATHSPECDIR_MARK_GROUP = r"\(\?P<\w+>/\)"
-
-# What pathspec.util.normalize_file turns into "/" (NORMALIZE_PATH_SEPS): none on POSIX.
+# The separators pathspec's GitIgnoreSpec.match_file turns into "/": none on POSIX.
 _SEPARATORS = tuple(sep for sep in (os.sep, os.altsep) if sep and sep != "/")
 
 
@@ -63,6 +64,7 @@ def translations(patterns: Iterable[str]) -> dict[str, Translation]:
 
 
 def _translate(pattern: str) -> Translation:
+    """pathspec's translation of one pattern: the one place that uses pathspec."""
     # Imported here: a run whose translations were remembered never pays for pathspec's import.
     from pathspec import GitIgnoreSpec
 
@@ -71,13 +73,20 @@ def _translate(pattern: str) -> Translation:
     except (ValueError, re.error) as error:
         raise PatternError(f"{pattern!r} is not a valid gitignore-style pattern: {error}"
                            ) from error
+    if len(compiled) > 1:
+        # One line has always been one pattern; a pathspec that splits it needs this module
+        # updated, not half of it used.
+        raise RuntimeError(f"pathspec translated {pattern!r} into {len(compiled)} patterns")
     # from_lines skips an empty line altogether: that is a no-op too.
     if not compiled or compiled[0].include is None or compiled[0].regex is None:
         return Translation("", None)
     source = compiled[0].regex.pattern
     if not isinstance(source, str):  # pragma: no cover - str patterns give str regexes
         raise TypeError(f"pathspec translated {pattern!r} to {source!r}")
-    regex = re.sub(_PATHSPECDIR_MARK_GROUP, lambda _: DIR_MARK_GROUP, source)
+    # pathspec marks the "/" after a directory's name with a named group, whose name is
+    # private: it is found by its shape (a named group capturing just "/", which a user's glob
+    # never produces, since there "/" only separates segments) and given ours.
+    regex = re.sub(r"\(\?P<\w+>/\)", lambda _: DIR_MARK_GROUP, source)
     if set(re.compile(regex).groupindex) - {DIR_MARK}:
         # A pathspec whose regexes name other groups needs this module updated, not guessed.
         raise RuntimeError(f"unexpected named group in pathspec's regex {source!r}")
@@ -185,8 +194,8 @@ def _matcher(patterns: tuple[str, ...]) -> Matcher:
 
 
 def _normalize(path: str) -> str:
-    # pathspec.util.normalize_file: native separators to "/", then one leading "/" or "./"
-    # dropped.
+    # As pathspec normalises a path before matching: native separators to "/", then one
+    # leading "/" or "./" dropped.
     for sep in _SEPARATORS:
         path = path.replace(sep, "/")
     if path.startswith("/"):

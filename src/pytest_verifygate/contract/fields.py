@@ -1,0 +1,185 @@
+"""Checking one contract file's values field by field: ``FieldReader``.
+
+Each check takes a raw value from the parsed file and returns it typed, or raises a
+``ContractError`` naming the file, the gate and the key, with a fix where one is known (a
+did-you-mean for a misspelt key or choice). Shared by every format's loader.
+"""
+
+import math
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pytest_verifygate.errors import ContractError
+from pytest_verifygate.patterns import PatternError, translations
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
+    """A hint naming the choice closest to ``word``, if one is close enough."""
+    import difflib  # only for error hints: keeps start-up cheap
+
+    matches = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"did you mean {matches[0]!r}?" if matches else None
+
+
+def type_name(value: object) -> str:
+    """What a parsed value is, in the words of a contract file ("a string", "a table")."""
+    return {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "a table",
+    }.get(type(value), type(value).__name__)
+
+
+def short_repr(value: object, limit: int = 40) -> str:
+    """``repr(value)``, cut to ``limit`` characters so one message stays one line."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class FieldReader:
+    """Reads the values of one contract file, raising errors that name file, gate and key.
+
+    ``key_prefix`` is put before every key an error names (``tool.verifygate.`` in a
+    pyproject.toml), so that the key is the one the user sees in the file.
+    """
+
+    def __init__(self, shown: str, root: Path, repo_root: Path, *, key_prefix: str = "") -> None:
+        self.shown = shown
+        self.root = root
+        self.repo_root = repo_root
+        self.key_prefix = key_prefix
+
+    def within(self, key_prefix: str) -> "FieldReader":
+        """The same file's reader for a table nested under ``key_prefix``."""
+        return FieldReader(self.shown, self.root, self.repo_root, key_prefix=key_prefix)
+
+    def error(
+        self, message: str, *, gate: str | None = None, key: str | None = None,
+        hint: str | None = None,
+    ) -> ContractError:
+        return ContractError(
+            self.shown, message, gate=gate, key=None if key is None else self.key_prefix + key,
+            hint=hint,
+        )
+
+    def check_keys(
+        self, table: dict[str, Any], allowed: tuple[str, ...], *, gate: str | None,
+        where: str,
+    ) -> None:
+        for key in table:
+            if key not in allowed:
+                raise self.error(
+                    f"unknown key in {where}",
+                    gate=gate,
+                    key=key,
+                    hint=did_you_mean(key, allowed) or f"known keys: {', '.join(allowed)}",
+                )
+
+    def string(
+        self, value: object, *, gate: str | None, key: str, allow_empty: bool = False
+    ) -> str:
+        if not isinstance(value, str):
+            raise self.error(f"must be a string, not {type_name(value)}", gate=gate, key=key)
+        if not allow_empty and not value.strip():
+            raise self.error("must not be empty", gate=gate, key=key)
+        if "\x00" in value:
+            raise self.error("must not contain a NUL character", gate=gate, key=key)
+        if _LONE_SURROGATE.search(value):
+            # JSON can spell "\ud800"; such a string cannot become an argv, env or file name.
+            raise self.error("must not contain a lone surrogate (\\ud800-\\udfff escape)",
+                             gate=gate, key=key, hint="write real Unicode characters")
+        return value
+
+    def string_list(
+        self, value: object, *, gate: str | None, key: str, allow_empty: bool = False,
+        empty_hint: str | None = None,
+    ) -> tuple[str, ...]:
+        if not isinstance(value, list):
+            raise self.error(
+                f"must be a list of strings, not {type_name(value)}", gate=gate, key=key,
+                hint=f'write {key} = ["..."]',
+            )
+        if not value and not allow_empty:
+            raise self.error("must not be an empty list", gate=gate, key=key, hint=empty_hint)
+        items = []
+        for item in value:
+            if not isinstance(item, str):
+                raise self.error(
+                    f"must hold only strings, found {type_name(item)} {short_repr(item)}",
+                    gate=gate, key=key,
+                )
+            items.append(self.string(item, gate=gate, key=key))
+        return tuple(items)
+
+    def integer(
+        self, value: object, *, gate: str | None, key: str, minimum: int, maximum: int | None = None
+    ) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(f"must be an integer, not {type_name(value)}", gate=gate, key=key)
+        if value < minimum or (maximum is not None and value > maximum):
+            bound = f">= {minimum}" if maximum is None else f"between {minimum} and {maximum}"
+            raise self.error(f"must be {bound}, got {value}", gate=gate, key=key)
+        return value
+
+    def seconds(self, value: object, *, gate: str | None, key: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.error(
+                f"must be a number of seconds, not {type_name(value)}", gate=gate, key=key
+            )
+        seconds = float(value)
+        if not math.isfinite(seconds) or seconds <= 0:
+            raise self.error(f"must be a positive number, got {value}", gate=gate, key=key)
+        return seconds
+
+    def boolean(self, value: object, *, gate: str | None, key: str) -> bool:
+        if not isinstance(value, bool):
+            raise self.error(
+                f"must be true or false, not {type_name(value)}", gate=gate, key=key
+            )
+        return value
+
+    def choice(
+        self, value: object, choices: tuple[str, ...], *, gate: str | None, key: str
+    ) -> str:
+        if not isinstance(value, str) or value not in choices:
+            options = " or ".join(repr(c) for c in choices)
+            hint = did_you_mean(value, choices) if isinstance(value, str) else None
+            raise self.error(f"must be {options}, got {short_repr(value)}", gate=gate, key=key,
+                             hint=hint)
+        return value
+
+    def patterns(
+        self, patterns: tuple[str, ...], *, gate: str | None, key: str
+    ) -> tuple[str, ...]:
+        """Compile each pattern once now, so a bad one is a contract error, not a traceback
+        at selection time (pathspec rejects "!", a trailing backslash, "[z-a]", ...).
+        Remembered translations make this cheap: pathspec is imported only for new ones."""
+        for pattern in patterns:
+            try:
+                translations([pattern])
+            except PatternError:
+                raise self.error(
+                    f"{short_repr(pattern)} is not a valid gitignore-style pattern",
+                    gate=gate, key=key) from None
+        return patterns
+
+    def cwd(self, value: object, *, gate: str | None, key: str) -> str:
+        """A directory inside the repository, relative to the project root, "/"-separated."""
+        text = self.string(value, gate=gate, key=key)
+        target = (self.root / text).resolve()
+        repo = self.repo_root.resolve()
+        if target != repo and repo not in target.parents:
+            raise self.error(
+                f"{text!r} resolves outside the repository ({repo})",
+                gate=gate, key=key, hint="use a directory inside the repository",
+            )
+        relative = os.path.relpath(target, self.root.resolve())
+        return Path(relative).as_posix()

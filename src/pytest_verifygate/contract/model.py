@@ -1,0 +1,115 @@
+"""The contract's records and vocabulary: ``Settings``, ``Gate``, ``Contract``, the keys each
+table may hold and the values a key may take.
+
+No loading and no validation here: the loaders (``native.py``, ``opentiger.py``) build these
+records from checked values.
+"""
+
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import NamedTuple
+
+CATEGORIES = ("unit", "integration")
+KINDS = ("command", "manual")
+ON_MISSING = ("fail", "skip")
+MAX_RETRIES = 20
+
+# An empty environment mapping, read-only because one instance is shared by every gate (and
+# every record elsewhere) that sets no variables.
+EMPTY_ENV: Mapping[str, str] = MappingProxyType({})
+
+SETTINGS_KEYS = (
+    "timeout_seconds",
+    "jobs",
+    "output_tail_bytes",
+    "on_missing",
+    "fail_when_unverified",
+    "changed_from",
+    "cache",
+)
+GATE_KEYS = (
+    "name",
+    "command",
+    "roles",
+    "when_changed",
+    "when_changed_all",
+    "cwd",
+    "env",
+    "timeout_seconds",
+    "shell",
+    "retries",
+    "category",
+    "phases",
+    "kind",
+    "on_missing",
+    "secret_env",
+    "cache",
+    "inputs",
+)
+OPENTIGER_KEYS = ("commands", "byRole", "rules")
+OPENTIGER_RULE_KEYS = ("whenChangedAny", "whenChangedAll", "commands")
+
+
+class Settings(NamedTuple):
+    """Contract-wide defaults (``[settings]``)."""
+
+    timeout_seconds: float = 300.0
+    jobs: int = 0
+    output_tail_bytes: int = 65536
+    on_missing: str = "fail"
+    fail_when_unverified: bool = False
+    changed_from: str = ""
+    cache: bool = False
+
+
+class Gate(NamedTuple):
+    """One gate, with the contract's defaults already applied."""
+
+    name: str
+    command: str | tuple[str, ...]
+    roles: tuple[str, ...] | None = None
+    when_changed: tuple[str, ...] | None = None
+    when_changed_all: tuple[str, ...] = ()
+    cwd: str = "."
+    env: Mapping[str, str] = EMPTY_ENV
+    timeout_seconds: float = 300.0
+    shell: bool = False
+    retries: int = 0
+    category: str | None = None
+    phases: tuple[int, ...] | None = None
+    kind: str = "command"
+    on_missing: str = "fail"
+    # Environment variables whose values are replaced by "***" in reports (see redact.py).
+    secret_env: tuple[str, ...] = ()
+    # The result cache (cache.py): whether a pass is reused, and which files it depends on
+    # (None: the when_changed patterns, or every file when there are none).
+    cache: bool = False
+    inputs: tuple[str, ...] | None = None
+
+    @property
+    def command_text(self) -> str:
+        """The command as a user would type it (for messages and reports)."""
+        if isinstance(self.command, str):
+            return self.command
+        import shlex  # only for a list command's text: keeps start-up cheap
+
+        return shlex.join(self.command)
+
+
+class Contract(NamedTuple):
+    """A loaded contract: where it lives, its settings and its gates in file order."""
+
+    path: Path
+    root: Path
+    repo_root: Path
+    format: str
+    settings: Settings
+    gates: tuple[Gate, ...]
+    warnings: tuple[str, ...] = ()
+
+    def gate(self, name: str) -> Gate:
+        for gate in self.gates:
+            if gate.name == name:
+                return gate
+        raise KeyError(name)

@@ -1,0 +1,252 @@
+"""The native TOML form: ``verify.toml``, ``[tool.verifygate]`` in pyproject.toml and middle's
+``.middle/verify.toml``, each a ``[settings]`` table and ``[[gate]]`` tables.
+
+The three differ only in where the tables sit (under ``tool.verifygate`` in a pyproject) and
+in one default (middle's commands run in a shell). Settings supply each gate's defaults.
+"""
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from pytest_verifygate.contract.fields import FieldReader, short_repr, type_name
+from pytest_verifygate.contract.model import (
+    CATEGORIES,
+    GATE_KEYS,
+    KINDS,
+    MAX_RETRIES,
+    ON_MISSING,
+    SETTINGS_KEYS,
+    Gate,
+    Settings,
+)
+
+_GATE_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def load_native(
+    data: dict[str, Any], reader: FieldReader, fmt: str
+) -> tuple[Settings, list[Gate]]:
+    """The settings and gates of a parsed native contract of format ``fmt`` ("toml",
+    "pyproject" or "middle")."""
+    if fmt == "pyproject":
+        tool = data.get("tool")
+        table = tool.get("verifygate") if isinstance(tool, dict) else None
+        if not isinstance(table, dict):
+            raise reader.error("has no [tool.verifygate] table")
+        reader = reader.within("tool.verifygate.")
+        data = table
+    return _load_tables(data, reader, shell_default=fmt == "middle")
+
+
+def _load_tables(
+    data: dict[str, Any], reader: FieldReader, *, shell_default: bool
+) -> tuple[Settings, list[Gate]]:
+    reader.check_keys(data, ("settings", "gate"), gate=None, where="the contract")
+    settings = _load_settings(data.get("settings", {}), reader)
+    raw_gates = data.get("gate")
+    if raw_gates is None:
+        raise reader.error(
+            "defines no gates", key="gate",
+            hint='add at least one [[gate]] with name = "..." and command = "..."',
+        )
+    if not isinstance(raw_gates, list):
+        raise reader.error(
+            f"must be an array of tables ([[gate]]), not {type_name(raw_gates)}", key="gate"
+        )
+    if not raw_gates:
+        raise reader.error("defines no gates", key="gate", hint="add at least one [[gate]]")
+    gates: list[Gate] = []
+    seen: set[str] = set()
+    for position, raw in enumerate(raw_gates, start=1):
+        gate = _load_gate(raw, position, settings, reader, shell_default=shell_default)
+        if gate.name in seen:
+            raise reader.error(
+                "duplicate gate name", gate=gate.name, key="name",
+                hint="gate names must be unique; rename one of them",
+            )
+        seen.add(gate.name)
+        gates.append(gate)
+    return settings, gates
+
+
+def _load_settings(raw: object, reader: FieldReader) -> Settings:
+    if not isinstance(raw, dict):
+        raise reader.error(f"must be a table, not {type_name(raw)}", key="settings")
+    reader.check_keys(raw, SETTINGS_KEYS, gate=None, where="[settings]")
+    values: dict[str, Any] = {}
+
+    def key(name: str) -> str:
+        return f"settings.{name}"
+
+    if "timeout_seconds" in raw:
+        values["timeout_seconds"] = reader.seconds(
+            raw["timeout_seconds"], gate=None, key=key("timeout_seconds")
+        )
+    if "jobs" in raw:
+        values["jobs"] = reader.integer(raw["jobs"], gate=None, key=key("jobs"), minimum=0,
+                                        maximum=1024)
+    if "output_tail_bytes" in raw:
+        values["output_tail_bytes"] = reader.integer(
+            raw["output_tail_bytes"], gate=None, key=key("output_tail_bytes"), minimum=256,
+            maximum=64 * 1024 * 1024,
+        )
+    if "on_missing" in raw:
+        values["on_missing"] = reader.choice(
+            raw["on_missing"], ON_MISSING, gate=None, key=key("on_missing")
+        )
+    if "fail_when_unverified" in raw:
+        values["fail_when_unverified"] = reader.boolean(
+            raw["fail_when_unverified"], gate=None, key=key("fail_when_unverified")
+        )
+    if "changed_from" in raw:
+        values["changed_from"] = reader.string(
+            raw["changed_from"], gate=None, key=key("changed_from"), allow_empty=True
+        ).strip()
+    if "cache" in raw:
+        values["cache"] = reader.boolean(raw["cache"], gate=None, key=key("cache"))
+    return Settings(**values)
+
+
+def _load_gate(
+    raw: object, position: int, settings: Settings, reader: FieldReader, *, shell_default: bool
+) -> Gate:
+    # Keys are checked in a fixed order, so that a gate with several mistakes always reports
+    # the same one first.
+    label = f"#{position}"
+    if not isinstance(raw, dict):
+        raise reader.error(f"must be a table, not {type_name(raw)}", gate=label, key="gate")
+    if "name" not in raw:
+        raise reader.error("is required", gate=label, key="name", hint='add name = "..."')
+    name = reader.string(raw["name"], gate=label, key="name")
+    if not _GATE_NAME.fullmatch(name):
+        raise reader.error(
+            f"{short_repr(name)} may only use letters, digits, '_', '-' and '.'",
+            gate=label, key="name",
+        )
+    reader.check_keys(raw, GATE_KEYS, gate=name, where="[[gate]]")
+    kind = reader.choice(raw.get("kind", "command"), KINDS, gate=name, key="kind")
+    command = _command(raw, kind, name, reader)
+    env = _env(raw.get("env", {}), name, reader)
+
+    def optional(key: str, convert: Callable[[object], Any]) -> Any:
+        return convert(raw[key]) if key in raw else None
+
+    roles = optional("roles", lambda v: reader.string_list(
+        v, gate=name, key="roles", empty_hint="remove the key to mean every role"))
+    when_changed = optional("when_changed", lambda v: reader.patterns(reader.string_list(
+        v, gate=name, key="when_changed", empty_hint="remove the key to run the gate always"),
+        gate=name, key="when_changed"))
+    when_changed_all = optional(
+        "when_changed_all",
+        lambda v: reader.patterns(
+            reader.string_list(v, gate=name, key="when_changed_all", allow_empty=True),
+            gate=name, key="when_changed_all"),
+    )
+    secret_env = optional("secret_env", lambda v: reader.string_list(
+        v, gate=name, key="secret_env", allow_empty=True)) or ()
+    inputs = optional("inputs", lambda v: reader.patterns(reader.string_list(
+        v, gate=name, key="inputs", empty_hint="remove the key to use when_changed (or every "
+        "file)"), gate=name, key="inputs"))
+    for secret_name in secret_env:
+        if not _ENV_NAME.fullmatch(secret_name):
+            raise reader.error(f"{secret_name!r} is not a valid environment variable name",
+                               gate=name, key="secret_env")
+    phases = _phases(raw["phases"], name, reader) if "phases" in raw else None
+    return Gate(
+        name=name,
+        command=command,
+        roles=roles,
+        when_changed=when_changed,
+        when_changed_all=when_changed_all or (),
+        cwd=reader.cwd(raw["cwd"], gate=name, key="cwd") if "cwd" in raw else ".",
+        env=env,
+        timeout_seconds=(
+            reader.seconds(raw["timeout_seconds"], gate=name, key="timeout_seconds")
+            if "timeout_seconds" in raw
+            else settings.timeout_seconds
+        ),
+        shell=(
+            reader.boolean(raw["shell"], gate=name, key="shell") if "shell" in raw
+            else shell_default
+        ),
+        retries=(
+            reader.integer(raw["retries"], gate=name, key="retries", minimum=0,
+                           maximum=MAX_RETRIES)
+            if "retries" in raw
+            else 0
+        ),
+        category=optional(
+            "category", lambda v: reader.choice(v, CATEGORIES, gate=name, key="category")
+        ),
+        phases=phases,
+        kind=kind,
+        on_missing=(
+            reader.choice(raw["on_missing"], ON_MISSING, gate=name, key="on_missing")
+            if "on_missing" in raw
+            else settings.on_missing
+        ),
+        secret_env=secret_env,
+        cache=(
+            reader.boolean(raw["cache"], gate=name, key="cache") if "cache" in raw
+            else settings.cache
+        ),
+        inputs=inputs,
+    )
+
+
+def _command(
+    raw: dict[str, Any], kind: str, name: str, reader: FieldReader
+) -> str | tuple[str, ...]:
+    """The gate's command: a string for a shell-like split, or an argv list; "" for a manual
+    gate without one."""
+    if "command" not in raw:
+        if kind != "manual":
+            raise reader.error("is required", gate=name, key="command",
+                               hint='add command = "...", or kind = "manual" for a sign-off gate')
+        return ""
+    value = raw["command"]
+    if isinstance(value, list):
+        command = reader.string_list(value, gate=name, key="command")
+        if not command[0].strip():
+            raise reader.error("must not start with an empty program", gate=name,
+                               key="command")
+        return command
+    if isinstance(value, str):
+        return reader.string(value, gate=name, key="command")
+    raise reader.error(
+        f"must be a string or a list of strings, not {type_name(value)}",
+        gate=name, key="command",
+    )
+
+
+def _env(env: object, name: str, reader: FieldReader) -> dict[str, str]:
+    """The gate's ``env`` table: variable names checked, values strings."""
+    if not isinstance(env, dict):
+        raise reader.error(f"must be a table, not {type_name(env)}", gate=name, key="env",
+                           hint='write env = { NAME = "value" }')
+    env_values: dict[str, str] = {}
+    for env_name, env_value in env.items():
+        if not _ENV_NAME.fullmatch(env_name):
+            raise reader.error(f"{env_name!r} is not a valid environment variable name",
+                               gate=name, key="env")
+        if not isinstance(env_value, str):
+            raise reader.error(
+                f"value of {env_name} must be a string, not {type_name(env_value)}",
+                gate=name, key="env", hint=f'write {env_name} = "{env_value}"'
+                if isinstance(env_value, (int, float, bool)) else None,
+            )
+        env_values[env_name] = reader.string(env_value, gate=name, key="env", allow_empty=True)
+    return env_values
+
+
+def _phases(value: object, name: str, reader: FieldReader) -> tuple[int, ...]:
+    """The gate's ``phases``: a non-empty list of positive integers."""
+    if not isinstance(value, list):
+        raise reader.error(f"must be a list of positive integers, not {type_name(value)}",
+                           gate=name, key="phases", hint="write phases = [1, 2]")
+    if not value:
+        raise reader.error("must not be an empty list", gate=name, key="phases",
+                           hint="remove the key to mean every phase")
+    return tuple(reader.integer(item, gate=name, key="phases", minimum=1) for item in value)

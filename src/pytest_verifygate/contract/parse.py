@@ -1,0 +1,75 @@
+"""Turning a contract file into data: reading its text, and parsing it as TOML or JSON.
+
+Every way a file can fail to read or parse becomes a ``ContractError``. The parsers are
+imported only when a file must really be parsed: a run whose parse was cached (``cache.py``)
+imports neither.
+"""
+
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from pytest_verifygate.errors import ContractError
+
+
+def read_text(path: Path, shown: str) -> str:
+    """The contract file's text; ``shown`` is its path as messages show it."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ContractError(shown, f"cannot be read: {exc.strerror or exc}") from None
+    if b"\x00" in raw:
+        raise ContractError(shown, "is a binary file (contains NUL bytes), not a contract")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ContractError(
+            shown,
+            f"is not valid UTF-8 (byte {exc.start})",
+            hint="save the file as UTF-8",
+        ) from None
+
+
+def parse_toml(text: str, shown: str) -> dict[str, Any]:
+    """The TOML document ``text``: a table."""
+    tomllib = _toml_parser()
+    try:
+        data: dict[str, Any] = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ContractError(shown, f"is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ContractError(shown, "is not valid TOML: nested too deeply") from None
+    except ValueError as exc:
+        # tomllib lets int()'s digit limit (4300 digits) escape as a plain ValueError.
+        raise ContractError(shown, f"is not valid TOML: {exc}") from None
+    return data
+
+
+def parse_json(text: str, shown: str) -> Any:
+    """The JSON document ``text``: any JSON value (the openTiger loader checks its shape)."""
+    import json  # only the openTiger format is JSON: keeps start-up cheap
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ContractError(
+            shown, f"is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from None
+    except RecursionError:
+        raise ContractError(shown, "is not valid JSON: nested too deeply") from None
+    except ValueError as exc:
+        # json raises a plain ValueError (not JSONDecodeError) for a number of 4300+ digits.
+        raise ContractError(shown, f"is not valid JSON: {exc}") from None
+
+
+def _toml_parser() -> ModuleType:
+    """tomllib (tomli before Python 3.11), imported only when a contract must be parsed."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        return tomllib
+    import tomli  # pragma: no cover - exercised on Python 3.10 only
+
+    parser: ModuleType = tomli
+    return parser
