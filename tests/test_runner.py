@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import shlex
+import subprocess
 import sys
 import threading
 import time
@@ -13,7 +15,7 @@ import pytest
 from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import load_contract
 from pytest_verifygate.engine import plan_gates, run_gates
-from pytest_verifygate.runner import GateRunner
+from pytest_verifygate.runner.scheduler import GateRunner
 from pytest_verifygate.selection import select_gates
 
 from conftest import write
@@ -240,3 +242,18 @@ def test_a_chunk_killed_by_a_signal_fails_the_gate_even_if_later_chunks_pass(
     with GateRunner([chunked], jobs=1) as runner:
         (result,) = runner.results()
     assert (result.outcome, result.code, result.signal) == ("failed", "command_failed", 11)
+
+
+def test_the_records_and_the_cache_load_without_the_scheduler() -> None:
+    # The records are what the reports and the cache name: they must stay cheap to import,
+    # and the cache (which the scheduler calls) must not need the scheduler back.
+    script = ("import json, sys, pytest_verifygate.runner.records; a = list(sys.modules); "
+              "import pytest_verifygate.cache; print(json.dumps([a, list(sys.modules)]))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True)
+    with_records, with_cache = json.loads(done.stdout)
+    heavy = {"subprocess", "selectors", "threading", "pytest_verifygate.contract.load",
+             "pytest_verifygate.runner.process", "pytest_verifygate.runner.scheduler"}
+    assert heavy.isdisjoint(with_records)
+    assert {"pytest_verifygate.runner.process",
+            "pytest_verifygate.runner.scheduler"}.isdisjoint(with_cache)

@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_verifygate.storage import KEEP_LOG_RUNS, _private_temp_dir, new_log_dir, state_dir
+from pytest_verifygate.storage import (
+    KEEP_LOG_RUNS,
+    _private_temp_dir,
+    new_log_dir,
+    prune_oldest,
+    state_dir,
+)
 
 
 def test_log_dirs_are_pruned_to_the_newest_runs(repo: Path) -> None:
@@ -78,3 +84,49 @@ def test_a_shared_temp_directory_taken_by_someone_else_is_not_used(
         assert state_dir(project).parent == taken
     finally:
         _private_temp_dir.cache_clear()
+
+
+def aged(path: Path, text: str, age_seconds: int) -> Path:
+    path.write_text(text)
+    then = time.time() - age_seconds
+    os.utime(path, (then, then), follow_symlinks=False)
+    return path
+
+
+def test_prune_oldest_keeps_the_newest_by_mtime_whatever_the_names(tmp_path: Path) -> None:
+    paths = [aged(tmp_path / name, name, age) for name, age in
+             (("a", 10), ("b", 40), ("c", 20), ("d", 30))]
+    assert prune_oldest(reversed(paths), 2) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "c"]
+    assert prune_oldest(tmp_path.iterdir(), 2) == 0
+
+
+def test_prune_oldest_by_name_ignores_mtimes(tmp_path: Path) -> None:
+    paths = [aged(tmp_path / name, name, age) for name, age in (("1", 0), ("2", 50), ("3", 99))]
+    assert prune_oldest(paths, 1, by_name=True) == 2
+    assert [p.name for p in tmp_path.iterdir()] == ["3"]
+
+
+def test_prune_oldest_removes_a_link_never_its_target(tmp_path: Path) -> None:
+    target = aged(tmp_path / "target.txt", "precious\n", 0)
+    entries = tmp_path / "entries"
+    entries.mkdir()
+    link = entries / "old.json"
+    link.symlink_to(target)
+    os.utime(link, (1, 1), follow_symlinks=False)  # the link is old, its target is new
+    newer = aged(entries / "new.json", "{}", 5)
+    assert prune_oldest(entries.iterdir(), 1) == 1
+    assert not link.is_symlink() and newer.exists()
+    assert target.read_text() == "precious\n"
+
+
+def test_prune_oldest_skips_paths_that_vanish_meanwhile(tmp_path: Path) -> None:
+    paths = [aged(tmp_path / f"{index}.json", "{}", 100 - index) for index in range(4)]
+    paths[0].unlink()  # pruned by another process after it was listed
+
+    def remove_racing(path: Path) -> None:
+        paths[2].unlink(missing_ok=True)  # another process removes this one first
+        os.unlink(path)
+
+    assert prune_oldest(paths, 1, remove_racing) == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["3.json"]

@@ -30,17 +30,18 @@ import os
 import re
 import shlex
 import stat
-import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pytest_verifygate.changes import walk_files
+from pytest_verifygate import codes
+from pytest_verifygate.changes import git_output, walk_files
 from pytest_verifygate.commands import ASSIGNMENT
 from pytest_verifygate.contract import Contract
-from pytest_verifygate.runner import CacheSlot, GatePlan, GateResult
-from pytest_verifygate.storage import state_dir, write_atomic
+from pytest_verifygate.errors import ChangeSetError
+from pytest_verifygate.runner.records import CacheSlot, GatePlan, GateResult
+from pytest_verifygate.storage import prune_oldest, state_dir, write_atomic
 
 CACHE_VERSION = 1
 KEEP_ENTRIES = 512
@@ -106,23 +107,15 @@ class RepoFiles:
         return result
 
 
-def _git(root: Path, *args: str) -> bytes | None:
-    try:
-        done = subprocess.run(["git", *args], cwd=root, stdin=subprocess.DEVNULL,
-                              capture_output=True, check=False)
-    except OSError:
-        return None
-    return done.stdout if done.returncode == 0 else None
-
-
 def _list_files(root: Path) -> _Listing:
     # One read-only call, no index lock: tagged records "H <mode> <oid> <stage>\t<path>" for
     # the index, "C ..." again for entries that differ in the work tree (deletions included;
     # a file only touched may be listed too, and hashing it here gives git's id anyway),
     # "M ..." for unmerged entries and "? <path>" for untracked files that are not ignored.
-    out = _git(root, "ls-files", "-z", "-t", "--stage", "--modified", "--others",
-               "--exclude-standard")
-    if out is None:
+    try:
+        out = git_output(root, "ls-files", "-z", "-t", "--stage", "--modified", "--others",
+                         "--exclude-standard")
+    except ChangeSetError:
         return _Listing(tuple(sorted(walk_files(root))), {}, "sha1")  # no git: hash every file
     ids: dict[str, str] = {}
     paths: set[str] = set()
@@ -287,7 +280,7 @@ def lookup(slot: CacheSlot, plan: GatePlan) -> GateResult | None:
     size = entry.get("output_bytes")
     return GateResult(
         name=plan.gate.name,
-        outcome="passed",
+        outcome=codes.PASSED,
         command=plan.display_command,
         cwd=plan.gate.cwd,
         exit_code=0,
@@ -300,7 +293,7 @@ def lookup(slot: CacheSlot, plan: GatePlan) -> GateResult | None:
 
 def store(slot: CacheSlot, result: GateResult) -> bool:
     """Remember a clean pass; True if stored. Never raises for a cache it cannot write."""
-    if result.outcome != "passed" or result.flaky or result.cached:
+    if result.outcome != codes.PASSED or result.flaky or result.cached:
         return False
     try:
         if _key(slot.definition, RepoFiles(slot.root).digest(slot.patterns)) != slot.key:
@@ -333,29 +326,15 @@ def prune(directory: Path, keep: int = KEEP_ENTRIES) -> int:
     Safe while other processes read, write and prune the same directory. Returns how many
     entries were removed.
     """
-    now = time.time()
-    entries: list[tuple[float, str]] = []
     try:
         with os.scandir(directory) as scan:
-            for item in scan:
-                try:
-                    mtime = item.stat(follow_symlinks=False).st_mtime
-                except OSError:
-                    continue
-                if item.name.endswith(".tmp"):
-                    if now - mtime > STALE_TEMP_SECONDS:  # left by a killed writer
-                        with contextlib.suppress(OSError):
-                            os.unlink(item.path)
-                elif item.name.endswith(".json"):
-                    entries.append((mtime, item.name))
+            names = [item.name for item in scan]
     except OSError:
         return 0
-    if len(entries) <= keep:
-        return 0
-    entries.sort(reverse=True)
-    removed = 0
-    for _, name in entries[keep:]:
+    now = time.time()
+    for temp in (directory / name for name in names if name.endswith(".tmp")):
         with contextlib.suppress(OSError):
-            os.unlink(directory / name)
-            removed += 1
-    return removed
+            if now - os.lstat(temp).st_mtime > STALE_TEMP_SECONDS:  # left by a killed writer
+                os.unlink(temp)
+    entries = [directory / name for name in names if name.endswith(".json")]
+    return prune_oldest(entries, keep)

@@ -1,8 +1,8 @@
 """Where pytest-verifygate keeps files of its own: under the git directory, never the work tree.
 
 Owns the state directory (``<git dir>/verifygate``; a per-user temp directory outside git),
-the per-run log directories and their pruning, and the atomic write every file of ours (and
-every report) goes through.
+the per-run log directories, pruning to the newest few (shared by the logs, the result cache and
+the agent sessions), and the atomic write every file of ours (and every report) goes through.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import contextlib
 import functools
 import os
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 KEEP_LOG_RUNS = 10
@@ -91,11 +92,52 @@ def _prune(logs: Path) -> None:
     try:
         with os.scandir(logs) as entries:
             # Only real directories: a link is not a run of ours, and is never followed.
-            runs = sorted(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))
+            runs = [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
     except OSError:
         return
-    for old in runs[:-KEEP_LOG_RUNS]:
-        _remove_run(old)
+    # By name, which is the run's start time: a directory's mtime moves whenever a gate
+    # creates its log in there, so a long run would outlive the runs started after it.
+    prune_oldest(runs, KEEP_LOG_RUNS, _remove_run, by_name=True)
+
+
+def prune_oldest(
+    paths: Iterable[Path],
+    keep: int,
+    remove: Callable[[Path], object] = os.unlink,
+    *,
+    by_name: bool = False,
+) -> int:
+    """Remove all of ``paths`` but the newest ``keep``; return how many were removed.
+
+    Newest by modification time, of the path itself (a link's own, never its target's), ties
+    broken by name; with ``by_name``, by name alone (for names that sort in time order).
+    ``remove`` (default: unlink, which removes a link, not what it points to) may raise
+    ``OSError``: a path another process pruned or replaced meanwhile is skipped, not counted,
+    as is one that vanished before its time could be read. Safe while other processes prune
+    the same paths.
+    """
+    candidates = list(paths)
+    if len(candidates) <= keep:  # the usual case: nothing to read, nothing to remove
+        return 0
+    if by_name:
+        ordered = sorted(candidates)
+    else:
+        dated: list[tuple[int, Path]] = []
+        for path in candidates:
+            try:
+                dated.append((os.lstat(path).st_mtime_ns, path))
+            except OSError:
+                continue
+        dated.sort()
+        ordered = [path for _, path in dated]
+    removed = 0
+    for old in ordered[: max(0, len(ordered) - keep)]:
+        try:
+            remove(old)
+        except OSError:
+            continue
+        removed += 1
+    return removed
 
 
 def _remove_run(run_dir: Path) -> None:

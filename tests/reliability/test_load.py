@@ -7,7 +7,7 @@ import os
 import threading
 from pathlib import Path
 
-from pytest_verifygate.api import to_report
+from pytest_verifygate.engine import to_report
 
 from .support import children_of, open_fds, run_contract, validate
 

@@ -7,7 +7,7 @@ import resource
 import sys
 from pathlib import Path
 
-from pytest_verifygate.api import to_report
+from pytest_verifygate.engine import to_report
 from pytest_verifygate.report.digest import TOTAL_BYTES, to_digest
 
 from .support import run_contract, validate

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_verifygate.runner import KILL_GRACE_SECONDS
+from pytest_verifygate.runner.process import KILL_GRACE_SECONDS
 
 from .support import PY, kill_all, read_pids, run_contract, validate, wait_dead
 

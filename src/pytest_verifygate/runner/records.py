@@ -1,0 +1,113 @@
+"""The runner's records: what to do for a gate (``GatePlan``), where its pass is cached
+(``CacheSlot``) and how it ended (``GateResult``).
+
+Plain ``NamedTuple``s and one constructor, importing nothing beyond ``typing`` and ``codes``
+at run time: the result cache, the reports and the front ends name these records without
+loading the process supervision or the scheduler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, NamedTuple
+
+from pytest_verifygate import codes
+from pytest_verifygate.contract.model import EMPTY_ENV
+
+if TYPE_CHECKING:  # annotations only: the contract loader is not needed to hold a record
+    from pathlib import Path
+
+    from pytest_verifygate.contract import Gate
+
+
+
+class GateResult(NamedTuple):
+    """How one selected gate ended. ``outcome``: passed, failed, skipped or pending."""
+
+    name: str
+    outcome: codes.Outcome
+    code: str | None = None
+    command: tuple[str, ...] = ()
+    cwd: str = "."
+    exit_code: int | None = None
+    signal: int | None = None
+    duration_s: float = 0.0
+    attempts: int = 0
+    output_tail: str = ""
+    output_truncated: bool = False
+    output_bytes: int = 0
+    log_path: str | None = None
+    reason: str | None = None
+    flaky: bool = False
+    started_at: float | None = None
+    finished_at: float | None = None
+    cached: bool = False  # a pass reused from the result cache: nothing was run
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome == codes.FAILED
+
+
+class CacheSlot(NamedTuple):
+    """Where a cacheable gate's pass is stored, and the stored pass if reading found one.
+
+    ``definition`` and ``patterns`` are kept so the key can be computed again after the gate
+    ran (its inputs must not have changed meanwhile for the pass to be stored).
+    """
+
+    directory: Path
+    key: str
+    root: Path
+    definition: str
+    patterns: tuple[str, ...] | None
+    hit: GateResult | None = None
+
+    @property
+    def path(self) -> Path:
+        return self.directory / f"{self.key}.json"
+
+
+class GatePlan(NamedTuple):
+    """A selected gate turned into what to do: spawn these argvs, skip it, or fail it early."""
+
+    gate: Gate
+    cwd: Path
+    invocations: tuple[tuple[str, ...], ...] = ()
+    env: Mapping[str, str] = EMPTY_ENV
+    display_command: tuple[str, ...] = ()
+    skip_reason: str | None = None
+    pending_reason: str | None = None
+    unsupported: str | None = None
+    # Set for gates with ``cache = true``: where a pass is stored, and the reused pass if any.
+    cache: CacheSlot | None = None
+
+
+def bare_result(
+    plan: GatePlan,
+    outcome: codes.Outcome,
+    code: str | None,
+    *,
+    output: str = "",
+    truncated: bool = False,
+    total: int | None = None,
+    exit_code: int | None = None,
+    signal_number: int | None = None,
+    log_path: str | None = None,
+) -> GateResult:
+    """The result naming ``plan``'s gate, command and cwd; timings and attempts left unset.
+
+    ``total`` is how many bytes the gate printed (default: the size of ``output``).
+    """
+    return GateResult(
+        name=plan.gate.name,
+        outcome=outcome,
+        code=code,
+        command=plan.display_command,
+        cwd=plan.gate.cwd,
+        exit_code=exit_code,
+        signal=signal_number,
+        output_tail=output,
+        output_truncated=truncated,
+        output_bytes=len(output.encode()) if total is None else total,
+        log_path=log_path,
+    )
