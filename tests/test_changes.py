@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_verifygate.changes import ChangeRequest, ChangeSet, all_files, compute_changes
+from pytest_verifygate.changes import (
+    ChangeRequest,
+    ChangeSet,
+    all_files,
+    compute_changes,
+    git_output,
+)
 from pytest_verifygate.errors import ChangeSetError
 
 from conftest import commit_all, git, write
@@ -166,6 +172,20 @@ def test_unknown_ref_and_no_repository(repo: Path, tmp_path: Path) -> None:
     plain.mkdir()
     with pytest.raises(ChangeSetError, match="not in a git repository"):
         compute_changes(plain, ChangeRequest(staged=True))
+
+
+def test_git_output_is_git_stdout_or_one_line_saying_why_not(repo: Path, tmp_path: Path) -> None:
+    write(repo / "a.py", "1\n")
+    commit_all(repo)
+    head = git(repo, "rev-parse", "HEAD")
+    assert git_output(repo, "rev-parse", "HEAD") == head.encode()
+    with pytest.raises(ChangeSetError, match=r"^git rev-parse failed: fatal: ") as failed:
+        git_output(repo, "rev-parse", "--verify", "no-such-ref")
+    assert "\n" not in str(failed.value)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with pytest.raises(ChangeSetError, match="is not in a git repository: use --files or --all"):
+        git_output(plain, "diff", "--name-only")
 
 
 def test_shallow_clone_without_merge_base_says_how_to_fix(repo: Path, tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from plugin_support import QUIET_PLUGINS, junit_properties, validate_report
-from pytest_verifygate.changes import ChangeRequest, compute_changes
+from pytest_verifygate.changes import ChangeBase, ChangeRequest, compute_changes, detect_change_base
 from pytest_verifygate.errors import ChangeSetError
 from pytest_verifygate.report.github import (
     error_annotations,
@@ -26,7 +26,8 @@ from pytest_verifygate.report.github import (
     step_summary,
     workflow_command,
 )
-from pytest_verifygate.report.junit import to_junit
+from pytest_verifygate.report.junit import failure_text, to_junit
+from pytest_verifygate.report.words import format_seconds, outcome_counts
 
 from conftest import commit_all, git, write
 
@@ -338,6 +339,19 @@ def test_change_base_order(repo: Path) -> None:
     assert changes({**github, "PRE_COMMIT": "1"}) == (None, ("c.py",), None)
 
 
+def test_detected_base_says_where_it_came_from_and_how_to_fetch_it() -> None:
+    assert detect_change_base({"GITHUB_BASE_REF": " ", "GITHUB_ACTIONS": "true"}) is None
+    assert detect_change_base({"VERIFYGATE_CHANGED_FROM": " v1 ", "GITHUB_BASE_REF": "main"}) \
+        == ChangeBase("v1", "VERIFYGATE_CHANGED_FROM")
+    github = detect_change_base({"GITHUB_BASE_REF": "main", "CI_MERGE_REQUEST_DIFF_BASE_SHA": "f"})
+    assert github is not None and (github.ref, github.detected_by) == ("origin/main",
+                                                                       GITHUB_DETECTED)
+    assert "`fetch-depth: 0`" in str(github.fetch_hint)
+    gitlab = detect_change_base({"CI_MERGE_REQUEST_DIFF_BASE_SHA": "f00d"})
+    assert gitlab is not None and (gitlab.ref, gitlab.detected_by) == ("f00d", GITLAB_DETECTED)
+    assert "`GIT_DEPTH: 0`" in str(gitlab.fetch_hint)
+
+
 # --------------------------------------------------------------------------------------------
 # shallow clones
 
@@ -472,6 +486,32 @@ def test_messages_without_error_lines_and_unverified_failures(tmp_path: Path) ->
     table = step_summary({**unverified, "gates": [{**gate, "name": "`x`", "outcome": "skipped",
                                                    "code": None, "reason": "why <not> | this"}]})
     assert "| `x` | \u23ed\ufe0f skipped: why &lt;not&gt; \\| this |  | 0.00 s |" in table
+
+
+def test_counts_and_durations_read_the_same_in_every_form() -> None:
+    assert outcome_counts({"failed": 2, "passed": 1}) == "1 passed, 2 failed, 0 skipped, 0 pending"
+    assert (format_seconds(1.234), format_seconds(1.234, prose=True)) == ("1.23s", "1.23 s")
+    assert (format_seconds(125.0), format_seconds(125.0, prose=True)) == ("2m05.0s", "2 min 5 s")
+
+
+def test_failure_text_for_a_file_and_for_a_terminal() -> None:
+    output = "\n".join(f"line {number}" for number in range(100))
+    gate = {"name": "t", "outcome": "failed", "code": "command_failed", "cwd": "src",
+            "command": ["pytest", "-k", "a b"], "output_tail": output + "\n",
+            "output_truncated": False, "log_path": "/logs/t.log"}
+    junit_text = failure_text(gate, "HEAD")
+    assert junit_text.splitlines()[:4] == ["HEAD", "command: pytest -k 'a b'", "cwd: src",
+                                           "full log: /logs/t.log"]
+    assert junit_text.endswith("---------- output ----------\n" + output)
+    quiet = failure_text(gate, "HEAD", verbosity=0)
+    assert "command:" not in quiet
+    last_40 = "\n".join(output.splitlines()[-40:])
+    assert quiet.endswith(f"---------- output (last 40 of 100 lines) ----------\n{last_40}")
+    assert "\ncommand: pytest -k 'a b'\ncwd: src\n" in failure_text(gate, "HEAD", verbosity=1)
+    kept_end = failure_text({**gate, "output_truncated": True}, "HEAD", verbosity=2)
+    assert kept_end.endswith(f"---------- output (last 100 lines) ----------\n{output}")
+    assert failure_text({**gate, "output_tail": "", "reason": "r"}, "HEAD", verbosity=0) == \
+        "HEAD\nreason: r\nfull log: /logs/t.log\n(no output)"
 
 
 def test_junit_from_a_report_dict_counts_and_cleans() -> None:

@@ -44,7 +44,7 @@ from pytest_verifygate.classify import (
 )
 from pytest_verifygate.contract import load_contract
 from pytest_verifygate.engine import run_gates
-from pytest_verifygate.runner import GateResult
+from pytest_verifygate.runner.records import GateResult
 from pytest_verifygate.selection import select_gates
 
 PY = sys.executable

@@ -6,7 +6,13 @@ import subprocess
 
 import pytest
 
-from pytest_verifygate.commands import UnsupportedCommand, expand, parse_command
+from pytest_verifygate.commands import (
+    UnsupportedCommand,
+    command_text,
+    expand,
+    parse_command,
+    shell_words,
+)
 
 
 @pytest.mark.parametrize(
@@ -70,6 +76,28 @@ def test_the_split_matches_what_sh_would_pass() -> None:
     parsed = parse_command(command, shell=False)
     real = subprocess.run(["sh", "-c", command], capture_output=True, text=True, check=True)
     assert list(parsed.words[2:]) == real.stdout.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("command", "words"),
+    [
+        ("ruff check 'src dir'", ["ruff", "check", "src dir"]),
+        # Read for display, not run: what parse_command refuses is kept as plain words.
+        ("a | b $HOME *.py", ["a", "|", "b", "$HOME", "*.py"]),
+        ("echo 'unterminated", None),
+    ],
+)
+def test_shell_words_read_any_command_leniently(command: str, words: list[str] | None) -> None:
+    assert shell_words(command) == words
+
+
+def test_command_text_is_what_sh_reads_back() -> None:
+    argv = ["printf", "%s\\n", "a b", "it's", "$HOME", ""]
+    text = command_text(argv)
+    real = subprocess.run(["sh", "-c", text], capture_output=True, text=True, check=True)
+    assert real.stdout.split("\n")[:-1] == argv[2:]
+    assert shell_words(text) == argv
+    assert command_text("echo a | b") == "echo a | b"  # a shell gate's script, as written
 
 
 def test_files_expand_in_place_as_separate_arguments() -> None:

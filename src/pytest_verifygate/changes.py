@@ -1,9 +1,14 @@
 """The change set: which files changed, from explicit paths, the index, a git ref or a range.
 
-Owns every git call that reads changes. Git is always asked for NUL-separated output (``-z``)
-so any file name works, renames are split into a deletion and an addition (both paths count),
-and deleted files are kept for selection while ``existing_files`` leaves them out of ``{files}``.
-Paths in a ``ChangeSet`` are POSIX paths relative to the project root.
+Owns every git call that reads changes, and ``git_output``, the one way the package runs git.
+Git is always asked for NUL-separated output (``-z``) so any file name works, renames are split
+into a deletion and an addition (both paths count), and deleted files are kept for selection
+while ``existing_files`` leaves them out of ``{files}``. Paths in a ``ChangeSet`` are POSIX
+paths relative to the project root.
+
+Also owns CI base detection: the ref a pull or merge request build compares against (GitHub
+Actions, GitLab CI, or the generic ``VERIFYGATE_CHANGED_FROM``), with the words that say where
+it came from and how to fix a clone too shallow for it.
 """
 
 import os
@@ -11,13 +16,9 @@ import posixpath
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from pytest_verifygate.errors import ChangeSetError
-
-if TYPE_CHECKING:
-    from pytest_verifygate.report.github import ChangeBase
-
 
 # Where a change set came from, as written in the report's "changes.source".
 SOURCE_FILES = "files"
@@ -26,6 +27,11 @@ SOURCE_REF = "ref"
 SOURCE_RANGE = "pre-commit"
 SOURCE_WORKTREE = "worktree"
 SOURCE_ALL = "all"
+
+# The variables that decide a change base, in the order they are consulted.
+CHANGED_FROM_ENV = "VERIFYGATE_CHANGED_FROM"
+GITHUB_BASE_ENV = "GITHUB_BASE_REF"
+GITLAB_BASE_ENV = "CI_MERGE_REQUEST_DIFF_BASE_SHA"
 
 
 class ChangeSet(NamedTuple):
@@ -110,7 +116,7 @@ def compute_changes(
     """The change set for a project rooted at ``root``: the first source that applies.
 
     Explicit files, ``--staged``, ``--changed-from``, the working tree (API), pre-commit's
-    range or index (SPEC 3, 1-4); then the environment's change base (``ci.py``:
+    range or index (SPEC 3, 1-4); then the environment's change base (``detect_change_base``:
     ``VERIFYGATE_CHANGED_FROM``, a GitHub Actions pull request's ``GITHUB_BASE_REF``, a GitLab
     merge request's ``CI_MERGE_REQUEST_DIFF_BASE_SHA``), then ``settings.changed_from`` (the
     repository-wide default, which a build's own base beats); else every file, no filtering.
@@ -136,8 +142,6 @@ def compute_changes(
             # passes no range and means every file; "staged" would be empty and let it through.
             return ChangeSet(SOURCE_ALL)
         return _staged(root, warn_partial=False)
-    from pytest_verifygate.report.github import ChangeBase, detect_change_base
-
     base = detect_change_base(env)
     if base is None and settings_changed_from:
         base = ChangeBase(settings_changed_from, "settings.changed_from")
@@ -149,7 +153,7 @@ def compute_changes(
 def all_files(root: Path) -> tuple[str, ...]:
     """Every tracked file under ``root`` (all files when it is not in a git repository)."""
     try:
-        out = _git(root, "ls-files", "-z", "--cached", "--", ".")
+        out = git_output(root, "ls-files", "-z", "--cached", "--", ".")
     except ChangeSetError:
         return tuple(sorted(walk_files(root)))
     return tuple(sorted(os.fsdecode(p) for p in out.split(b"\0") if p))
@@ -161,6 +165,48 @@ def walk_files(root: Path) -> Iterable[str]:
         subdirs[:] = [d for d in subdirs if not d.startswith(".")]
         for name in names:
             yield Path(os.path.relpath(os.path.join(directory, name), root)).as_posix()
+
+
+# --------------------------------------------------------------------------------------------
+# CI change base
+
+
+class ChangeBase(NamedTuple):
+    """A git ref to compare against, why it was chosen, and how to fetch it if it is missing."""
+
+    ref: str
+    detected_by: str
+    fetch_hint: str | None = None
+
+
+def detect_change_base(environ: Mapping[str, str]) -> ChangeBase | None:
+    """The change base this environment names, first that applies, or None.
+
+    1. ``VERIFYGATE_CHANGED_FROM``: set on purpose for this environment, so it wins;
+    2. GitHub Actions pull request builds: ``GITHUB_BASE_REF`` (the target branch) as
+       ``origin/<branch>``, the remote-tracking ref actions/checkout creates;
+    3. GitLab merge request pipelines: ``CI_MERGE_REQUEST_DIFF_BASE_SHA``.
+    """
+    ref = environ.get(CHANGED_FROM_ENV, "").strip()
+    if ref:
+        return ChangeBase(ref, CHANGED_FROM_ENV)
+    branch = environ.get(GITHUB_BASE_ENV, "").strip()
+    if branch:
+        return ChangeBase(
+            f"origin/{branch}",
+            f"GitHub Actions pull request ({GITHUB_BASE_ENV}={branch})",
+            "give actions/checkout `fetch-depth: 0` (all history and branches), or fetch "
+            f"more history before verifygate runs: `git fetch --deepen=200 origin {branch}`",
+        )
+    sha = environ.get(GITLAB_BASE_ENV, "").strip()
+    if sha:
+        return ChangeBase(
+            sha,
+            f"GitLab merge request ({GITLAB_BASE_ENV})",
+            "set the CI/CD variable `GIT_DEPTH: 0` (a full clone), or fetch more history "
+            "before verifygate runs: `git fetch --deepen=200`",
+        )
+    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -204,7 +250,7 @@ def _staged(root: Path, *, warn_partial: bool) -> ChangeSet:
         out, unstaged = _git_together(
             root, staged, ("diff", "--name-only", "-z", "--no-renames", "--relative", "--"))
     else:
-        out = _git(root, *staged)
+        out = git_output(root, *staged)
     files, deleted = _parse_name_status(out)
     warnings: tuple[str, ...] = ()
     if unstaged is not None and files:
@@ -219,7 +265,7 @@ def _staged(root: Path, *, warn_partial: bool) -> ChangeSet:
     return _change_set(files, deleted, SOURCE_STAGED, None, warnings)
 
 
-def _since_base(root: Path, base: "ChangeBase") -> ChangeSet:
+def _since_base(root: Path, base: ChangeBase) -> ChangeSet:
     """``_since_ref`` for a ref nobody typed: errors say where it came from and how to fix."""
     try:
         changes = _since_ref(root, base.ref, fetch_hint=base.fetch_hint)
@@ -249,7 +295,7 @@ def _since_ref(
 def _range(root: Path, from_ref: str, to_ref: str) -> ChangeSet:
     _verify_ref(root, from_ref)
     _verify_ref(root, to_ref)
-    out = _git(root, *_DIFF, f"{from_ref}...{to_ref}", "--")
+    out = git_output(root, *_DIFF, f"{from_ref}...{to_ref}", "--")
     files, deleted = _parse_name_status(out)
     return _change_set(files, deleted, SOURCE_RANGE, f"{from_ref}...{to_ref}", ())
 
@@ -262,17 +308,23 @@ def _range(root: Path, from_ref: str, to_ref: str) -> ChangeSet:
 _DIFF = ("diff", "--name-status", "-z", "--no-renames", "--relative")
 
 
-def _git(root: Path, *args: str) -> bytes:
+def git_output(root: Path, *args: str) -> bytes:
+    """What ``git <args>`` run in ``root`` prints on stdout.
+
+    Raises ``ChangeSetError`` with one line when git cannot be run or fails (outside a
+    repository: that, and how to choose gates without one). Git's stdin is closed, so it can
+    never wait for an answer.
+    """
     return _finish_git(root, _start_git(root, *args))
 
 
 def _git_together(root: Path, first: Sequence[str], second: Sequence[str]
                   ) -> tuple[bytes, bytes]:
     """Two independent git reads at once rather than one after the other (every commit and
-    agent stop waits for them); errors as ``_git`` reports them, the first one's first."""
+    agent stop waits for them); errors as ``git_output`` reports them, the first one's first."""
     running = _start_git(root, *second)
     try:
-        out = _git(root, *first)
+        out = git_output(root, *first)
     except BaseException:
         with running:  # reaped quietly: the first error is the one to report
             running.communicate()
@@ -286,6 +338,8 @@ def _start_git(root: Path, *args: str) -> subprocess.Popen[bytes]:
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except FileNotFoundError:
         raise ChangeSetError("git is not installed or not on PATH") from None
+    except OSError as exc:  # not executable, no such directory: still one line, not a trace
+        raise ChangeSetError(f"cannot run git in {root}: {exc.strerror or exc}") from None
 
 
 def _finish_git(root: Path, process: subprocess.Popen[bytes]) -> bytes:
@@ -309,12 +363,12 @@ def _finish_git(root: Path, process: subprocess.Popen[bytes]) -> bytes:
 
 def _empty_tree(root: Path) -> str:
     """The id of the empty tree in this repository's hash (SHA-1 or SHA-256)."""
-    return _git(root, "hash-object", "-t", "tree", "/dev/null").decode().strip()
+    return git_output(root, "hash-object", "-t", "tree", "/dev/null").decode().strip()
 
 
 def _has_head(root: Path) -> bool:
     try:
-        _git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+        git_output(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
     except ChangeSetError as exc:
         if "not in a git repository" in str(exc):
             raise
@@ -326,7 +380,8 @@ def _verify_ref(root: Path, ref: str, *, fetch_hint: str | None = None) -> None:
     if ref.startswith("-"):
         raise ChangeSetError(f"invalid git ref {ref!r}: a ref cannot start with '-'")
     try:
-        _git(root, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+        git_output(root, "rev-parse", "--verify", "--quiet", "--end-of-options",
+                   f"{ref}^{{commit}}")
     except ChangeSetError as exc:
         if "not in a git repository" in str(exc):
             raise
@@ -338,9 +393,9 @@ def _verify_ref(root: Path, ref: str, *, fetch_hint: str | None = None) -> None:
 
 def _merge_base(root: Path, ref: str, *, fetch_hint: str | None = None) -> str:
     try:
-        return _git(root, "merge-base", ref, "HEAD").decode().strip()
+        return git_output(root, "merge-base", ref, "HEAD").decode().strip()
     except ChangeSetError:
-        shallow = _git(root, "rev-parse", "--is-shallow-repository").strip() == b"true"
+        shallow = git_output(root, "rev-parse", "--is-shallow-repository").strip() == b"true"
         if shallow:
             # Never fall back to a guess: without the merge-base the selection would be wrong.
             hint = fetch_hint or (

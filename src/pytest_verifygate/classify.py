@@ -17,7 +17,6 @@ Two checks keep a message from being taken out of context:
 """
 
 import re
-import shlex
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -36,6 +35,7 @@ from pytest_verifygate.codes import (
     TIMEOUT,
     UNSUPPORTED_FORMAT,
 )
+from pytest_verifygate.commands import shell_words
 from pytest_verifygate.text import plain_output, strip_ansi
 
 # The codes and the text helpers are re-exported: ``classify.CODES`` and friends are API.
@@ -116,10 +116,7 @@ def _program_argv(argv: Sequence[str]) -> list[str]:
         and argv[1].startswith("-")
         and argv[1].endswith("c")
     ):
-        try:
-            return shlex.split(argv[2])
-        except ValueError:
-            return []
+        return shell_words(argv[2]) or []
     return list(argv)
 
 

@@ -2,15 +2,18 @@
 
 Owns POSIX-sh-like word splitting (quotes and backslashes), the detection of unquoted shell
 syntax that only a shell would understand, ``NAME=value`` prefixes, ``{files}`` expansion and
-splitting over-long argument lists into chunks the OS accepts.
+splitting over-long argument lists into chunks the OS accepts. Also owns reading a command for
+display or inspection rather than for running it (``shell_words``, ``command_text``): lenient
+where ``parse_command`` is strict, since nothing is spawned from what they return.
 """
 
 import os
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from types import MappingProxyType
 from typing import NamedTuple
+
+from pytest_verifygate.contract.model import EMPTY_ENV
 
 FILES_PLACEHOLDER = "{files}"
 
@@ -21,8 +24,6 @@ SHELL_BUILTINS = frozenset(
 ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 # Linux caps one argv string at 128 KiB (MAX_ARG_STRLEN): it bounds a `sh -c` script.
 _MAX_SINGLE_ARG = 128 * 1024 - 1024
-# The default ``env`` of a parsed command: read-only, since one instance is shared by all.
-_NO_ENV: Mapping[str, str] = MappingProxyType({})
 
 
 class UnsupportedCommand(Exception):
@@ -44,7 +45,7 @@ class ParsedCommand(NamedTuple):
     """A command ready for expansion: argv words (``{files}`` still in place) and env prefixes."""
 
     words: tuple[str, ...]
-    env: Mapping[str, str] = _NO_ENV
+    env: Mapping[str, str] = EMPTY_ENV
     shell: bool = False
     uses_files: bool = False
 
@@ -183,6 +184,24 @@ def parse_command(command: str | Sequence[str], *, shell: bool) -> ParsedCommand
     return ParsedCommand(
         words=tuple(argv), env=env, shell=False, uses_files=FILES_PLACEHOLDER in argv
     )
+
+
+def shell_words(command: str) -> list[str] | None:
+    """The words of a command line as sh would split them, quotes removed; None when its
+    quoting is unbalanced. Lenient: operators, globs and ``$`` are kept as plain text, for
+    display and inspection only (``parse_command`` decides what may run)."""
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return None
+
+
+def command_text(command: str | Sequence[str]) -> str:
+    """A command as one line a person could paste into sh: argv words quoted where needed;
+    a command string (a shell gate's script) as written."""
+    if isinstance(command, str):
+        return command
+    return shlex.join(str(word) for word in command)
 
 
 def _mentions_placeholder_word(script: str) -> bool:

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from pytest_verifygate.api import to_report
 from pytest_verifygate.contract import Gate
-from pytest_verifygate.report import write_report
-from pytest_verifygate.runner import GateResult
+from pytest_verifygate.engine import to_report
+from pytest_verifygate.report.document import write_report
+from pytest_verifygate.runner.records import GateResult
 
 from .support import PY, run_contract, validate, verifygate
 from conftest import write

@@ -15,24 +15,22 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from pytest_verifygate.codes import UNVERIFIED_FAILURE
+from pytest_verifygate import codes
 from pytest_verifygate.contract import Gate
-from pytest_verifygate.runner import GateResult
+from pytest_verifygate.report.words import failure_code, format_seconds, outcome_counts
+from pytest_verifygate.runner.records import GateResult
 
-LABELS = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "pending": "PEND"}
-
-
-def format_seconds(seconds: float) -> str:
-    return f"{seconds:.2f}s" if seconds < 60 else f"{int(seconds // 60)}m{seconds % 60:04.1f}s"
+LABELS = {codes.PASSED: "PASS", codes.FAILED: "FAIL", codes.SKIPPED: "SKIP",
+          codes.PENDING: "PEND"}
 
 
 def gate_line(result: GateResult, width: int) -> str:
     """``  FAIL  tests   1.20s  command_failed``: label, name, time, then code or reason."""
     label = LABELS.get(result.outcome, result.outcome.upper())
     detail = result.code or result.reason or ""
-    if result.outcome == "failed" and result.reason:
+    if result.outcome == codes.FAILED and result.reason:
         detail = f"{result.code}: {result.reason}"
-    if result.outcome in ("passed", "failed") and result.flaky:
+    if result.outcome in (codes.PASSED, codes.FAILED) and result.flaky:
         detail = (detail + " (flaky: passed on a retry)").strip()
     timing = format_seconds(result.duration_s) if result.attempts else ""
     if result.cached:
@@ -110,23 +108,20 @@ def verdict_line(report: Mapping[str, Any], *, report_path: str | None = None) -
     person needs next: the failed gates with their codes, the gates awaiting sign-off, or why
     nothing ran.
     """
-    counts = report["summary"]
     verdict = report["verdict"]
-    line = (f"verdict: {verdict} ({counts['passed']} passed, {counts['failed']} failed, "
-            f"{counts['skipped']} skipped, {counts['pending']} pending)")
+    line = f"verdict: {verdict} ({outcome_counts(report['summary'])})"
     gates: list[Mapping[str, Any]] = list(report.get("gates", []))
-    failed = [gate for gate in gates if gate.get("outcome") == "failed"]
-    pending = [gate for gate in gates if gate.get("outcome") == "pending"]
+    failed = [gate for gate in gates if gate.get("outcome") == codes.FAILED]
+    pending = [gate for gate in gates if gate.get("outcome") == codes.PENDING]
     if failed:
-        shown = [f"{gate['name']} [{gate.get('code') or 'command_failed'}]"
-                 for gate in failed[:6]]
+        shown = [f"{gate['name']} [{failure_code(gate)}]" for gate in failed[:6]]
         more = f" (+{len(failed) - 6} more)" if len(failed) > 6 else ""
         line += ": " + ", ".join(shown) + more
-    elif verdict == "failed":
-        line += f": {UNVERIFIED_FAILURE}"
+    elif verdict == codes.VERDICT_FAILED:
+        line += f": {codes.UNVERIFIED_FAILURE}"
     elif pending:
         line += f": awaiting sign-off: {_names(pending)}"
-    elif verdict == "unverified":
+    elif verdict == codes.VERDICT_UNVERIFIED:
         line += ": no gate ran" + (" (no gate applies to this change)" if not gates else "")
     if report_path:
         line += f"; report: {report_path}"
@@ -147,7 +142,7 @@ def run_summary(
     verdict line.
     """
     verdict = verdict_line(report, report_path=report_path)
-    if not any(gate.get("outcome") == "failed" for gate in report.get("gates", [])):
+    if not any(gate.get("outcome") == codes.FAILED for gate in report.get("gates", [])):
         return verdict + "\n"
     from pytest_verifygate.report.digest import to_digest  # only when something failed
     digest = to_digest(report, root=root).rstrip()

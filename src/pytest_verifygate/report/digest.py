@@ -15,12 +15,13 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_verifygate.codes import UNVERIFIED_FAILURE, UNVERIFIED_FIX
+from pytest_verifygate import codes
+from pytest_verifygate.commands import command_text
 from pytest_verifygate.report.junit import gate_status
+from pytest_verifygate.report.words import failure_code, outcome_counts
 from pytest_verifygate.text import CURSOR_CONTROL, strip_ansi
 
 PER_GATE_BYTES = 4096
@@ -41,22 +42,31 @@ MAX_BACKTICK_RUN = 16
 MAX_SCAN_CHARS = 1 << 20
 
 HINTS = {
-    "command_failed": "Read the output below, fix the code it points at, and run the gate again.",
-    "missing_script": "The package.json script does not exist: define the script, or fix the "
-    "gate's command in the contract.",
-    "missing_make_target": "make has no such target: add the target to the Makefile, or fix the "
-    "gate's command in the contract.",
-    "no_test_files": "The test runner found no tests: add tests where it looks, or fix its path "
-    "or pattern in the gate's command.",
-    "unsupported_format": "The command needs a shell: set shell = true for this gate, or write "
-    "the command as an array.",
-    "setup_or_bootstrap_issue": "A tool or dependency is missing: install or configure it; do "
-    "not change source code to work around it.",
-    "sequence_issue": "An expected build artifact is missing: run the step that produces it "
-    "first, or fix the order of the gates.",
-    "timeout": "The gate ran past its timeout: look for a hang or an endless loop, or raise "
-    "timeout_seconds if the work is legitimately slow.",
-    "interrupted": "The run was interrupted before this gate finished: run it again.",
+    codes.COMMAND_FAILED: (
+        "Read the output below, fix the code it points at, and run the gate again."),
+    codes.MISSING_SCRIPT: (
+        "The package.json script does not exist: define the script, or fix the gate's command in "
+        "the contract."),
+    codes.MISSING_MAKE_TARGET: (
+        "make has no such target: add the target to the Makefile, or fix the gate's command in "
+        "the contract."),
+    codes.NO_TEST_FILES: (
+        "The test runner found no tests: add tests where it looks, or fix its path or pattern in "
+        "the gate's command."),
+    codes.UNSUPPORTED_FORMAT: (
+        "The command needs a shell: set shell = true for this gate, or write the command as an "
+        "array."),
+    codes.SETUP_OR_BOOTSTRAP_ISSUE: (
+        "A tool or dependency is missing: install or configure it; do not change source code to "
+        "work around it."),
+    codes.SEQUENCE_ISSUE: (
+        "An expected build artifact is missing: run the step that produces it first, or fix the "
+        "order of the gates."),
+    codes.TIMEOUT: (
+        "The gate ran past its timeout: look for a hang or an endless loop, or raise "
+        "timeout_seconds if the work is legitimately slow."),
+    codes.INTERRUPTED: (
+        "The run was interrupted before this gate finished: run it again."),
 }
 
 _ERROR_LINE = re.compile(
@@ -241,29 +251,22 @@ def _code_span(text: str) -> str:
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
-def _command_text(gate: Mapping[str, Any]) -> str:
-    command = gate.get("command") or []
-    if isinstance(command, str):
-        return command
-    return shlex.join(str(word) for word in command)
-
-
 def gate_digest(gate: Mapping[str, Any], *, root: str | os.PathLike[str] | None = None,
                 budget: int = PER_GATE_BYTES) -> str:
     """The digest section of one failed gate (a report gate entry), at most ``budget`` bytes."""
     budget = max(budget, MIN_PER_GATE_BYTES)
-    code = str(gate.get("code") or "command_failed")
+    code = failure_code(gate)
     name = _inline(str(gate.get("name", "?")), min(MAX_NAME_BYTES, budget // 10))
-    command = _inline(normalize_paths(_command_text(gate), root),
+    command = _inline(normalize_paths(command_text(gate.get("command") or []), root),
                       min(MAX_COMMAND_BYTES, budget // 5))
     cwd = _inline(normalize_paths(str(gate.get("cwd") or "."), root), min(100, budget // 10))
     header = [
         f"### {_code_span(name)} failed: {code}, {gate_status(gate)}",
-        f"Hint: {HINTS.get(code, HINTS['command_failed'])}",
+        f"Hint: {HINTS.get(code, HINTS[codes.COMMAND_FAILED])}",
         f"Command: {_code_span(command)} (cwd: {_code_span(cwd)})",
     ]
     reason = gate.get("reason")
-    if reason and code in ("interrupted", "unsupported_format"):
+    if reason and code in (codes.INTERRUPTED, codes.UNSUPPORTED_FORMAT):
         header.append(f"Reason: {_inline(str(reason), 200)}")
     head = "\n".join(header)
     lines = clean_output(str(gate.get("output_tail") or ""), root)
@@ -282,18 +285,15 @@ def gate_digest(gate: Mapping[str, Any], *, root: str | os.PathLike[str] | None 
 
 def _one_line(report: Mapping[str, Any]) -> str:
     verdict = report.get("verdict")
-    counts = report.get("summary", {})
-    line = (f"verifygate: {verdict} ({counts.get('passed', 0)} passed, "
-            f"{counts.get('failed', 0)} failed, {counts.get('skipped', 0)} skipped, "
-            f"{counts.get('pending', 0)} pending)")
-    pending = [str(g.get("name")) for g in report.get("gates", []) if g.get("outcome") ==
-               "pending"]
+    line = f"verifygate: {verdict} ({outcome_counts(report.get('summary', {}))})"
+    pending = [str(gate.get("name")) for gate in report.get("gates", [])
+               if gate.get("outcome") == codes.PENDING]
     if pending:
         shown = ", ".join(_code_span(_inline(name, 64)) for name in pending[:5])
         line += f"; awaiting human sign-off: {shown}" + (" ..." if len(pending) > 5 else "")
-    elif verdict == "failed":
-        line += f"; {UNVERIFIED_FAILURE}: {UNVERIFIED_FIX}"
-    elif verdict == "unverified":
+    elif verdict == codes.VERDICT_FAILED:
+        line += f"; {codes.UNVERIFIED_FAILURE}: {codes.UNVERIFIED_FIX}"
+    elif verdict == codes.VERDICT_UNVERIFIED:
         line += "; no gate applied to the changes"
     return line + "\n"
 
@@ -310,7 +310,7 @@ def to_digest(report: Mapping[str, Any], *, root: str | os.PathLike[str] | None 
         raise ValueError(f"digest limits too small: per_gate >= {MIN_PER_GATE_BYTES} and "
                          f"total >= {MIN_TOTAL_BYTES} bytes")
     gates = list(report.get("gates", []))
-    failed = [gate for gate in gates if gate.get("outcome") == "failed"]
+    failed = [gate for gate in gates if gate.get("outcome") == codes.FAILED]
     if not failed:
         return _keep_start(_one_line(report), total)
     names = [_code_span(_inline(str(gate.get("name", "?")), 64)) for gate in failed]
@@ -354,8 +354,8 @@ def failure_signature(report: Mapping[str, Any], *,
     hex ids and UUIDs, and every number (durations, counts, line numbers, addresses).
     """
     failed = sorted((gate for gate in report.get("gates", []) if gate.get("outcome") ==
-                     "failed"), key=lambda gate: str(gate.get("name")))
-    if not failed and report.get("verdict") != "failed":
+                     codes.FAILED), key=lambda gate: str(gate.get("name")))
+    if not failed and report.get("verdict") != codes.VERDICT_FAILED:
         return None
     digest = hashlib.sha256()
     for gate in failed:

@@ -1,77 +1,30 @@
-"""Continuous integration: where a build's change base comes from, and what CI shows of a run.
+"""GitHub Actions output: what a run shows on a pull request and on the run's summary page.
 
-Owns detecting the base of a pull or merge request build (GitHub Actions, GitLab CI, or the
-generic ``VERIFYGATE_CHANGED_FROM``) with the words that say where it came from and how to fix
-a clone too shallow for it; GitHub Actions workflow commands (``::error``) for failed gates,
-with the file and line when the output names a file of the repository; and the Markdown table
-appended to ``$GITHUB_STEP_SUMMARY``. Apart from detection everything works on the report dict
+Owns GitHub Actions workflow commands (``::error``) for failed gates, with the file and line
+when the output names a file of the repository, the escaping those commands need, and the
+Markdown table appended to ``$GITHUB_STEP_SUMMARY``. Everything works on the report dict
 (SPEC 6.3), so the ``verifygate`` command and the pytest plugin (the xdist controller) share it.
-
-Imported only where a change base is looked for or CI output is wanted: module-level imports
-stay within the standard library modules the command has already loaded.
+Where a build's change base comes from is input, not output: ``changes.detect_change_base``.
 """
 
-import functools
 import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pytest_verifygate.codes import UNVERIFIED_FAILURE
+from pytest_verifygate import codes
+from pytest_verifygate.changes import ChangeSet
+from pytest_verifygate.report.digest import clean_output, is_error_line, normalize_paths, to_digest
+from pytest_verifygate.report.junit import gate_status
+from pytest_verifygate.report.words import failure_code, format_seconds, outcome_counts
 
-# The variables that decide a change base, in the order they are consulted.
-CHANGED_FROM_ENV = "VERIFYGATE_CHANGED_FROM"
-GITHUB_BASE_ENV = "GITHUB_BASE_REF"
-GITLAB_BASE_ENV = "CI_MERGE_REQUEST_DIFF_BASE_SHA"
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 
 # GitHub shows at most this much of an annotation's message usefully; the log has the rest.
 MAX_MESSAGE_CHARS = 500
-ICONS = {"passed": "\u2705", "failed": "\u274c", "skipped": "\u23ed\ufe0f",
-         "pending": "\u23f8\ufe0f"}
-
-
-# --------------------------------------------------------------------------------------------
-# change base
-
-
-class ChangeBase(NamedTuple):
-    """A git ref to compare against, why it was chosen, and how to fetch it if it is missing."""
-
-    ref: str
-    detected_by: str
-    fetch_hint: str | None = None
-
-
-def detect_change_base(environ: Mapping[str, str]) -> ChangeBase | None:
-    """The change base this environment names, first that applies, or None.
-
-    1. ``VERIFYGATE_CHANGED_FROM``: set on purpose for this environment, so it wins;
-    2. GitHub Actions pull request builds: ``GITHUB_BASE_REF`` (the target branch) as
-       ``origin/<branch>``, the remote-tracking ref actions/checkout creates;
-    3. GitLab merge request pipelines: ``CI_MERGE_REQUEST_DIFF_BASE_SHA``.
-    """
-    ref = environ.get(CHANGED_FROM_ENV, "").strip()
-    if ref:
-        return ChangeBase(ref, CHANGED_FROM_ENV)
-    branch = environ.get(GITHUB_BASE_ENV, "").strip()
-    if branch:
-        return ChangeBase(
-            f"origin/{branch}",
-            f"GitHub Actions pull request ({GITHUB_BASE_ENV}={branch})",
-            "give actions/checkout `fetch-depth: 0` (all history and branches), or fetch "
-            f"more history before verifygate runs: `git fetch --deepen=200 origin {branch}`",
-        )
-    sha = environ.get(GITLAB_BASE_ENV, "").strip()
-    if sha:
-        return ChangeBase(
-            sha,
-            f"GitLab merge request ({GITLAB_BASE_ENV})",
-            "set the CI/CD variable `GIT_DEPTH: 0` (a full clone), or fetch more history "
-            "before verifygate runs: `git fetch --deepen=200`",
-        )
-    return None
+ICONS = {codes.PASSED: "\u2705", codes.FAILED: "\u274c", codes.SKIPPED: "\u23ed\ufe0f",
+         codes.PENDING: "\u23f8\ufe0f"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -95,17 +48,14 @@ def workflow_command(command: str, message: str, **properties: str | int | None)
     return f"::{command}{' ' + shown if shown else ''}::{escape_data(message)}"
 
 
-@functools.cache
-def _location_patterns() -> tuple[re.Pattern[str], ...]:
-    """A file location in tool output: path:line[:col] (compilers, linters, pytest, mypy),
-    File "path", line N (Python tracebacks) and path(line,col) (tsc). Compiled on first use:
-    change detection imports this module on every run."""
-    return (
-        re.compile(r"(?:^|(?<=[\s\"'(\[<=]))(?P<path>[^\s:\"'()\[\]<>=,]+):(?P<line>\d+)"
-                   r"(?::(?P<col>\d+))?(?![\w.])"),
-        re.compile(r"\bFile \"(?P<path>[^\"]+)\", line (?P<line>\d+)"),
-        re.compile(r"(?:^|(?<=\s))(?P<path>[^\s:\"'()]+)\((?P<line>\d+),(?P<col>\d+)\)"),
-    )
+# A file location in tool output: path:line[:col] (compilers, linters, pytest, mypy),
+# File "path", line N (Python tracebacks) and path(line,col) (tsc).
+_LOCATION_PATTERNS = (
+    re.compile(r"(?:^|(?<=[\s\"'(\[<=]))(?P<path>[^\s:\"'()\[\]<>=,]+):(?P<line>\d+)"
+               r"(?::(?P<col>\d+))?(?![\w.])"),
+    re.compile(r"\bFile \"(?P<path>[^\"]+)\", line (?P<line>\d+)"),
+    re.compile(r"(?:^|(?<=\s))(?P<path>[^\s:\"'()]+)\((?P<line>\d+),(?P<col>\d+)\)"),
+)
 
 
 class Location(NamedTuple):
@@ -125,7 +75,7 @@ def find_location(
     first); absolute ones must lie inside the repository (symlinks resolved).
     """
     real_root = os.path.realpath(repo_root)
-    for pattern in _location_patterns():
+    for pattern in _LOCATION_PATTERNS:
         for match in pattern.finditer(line):
             file = _repository_file(match["path"], real_root, bases)
             if file is not None and int(match["line"]) > 0:
@@ -146,8 +96,6 @@ def _repository_file(
 
 
 def _output_lines(gate: Mapping[str, Any]) -> list[str]:
-    from pytest_verifygate.report.digest import clean_output
-
     return [line.strip() for line in clean_output(str(gate.get("output_tail") or ""))]
 
 
@@ -165,11 +113,8 @@ def gate_annotation(
     ``path:line`` naming a file of the repository: in that line, else in any error line,
     else anywhere in the output.
     """
-    from pytest_verifygate.report.digest import is_error_line, normalize_paths
-    from pytest_verifygate.report.junit import gate_status
-
     name = str(gate.get("name", "?"))
-    code = str(gate.get("code") or "command_failed")
+    code = failure_code(gate)
     lines = [line for line in _output_lines(gate) if line]
     errors = [index for index, line in enumerate(lines) if is_error_line(line)]
     # "Traceback (most recent call last):" says nothing; its exception line says what failed.
@@ -210,9 +155,9 @@ def error_annotations(
     """Workflow commands for the failed gates of a report, in contract order."""
     gates: list[Mapping[str, Any]] = list(report.get("gates", []))
     lines = [gate_annotation(gate, repo_root=repo_root, project_root=project_root)
-             for gate in gates if gate.get("outcome") == "failed"]
-    if report.get("verdict") == "failed" and not lines:
-        lines.append(workflow_command("error", UNVERIFIED_FAILURE, title="verifygate"))
+             for gate in gates if gate.get("outcome") == codes.FAILED]
+    if report.get("verdict") == codes.VERDICT_FAILED and not lines:
+        lines.append(workflow_command("error", codes.UNVERIFIED_FAILURE, title="verifygate"))
     return lines
 
 
@@ -237,13 +182,10 @@ def _code(text: str) -> str:
 def _seconds(gate: Mapping[str, Any]) -> str:
     if not gate.get("attempts"):
         return "-"
-    seconds = float(gate.get("duration_s") or 0.0)
-    return f"{seconds:.2f} s" if seconds < 60 else f"{int(seconds // 60)} min {seconds % 60:.0f} s"
+    return format_seconds(float(gate.get("duration_s") or 0.0), prose=True)
 
 
 def _describe(changes: Mapping[str, Any] | None) -> str:
-    from pytest_verifygate.changes import ChangeSet
-
     return ChangeSet.from_dict(changes).describe() if changes else "unknown"
 
 
@@ -251,11 +193,10 @@ def step_summary(
     report: Mapping[str, Any], *, repo_root: str | os.PathLike[str] | None = None
 ) -> str:
     """The Markdown for ``$GITHUB_STEP_SUMMARY``: verdict, a table of gates, the digest."""
-    from pytest_verifygate.report.digest import to_digest
-
     verdict = str(report.get("verdict"))
-    icon = {"passed": ICONS["passed"], "failed": ICONS["failed"]}.get(verdict, "\u2139\ufe0f")
-    counts = report.get("summary", {})
+    # A verdict that settles the run wears its outcome's icon; pending and unverified inform.
+    icon = {codes.VERDICT_PASSED: ICONS[codes.PASSED],
+            codes.VERDICT_FAILED: ICONS[codes.FAILED]}.get(verdict, "\u2139\ufe0f")
     gates: list[Mapping[str, Any]] = list(report.get("gates", []))
     lines = [
         f"### {icon} verifygate: {verdict}",
@@ -273,19 +214,16 @@ def step_summary(
                 shown += " (flaky)"
             if gate.get("cached"):
                 shown += " (cached)"
-            if outcome != "failed" and gate.get("reason"):
+            if outcome != codes.FAILED and gate.get("reason"):
                 shown += f": {gate['reason']}"
             code = _code(str(gate["code"])) if gate.get("code") else ""
             lines.append(f"| {_code(str(gate.get('name', '?')))} | {_cell(shown)} | {code} | "
                          f"{_seconds(gate)} |")
         lines.append("")
     not_selected = len(report.get("not_selected", []))
-    lines.append(
-        f"**{counts.get('passed', 0)} passed, {counts.get('failed', 0)} failed, "
-        f"{counts.get('skipped', 0)} skipped, {counts.get('pending', 0)} pending**"
-        + (f"; {not_selected} gate(s) not selected" if not_selected else "")
-    )
-    if any(gate.get("outcome") == "failed" for gate in gates):
+    lines.append(f"**{outcome_counts(report.get('summary', {}))}**"
+                 + (f"; {not_selected} gate(s) not selected" if not_selected else ""))
+    if any(gate.get("outcome") == codes.FAILED for gate in gates):
         digest = to_digest(report, root=repo_root).rstrip()
         lines += ["", "<details><summary>Output of the failed gates</summary>", "", digest, "",
                   "</details>"]

@@ -4,8 +4,9 @@ Owns the JUnit form of a run (``verifygate run --junit PATH``): ``<testsuites>``
 ``<testsuite>`` with the counts, one ``<testcase>`` per selected gate (``classname`` the
 contract path as pytest spells it, ``name`` the gate), the ``verifygate.*`` properties, a
 ``<failure>`` whose ``message`` is the gate's headline (``[<code>] <name>: <how it ended>``) and
-whose text ends with the output, or a ``<skipped>`` with the reason. Also owns that headline,
-which the pytest plugin uses for its failure text, so both front ends say the same.
+whose text ends with the output, or a ``<skipped>`` with the reason. Also owns that headline
+and the failure text under it (``failure_text``, for a file or, bounded by verbosity, for a
+terminal), which the pytest plugin uses too, so both front ends say the same.
 
 Works on the report dict (SPEC 6.3), which is already redacted; output is cleaned of ANSI
 sequences and of characters XML 1.0 cannot hold. Imported only when JUnit is asked for.
@@ -15,30 +16,36 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 from collections.abc import Mapping
 from typing import Any
+
+from pytest_verifygate import codes
+from pytest_verifygate.commands import command_text
+from pytest_verifygate.report.words import failure_code
 
 SUITE_NAME = "verifygate"
 # Everything XML 1.0 allows (https://www.w3.org/TR/xml/#charsets); the rest is dropped.
 _INVALID_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# How much of a failed gate's output a terminal shows, by pytest verbosity (lines, characters);
+# from -vv on, all the report kept. The gate's log file always has the whole output.
+TAIL_LIMITS = {0: (40, 4000), 1: (200, 20000)}
 
 
 def gate_status(gate: Mapping[str, Any], timeout_seconds: float | None = None) -> str:
     """How a failed gate ended: ``exit status 1``, ``timed out after 5 s``, ..."""
-    code = gate.get("code") or "command_failed"
+    code = failure_code(gate)
     signal_number = gate.get("signal")
     exit_code = gate.get("exit_code")
-    if code == "timeout":
+    if code == codes.TIMEOUT:
         status = "timed out" + (
             f" after {timeout_seconds:g} s" if timeout_seconds is not None else "")
-    elif code == "interrupted":
+    elif code == codes.INTERRUPTED:
         status = "interrupted before it finished"
     elif signal_number is not None:
         status = f"killed by signal {signal_number}{_signal_name(int(signal_number))}"
     elif exit_code is not None:
         status = f"exit status {exit_code}"
-    elif code == "unsupported_format":
+    elif code == codes.UNSUPPORTED_FORMAT:
         status = "not run (the command needs a shell)"
     else:
         status = "could not be started"
@@ -59,34 +66,65 @@ def _signal_name(number: int) -> str:
 
 def failure_message(gate: Mapping[str, Any], timeout_seconds: float | None = None) -> str:
     """``[<code>] <name>: <how it ended>``: the first line of every failure report."""
-    code = gate.get("code") or "command_failed"
-    return f"[{code}] {gate.get('name')}: {gate_status(gate, timeout_seconds)}"
+    return f"[{failure_code(gate)}] {gate.get('name')}: {gate_status(gate, timeout_seconds)}"
 
 
 def skip_message(gate: Mapping[str, Any]) -> str:
     """Why a skipped or pending gate did not pass: its reason (``pending: ...`` if manual)."""
     outcome = str(gate.get("outcome"))
     reason = str(gate.get("reason") or outcome)
-    return f"pending: {reason}" if outcome == "pending" else reason
+    return f"pending: {reason}" if outcome == codes.PENDING else reason
 
 
-def failure_details(gate: Mapping[str, Any], headline: str) -> str:
-    """The headline, where to look, then the output the report kept (its end)."""
+def failure_text(gate: Mapping[str, Any], headline: str, *, verbosity: int | None = None) -> str:
+    """The headline, where to look, then the output the report kept (its end).
+
+    ``gate`` is a report gate entry (or a ``GateResult._asdict()``). ``verbosity`` None is for
+    a file read later (JUnit): the command, its working directory and all the output kept. A
+    pytest verbosity is for a terminal: the command and working directory from ``-v`` on, the
+    output cut to ``TAIL_LIMITS`` and its title counting the lines shown.
+    """
     lines = [headline]
     if gate.get("reason"):
         lines.append(f"reason: {gate['reason']}")
-    command = gate.get("command") or []
-    lines.append(f"command: {shlex.join(str(word) for word in command)}")
-    lines.append(f"cwd: {gate.get('cwd') or '.'}")
+    if verbosity is None or verbosity >= 1:
+        lines.append(f"command: {command_text(gate.get('command') or [])}")
+        lines.append(f"cwd: {gate.get('cwd') or '.'}")
     if gate.get("log_path"):
         lines.append(f"full log: {gate['log_path']}")
     output = str(gate.get("output_tail") or "").rstrip("\n")
-    if output:
-        title = "output (end)" if gate.get("output_truncated") else "output"
-        lines += [f"{'-' * 10} {title} {'-' * 10}", output]
-    else:
+    if not output:
         lines.append("(no output)")
+        return "\n".join(lines)
+    truncated = bool(gate.get("output_truncated"))
+    if verbosity is None:
+        title = "output (end)" if truncated else "output"
+    else:
+        output, shown, total = _bounded_tail(output, TAIL_LIMITS.get(max(verbosity, 0)))
+        if truncated:  # the engine kept only the end: the total is unknown
+            title = f"output (last {shown} lines)"
+        elif shown < total:
+            title = f"output (last {shown} of {total} lines)"
+        else:
+            title = "output"
+    lines += [f"{'-' * 10} {title} {'-' * 10}", output]
     return "\n".join(lines)
+
+
+def _bounded_tail(output: str, limit: tuple[int, int] | None) -> tuple[str, int, int]:
+    """The end of ``output`` within ``limit`` (lines, characters), lines shown, lines in all."""
+    lines = output.split("\n")
+    total = len(lines)
+    if limit is None:
+        return output, total, total
+    max_lines, max_chars = limit
+    text = "\n".join(lines[-max_lines:])
+    if len(text) > max_chars:
+        text = text[-max_chars:]
+        newline = text.find("\n")
+        # Start at a line boundary, unless one line alone is longer than the budget.
+        text = text[newline + 1:] if newline != -1 else "..." + text
+    return text, text.count("\n") + 1, total
 
 
 def xml_text(text: str) -> str:
@@ -134,8 +172,8 @@ def to_junit(
     import xml.etree.ElementTree as ET
 
     gates: list[Mapping[str, Any]] = list(report.get("gates", []))
-    failures = sum(1 for gate in gates if gate.get("outcome") == "failed")
-    skipped = sum(1 for gate in gates if gate.get("outcome") in ("skipped", "pending"))
+    failures = sum(1 for gate in gates if gate.get("outcome") == codes.FAILED)
+    skipped = sum(1 for gate in gates if gate.get("outcome") in (codes.SKIPPED, codes.PENDING))
     if suite_seconds is None:
         suite_seconds = sum(float(gate.get("duration_s") or 0.0) for gate in gates)
     attributes = {
@@ -163,12 +201,12 @@ def to_junit(
         for name, value in properties(gate):
             ET.SubElement(listed, "property", name=name, value=xml_text(value))
         outcome = gate.get("outcome")
-        if outcome == "failed":
+        if outcome == codes.FAILED:
             timeout = (timeouts or {}).get(str(gate.get("name")))
             headline = failure_message(gate, timeout)
             failure = ET.SubElement(case, "failure", message=xml_text(headline))
-            failure.text = xml_text(failure_details(gate, headline))
-        elif outcome in ("skipped", "pending"):
+            failure.text = xml_text(failure_text(gate, headline))
+        elif outcome in (codes.SKIPPED, codes.PENDING):
             message = xml_text(skip_message(gate))
             skip = ET.SubElement(case, "skipped", message=message)
             skip.text = message

@@ -1,0 +1,125 @@
+"""The JSON report (SPEC 6.3): building it, and writing it atomically.
+
+Owns the report's shape (``report.schema.json`` ships in this package) and the atomic write:
+a reader sees the old file or the complete new one, never half of either. Every other form of
+a run (JUnit, digest, console, GitHub) is made from the dict built here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_verifygate import codes
+from pytest_verifygate.changes import ChangeSet
+from pytest_verifygate.contract import Contract, Gate, posix_relative
+from pytest_verifygate.report.redact import Redactor, gate_environment, redactor_for
+from pytest_verifygate.runner.records import GateResult
+from pytest_verifygate.selection import Selection
+from pytest_verifygate.storage import write_atomic
+
+REPORT_VERSION = 1
+SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
+
+
+def gate_entry(
+    result: GateResult, contract: Contract | None = None, redactor: Redactor | None = None
+) -> dict[str, Any]:
+    """One gate's report entry, with secret values masked (see ``redact.py``)."""
+    gate: Gate | None = None
+    if contract is not None:
+        with contextlib.suppress(KeyError):
+            gate = contract.gate(result.name)
+    # The report leaves the machine: every free-text field goes through the redactor.
+    if redactor is None:
+        redactor = redactor_for(contract.gates if contract is not None else ())
+    entry: dict[str, Any] = {
+        "name": result.name,
+        "outcome": result.outcome,
+        "code": result.code if result.outcome == codes.FAILED else None,
+        "command": [redactor.text(word) for word in result.command],
+        "cwd": result.cwd,
+        "exit_code": result.exit_code,
+        "signal": result.signal,
+        "duration_s": round(result.duration_s, 3),
+        "attempts": result.attempts,
+        "output_tail": redactor.text(result.output_tail),
+        "output_truncated": result.output_truncated,
+        "output_bytes": result.output_bytes,
+        "log_path": result.log_path,
+        "flaky": result.flaky,
+        "cached": result.cached,
+    }
+    if result.reason is not None:
+        entry["reason"] = redactor.text(result.reason)
+    if gate is not None:
+        entry["kind"] = gate.kind
+        entry["category"] = gate.category
+        entry["roles"] = list(gate.roles) if gate.roles is not None else None
+        entry["env"] = redactor.env(gate_environment(gate))
+    return entry
+
+
+def build_report(
+    *,
+    contract: Contract,
+    changes: ChangeSet,
+    selections: Sequence[Selection],
+    results: Sequence[GateResult],
+    verdict: str,
+    interrupted: bool = False,
+    redactor: Redactor | None = None,
+) -> dict[str, Any]:
+    """The report dict; ``results`` hold the selected gates (any order, sorted here).
+
+    ``redactor``: one already built for these gates (building one parses every command).
+    """
+    order = {gate.name: index for index, gate in enumerate(contract.gates)}
+    ordered = sorted(results, key=lambda result: order.get(result.name, len(order)))
+    summary = dict.fromkeys(codes.OUTCOMES, 0)
+    if redactor is None:
+        redactor = redactor_for(contract.gates)
+    for result in ordered:
+        summary[result.outcome] = summary.get(result.outcome, 0) + 1
+    return {
+        "version": REPORT_VERSION,
+        "verdict": verdict,
+        "contract": posix_relative(contract.path, contract.repo_root),
+        "interrupted": interrupted,
+        "changes": {
+            "source": changes.source,
+            "ref": changes.ref,
+            "files": list(changes.files),
+            # Only when the ref was not given on the command line (CI, settings, environment).
+            **({"detected_by": changes.detected_by} if changes.detected_by else {}),
+        },
+        "summary": summary,
+        "gates": [gate_entry(result, contract, redactor) for result in ordered],
+        "not_selected": [
+            {"name": s.gate.name, "reason": s.reason} for s in selections if not s.selected
+        ],
+        "warnings": [*contract.warnings, *changes.warnings],
+    }
+
+
+def dumps(report: dict[str, Any]) -> str:
+    """The report as JSON text (file names that are not valid UTF-8 stay escaped)."""
+    import json  # only when a report is printed or written: not on a commit's run
+
+    return json.dumps(report, indent=2, ensure_ascii=True) + "\n"
+
+
+def write_report(path: str | os.PathLike[str], report: dict[str, Any]) -> None:
+    """Write the report atomically."""
+    write_atomic(path, dumps(report))
+
+
+def load_schema() -> dict[str, Any]:
+    """The JSON Schema of the report."""
+    import json
+
+    schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return schema

@@ -1,0 +1,35 @@
+"""The words every text form of a run shares, so that each form says them the same way.
+
+Owns the outcome counts (``2 passed, 1 failed, 0 skipped, 0 pending``), the spelling of a
+duration, and the code a failed gate is reported under. Works on the report dict (SPEC 6.3) and
+imports nothing beyond ``codes``: the console, the digest, JUnit and GitHub output all use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pytest_verifygate import codes
+
+
+def outcome_counts(summary: Mapping[str, Any]) -> str:
+    """``2 passed, 1 failed, 0 skipped, 0 pending``: a report's summary, every outcome named.
+
+    Zero counts are kept so the shape never changes: scripts and people grep for it.
+    """
+    return ", ".join(f"{summary.get(outcome, 0)} {outcome}" for outcome in codes.OUTCOMES)
+
+
+def format_seconds(seconds: float, *, prose: bool = False) -> str:
+    """A duration: ``1.20s`` / ``2m05.0s`` for aligned columns, or with ``prose`` (Markdown,
+    read rather than scanned) ``1.20 s`` / ``2 min 5 s``."""
+    minutes = int(seconds // 60)
+    if prose:
+        return f"{seconds:.2f} s" if seconds < 60 else f"{minutes} min {seconds % 60:.0f} s"
+    return f"{seconds:.2f}s" if seconds < 60 else f"{minutes}m{seconds % 60:04.1f}s"
+
+
+def failure_code(gate: Mapping[str, Any]) -> str:
+    """The code of a failed gate's report entry; ``command_failed`` when it names none."""
+    return str(gate.get("code") or codes.COMMAND_FAILED)
