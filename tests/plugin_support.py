@@ -110,7 +110,7 @@ def load_json(path: Path) -> dict[str, Any]:
 def validate_report(report: dict[str, Any]) -> None:
     import jsonschema
 
-    from pytest_verifygate.report import load_schema
+    from pytest_verifygate.report.document import load_schema
 
     jsonschema.validate(report, load_schema())
 

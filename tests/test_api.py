@@ -25,7 +25,7 @@ from pytest_verifygate import (
     to_digest,
     to_report,
 )
-from pytest_verifygate.report import load_schema
+from pytest_verifygate.report.document import load_schema
 
 from conftest import commit_all, write
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from pytest_verifygate.report import load_schema
+from pytest_verifygate.report.document import load_schema
 
 from conftest import commit_all, write
 
@@ -238,3 +238,18 @@ def test_exit_handlers_still_run_when_something_registered_them(repo: Path) -> N
                           text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.rstrip().endswith("exit handler ran")
+
+
+def test_atexit_callbacks_are_counted_for_the_fast_exit() -> None:
+    # The console script skips interpreter teardown only when no atexit handler is
+    # registered, which CPython reports through a private name. If a release drops or
+    # changes it, this fails loudly (the fallback, the ordinary exit, stays correct).
+    import atexit
+
+    code = ("import atexit; from pytest_verifygate.cli import registered_atexit_callbacks as n\n"
+            "before = n(); atexit.register(print, 'bye'); print(before, n())\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    before, after = (int(word) for word in done.stdout.split()[:2])
+    assert after == before + 1
+    assert hasattr(atexit, "_ncallbacks")

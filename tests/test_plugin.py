@@ -28,7 +28,7 @@ from plugin_support import (
     validate_report,
     write_contract,
 )
-from pytest_verifygate.pytest_plugin import DESELECTED_REASON
+from pytest_verifygate.pytest_plugin.session import DESELECTED_REASON
 
 
 @pytest.fixture
@@ -70,8 +70,9 @@ def test_without_the_option_nothing_is_collected_and_the_engine_is_not_imported(
     result.assert_outcomes(passed=1)
     assert "verify.toml" not in result.stdout.str()
     loaded = set((project.path / "modules.txt").read_text().split())
-    # options holds only the argparse types of the --verify-* options.
+    # The plugin's own option registration and the argparse types it shares with the CLI.
     assert loaded <= {"pytest_verifygate", "pytest_verifygate.pytest_plugin",
+                      "pytest_verifygate.pytest_plugin.options",
                       "pytest_verifygate.hookspecs", "pytest_verifygate.options"}
 
 
@@ -507,3 +508,20 @@ def test_secrets_are_masked_in_failure_text_and_junit(project: pytest.Pytester) 
     result.stdout.fnmatch_lines(["token is ***"])
     assert "hunter2-secret" not in result.stdout.str()
     assert "hunter2-secret" not in (project.path / "junit.xml").read_text()
+
+
+def test_the_failure_repr_still_fits_pytest() -> None:
+    # failure_repr builds pytest's own exception repr from private classes (pytest exports
+    # no public constructor). If a pytest release changes them, this fails loudly here.
+    from _pytest._code.code import TerminalRepr
+
+    from pytest_verifygate.pytest_plugin.failure import failure_repr
+    from pytest_verifygate.runner.records import GateResult
+
+    result = GateResult(name="lint", outcome="failed", code="command_failed",
+                        command=("ruff", "check"), output_tail="E501 line too long\n")
+    shown = failure_repr(result, "[command_failed] lint: exit 1", path="verify.toml",
+                         verbosity=0)
+    assert isinstance(shown, TerminalRepr)
+    assert shown.reprcrash.message == "[command_failed] lint: exit 1"
+    assert "E501 line too long" in str(shown)

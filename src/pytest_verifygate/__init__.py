@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # type checkers see the real names; at run time they load on first use
-    from pytest_verifygate.api import to_report as to_report
     from pytest_verifygate.changes import ChangeRequest as ChangeRequest
     from pytest_verifygate.changes import ChangeSet as ChangeSet
     from pytest_verifygate.changes import compute_changes as compute_changes
@@ -19,11 +18,12 @@ if TYPE_CHECKING:  # type checkers see the real names; at run time they load on 
     from pytest_verifygate.contract import load_contract as load_contract
     from pytest_verifygate.engine import RunResult as RunResult
     from pytest_verifygate.engine import run_gates as run_gates
+    from pytest_verifygate.engine import to_report as to_report
     from pytest_verifygate.errors import ContractError as ContractError
     from pytest_verifygate.errors import VerifyGateError as VerifyGateError
     from pytest_verifygate.report.digest import failure_signature as failure_signature
     from pytest_verifygate.report.digest import to_digest as to_digest
-    from pytest_verifygate.runner import GateResult as GateResult
+    from pytest_verifygate.runner.records import GateResult as GateResult
     from pytest_verifygate.selection import select_gates as select_gates
 
 __version__ = "0.1.0"
@@ -39,8 +39,8 @@ _API = {
     "select_gates": "pytest_verifygate.selection",
     "run_gates": "pytest_verifygate.engine",
     "RunResult": "pytest_verifygate.engine",
-    "GateResult": "pytest_verifygate.runner",
-    "to_report": "pytest_verifygate.api",
+    "GateResult": "pytest_verifygate.runner.records",
+    "to_report": "pytest_verifygate.engine",
     "to_digest": "pytest_verifygate.report.digest",
     "failure_signature": "pytest_verifygate.report.digest",
     "ContractError": "pytest_verifygate.errors",

@@ -1,31 +1,79 @@
-"""The one engine behind every front end: contract -> changes -> selection -> plan -> run.
+"""The one door into the engine: ``prepare`` a run, ``run`` it, assemble its ``report``.
 
-The CLI, the pytest plugin, the pre-commit hook and the agent hook all call these functions;
-none of them re-implements selection, running or classification. This module is also the
-public Python API for orchestrators (re-exported from ``pytest_verifygate``).
+    contract ──► change set ──► selection ──► plan ──► runner ──► classify ──► report
+     (load)       (git, CI)      (pathspec)   ({files})  (spawn)    (codes)     (JSON, …)
+
+Every front end (the ``verifygate`` subcommands, the pytest plugin, the agent hooks)
+translates its own inputs into a ``RunRequest``, calls ``prepare`` for a ``Plan`` and ``run``
+(or, for pytest, ``start``) for the results, then renders what ``report`` assembles. None of
+them loads a contract, computes changes, selects gates or builds a report by itself.
+
+Also the public Python API for orchestrators (re-exported from ``pytest_verifygate``). The
+runner is imported only when something runs: preparing a run (what ``verifygate list`` and a
+stop with no changes do) spawns nothing and imports no process machinery.
 """
 
 import os
-import shlex
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pytest_verifygate.changes import ChangeSet, all_files
-from pytest_verifygate.commands import UnsupportedCommand, expand, parse_command
-from pytest_verifygate.contract import Contract, Gate
-from pytest_verifygate.runner import GatePlan, GateResult, GateRunner
-from pytest_verifygate.selection import Selection, files_for_gate
-from pytest_verifygate.storage import new_log_dir
+from pytest_verifygate import codes
+from pytest_verifygate.changes import ChangeRequest, ChangeSet, compute_changes
+from pytest_verifygate.contract import Contract, Gate, load_contract
+from pytest_verifygate.plan import plan_gates
+from pytest_verifygate.selection import Selection, select_gates
 
 if TYPE_CHECKING:
-    from pytest_verifygate.cache import RepoFiles
+    from pytest_verifygate.report.redact import Redactor
+    from pytest_verifygate.runner.records import GatePlan, GateResult
+    from pytest_verifygate.runner.scheduler import GateRunner
 
-VERDICT_PASSED = "passed"
-VERDICT_FAILED = "failed"
-VERDICT_PENDING = "pending"
-VERDICT_UNVERIFIED = "unverified"
-MAX_DISPLAY_ARGS = 50
+GateCallback = Callable[[Gate], None]
+ResultCallback = Callable[[Gate, "GateResult"], None]
+
+
+class RunRequest(NamedTuple):
+    """What a front end asks for, in the engine's words.
+
+    ``contract``: the contract file (relative to ``start``), or None to find it from ``start``
+    upwards. ``start`` also anchors explicit changed files; None is the current directory.
+    ``changes``: how to compute the change set, or a change set already computed (what a
+    pytest-xdist worker receives from its controller). ``contract_flag`` names the front end's
+    contract option in hints.
+    """
+
+    contract: str | os.PathLike[str] | None = None
+    start: Path | None = None
+    changes: ChangeRequest | ChangeSet = ChangeRequest()
+    role: str | None = None
+    phase: int | None = None
+    jobs: int | None = None
+    read_cache: bool = True
+    contract_flag: str = "--contract"
+
+
+class Plan(NamedTuple):
+    """A prepared run: the contract, the change set and every gate's selection, in order."""
+
+    contract: Contract
+    changes: ChangeSet
+    selections: tuple[Selection, ...]
+    jobs: int
+    read_cache: bool = True
+
+    @property
+    def selected(self) -> tuple[Selection, ...]:
+        return tuple(s for s in self.selections if s.selected)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the user should know before the gates run (contract and change set)."""
+        return (*self.contract.warnings, *self.changes.warnings)
+
+    def gate_plans(self) -> list["GatePlan"]:
+        """The selected gates as argvs to spawn (or why not to spawn them)."""
+        return plan_gates(self.contract, self.selections, read_cache=self.read_cache)
 
 
 class RunResult(NamedTuple):
@@ -34,29 +82,29 @@ class RunResult(NamedTuple):
     contract: Contract
     changes: ChangeSet
     selections: tuple[Selection, ...]
-    results: tuple[GateResult, ...]
+    results: tuple["GateResult", ...]
     interrupted: bool = False
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> codes.Verdict:
         return verdict_of(self.results, self.changes, self.contract.settings.fail_when_unverified)
 
 
-def verdict_of(
-    results: Sequence[GateResult], changes: ChangeSet, fail_when_unverified: bool = False
-) -> str:
-    """SPEC 5: failed > pending > unverified (no gate ran) > passed."""
-    outcomes = {result.outcome for result in results}
-    if "failed" in outcomes:
-        return VERDICT_FAILED
-    if "pending" in outcomes:
-        return VERDICT_PENDING
-    if "passed" not in outcomes:
-        has_changes = bool(changes.files) or not changes.filtering
-        if fail_when_unverified and has_changes:
-            return VERDICT_FAILED
-        return VERDICT_UNVERIFIED
-    return VERDICT_PASSED
+def prepare(request: RunRequest) -> Plan:
+    """Load the contract, compute the change set and select the gates (SPEC 2-4).
+
+    Raises ``ContractError`` / ``ChangeSetError`` (one line each) for what a user can fix.
+    """
+    contract = load_contract(request.contract, start=request.start, flag=request.contract_flag)
+    if isinstance(request.changes, ChangeSet):
+        changes = request.changes
+    else:
+        changes = compute_changes(contract.root, request.changes,
+                                  settings_changed_from=contract.settings.changed_from,
+                                  cwd=request.start)
+    selections = select_gates(contract, changes, role=request.role, phase=request.phase)
+    return Plan(contract, changes, tuple(selections), effective_jobs(request.jobs, contract),
+                request.read_cache)
 
 
 def effective_jobs(jobs: int | None, contract: Contract) -> int:
@@ -65,99 +113,47 @@ def effective_jobs(jobs: int | None, contract: Contract) -> int:
     return value if value > 0 else (os.cpu_count() or 1)
 
 
-def plan_gates(
-    contract: Contract, selections: Sequence[Selection], *, read_cache: bool = True,
-) -> list[GatePlan]:
-    """Turn the selected gates into plans: argvs to spawn, or why not to spawn them.
-
-    A gate with ``cache = true`` gets a cache slot; with ``read_cache`` a pass stored for
-    the same inputs resolves the plan without spawning anything (see ``cache.py``).
-    """
-    plans: list[GatePlan] = []
-    tracked: tuple[str, ...] | None = None
-    repo_files: RepoFiles | None = None
-    for selection in selections:
-        if not selection.selected:
-            continue
-        gate = selection.gate
-        cwd = (contract.root / gate.cwd).resolve()
-        if gate.kind == "manual":
-            plans.append(GatePlan(gate, cwd, display_command=_display(gate.command_text),
-                                  pending_reason="manual gate: awaits human sign-off"))
-            continue
-        try:
-            parsed = parse_command(gate.command, shell=gate.shell)
-        except UnsupportedCommand as exc:
-            plans.append(GatePlan(gate, cwd, display_command=_display(gate.command_text),
-                                  unsupported=str(exc)))
-            continue
-        files: list[str] = []
-        if parsed.uses_files:
-            if selection.matched_files is not None:
-                candidates: Sequence[str] = selection.matched_files
-            else:
-                if tracked is None:
-                    tracked = all_files(contract.root)
-                candidates = files_for_gate(gate, tracked)
-            files = [
-                _relative_to_cwd(path, contract.root, cwd)
-                for path in candidates
-                if os.path.lexists(contract.root / path)
-            ]
-            if not files:
-                plans.append(GatePlan(gate, cwd, display_command=_display(gate.command_text),
-                                      skip_reason="no matching files for {files}"))
-                continue
-        invocations = tuple(tuple(argv) for argv in expand(parsed, files))
-        plan = GatePlan(
-            gate,
-            cwd,
-            invocations=invocations,
-            env={**gate.env, **parsed.env},
-            display_command=_truncated(invocations[0]),
-        )
-        if gate.cache:
-            from pytest_verifygate import cache  # only when some gate caches its passes
-
-            repo_files = repo_files or cache.RepoFiles(contract.root)
-            plan = cache.attach(contract, plan, repo_files, read=read_cache)
-        plans.append(plan)
-    return plans
-
-
-def _relative_to_cwd(path: str, root: Path, cwd: Path) -> str:
-    relative = os.path.relpath(root / path, cwd) if cwd != root else path
-    # A file named "-rf" must never read as an option, wherever {files} stands.
-    return "./" + relative if relative.startswith("-") else relative
-
-
-def _display(command: str) -> tuple[str, ...]:
-    try:
-        return _truncated(shlex.split(command))
-    except ValueError:
-        return (command,)
-
-
-def _truncated(argv: Sequence[str]) -> tuple[str, ...]:
-    if len(argv) <= MAX_DISPLAY_ARGS:
-        return tuple(argv)
-    hidden = len(argv) - MAX_DISPLAY_ARGS
-    return (*argv[:MAX_DISPLAY_ARGS], f"... ({hidden} more arguments)")
-
-
-def make_runner(
-    contract: Contract,
-    plans: Sequence[GatePlan],
+def start(
+    plan: Plan,
+    gate_plans: Sequence["GatePlan"] | None = None,
     *,
     jobs: int | None = None,
     hook: Any = None,
-    on_started: Callable[[Gate], None] | None = None,
-    on_finished: Callable[[Gate, GateResult], None] | None = None,
+    on_started: GateCallback | None = None,
+    on_finished: ResultCallback | None = None,
     log_dir: Path | None = None,
-) -> GateRunner:
-    """A ``GateRunner`` wired to the pluggy hooks (``hook`` is a pluggy ``HookRelay``)."""
+) -> "GateRunner":
+    """Start the gates of ``gate_plans`` (default: every selected gate) and return the runner.
 
-    def classify_hook(gate: Gate, result: GateResult) -> str | None:
+    For front ends that take results one by one (pytest items): ``runner.result(name)``
+    waits for one gate; ``runner.close()`` kills what still runs. ``hook`` is a pluggy
+    ``HookRelay`` with our hookspecs: the classify, started and finished hooks are called.
+    """
+    runner = _runner(plan, gate_plans, jobs=jobs, hook=hook, on_started=on_started,
+                     on_finished=on_finished, log_dir=log_dir)
+    try:
+        runner.start()
+    except BaseException:
+        runner.close()
+        raise
+    return runner
+
+
+def _runner(
+    plan: Plan,
+    gate_plans: Sequence["GatePlan"] | None,
+    *,
+    jobs: int | None,
+    hook: Any,
+    on_started: GateCallback | None,
+    on_finished: ResultCallback | None,
+    log_dir: Path | None,
+) -> "GateRunner":
+    """A runner for ``gate_plans``, wired to the pluggy hooks, not started yet."""
+    from pytest_verifygate.runner.scheduler import GateRunner
+    from pytest_verifygate.storage import new_log_dir
+
+    def classify_hook(gate: Gate, result: "GateResult") -> str | None:
         code: str | None = hook.pytest_verifygate_classify(gate=gate, result=result)
         return code
 
@@ -167,15 +163,16 @@ def make_runner(
         if on_started is not None:
             on_started(gate)
 
-    def finished(gate: Gate, result: GateResult) -> None:
+    def finished(gate: Gate, result: "GateResult") -> None:
         if hook is not None:
             hook.pytest_verifygate_gate_finished(gate=gate, result=result)
         if on_finished is not None:
             on_finished(gate, result)
 
+    contract = plan.contract
     return GateRunner(
-        plans,
-        jobs=effective_jobs(jobs, contract),
+        plan.gate_plans() if gate_plans is None else gate_plans,
+        jobs=plan.jobs if jobs is None else jobs,
         tail_bytes=contract.settings.output_tail_bytes,
         log_dir=log_dir if log_dir is not None else new_log_dir(contract.repo_root),
         classify_hook=classify_hook if hook is not None else None,
@@ -184,27 +181,21 @@ def make_runner(
     )
 
 
-def run_gates(
-    contract: Contract,
-    selections: Sequence[Selection],
-    changes: ChangeSet,
+def run(
+    plan: Plan,
     *,
-    jobs: int | None = None,
     hook: Any = None,
-    on_started: Callable[[Gate], None] | None = None,
-    on_finished: Callable[[Gate, GateResult], None] | None = None,
-    read_cache: bool = True,
+    on_started: GateCallback | None = None,
+    on_finished: ResultCallback | None = None,
 ) -> RunResult:
     """Run the selected gates and wait for all of them.
 
-    Ctrl-C (KeyboardInterrupt) stops every running gate's process group; the gates that had
-    not finished are ``interrupted`` and the returned result says so (it is not re-raised).
-    ``read_cache=False`` runs gates with ``cache = true`` even when a pass is stored for
-    their inputs (a new pass is still stored).
+    Ctrl-C (KeyboardInterrupt, or a signal turned into one) stops every running gate's
+    process group; the gates that had not finished are ``interrupted`` and the returned
+    result says so (it is not re-raised).
     """
-    plans = plan_gates(contract, selections, read_cache=read_cache)
-    runner = make_runner(contract, plans, jobs=jobs, hook=hook, on_started=on_started,
-                         on_finished=on_finished)
+    runner = _runner(plan, None, jobs=None, hook=hook, on_started=on_started,
+                     on_finished=on_finished, log_dir=None)
     interrupted = False
     try:
         runner.start()
@@ -215,4 +206,62 @@ def run_gates(
         results = runner.results()
     finally:
         runner.close()
-    return RunResult(contract, changes, tuple(selections), tuple(results), interrupted)
+    return RunResult(plan.contract, plan.changes, plan.selections, tuple(results), interrupted)
+
+
+def run_gates(
+    contract: Contract,
+    selections: Sequence[Selection],
+    changes: ChangeSet,
+    *,
+    jobs: int | None = None,
+    hook: Any = None,
+    on_started: GateCallback | None = None,
+    on_finished: ResultCallback | None = None,
+    read_cache: bool = True,
+) -> RunResult:
+    """``run`` for callers that loaded, computed and selected themselves (the Python API).
+
+    ``read_cache=False`` runs gates with ``cache = true`` even when a pass is stored for
+    their inputs (a new pass is still stored).
+    """
+    plan = Plan(contract, changes, tuple(selections), effective_jobs(jobs, contract), read_cache)
+    return run(plan, hook=hook, on_started=on_started, on_finished=on_finished)
+
+
+def verdict_of(
+    results: Sequence["GateResult"], changes: ChangeSet, fail_when_unverified: bool = False
+) -> codes.Verdict:
+    """SPEC 5: failed > pending > unverified (no gate ran) > passed."""
+    outcomes = {result.outcome for result in results}
+    if codes.FAILED in outcomes:
+        return codes.VERDICT_FAILED
+    if codes.PENDING in outcomes:
+        return codes.VERDICT_PENDING
+    if codes.PASSED not in outcomes:
+        has_changes = bool(changes.files) or not changes.filtering
+        if fail_when_unverified and has_changes:
+            return codes.VERDICT_FAILED
+        return codes.VERDICT_UNVERIFIED
+    return codes.VERDICT_PASSED
+
+
+def report(run: RunResult, hook: Any = None, *,
+           redactor: "Redactor | None" = None) -> dict[str, Any]:
+    """The JSON report (SPEC 6.3) of a finished run: the one place it is assembled.
+
+    With ``hook`` (a pluggy ``HookRelay``), plugins get ``pytest_verifygate_modifyreport``
+    on it before it is returned.
+    """
+    from pytest_verifygate.report.document import build_report
+
+    document = build_report(contract=run.contract, changes=run.changes,
+                            selections=run.selections, results=run.results,
+                            verdict=run.verdict, interrupted=run.interrupted, redactor=redactor)
+    if hook is not None:
+        hook.pytest_verifygate_modifyreport(report=document)
+    return document
+
+
+# The public API's name for ``report``.
+to_report = report

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, settings
 from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import load_contract
 from pytest_verifygate.engine import RunResult, run_gates
-from pytest_verifygate.report import load_schema
+from pytest_verifygate.report.document import load_schema
 from pytest_verifygate.selection import select_gates
 
 FUZZ = os.environ.get("VERIFYGATE_FUZZ", "") not in ("", "0")

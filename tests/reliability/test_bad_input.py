@@ -32,8 +32,8 @@ from pytest_verifygate.commands import (
 from pytest_verifygate.contract import GATE_KEYS, SETTINGS_KEYS, Contract, load_contract
 from pytest_verifygate.engine import plan_gates
 from pytest_verifygate.errors import ContractError
-from pytest_verifygate.report import build_report
-from pytest_verifygate.runner import _base_result
+from pytest_verifygate.report.document import build_report
+from pytest_verifygate.runner.records import bare_result
 from pytest_verifygate.selection import select_gates
 
 from .support import examples, toml_document, toml_value, validate
@@ -194,7 +194,7 @@ def check_load(path: Path) -> Contract | None:
     changes = ChangeSet("files", files=("a.py", "-rf", "sub/x y.txt"))
     selections = select_gates(contract, changes, role="implementer", phase=1)
     plans = plan_gates(contract, selections)
-    results = [_base_result(plan, "skipped", None) for plan in plans]
+    results = [bare_result(plan, "skipped", None) for plan in plans]
     validate(build_report(contract=contract, changes=changes, selections=selections,
                           results=results, verdict="unverified"))
     return contract

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_verifygate.api import to_report
+from pytest_verifygate.engine import to_report
 from pytest_verifygate.report.digest import to_digest
 from pytest_verifygate.report.redact import (
     MASK,

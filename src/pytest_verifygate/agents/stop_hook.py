@@ -44,8 +44,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pytest_verifygate import changes as git_changes
-from pytest_verifygate.contract import Contract, load_contract, posix_relative
+from pytest_verifygate import codes
+from pytest_verifygate.changes import ChangeRequest
+from pytest_verifygate.contract import posix_relative
+from pytest_verifygate.engine import Plan, RunRequest, prepare
 from pytest_verifygate.errors import ContractError, VerifyGateError
 from pytest_verifygate.signals import Interruptible
 from pytest_verifygate.storage import state_dir, write_atomic
@@ -207,15 +209,18 @@ def save_state(path: Path, key: str, state: SessionState) -> None:
 
 def _prune(directory: Path) -> None:
     """Keep the most recent sessions' files; old sessions never come back."""
-    try:
-        states = sorted(directory.glob("*.json"), key=lambda p: p.stat().st_mtime)
-    except OSError:
-        return
-    sessions = [p for p in states if not p.name.endswith(".report.json")]
-    for old in sessions[:-KEEP_SESSIONS]:
-        for stale in (old, old.with_suffix(".report.json")):
+    from pytest_verifygate.storage import prune_oldest  # loaded already, for state_dir
+
+    def remove_session(state: Path) -> None:
+        for stale in (state, state.with_suffix(".report.json")):
             with contextlib.suppress(OSError):
                 stale.unlink()
+
+    try:
+        states = [p for p in directory.glob("*.json") if not p.name.endswith(".report.json")]
+    except OSError:
+        return
+    prune_oldest(states, KEEP_SESSIONS, remove_session)
 
 
 # --------------------------------------------------------------------------------------------
@@ -233,13 +238,13 @@ def decide(
     rerun: str = "verifygate run",
 ) -> Decision:
     """Block or allow, given this round's report and what the session remembers."""
-    if report.get("verdict") != "failed":
+    if report.get("verdict") != codes.VERDICT_FAILED:
         note = None
-        if report.get("verdict") == "pending":
+        if report.get("verdict") == codes.VERDICT_PENDING:
             note = digest.strip()  # the one line naming the gates awaiting sign-off
         return Decision(system_message=note, state=SessionState())
     failed = tuple(str(g.get("name")) for g in report.get("gates", [])
-                   if g.get("outcome") == "failed")
+                   if g.get("outcome") == codes.FAILED)
     names = ", ".join(f"`{name}`" for name in failed[:10]) or "(no gate ran)"
     if len(failed) > 10:
         names += f" and {len(failed) - 10} more"
@@ -291,50 +296,52 @@ def _run(args: argparse.Namespace) -> Decision:
         return _allow(f"malformed hook input: {exc}; the stop is allowed without checking")
     try:
         os.chdir(payload.cwd)  # relative paths in messages and --contract are from here
-        contract = load_contract(args.contract, start=payload.cwd)
+        plan = prepare(_request(args, payload))
     except ContractError as exc:
         return _allow(f"contract error: {exc}; the stop is allowed without checking")
-    except OSError as exc:
-        return _allow(f"cannot use {payload.cwd}: {exc.strerror or exc}; the stop is allowed")
-    for warning in contract.warnings:
-        _warn(warning)
-    try:
-        return _check(args, payload, contract)
     except VerifyGateError as exc:
         return _allow(f"{exc}; the stop is allowed without checking")
+    except OSError as exc:
+        return _allow(f"cannot use {payload.cwd}: {exc.strerror or exc}; the stop is allowed")
+    for warning in plan.warnings:
+        _warn(warning)
+    return _check(args, payload, plan)
 
 
-def _check(args: argparse.Namespace, payload: HookPayload, contract: Contract) -> Decision:
+def _request(args: argparse.Namespace, payload: HookPayload) -> RunRequest:
+    """The engine's request: the working tree vs HEAD plus untracked files (or everything
+    since ``--changed-from``), for the gates of ``--role``."""
+    changes = ChangeRequest(changed_from=args.changed_from, worktree=args.changed_from is None)
+    return RunRequest(contract=args.contract, start=payload.cwd, changes=changes,
+                      role=args.role, read_cache=not getattr(args, "no_cache", False))
+
+
+def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan) -> Decision:
+    contract = plan.contract
     path = state_path(contract.repo_root, payload.state_key)
     previous = load_state(path)
-    changes = _changes(contract, args.changed_from)
-    for warning in changes.warnings:
-        _warn(warning)
-    if not changes.files:
+    if not plan.changes.files:
         # Nothing changed: nothing to verify, and nothing left of earlier failures.
         if previous != SessionState():
             save_state(path, payload.state_key, SessionState())
         return Decision()
     # Imported once there is something to run: most stops change nothing, or hit a contract
     # error, and need none of it.
-    from pytest_verifygate.api import to_report
-    from pytest_verifygate.cli import plugin_hook
-    from pytest_verifygate.engine import run_gates
-    from pytest_verifygate.report import write_report
-    from pytest_verifygate.selection import select_gates
+    from pytest_verifygate import engine
+    from pytest_verifygate.plugins import plugin_hook
+    from pytest_verifygate.report.document import write_report
 
-    selections = select_gates(contract, changes, role=args.role)
     hook = plugin_hook()
-    run = run_gates(contract, selections, changes, hook=hook,
-                    read_cache=not getattr(args, "no_cache", False))
+    run = engine.run(plan, hook=hook)
     if run.interrupted:
         return _allow("the gates were interrupted: the stop is allowed without a verdict")
-    report = to_report(run, hook)
+    report = engine.report(run, hook)
     root = str(contract.repo_root)
     report_path = path.with_suffix(".report.json")
     write_report(report_path, report)
     digest, signature = "", None
-    if report["verdict"] in ("failed", "pending"):  # a pass needs neither: most stops
+    # A pass needs neither digest nor signature: most stops pass.
+    if report["verdict"] in (codes.VERDICT_FAILED, codes.VERDICT_PENDING):
         from pytest_verifygate.report.digest import failure_signature, to_digest
 
         digest, signature = to_digest(report, root=root), failure_signature(report, root=root)
@@ -352,13 +359,6 @@ def _check(args: argparse.Namespace, payload: HookPayload, contract: Contract) -
     if decision.system_message is not None and decision.block_reason is None:
         _warn(decision.system_message.removeprefix("verifygate: "))
     return decision
-
-
-def _changes(contract: Contract, changed_from: str | None) -> git_changes.ChangeSet:
-    """Working tree vs HEAD plus untracked files (or everything since ``changed_from``)."""
-    request = git_changes.ChangeRequest(changed_from=changed_from,
-                                        worktree=changed_from is None)
-    return git_changes.compute_changes(contract.root, request, cwd=contract.root)
 
 
 def _rerun_command(args: argparse.Namespace) -> str:

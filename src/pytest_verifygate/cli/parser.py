@@ -1,0 +1,135 @@
+"""The ``verifygate`` command line's argparse parser: every subcommand and its options.
+
+Each subcommand names the module of ``pytest_verifygate.cli`` that carries it out (as
+pre-commit's ``commands/``); ``main`` imports only that one.
+"""
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from pytest_verifygate import __version__, options
+from pytest_verifygate.cli.exits import EXIT_USAGE, HOOK_USAGE_STATUS
+
+# Subcommand -> the module under ``pytest_verifygate.cli`` whose ``main(args)`` runs it.
+COMMANDS = {"run": "run", "list": "listing", "agent-hook": "agent_hook"}
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with usage errors as one line and a status chosen per subcommand."""
+
+    error_status = EXIT_USAGE
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> Any:  # one line, like every usage error here
+        self.exit(self.error_status, f"verifygate: error: {message} (see verifygate --help)\n")
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, sized without ``shutil``.
+
+    argparse builds a formatter for every ``add_argument`` and, left to itself, imports
+    ``shutil`` (and with it bz2, lzma and zlib) to size it: a few milliseconds of every
+    commit's start-up for a width only ``--help`` uses.
+    """
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         width if width is not None else _terminal_columns() - 2)
+
+
+def _terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns``: $COLUMNS, else the terminal's, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):  # no stdout at all, or not a terminal
+        return 80
+
+
+def build_parser(command: str | None = None) -> Parser:
+    """The command line's parser; with ``command``, only that subcommand gets its options.
+
+    Every subcommand is still listed (``--help`` and a mistyped name show them all), but
+    building the options of those that will not run is skipped: argparse's building is a
+    noticeable share of a commit's start-up.
+    """
+    parser = Parser(prog="verifygate", description="Run the verify contract's gates.")
+    parser.add_argument("--version", action="version", version=f"verifygate {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    commands.required = True
+    wanted = tuple(COMMANDS) if command is None else (command,)
+
+    run = commands.add_parser("run", help="run the selected gates")
+    if "run" in wanted:
+        _add_run_options(run)
+    listing = commands.add_parser("list", help="show every gate, selected or not, and why")
+    if "list" in wanted:
+        _add_selection_flags(listing)
+        listing.add_argument("--format", choices=("text", "json"), default="text")
+    hook = commands.add_parser("agent-hook",
+                               help="coding-agent Stop hook: block while gates fail")
+    hook.error_status = HOOK_USAGE_STATUS
+    if "agent-hook" in wanted:
+        _add_agent_hook_options(hook)
+    if command == "agent-hook":  # argparse reports stray arguments on the top-level parser
+        parser.error_status = HOOK_USAGE_STATUS
+    return parser
+
+
+def _add_selection_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--contract", metavar="PATH",
+                        help="the contract file (default: found from the current directory up)")
+    parser.add_argument("--role", metavar="R", help="select the gates for this role")
+    parser.add_argument("--phase", metavar="N", type=options.positive_int,
+                        help="select the gates for this phase")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--staged", action="store_true",
+                        help="the change set is the index against HEAD")
+    source.add_argument("--changed-from", metavar="REF",
+                        help="the change set is everything since merge-base(REF, HEAD)")
+    source.add_argument("--files", metavar="F", nargs="+", help="the change set is these files")
+    source.add_argument("--files-from", metavar="PATH",
+                        help="read the change set from a file (newline- or NUL-separated; - "
+                        "for stdin)")
+    source.add_argument("--all", action="store_true",
+                        help="no change filtering: every gate applies")
+
+
+def _add_run_options(run: argparse.ArgumentParser) -> None:
+    _add_selection_flags(run)
+    run.add_argument("--jobs", type=options.jobs, metavar="N",
+                     help="gates run at once (0 = one per CPU; default from the contract)")
+    run.add_argument("--json", metavar="PATH", help="write the JSON report here")
+    run.add_argument("--format", choices=("text", "json", "agent"), default="text",
+                     help="what to print: text (default), the JSON report, or the agent digest")
+    run.add_argument("--junit", metavar="PATH",
+                     help="write JUnit XML here (what pytest --junitxml writes for the gates)")
+    run.add_argument("--annotations", choices=options.ANNOTATION_CHOICES,
+                     help="github: print GitHub Actions error annotations for failed gates and "
+                     "append a table to $GITHUB_STEP_SUMMARY (default: when GITHUB_ACTIONS is "
+                     "true); none: never")
+    run.add_argument("--no-cache", action="store_true",
+                     help="run gates with cache = true even if they passed on these inputs "
+                     "(a pass is still stored)")
+
+
+def _add_agent_hook_options(hook: argparse.ArgumentParser) -> None:
+    hook.add_argument("--max-rounds", type=options.positive_int, default=3, metavar="N",
+                      help="failing rounds per session before it stops blocking (default 3)")
+    hook.add_argument("--contract", metavar="PATH")
+    hook.add_argument("--role", metavar="R")
+    hook.add_argument("--changed-from", metavar="REF",
+                      help="judge the changes since REF instead of the working tree vs HEAD")
+    hook.add_argument("--no-cache", action="store_true",
+                      help="run gates with cache = true even if they passed on these inputs")

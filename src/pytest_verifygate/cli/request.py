@@ -1,0 +1,36 @@
+"""The selection flags of ``run`` and ``list``, translated into the engine's ``RunRequest``."""
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from pytest_verifygate.changes import ChangeRequest
+from pytest_verifygate.engine import Plan, RunRequest, prepare
+from pytest_verifygate.errors import UsageError
+
+
+def prepare_from_args(args: argparse.Namespace, *, jobs: int | None = None,
+                      read_cache: bool = True) -> Plan:
+    """The engine's plan for these flags; its warnings are printed on stderr."""
+    files = args.files
+    if args.files_from is not None:
+        files = read_files_from(args.files_from)
+    changes = ChangeRequest(files=files, staged=args.staged, changed_from=args.changed_from,
+                            all=args.all)
+    plan = prepare(RunRequest(contract=args.contract, changes=changes, role=args.role,
+                              phase=args.phase, jobs=jobs, read_cache=read_cache))
+    for warning in plan.warnings:
+        print(f"verifygate: {warning}", file=sys.stderr)
+    return plan
+
+
+def read_files_from(source: str) -> list[str]:
+    """``--files-from``: newline- or NUL-separated paths from a file, or stdin for ``-``."""
+    try:
+        raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    except OSError as exc:
+        raise UsageError(f"--files-from {source}: {exc.strerror or exc}") from None
+    separator = b"\0" if b"\0" in raw else b"\n"
+    return [os.fsdecode(item.rstrip(b"\r") if separator == b"\n" else item)
+            for item in raw.split(separator) if item.strip()]

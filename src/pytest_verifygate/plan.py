@@ -1,0 +1,101 @@
+"""The plan stage: each selected gate turned into what the runner spawns, or why it will not.
+
+Owns parsing a gate's command without a shell, expanding ``{files}`` relative to the gate's
+``cwd`` (chunked for the OS's argument limit), the command shown in reports, and attaching a
+result-cache slot to gates with ``cache = true``.
+"""
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pytest_verifygate.changes import all_files
+from pytest_verifygate.commands import UnsupportedCommand, expand, parse_command, shell_words
+from pytest_verifygate.contract import Contract
+from pytest_verifygate.runner.records import GatePlan
+from pytest_verifygate.selection import Selection, files_for_gate
+
+if TYPE_CHECKING:
+    from pytest_verifygate.cache import RepoFiles
+
+# Arguments shown of a gate's command in reports; the rest are counted, not listed.
+MAX_DISPLAY_ARGS = 50
+
+
+def plan_gates(
+    contract: Contract, selections: Sequence[Selection], *, read_cache: bool = True,
+) -> list[GatePlan]:
+    """Turn the selected gates into plans: argvs to spawn, or why not to spawn them.
+
+    A gate with ``cache = true`` gets a cache slot; with ``read_cache`` a pass stored for
+    the same inputs resolves the plan without spawning anything (see ``cache.py``).
+    """
+    plans: list[GatePlan] = []
+    tracked: tuple[str, ...] | None = None
+    repo_files: RepoFiles | None = None
+    for selection in selections:
+        if not selection.selected:
+            continue
+        gate = selection.gate
+        cwd = (contract.root / gate.cwd).resolve()
+        if gate.kind == "manual":
+            plans.append(GatePlan(gate, cwd, display_command=_display(gate.command_text),
+                                  pending_reason="manual gate: awaits human sign-off"))
+            continue
+        try:
+            parsed = parse_command(gate.command, shell=gate.shell)
+        except UnsupportedCommand as exc:
+            plans.append(GatePlan(gate, cwd, display_command=_display(gate.command_text),
+                                  unsupported=str(exc)))
+            continue
+        files: list[str] = []
+        if parsed.uses_files:
+            if selection.matched_files is not None:
+                candidates: Sequence[str] = selection.matched_files
+            else:
+                if tracked is None:
+                    tracked = all_files(contract.root)
+                candidates = files_for_gate(gate, tracked)
+            files = [
+                _relative_to_cwd(path, contract.root, cwd)
+                for path in candidates
+                if os.path.lexists(contract.root / path)
+            ]
+            if not files:
+                plans.append(GatePlan(gate, cwd, display_command=_display(gate.command_text),
+                                      skip_reason="no matching files for {files}"))
+                continue
+        invocations = tuple(tuple(argv) for argv in expand(parsed, files))
+        plan = GatePlan(
+            gate,
+            cwd,
+            invocations=invocations,
+            env={**gate.env, **parsed.env},
+            display_command=_truncated(invocations[0]),
+        )
+        if gate.cache:
+            from pytest_verifygate import cache  # only when some gate caches its passes
+
+            repo_files = repo_files or cache.RepoFiles(contract.root)
+            plan = cache.attach(contract, plan, repo_files, read=read_cache)
+        plans.append(plan)
+    return plans
+
+
+def _relative_to_cwd(path: str, root: Path, cwd: Path) -> str:
+    relative = os.path.relpath(root / path, cwd) if cwd != root else path
+    # A file named "-rf" must never read as an option, wherever {files} stands.
+    return "./" + relative if relative.startswith("-") else relative
+
+
+def _display(command: str) -> tuple[str, ...]:
+    words = shell_words(command)
+    return _truncated(words) if words is not None else (command,)
+
+
+def _truncated(argv: Sequence[str]) -> tuple[str, ...]:
+    if len(argv) <= MAX_DISPLAY_ARGS:
+        return tuple(argv)
+    hidden = len(argv) - MAX_DISPLAY_ARGS
+    return (*argv[:MAX_DISPLAY_ARGS], f"... ({hidden} more arguments)")

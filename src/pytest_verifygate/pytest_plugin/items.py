@@ -1,0 +1,113 @@
+"""The pytest side of a contract: the contract ``File`` collector and one ``GateItem`` per gate.
+
+An item does not run its gate: the gates start together when the run begins (see
+``session.py``), and each item waits for its own gate's result, then passes, fails with the
+gate's classified failure, or skips with the reason (skipped and pending gates). What an item
+needs from the session is the ``GateSource`` protocol, found in the config's stash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import pytest
+
+from pytest_verifygate import codes
+from pytest_verifygate.contract import Contract, Gate
+from pytest_verifygate.pytest_plugin.failure import failure_repr
+from pytest_verifygate.runner.records import GateResult
+from pytest_verifygate.selection import Selection
+
+if TYPE_CHECKING:
+    from pytest_verifygate.report.redact import Redactor
+
+
+class GateSource(Protocol):
+    """What the collector and the items need from the run's session."""
+
+    contract: Contract
+    selections: Sequence[Selection]
+
+    def result_for(self, name: str) -> GateResult: ...
+
+    def redactor(self) -> Redactor: ...
+
+
+SOURCE_KEY = pytest.StashKey[GateSource]()
+
+
+class ContractFile(pytest.File):
+    """The contract file as a collector: one ``GateItem`` per selected gate, in file order."""
+
+    def collect(self) -> Iterator[GateItem]:
+        session = self.config.stash[SOURCE_KEY]
+        for selection in session.selections:
+            if selection.selected:
+                yield GateItem.from_parent(self, name=selection.gate.name, gate=selection.gate)
+
+
+class GateFailed(Exception):
+    """A gate's result was ``failed``; carries the result for ``repr_failure``."""
+
+    def __init__(self, result: GateResult, headline: str) -> None:
+        super().__init__(headline)
+        self.result = result
+        self.headline = headline
+
+
+class GateItem(pytest.Item):
+    """One selected gate. Its outcome is the gate's: passed, failed, or skipped (also pending)."""
+
+    def __init__(self, *, gate: Gate, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.gate = gate
+        self.gate_entry: dict[str, Any] | None = None
+        self.add_marker("verifygate")
+        if gate.category is not None:
+            self.add_marker(gate.category)
+        for role in gate.roles or ():
+            self.add_marker(f"verify_role_{role}")
+
+    def runtest(self) -> None:
+        # The same properties, messages and reasons as ``verifygate run --junit`` writes.
+        from pytest_verifygate.report.document import gate_entry
+        from pytest_verifygate.report.junit import failure_message, properties, skip_message
+
+        session = self.config.stash[SOURCE_KEY]
+        entry = self.gate_entry = gate_entry(session.result_for(self.gate.name),
+                                             session.contract, session.redactor())
+        # Shown from the report entry, not the raw result: JUnit XML and CI logs leave the
+        # machine like the report does, so they get the same redaction of secrets.
+        self.user_properties.extend(properties(entry))
+        if entry["outcome"] == codes.FAILED:
+            raise GateFailed(result_from_entry(entry),
+                             failure_message(entry, self.gate.timeout_seconds))
+        if entry["outcome"] in (codes.SKIPPED, codes.PENDING):
+            # The session's makereport hook moves the location to the contract.
+            pytest.skip(skip_message(entry))
+
+    def repr_failure(
+        self,
+        excinfo: pytest.ExceptionInfo[BaseException],
+        style: Any = None,
+    ) -> Any:
+        if not isinstance(excinfo.value, GateFailed):
+            return super().repr_failure(excinfo, style=style)
+        return failure_repr(
+            excinfo.value.result,
+            excinfo.value.headline,
+            path=str(self.path),
+            verbosity=self.config.get_verbosity(),
+        )
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"gate {self.name}"
+
+
+def result_from_entry(entry: dict[str, Any]) -> GateResult:
+    """A ``GateResult`` back from its report entry (what an xdist worker sends)."""
+    values = {key: value for key, value in entry.items() if key in GateResult._fields}
+    values["command"] = tuple(values.get("command") or ())
+    return GateResult(**values)

@@ -1,0 +1,144 @@
+"""The ``--verify-*`` command-line options and ``verify_*`` ini options of the pytest plugin.
+
+Owns registering them and reading them back as one ``VerifyOptions`` (command line over ini;
+paths made absolute), with the same value checks as the ``verifygate`` command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register the ``--verify-*`` options and their ini defaults."""
+    from pytest_verifygate import options  # argparse types shared with the CLI
+
+    group = parser.getgroup("verifygate", "verify contract gates (pytest-verifygate)")
+    group.addoption(
+        "--verify-contract", dest="verify_contract", nargs="?", const="", default=None,
+        metavar="PATH",
+        help="collect one item per selected gate of the verify contract: PATH, or the "
+        "contract found from the current directory up (default: ini verify_contract)",
+    )
+    group.addoption("--verify-role", dest="verify_role", metavar="R",
+                    help="select the gates for this role (ini: verify_role)")
+    group.addoption("--verify-phase", dest="verify_phase", type=options.positive_int, metavar="N",
+                    help="select the gates for this phase (ini: verify_phase)")
+    group.addoption("--verify-staged", dest="verify_staged", action="store_true", default=False,
+                    help="the change set is the index against HEAD")
+    group.addoption("--verify-changed-from", dest="verify_changed_from", metavar="REF",
+                    help="the change set is everything since merge-base(REF, HEAD) "
+                    "(ini: verify_changed_from)")
+    group.addoption("--verify-files", dest="verify_files", nargs="+", action="extend",
+                    metavar="F", help="the change set is these files")
+    group.addoption("--verify-all", dest="verify_all", action="store_true", default=False,
+                    help="no change filtering: every gate applies")
+    group.addoption("--verify-jobs", dest="verify_jobs", type=options.jobs, metavar="N",
+                    help="gates run at once in this process (0 = one per CPU; ini: "
+                    "verify_jobs; default: the contract's settings.jobs)")
+    group.addoption("--verify-report", dest="verify_report", metavar="PATH",
+                    help="write the JSON report here (ini: verify_report)")
+    group.addoption("--verify-digest", dest="verify_digest", metavar="PATH",
+                    help="write the Markdown digest of failed gates here (ini: verify_digest)")
+    group.addoption("--verify-annotations", dest="verify_annotations",
+                    choices=options.ANNOTATION_CHOICES, default=None,
+                    help="github: GitHub Actions error annotations for failed gates and a table "
+                    "in $GITHUB_STEP_SUMMARY (default: when GITHUB_ACTIONS is true); none: never")
+    group.addoption("--verify-no-cache", dest="verify_no_cache", action="store_true",
+                    default=False, help="run gates with cache = true even if they passed on "
+                    "these inputs (a pass is still stored)")
+    parser.addini("verify_contract", "contract file used by a bare --verify-contract "
+                  "(relative to the ini file)", default="")
+    parser.addini("verify_role", "default for --verify-role", default="")
+    parser.addini("verify_phase", "default for --verify-phase", default="")
+    parser.addini("verify_changed_from", "default for --verify-changed-from", default="")
+    parser.addini("verify_jobs", "default for --verify-jobs", default="")
+    parser.addini("verify_report", "default for --verify-report (relative to the ini file)",
+                  default="")
+    parser.addini("verify_digest", "default for --verify-digest (relative to the ini file)",
+                  default="")
+
+
+class VerifyOptions(NamedTuple):
+    """The ``--verify-*`` options with their ini defaults applied."""
+
+    contract: Path | None
+    role: str | None
+    phase: int | None
+    staged: bool
+    changed_from: str | None
+    files: tuple[str, ...] | None
+    all: bool
+    jobs: int | None
+    report: Path | None
+    digest: Path | None
+
+
+def read_options(config: pytest.Config) -> VerifyOptions:
+    """Command-line values win over ini values; paths are made absolute now."""
+    from pytest_verifygate import options
+
+    invocation_dir = config.invocation_params.dir
+    ini_dir = config.inipath.parent if config.inipath is not None else config.rootpath
+
+    def ini(name: str) -> str:
+        return str(config.getini(name) or "").strip()
+
+    def cli_path(value: str | None) -> Path | None:
+        return invocation_dir / value if value else None
+
+    def ini_path(name: str) -> Path | None:
+        value = ini(name)
+        return ini_dir / value if value else None
+
+    sources = [
+        name
+        for name, given in (
+            ("--verify-staged", config.getoption("verify_staged")),
+            ("--verify-changed-from", config.getoption("verify_changed_from")),
+            ("--verify-files", config.getoption("verify_files")),
+            ("--verify-all", config.getoption("verify_all")),
+        )
+        if given
+    ]
+    if len(sources) > 1:
+        raise pytest.UsageError(
+            f"{' and '.join(sources)} cannot be combined: choose one source of changed files"
+        )
+    phase: int | None = config.getoption("verify_phase")
+    if phase is None and ini("verify_phase"):
+        phase = _ini_number(ini("verify_phase"), "verify_phase", options.positive_int)
+    jobs: int | None = config.getoption("verify_jobs")
+    if jobs is None and ini("verify_jobs"):
+        jobs = _ini_number(ini("verify_jobs"), "verify_jobs", options.jobs)
+    files = config.getoption("verify_files")
+    changed_from = config.getoption("verify_changed_from")
+    if not sources and ini("verify_changed_from"):
+        changed_from = ini("verify_changed_from")
+    contract_option: str = config.getoption("verify_contract") or ""
+    return VerifyOptions(
+        contract=cli_path(contract_option) or ini_path("verify_contract"),
+        role=config.getoption("verify_role") or ini("verify_role") or None,
+        phase=phase,
+        staged=bool(config.getoption("verify_staged")),
+        changed_from=changed_from or None,
+        files=tuple(files) if files is not None else None,
+        all=bool(config.getoption("verify_all")),
+        jobs=jobs,
+        report=cli_path(config.getoption("verify_report")) or ini_path("verify_report"),
+        digest=cli_path(config.getoption("verify_digest")) or ini_path("verify_digest"),
+    )
+
+
+def _ini_number(text: str, name: str, check: Callable[[str], int]) -> int:
+    """An ini option's number, checked like the command-line option of the same name."""
+    import argparse
+
+    try:
+        return check(text)
+    except argparse.ArgumentTypeError as exc:
+        raise pytest.UsageError(f"ini option {name}: {exc}") from None

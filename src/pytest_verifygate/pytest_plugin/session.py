@@ -1,0 +1,447 @@
+"""The pytest run with ``--verify-contract``: one ``VerifyGateSession``, registered as a plugin.
+
+Owns the run's side of pytest: preparing the run through the engine (on an xdist worker, from
+the controller's change set), making sure the contract is collected exactly once, starting the
+gates together once pytest knows which items will run, handing each item its gate's result,
+cancelling on ``-x``, and at the end the report (assembled by the engine), the digest, the
+GitHub outputs and the terminal summary.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Generator, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_verifygate import codes, engine
+from pytest_verifygate.changes import ChangeRequest, ChangeSet
+from pytest_verifygate.contract import posix_relative
+from pytest_verifygate.engine import Plan, RunRequest, prepare
+from pytest_verifygate.pytest_plugin.items import ContractFile, GateItem, result_from_entry
+from pytest_verifygate.pytest_plugin.options import VerifyOptions, read_options
+from pytest_verifygate.runner.records import GateResult
+from pytest_verifygate.signals import Interruptible
+
+if TYPE_CHECKING:
+    from pytest_verifygate.report.redact import Redactor
+    from pytest_verifygate.runner.records import GatePlan
+    from pytest_verifygate.runner.scheduler import GateRunner
+    from pytest_verifygate.selection import Selection
+
+PLUGIN_NAME = "verifygate-session"
+# Where the controller puts what its workers need (in ``workerinput``).
+WORKERINPUT_KEY = "verifygate"
+# The attribute of a ``TestReport`` carrying the gate's report entry (basic types only).
+REPORT_ATTRIBUTE = "verifygate"
+DESELECTED_REASON = "deselected in this pytest run (-k, -m, --lf, --deselect or node ids)"
+
+
+class VerifyGateSession:
+    """One pytest run with ``--verify-contract``: contract, change set, selection, runner,
+    the gate results received, and the report. Registered as a plugin while active.
+    """
+
+    def __init__(
+        self,
+        config: pytest.Config,
+        options: VerifyOptions,
+        plan: Plan,
+        *,
+        shared_log_dir: Path | None = None,
+    ) -> None:
+        contract = plan.contract
+        self.config = config
+        self.options = options
+        self.plan = plan
+        self.contract = contract
+        self.changes = plan.changes
+        self.selections: Sequence[Selection] = plan.selections
+        self.is_worker = hasattr(config, "workerinput")
+        self.contract_path = _pytest_view(contract.path, config.rootpath)
+        self.contract_nodeid = posix_relative(self.contract_path, config.rootpath)
+        self.forced_paths: frozenset[Path] = frozenset()
+        self.shared_log_dir = shared_log_dir
+        self.log_dir: Path | None = None
+        self.plans: dict[str, GatePlan] | None = None
+        self.runner: GateRunner | None = None
+        self.runner_names: frozenset[str] = frozenset()
+        self.started = False
+        self.session: pytest.Session | None = None
+        self.collected_names: list[str] | None = None
+        self.entries: dict[str, dict[str, Any]] = {}
+        self.results: list[GateResult] | None = None
+        self.report: dict[str, Any] | None = None
+        self.messages: list[str] = []
+        self.interruptible = Interruptible((signal.SIGTERM,), keep_others=True)
+        self._redactor: Redactor | None = None
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> VerifyGateSession:
+        """The session for this pytest run: the engine's plan for the ``--verify-*`` options,
+        or, on a pytest-xdist worker, for the change set its controller computed."""
+        options = read_options(config)
+        read_cache = not config.getoption("verify_no_cache")
+        workerinput: dict[str, Any] = getattr(config, "workerinput", {})
+        shared = workerinput.get(WORKERINPUT_KEY)
+        log_dir: Path | None = None
+        if shared is not None:
+            # An xdist worker: the controller already decided; select exactly as it did.
+            options = options._replace(role=shared["role"], phase=shared["phase"])
+            request = RunRequest(contract=_from_rootdir(shared["contract"], config.rootpath),
+                                 changes=ChangeSet.from_dict(shared["changes"]),
+                                 role=options.role, phase=options.phase, jobs=options.jobs,
+                                 read_cache=read_cache, contract_flag="--verify-contract")
+            log_dir = Path(shared["log_dir"]) if shared.get("log_dir") else None
+        else:
+            changes = ChangeRequest(files=options.files, staged=options.staged,
+                                    changed_from=options.changed_from, all=options.all)
+            request = RunRequest(contract=options.contract, start=config.invocation_params.dir,
+                                 changes=changes, role=options.role, phase=options.phase,
+                                 jobs=options.jobs, read_cache=read_cache,
+                                 contract_flag="--verify-contract")
+        session = cls(config, options, prepare(request), shared_log_dir=log_dir)
+        session.register_markers()
+        session.arrange_collection()
+        return session
+
+    # -- configuration -------------------------------------------------------------------
+
+    def register_markers(self) -> None:
+        # Registered before collection so --strict-markers accepts what the items carry.
+        for category in ("unit", "integration"):
+            self.config.addinivalue_line(
+                "markers", f"{category}: verify contract gates with category = \"{category}\""
+            )
+        roles = sorted({role for gate in self.contract.gates for role in gate.roles or ()})
+        for role in roles:
+            self.config.addinivalue_line(
+                "markers", f"verify_role_{role}: verify contract gates for role {role!r}"
+            )
+
+    def arrange_collection(self) -> None:
+        """Make sure the contract is collected exactly once, whatever the paths given.
+
+        A path argument naming the contract is used as given (``verify.toml::lint``). A
+        directory argument that contains it would walk to it, but ``norecursedirs`` (``.*``)
+        or ``--ignore`` may skip ``.middle/``: those directories are let through. Otherwise
+        (``testpaths = tests``, or test files named) the contract is added as an argument.
+        """
+        rootpath = self.config.rootpath
+        if not self.contract_path.is_relative_to(rootpath):
+            # Node ids are relative to the rootdir; a contract outside it would get none.
+            raise pytest.UsageError(
+                f"the contract {self.contract.path} is outside pytest's rootdir {rootpath}: "
+                "run pytest from the project root, or pass --rootdir=<project root>"
+            )
+        invocation_dir = self.config.invocation_params.dir
+        argument_paths = [
+            Path(os.path.abspath(invocation_dir / arg.split("::")[0])) for arg in self.config.args
+        ]
+        if self.contract_path in argument_paths:
+            return
+        for argument in argument_paths:
+            if argument.is_dir() and self.contract_path.is_relative_to(argument):
+                between = [
+                    parent for parent in self.contract_path.parents
+                    if parent.is_relative_to(argument) and parent != argument
+                ]
+                self.forced_paths = frozenset([self.contract_path, *between])
+                return
+        self.config.args.append(str(self.contract_path))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
+        if collection_path in self.forced_paths:
+            return False
+        return None
+
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> ContractFile | None:
+        if file_path == self.contract_path or (
+            file_path.name == self.contract_path.name and file_path.samefile(self.contract.path)
+        ):
+            return ContractFile.from_parent(parent, path=file_path)
+        return None
+
+    def pytest_report_header(self) -> list[str]:
+        selected = sum(1 for selection in self.selections if selection.selected)
+        lines = [
+            f"verifygate: {self.contract_nodeid}: {selected} of {len(self.selections)} gate(s) "
+            f"selected (changes: {self.changes.describe()})"
+        ]
+        lines += [f"verifygate: {warning}" for warning in self.plan.warnings]
+        return lines
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.session = session
+        self.interruptible.__enter__()  # SIGTERM ends the session like Ctrl-C
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.collected_names = _unique(
+            item.gate.name for item in session.items if isinstance(item, GateItem)
+        )
+
+    # -- xdist ---------------------------------------------------------------------------
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        # Workers must collect the same items: they get the controller's change set and
+        # selection inputs instead of computing their own, and share one log directory.
+        node.workerinput[WORKERINPUT_KEY] = {
+            "contract": self.contract_nodeid,
+            "changes": self.changes.to_dict(),
+            "role": self.options.role,
+            "phase": self.options.phase,
+            "log_dir": str(self._log_dir()),
+        }
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: Sequence[str]) -> None:
+        if self.collected_names is None:
+            prefix = self.contract_nodeid + "::"
+            self.collected_names = _unique(
+                nodeid[len(prefix):] for nodeid in ids if nodeid.startswith(prefix)
+            )
+
+    # -- running -------------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> None:
+        if not self.started:
+            self.started = True
+            self.start(item.session)
+
+    def start(self, session: pytest.Session) -> None:
+        """Start every gate that will run in this process, up to ``jobs`` at once.
+
+        Under an xdist worker the items this process will run are not known in advance, so
+        each gate runs when its item does (the parallelism comes from ``-n``).
+        """
+        option = self.config.option
+        if self.is_worker or option.setuponly or option.setupplan:
+            return
+        names = _unique(item.gate.name for item in session.items if isinstance(item, GateItem))
+        if not names:
+            return
+        plans = self._plans()
+        self.runner_names = frozenset(names)
+        self.runner = engine.start(self.plan, [plans[name] for name in names],
+                                   hook=self.config.hook, log_dir=self._log_dir())
+
+    def result_for(self, name: str) -> GateResult:
+        """The gate's result: from the running runner, or by running it now."""
+        if self.runner is not None and name in self.runner_names:
+            return self.runner.result(name)
+        runner = engine.start(self.plan, [self._plans()[name]], jobs=1, hook=self.config.hook,
+                              log_dir=self._log_dir())
+        try:
+            return runner.result(name)
+        finally:
+            runner.close()
+
+    def _plans(self) -> dict[str, GatePlan]:
+        if self.plans is None:
+            self.plans = {plan.gate.name: plan for plan in self.plan.gate_plans()}
+        return self.plans
+
+    def _log_dir(self) -> Path:
+        if self.log_dir is None:
+            from pytest_verifygate.storage import new_log_dir
+
+            if self.shared_log_dir is not None:
+                try:
+                    self.shared_log_dir.mkdir(parents=True, exist_ok=True)
+                    self.log_dir = self.shared_log_dir
+                except OSError:  # another host (--tx ssh=...): keep logs there instead
+                    self.log_dir = new_log_dir(self.contract.repo_root)
+            else:
+                self.log_dir = new_log_dir(self.contract.repo_root)
+        return self.log_dir
+
+    def close_runner(self) -> None:
+        """Kill the gates still running (``-x``, Ctrl-C) and wait for the runner's threads."""
+        if self.runner is not None:
+            self.runner.close()
+
+    def redactor(self) -> Redactor:
+        """One redactor for the session: building it parses every gate's command."""
+        if self._redactor is None:
+            from pytest_verifygate.report.redact import redactor_for
+
+            self._redactor = redactor_for(self.contract.gates)
+        return self._redactor
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if call.when == "call" and isinstance(item, GateItem) and item.gate_entry is not None:
+            # Basic types only: the entry travels to the xdist controller on the report.
+            report.verifygate = item.gate_entry  # type: ignore[attr-defined]
+            if report.skipped and isinstance(report.longrepr, tuple):
+                # A skipped gate is reported at its location (the contract), not at the line
+                # of this package that skipped it (what -rs and JUnit show).
+                path, lineno = item.reportinfo()[:2]
+                report.longrepr = (os.fspath(path), (lineno or 0) + 1, report.longrepr[2])
+        return report
+
+    def pytest_report_teststatus(
+        self, report: pytest.TestReport
+    ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+        entry: dict[str, Any] | None = getattr(report, REPORT_ATTRIBUTE, None)
+        if report.when == "call" and report.passed and entry is not None and entry.get("cached"):
+            return "passed", ".", ("PASSED (cached)", {"green": True})
+        return None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        entry: dict[str, Any] | None = getattr(report, REPORT_ATTRIBUTE, None)
+        if entry is not None:
+            previous = self.entries.get(entry["name"])
+            # With --dist each a gate runs on every worker: the report keeps the worst.
+            if previous is None or (
+                entry["outcome"] == "failed" and previous["outcome"] != "failed"
+            ):
+                self.entries[entry["name"]] = entry
+        if self.runner is not None and self.session is not None and (
+            self.session.shouldfail or self.session.shouldstop
+        ):
+            self.runner.cancel()  # -x / --maxfail: kill the gates still running now
+
+    # -- the end -------------------------------------------------------------------------
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self.close_runner()
+        if self.is_worker or self.config.option.collectonly:
+            return
+        results, selections = self.final_results()
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or any(
+            result.code == codes.INTERRUPTED for result in results
+        )
+        run = engine.RunResult(self.contract, self.changes, tuple(selections), tuple(results),
+                               interrupted)
+        report = engine.report(run, self.config.hook, redactor=self.redactor())
+        verdict = report["verdict"]
+        self.results, self.report = results, report
+        self.write_outputs(report, session)
+        if self.github_annotations():
+            from pytest_verifygate.report.github import append_step_summary
+
+            warning = append_step_summary(report, os.environ, repo_root=self.contract.repo_root)
+            self.messages += [warning] if warning else []
+        deselected = any(s.reason == DESELECTED_REASON for s in selections)
+        if (
+            verdict == codes.VERDICT_FAILED
+            and not any(result.failed for result in results)
+            and not deselected
+            and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
+        ):
+            # fail_when_unverified: changes present but no gate ran is a failure, not "no tests"
+            # (the verdict line in the summary says why).
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def final_results(self) -> tuple[list[GateResult], list[Selection]]:
+        """Every gate this run was to run, once, in contract order; the rest as not selected.
+
+        A gate whose item never reported (``-x``, Ctrl-C, a crashed worker) is taken from the
+        runner if it finished there, else recorded as ``interrupted``.
+        """
+        selected = [s.gate.name for s in self.selections if s.selected]
+        expected = set(selected if self.collected_names is None else self.collected_names)
+        results: list[GateResult] = []
+        selections: list[Selection] = []
+        for selection in self.selections:
+            name = selection.gate.name
+            if not selection.selected:
+                selections.append(selection)
+                continue
+            if name not in expected:
+                selections.append(selection._replace(selected=False,
+                                                     reason=DESELECTED_REASON))
+                continue
+            selections.append(selection)
+            if name in self.entries:
+                results.append(result_from_entry(self.entries[name]))
+            elif self.runner is not None and name in self.runner_names:
+                results.append(self.runner.result(name))  # done: the runner is closed
+            else:
+                results.append(self._never_finished(name))
+        return results, selections
+
+    def _never_finished(self, name: str) -> GateResult:
+        plan = self._plans().get(name)
+        return GateResult(
+            name=name,
+            outcome=codes.FAILED,
+            code=codes.INTERRUPTED,
+            command=plan.display_command if plan is not None else (),
+            cwd=self.contract.gate(name).cwd,
+            reason="the run stopped before this gate finished",
+        )
+
+    def write_outputs(self, report: dict[str, Any], session: pytest.Session) -> None:
+        for kind, path in (("report", self.options.report), ("digest", self.options.digest)):
+            if path is None:
+                continue
+            # Imported only when asked for: most runs write neither file.
+            from pytest_verifygate.report.document import write_report
+            from pytest_verifygate.storage import write_atomic
+
+            try:
+                if kind == "report":
+                    write_report(path, report)
+                else:
+                    from pytest_verifygate.report.digest import to_digest
+
+                    write_atomic(path, to_digest(report, root=str(self.contract.repo_root)))
+            except OSError as exc:
+                self.messages.append(f"cannot write the {kind} {path}: {exc.strerror or exc}")
+                session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+    def github_annotations(self) -> bool:
+        from pytest_verifygate import options
+
+        return options.github_annotations(self.config.getoption("verify_annotations"),
+                                          os.environ)
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.results is None or self.report is None:
+            return
+        from pytest_verifygate.report.console import summary_table, verdict_line
+
+        reporter = terminalreporter
+        reporter.write_sep("=", "verifygate")
+        if self.results:
+            for line in summary_table(self.results).splitlines():
+                reporter.write_line(line)
+        else:
+            reporter.write_line("no gate ran")
+        report_path = str(self.options.report) if self.options.report else None
+        reporter.write_line(verdict_line(self.report, report_path=report_path))
+        if self.github_annotations():
+            from pytest_verifygate.report.github import error_annotations
+
+            for line in error_annotations(self.report, repo_root=self.contract.repo_root,
+                                          project_root=self.contract.root):
+                reporter.write_line(line)
+        for message in self.messages:
+            reporter.write_line(f"verifygate: {message}", red=True)
+
+
+def _unique(names: Iterator[str] | Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(names))
+
+
+def _pytest_view(path: Path, rootpath: Path) -> Path:
+    """``path`` (resolved) as pytest sees it: under the rootdir as spelt, symlinks and all."""
+    try:
+        return rootpath / path.relative_to(rootpath.resolve())
+    except ValueError:
+        return path
+
+
+def _from_rootdir(relative: str, rootpath: Path) -> Path:
+    return Path(relative) if os.path.isabs(relative) else rootpath / relative
