@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +20,11 @@ from pytest_verifygate.contract import (
 from pytest_verifygate.errors import ContractError
 
 from conftest import write
+
+
+def verifygate(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest_verifygate.cli", *args], cwd=repo,
+                          capture_output=True, text=True, timeout=120, env={**os.environ})
 
 FULL = """
 [settings]
@@ -121,6 +128,32 @@ command = "true"
     )
 
 
+@pytest.mark.parametrize("where", ["verify.toml", ".middle/verify.toml", "pyproject.toml"])
+def test_any_non_empty_gate_name_is_accepted_and_trimmed(repo: Path, where: str) -> None:
+    names = ["unit tests", "Type check (mypy)", "  lint  ", "src/a: ünïcode ✓", "x" * 300]
+    gates = "".join(f"[[{'tool.verifygate.' if where == 'pyproject.toml' else ''}gate]]\n"
+                    f"name = {json.dumps(name)}\ncommand = \"true\"\n" for name in names)
+    write(repo / where, gates)
+    contract = load_contract(repo / where)
+    assert [gate.name for gate in contract.gates] == [name.strip() for name in names]
+
+
+def test_gate_keys_for_order_load(repo: Path) -> None:
+    write(repo / "verify.toml", """
+[[gate]]
+name = "unit tests"
+command = "true"
+needs = [" build ", "build"]
+[[gate]]
+name = "build"
+command = "true"
+exclusive = true
+""")
+    tests, build = load_contract().gates
+    assert (tests.needs, tests.exclusive) == (("build",), False)
+    assert (build.needs, build.exclusive) == ((), True)
+
+
 def test_middle_gates_default_to_a_shell(repo: Path) -> None:
     write(repo / ".middle" / "verify.toml", """
 [[gate]]
@@ -147,13 +180,108 @@ def test_opentiger_form(repo: Path) -> None:
     }))
     contract = load_contract()
     names = [gate.name for gate in contract.gates]
-    assert names == ["npm-run-lint", "npm-run-lint-2", "npm-test", "npm-run-build"]
-    assert contract.gates[2].roles == ("tester",)
-    build = contract.gates[3]
+    assert names == ["npm run lint", "npm test", "npm run build"]
+    assert contract.gates[1].roles == ("tester",)
+    build = contract.gates[2]
     assert build.when_changed == ("/src/**/*.ts", "/src/**/*.tsx", "/*.json")
     assert build.when_changed_all == ("/docs/**",)
     assert build.shell is False
     assert any("visualProbes" in warning for warning in contract.warnings)
+
+
+def test_an_opentiger_command_listed_in_several_places_is_one_gate(repo: Path) -> None:
+    write(repo / ".opentiger" / "verify.contract.json", json.dumps({
+        "commands": ["npm run lint"],
+        "byRole": {"implementer": ["npm run lint", "npm test"], "tester": ["npm test"]},
+        "rules": [{"whenChangedAny": ["src/**"], "commands": ["npm run lint", "npm run build"]},
+                  {"whenChangedAny": ["lib/**"], "commands": ["npm run build"]}],
+    }))
+    gates = {gate.name: gate for gate in load_contract().gates}
+    assert list(gates) == ["npm run lint", "npm test", "npm run build"]
+    # Listed under "commands": it runs for every role on every change, so it stays unscoped.
+    assert (gates["npm run lint"].roles, gates["npm run lint"].when_changed) == (None, None)
+    assert gates["npm test"].roles == ("implementer", "tester")
+    assert gates["npm run build"].when_changed == ("/src/**", "/lib/**")
+
+
+def test_opentiger_gate_names_read_like_the_command(repo: Path) -> None:
+    long = "pnpm --filter @acme/web-application run typecheck:strict --pretty"
+    write(repo / ".opentiger" / "verify.contract.json", json.dumps({
+        "commands": ["npm   run lint", long, long.replace("--pretty", "--incremental")],
+        "byRole": {"reviewer": ["npm run lint"]},
+    }))
+    names = [gate.name for gate in load_contract().gates]
+    assert names[0] == "npm run lint"
+    assert names[1] == "pnpm --filter … run typecheck:strict --pretty"
+    assert names[2] == "pnpm --filter … typecheck:strict --incremental"
+    assert names[3] == "npm run lint (2)"  # the role's gate, apart from the one for everyone
+    assert all(len(name) <= 48 for name in names)
+
+
+def test_seed_formats_start_from_their_home_systems_settings(repo: Path) -> None:
+    write(repo / ".middle" / "verify.toml", '[[gate]]\nname = "m"\ncommand = "true"\n')
+    middle = load_contract()
+    assert (middle.settings.jobs, middle.settings.on_missing) == (1, "fail")
+    write(repo / ".middle" / "verify.toml",
+          '[settings]\njobs = 0\n[[gate]]\nname = "m"\ncommand = "true"\n')
+    assert load_contract().settings.jobs == 0
+    path = write(repo / ".opentiger" / "verify.contract.json", json.dumps({"commands": ["x"]}))
+    opentiger = load_contract(path)
+    assert (opentiger.settings.jobs, opentiger.settings.on_missing) == (1, "skip")
+    assert opentiger.gates[0].on_missing == "skip"
+    path.write_text(json.dumps({"commands": ["x"], "settings": {
+        "jobs": 4, "on_missing": "fail", "timeout_seconds": 9, "cache": True}}))
+    strict = load_contract(path)
+    assert (strict.settings.jobs, strict.gates[0].on_missing) == (4, "fail")
+    assert (strict.gates[0].timeout_seconds, strict.gates[0].cache) == (9, True)
+    assert strict.warnings == ()
+    write(repo / "verify.toml", '[[gate]]\nname = "n"\ncommand = "true"\n')
+    native = load_contract()
+    assert (native.settings.jobs, native.settings.on_missing) == (0, "fail")
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        ({"jobs": "2"}, "key 'settings.jobs': must be an integer, not a string"),
+        ({"jobs": 2.0}, "key 'settings.jobs': must be an integer, not a number"),
+        ({"on_misssing": "fail"},
+         "key 'on_misssing': unknown key in \"settings\" (did you mean 'on_missing'?)"),
+        ({"on_missing": "never"}, "key 'settings.on_missing': must be 'fail' or 'skip'"),
+        ([], "key 'settings': must be an object, not a list"),
+    ],
+)
+def test_opentiger_settings_are_checked_like_toml_settings(
+    repo: Path, settings: object, expected: str
+) -> None:
+    write(repo / ".opentiger" / "verify.contract.json",
+          json.dumps({"commands": ["x"], "settings": settings}))
+    with pytest.raises(ContractError) as error:
+        load_contract()
+    assert str(error.value).startswith(".opentiger/verify.contract.json: " + expected)
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="needs npm")
+def test_an_opentiger_script_that_is_not_defined_is_skipped_in_every_output(
+    repo: Path,
+) -> None:
+    write(repo / "package.json", json.dumps({"name": "x", "version": "1.0.0", "scripts": {}}))
+    contract = write(repo / ".opentiger" / "verify.contract.json",
+                     json.dumps({"commands": ["npm run lint"]}))
+    report, junit = repo.parent / "report.json", repo.parent / "junit.xml"
+    done = verifygate(repo, "run", "--all", "--json", str(report), "--junit", str(junit))
+    assert done.returncode == 0, done.stdout + done.stderr
+    (gate,) = json.loads(report.read_text())["gates"]
+    assert (gate["name"], gate["outcome"], gate["code"]) == ("npm run lint", "skipped", None)
+    assert "missing_script" in gate["reason"]
+    assert "missing_script" in done.stdout
+    assert "missing_script" in junit.read_text()
+    contract.write_text(json.dumps({"commands": ["npm run lint"],
+                                    "settings": {"on_missing": "fail"}}))
+    done = verifygate(repo, "run", "--all", "--json", str(report))
+    assert done.returncode == 1, done.stdout + done.stderr
+    (gate,) = json.loads(report.read_text())["gates"]
+    assert (gate["outcome"], gate["code"]) == ("failed", "missing_script")
 
 
 def test_minimatch_translation_anchors_at_the_root() -> None:
@@ -192,7 +320,11 @@ def test_minimatch_translation_anchors_at_the_root() -> None:
          "verify.toml: gate 'a': key 'timeout_seconds': must be a number of seconds, "
          "not a string"),
         ('[[gate]]\nname = "a"\ncommand = "x"\ntimeout_seconds = inf\n',
-         "verify.toml: gate 'a': key 'timeout_seconds': must be a positive number, got inf"),
+         "verify.toml: gate 'a': key 'timeout_seconds': must be a positive number of seconds up "
+         "to 31,536,000 (a year), got inf"),
+        ('[[gate]]\nname = "a"\ncommand = "x"\ntimeout_seconds = 1' + "0" * 400 + "\n",
+         "verify.toml: gate 'a': key 'timeout_seconds': must be a positive number of seconds up "
+         "to 31,536,000 (a year), got 1000000000000000000000000000000000000..."),
         ('[[gate]]\nname = "a"\ncommand = "x"\nretries = true\n',
          "verify.toml: gate 'a': key 'retries': must be an integer, not a boolean"),
         ('[[gate]]\nname = "a"\ncommand = "x"\ncategory = "unti"\n',
@@ -204,9 +336,32 @@ def test_minimatch_translation_anchors_at_the_root() -> None:
         ('[[gate]]\nname = "a"\ncommand = "x"\n[[gate]]\nname = "a"\ncommand = "y"\n',
          "verify.toml: gate 'a': key 'name': duplicate gate name (gate names must be unique; "
          "rename one of them)"),
-        ('[[gate]]\nname = "a b"\ncommand = "x"\n',
-         "verify.toml: gate '#1': key 'name': 'a b' may only use letters, digits, '_', '-' "
-         "and '.'"),
+        ('[[gate]]\nname = "  "\ncommand = "x"\n',
+         "verify.toml: gate '#1': key 'name': must not be empty"),
+        ('[[gate]]\nname = "a\\u0000b"\ncommand = "x"\n',
+         "verify.toml: gate '#1': key 'name': must not contain a NUL character"),
+        ('[[gate]]\nname = "a"\ncommand = "x"\n[[gate]]\nname = " a "\ncommand = "y"\n',
+         "verify.toml: gate 'a': key 'name': duplicate gate name (gate names must be unique; "
+         "rename one of them)"),
+        ('[[gate]]\nname = "test"\ncommand = "x"\nneeds = ["biuld"]\n'
+         '[[gate]]\nname = "build"\ncommand = "x"\n',
+         "verify.toml: gate 'test': key 'needs': names no gate 'biuld' (did you mean 'build'?)"),
+        ('[[gate]]\nname = "test"\ncommand = "x"\nneeds = ["test"]\n',
+         "verify.toml: gate 'test': key 'needs': a gate cannot need itself "
+         "(remove 'test' from needs)"),
+        ('[[gate]]\nname = "a"\ncommand = "x"\nneeds = ["c"]\n'
+         '[[gate]]\nname = "b"\ncommand = "x"\nneeds = ["a"]\n'
+         '[[gate]]\nname = "c"\ncommand = "x"\nneeds = ["b"]\n',
+         "verify.toml: gate 'a': key 'needs': gates need each other in a circle: "
+         "'a' -> 'c' -> 'b' -> 'a' (remove one of these needs)"),
+        ('[[gate]]\nname = "a"\ncommand = "x"\nneeds = "b"\n',
+         "verify.toml: gate 'a': key 'needs': must be a list of strings, not a string "
+         '(write needs = ["..."])'),
+        ('[[gate]]\nname = "a"\ncommand = "x"\nneeds = []\n',
+         "verify.toml: gate 'a': key 'needs': must not be an empty list "
+         "(remove the key: the gate needs no other)"),
+        ('[[gate]]\nname = "a"\ncommand = "x"\nexclusive = "yes"\n',
+         "verify.toml: gate 'a': key 'exclusive': must be true or false, not a string"),
         ('[[gate]]\ncommand = "x"\n',
          "verify.toml: gate '#1': key 'name': is required (add name = \"...\")"),
         ('[setings]\njobs = 1\n[[gate]]\nname = "a"\ncommand = "x"\n',

@@ -1,11 +1,14 @@
 """The verify contract: the records (``model``), finding the file (``discover``), reading and
-parsing it (``parse``, with the parse cache in ``cache``), checking its values (``fields``),
-one loader per form (``native`` for verify.toml, pyproject.toml and middle; ``opentiger``) and
-``load_contract``, which puts them together (``load``).
+parsing it (``parse``, with the parse cache in ``cache``), checking its values (``fields``;
+``settings`` for the settings every form shares), one loader per form (``native`` for
+verify.toml, pyproject.toml and middle; ``opentiger``) and ``load_contract``, which puts them
+together (``load``).
 
 This package's public names are re-exported lazily from the modules that own them, so that
 importing the records (``contract.model``: the runner's records and the command parser need
 them) does not load the loaders.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

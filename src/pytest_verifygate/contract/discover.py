@@ -3,6 +3,8 @@ place say it is, the project root its paths are relative to, and the repository 
 
 Also how paths are shown (``display_path``) and compared (``posix_relative``). Nothing here
 reads a contract's gates.
+
+PYTEST_DONT_REWRITE
 """
 
 import os

@@ -3,6 +3,8 @@
 Each check takes a raw value from the parsed file and returns it typed, or raises a
 ``ContractError`` naming the file, the gate and the key, with a fix where one is known (a
 did-you-mean for a misspelt key or choice). Shared by every format's loader.
+
+PYTEST_DONT_REWRITE
 """
 
 import math
@@ -16,6 +18,9 @@ from pytest_verifygate.errors import ContractError
 from pytest_verifygate.patterns import PatternError, translations
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+# The longest a gate may be given: a timeout past a year is a typo, not a plan.
+MAX_SECONDS = 365 * 24 * 3600
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
@@ -134,9 +139,13 @@ class FieldReader:
             raise self.error(
                 f"must be a number of seconds, not {type_name(value)}", gate=gate, key=key
             )
-        seconds = float(value)
-        if not math.isfinite(seconds) or seconds <= 0:
-            raise self.error(f"must be a positive number, got {value}", gate=gate, key=key)
+        try:
+            seconds = float(value)
+        except OverflowError:  # an integer too large for a float: far past any sane limit
+            seconds = math.inf
+        if not math.isfinite(seconds) or seconds <= 0 or seconds > MAX_SECONDS:
+            raise self.error(f"must be a positive number of seconds up to {MAX_SECONDS:,} "
+                             f"(a year), got {short_repr(value)}", gate=gate, key=key)
         return seconds
 
     def boolean(self, value: object, *, gate: str | None, key: str) -> bool:

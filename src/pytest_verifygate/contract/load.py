@@ -3,6 +3,8 @@ the parse an earlier run cached), hands it to its format's loader and returns a 
 
 Every problem a user can put in a contract file becomes a ``ContractError`` naming the file,
 the gate and the key, with a fix; nothing lets a traceback through for bad input.
+
+PYTEST_DONT_REWRITE
 """
 
 import os

@@ -3,6 +3,8 @@ table may hold and the values a key may take.
 
 No loading and no validation here: the loaders (``native.py``, ``opentiger.py``) build these
 records from checked values.
+
+PYTEST_DONT_REWRITE
 """
 
 from collections.abc import Mapping
@@ -27,6 +29,7 @@ SETTINGS_KEYS = (
     "fail_when_unverified",
     "changed_from",
     "cache",
+    "log_max_bytes",
 )
 GATE_KEYS = (
     "name",
@@ -46,13 +49,19 @@ GATE_KEYS = (
     "secret_env",
     "cache",
     "inputs",
+    "needs",
+    "exclusive",
 )
-OPENTIGER_KEYS = ("commands", "byRole", "rules")
+OPENTIGER_KEYS = ("commands", "byRole", "rules", "settings")
 OPENTIGER_RULE_KEYS = ("whenChangedAny", "whenChangedAll", "commands")
 
 
 class Settings(NamedTuple):
-    """Contract-wide defaults (``[settings]``)."""
+    """Contract-wide defaults (``[settings]``).
+
+    The defaults here are the native form's; the seed forms start from their home systems'
+    (``SEED_SETTINGS``).
+    """
 
     timeout_seconds: float = 300.0
     jobs: int = 0
@@ -61,6 +70,15 @@ class Settings(NamedTuple):
     fail_when_unverified: bool = False
     changed_from: str = ""
     cache: bool = False
+    log_max_bytes: int = 16 * 1024 * 1024  # per gate attempt's log file (head and tail kept)
+
+
+# What a seed format's file means where its settings say nothing: middle and openTiger run
+# their gates one at a time in declared order, and openTiger skips a script that is not defined.
+SEED_SETTINGS: Mapping[str, Settings] = MappingProxyType({
+    "middle": Settings(jobs=1),
+    "opentiger": Settings(jobs=1, on_missing="skip"),
+})
 
 
 class Gate(NamedTuple):
@@ -86,6 +104,10 @@ class Gate(NamedTuple):
     # (None: the when_changed patterns, or every file when there are none).
     cache: bool = False
     inputs: tuple[str, ...] | None = None
+    # Ordering (runner/scheduler.py): gates that must pass before this one starts, and whether
+    # no other gate may run while this one does (a formatter rewriting files others read).
+    needs: tuple[str, ...] = ()
+    exclusive: bool = False
 
     @property
     def command_text(self) -> str:

@@ -2,26 +2,30 @@
 ``.middle/verify.toml``, each a ``[settings]`` table and ``[[gate]]`` tables.
 
 The three differ only in where the tables sit (under ``tool.verifygate`` in a pyproject) and
-in one default (middle's commands run in a shell). Settings supply each gate's defaults.
+in defaults: middle's commands run in a shell, one gate at a time in declared order, as middle
+runs them. Settings supply each gate's defaults. Also checks ``needs`` across the gates (every
+name known, no circle).
+
+PYTEST_DONT_REWRITE
 """
 
 import re
 from collections.abc import Callable
 from typing import Any
 
-from pytest_verifygate.contract.fields import FieldReader, short_repr, type_name
+from pytest_verifygate.contract.fields import FieldReader, did_you_mean, type_name
 from pytest_verifygate.contract.model import (
     CATEGORIES,
     GATE_KEYS,
     KINDS,
     MAX_RETRIES,
     ON_MISSING,
-    SETTINGS_KEYS,
+    SEED_SETTINGS,
     Gate,
     Settings,
 )
+from pytest_verifygate.contract.settings import load_settings
 
-_GATE_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -37,14 +41,15 @@ def load_native(
             raise reader.error("has no [tool.verifygate] table")
         reader = reader.within("tool.verifygate.")
         data = table
-    return _load_tables(data, reader, shell_default=fmt == "middle")
+    return _load_tables(data, reader, SEED_SETTINGS.get(fmt, Settings()),
+                        shell_default=fmt == "middle")
 
 
 def _load_tables(
-    data: dict[str, Any], reader: FieldReader, *, shell_default: bool
+    data: dict[str, Any], reader: FieldReader, defaults: Settings, *, shell_default: bool
 ) -> tuple[Settings, list[Gate]]:
     reader.check_keys(data, ("settings", "gate"), gate=None, where="the contract")
-    settings = _load_settings(data.get("settings", {}), reader)
+    settings = load_settings(data.get("settings", {}), reader, defaults)
     raw_gates = data.get("gate")
     if raw_gates is None:
         raise reader.error(
@@ -68,45 +73,8 @@ def _load_tables(
             )
         seen.add(gate.name)
         gates.append(gate)
+    _check_needs(gates, reader)
     return settings, gates
-
-
-def _load_settings(raw: object, reader: FieldReader) -> Settings:
-    if not isinstance(raw, dict):
-        raise reader.error(f"must be a table, not {type_name(raw)}", key="settings")
-    reader.check_keys(raw, SETTINGS_KEYS, gate=None, where="[settings]")
-    values: dict[str, Any] = {}
-
-    def key(name: str) -> str:
-        return f"settings.{name}"
-
-    if "timeout_seconds" in raw:
-        values["timeout_seconds"] = reader.seconds(
-            raw["timeout_seconds"], gate=None, key=key("timeout_seconds")
-        )
-    if "jobs" in raw:
-        values["jobs"] = reader.integer(raw["jobs"], gate=None, key=key("jobs"), minimum=0,
-                                        maximum=1024)
-    if "output_tail_bytes" in raw:
-        values["output_tail_bytes"] = reader.integer(
-            raw["output_tail_bytes"], gate=None, key=key("output_tail_bytes"), minimum=256,
-            maximum=64 * 1024 * 1024,
-        )
-    if "on_missing" in raw:
-        values["on_missing"] = reader.choice(
-            raw["on_missing"], ON_MISSING, gate=None, key=key("on_missing")
-        )
-    if "fail_when_unverified" in raw:
-        values["fail_when_unverified"] = reader.boolean(
-            raw["fail_when_unverified"], gate=None, key=key("fail_when_unverified")
-        )
-    if "changed_from" in raw:
-        values["changed_from"] = reader.string(
-            raw["changed_from"], gate=None, key=key("changed_from"), allow_empty=True
-        ).strip()
-    if "cache" in raw:
-        values["cache"] = reader.boolean(raw["cache"], gate=None, key=key("cache"))
-    return Settings(**values)
 
 
 def _load_gate(
@@ -119,12 +87,9 @@ def _load_gate(
         raise reader.error(f"must be a table, not {type_name(raw)}", gate=label, key="gate")
     if "name" not in raw:
         raise reader.error("is required", gate=label, key="name", hint='add name = "..."')
-    name = reader.string(raw["name"], gate=label, key="name")
-    if not _GATE_NAME.fullmatch(name):
-        raise reader.error(
-            f"{short_repr(name)} may only use letters, digits, '_', '-' and '.'",
-            gate=label, key="name",
-        )
+    # Any text is a name, as in middle ("unit tests", "Type check (mypy)"); the spaces
+    # around it are not part of it.
+    name = reader.string(raw["name"], gate=label, key="name").strip()
     reader.check_keys(raw, GATE_KEYS, gate=name, where="[[gate]]")
     kind = reader.choice(raw.get("kind", "command"), KINDS, gate=name, key="kind")
     command = _command(raw, kind, name, reader)
@@ -193,6 +158,14 @@ def _load_gate(
             else settings.cache
         ),
         inputs=inputs,
+        needs=optional("needs", lambda v: tuple(dict.fromkeys(item.strip() for item in (
+            reader.string_list(v, gate=name, key="needs",
+                               empty_hint="remove the key: the gate needs no other")
+        )))) or (),
+        exclusive=(
+            reader.boolean(raw["exclusive"], gate=name, key="exclusive")
+            if "exclusive" in raw else False
+        ),
     )
 
 
@@ -250,3 +223,52 @@ def _phases(value: object, name: str, reader: FieldReader) -> tuple[int, ...]:
         raise reader.error("must not be an empty list", gate=name, key="phases",
                            hint="remove the key to mean every phase")
     return tuple(reader.integer(item, gate=name, key="phases", minimum=1) for item in value)
+
+
+def _check_needs(gates: list[Gate], reader: FieldReader) -> None:
+    """Every ``needs`` names another gate of this file, and no gate needs itself through
+    others: a gate that could never start is a contract error, not a hang."""
+    names = [gate.name for gate in gates]
+    for gate in gates:
+        for need in gate.needs:
+            if need == gate.name:
+                raise reader.error("a gate cannot need itself", gate=gate.name, key="needs",
+                                   hint=f"remove {need!r} from needs")
+            if need not in names:
+                known = did_you_mean(need, names) or f"gates: {', '.join(names)}"
+                raise reader.error(f"names no gate {need!r}", gate=gate.name, key="needs",
+                                   hint=known)
+    cycle = _needs_cycle({gate.name: gate.needs for gate in gates})
+    if cycle:
+        path = " -> ".join(repr(name) for name in (*cycle, cycle[0]))
+        raise reader.error(f"gates need each other in a circle: {path}", gate=cycle[0],
+                           key="needs", hint="remove one of these needs")
+
+
+def _needs_cycle(needs: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The gates of one circle of needs, in order (empty if there is none)."""
+    # Depth-first with an explicit stack: a long chain of needs must not hit the recursion
+    # limit of a contract loader.
+    state: dict[str, int] = {}  # 1: on the current path, 2: finished
+    for root in needs:
+        if root in state:
+            continue
+        path: list[str] = []
+        stack: list[tuple[str, int]] = [(root, 0)]
+        while stack:
+            name, index = stack.pop()
+            if index == 0:
+                state[name] = 1
+                path.append(name)
+            children = needs.get(name, ())
+            if index < len(children):
+                stack.append((name, index + 1))
+                child = children[index]
+                if state.get(child) == 1:
+                    return tuple(path[path.index(child):])
+                if child not in state:
+                    stack.append((child, 0))
+            else:
+                state[name] = 2
+                path.pop()
+    return ()

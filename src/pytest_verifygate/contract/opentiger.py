@@ -3,22 +3,53 @@ per rule of changed files, turned into gates.
 
 openTiger's globs are minimatch globs; they are translated into the gitignore-style patterns
 every other form uses (``minimatch_to_gitignore``). Its commands have no names, so each gate is
-named after its command. Keys openTiger has and verifygate does not use become warnings.
+named after its command, shortened readably. A command listed in several places is one gate
+where one gate can say when it runs (see ``_merged``). Keys openTiger has and verifygate does
+not use become warnings; an optional ``"settings"`` object takes the keys of ``[settings]``.
+
+PYTEST_DONT_REWRITE
 """
 
 import re
+from typing import NamedTuple
 
 from pytest_verifygate.contract.fields import FieldReader, type_name
-from pytest_verifygate.contract.model import OPENTIGER_KEYS, OPENTIGER_RULE_KEYS, Gate, Settings
+from pytest_verifygate.contract.model import (
+    OPENTIGER_KEYS,
+    OPENTIGER_RULE_KEYS,
+    SEED_SETTINGS,
+    Gate,
+    Settings,
+)
+from pytest_verifygate.contract.settings import load_settings
 
-# One command's place in the contract: (command, roles, when_changed, when_changed_all).
-_CommandSpec = tuple[str, tuple[str, ...] | None, tuple[str, ...] | None, tuple[str, ...]]
+# Longest gate name made from a command; longer commands are cut at a word boundary.
+MAX_NAME_LENGTH = 48
+ELLIPSIS = "\u2026"
+
+
+class _Use(NamedTuple):
+    """One place a command is listed: for every role (``roles`` None) or one role, on every
+    change (``when_changed`` None) or on a rule's globs."""
+
+    command: str
+    roles: tuple[str, ...] | None = None
+    when_changed: tuple[str, ...] | None = None
+    when_changed_all: tuple[str, ...] = ()
+
+    @property
+    def always(self) -> bool:
+        return self.roles is None and self.when_changed is None and not self.when_changed_all
 
 
 def load_opentiger(
     data: object, reader: FieldReader
 ) -> tuple[Settings, list[Gate], list[str]]:
-    """The settings (all defaults), gates and warnings of a parsed openTiger contract."""
+    """The settings, gates and warnings of a parsed openTiger contract.
+
+    Settings start from openTiger's own behaviour (``SEED_SETTINGS``): one gate at a time in
+    declared order, and a script that is not defined skipped.
+    """
     if not isinstance(data, dict):
         raise reader.error(f"must be a JSON object, not {type_name(data)}")
     warnings = [
@@ -26,17 +57,19 @@ def load_opentiger(
         for key in data
         if key not in OPENTIGER_KEYS
     ]
-    settings = Settings()
-    specs: list[_CommandSpec] = []
-    for command in _json_commands(data.get("commands", []), reader, key="commands"):
-        specs.append((command, None, None, ()))
+    settings = SEED_SETTINGS["opentiger"]
+    if "settings" in data:
+        settings = load_settings(data["settings"], reader, settings, where='"settings"',
+                                 table_word="an object")
+    uses = [_Use(command) for command in _json_commands(data.get("commands", []), reader,
+                                                        key="commands")]
     by_role = data.get("byRole", {})
     if not isinstance(by_role, dict):
         raise reader.error(f"must be an object, not {type_name(by_role)}", key="byRole")
     for role, commands in by_role.items():
         reader.string(role, gate=None, key="byRole")  # a role name is printed and matched
-        for command in _json_commands(commands, reader, key=f"byRole.{role}"):
-            specs.append((command, (role,), None, ()))
+        uses += [_Use(command, roles=(role,))
+                 for command in _json_commands(commands, reader, key=f"byRole.{role}")]
     rules = data.get("rules", [])
     if not isinstance(rules, list):
         raise reader.error(f"must be a list, not {type_name(rules)}", key="rules")
@@ -52,26 +85,66 @@ def load_opentiger(
                 )
         any_globs = _json_globs(rule.get("whenChangedAny"), reader, f"{key}.whenChangedAny")
         all_globs = _json_globs(rule.get("whenChangedAll"), reader, f"{key}.whenChangedAll")
-        for command in _json_commands(rule.get("commands", []), reader, key=f"{key}.commands"):
-            specs.append((command, None, any_globs or None, all_globs))
-    if not specs:
+        uses += [_Use(command, None, any_globs or None, all_globs)
+                 for command in _json_commands(rule.get("commands", []), reader,
+                                               key=f"{key}.commands")]
+    if not uses:
         raise reader.error("defines no commands", key="commands",
                            hint='add "commands": ["..."]')
     gates: list[Gate] = []
     used: set[str] = set()
-    for command, roles, when_changed, when_changed_all in specs:
-        name = _unique_name(_name_from_command(command), used)
+    for use in _merged(uses):
         gates.append(
             Gate(
-                name=name,
-                command=command,
-                roles=roles,
-                when_changed=when_changed,
-                when_changed_all=when_changed_all,
+                name=_unique_name(name_from_command(use.command), used),
+                command=use.command,
+                roles=use.roles,
+                when_changed=use.when_changed,
+                when_changed_all=use.when_changed_all,
                 timeout_seconds=settings.timeout_seconds,
+                on_missing=settings.on_missing,
+                cache=settings.cache,
             )
         )
     return settings, gates, warnings
+
+
+def _merged(uses: list[_Use]) -> list[_Use]:
+    """One use per gate to make, in the order the commands first appear.
+
+    openTiger runs a command once however many lists name it. Where one gate can say when
+    that is, the uses of a command become one gate: listed under ``commands`` (or under a rule
+    without globs) it runs always; under several roles, for any of them; under several rules
+    that only have ``whenChangedAny``, when any of their globs matches. What one gate cannot
+    say (a role or else a change; two ``whenChangedAll`` rules) stays one gate per condition.
+    """
+    by_command: dict[str, list[tuple[int, _Use]]] = {}
+    for position, use in enumerate(uses):
+        by_command.setdefault(use.command.strip(), []).append((position, use))
+    # (position of the first use it stands for, the use): a gate runs where it is first listed.
+    merged: list[tuple[int, _Use]] = []
+    for group in by_command.values():
+        command = group[0][1].command
+        always = [position for position, use in group if use.always]
+        if always:
+            merged.append((always[0], _Use(command)))
+            continue
+        by_role = [(position, use) for position, use in group if use.roles is not None]
+        if by_role:
+            roles = tuple(dict.fromkeys(role for _, use in by_role for role in use.roles or ()))
+            merged.append((by_role[0][0], _Use(command, roles=roles)))
+        any_only = [(position, use) for position, use in group
+                    if use.roles is None and not use.when_changed_all]
+        if any_only:
+            globs = tuple(dict.fromkeys(glob for _, use in any_only
+                                        for glob in use.when_changed or ()))
+            merged.append((any_only[0][0], _Use(command, when_changed=globs)))
+        seen: set[_Use] = set()
+        for position, use in group:
+            if use.roles is None and use.when_changed_all and use not in seen:
+                seen.add(use)
+                merged.append((position, use))
+    return [use for _, use in sorted(merged, key=lambda item: item[0])]
 
 
 def _json_commands(value: object, reader: FieldReader, *, key: str) -> list[str]:
@@ -117,17 +190,33 @@ def _expand_braces(glob: str) -> list[str]:
     return results
 
 
-def _name_from_command(command: str) -> str:
-    """A gate name made of the command's text: what the name rule allows, at most 60 long."""
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", command).strip("-.")
-    return slug[:60].rstrip("-.") or "command"
+def name_from_command(command: str) -> str:
+    """A gate name that reads like the command: its words; when longer than
+    ``MAX_NAME_LENGTH``, its first and last words around "…" (where commands differ most:
+    the tool and the target), never cutting a word unless it is longer than a name may be."""
+    words = command.split()
+    text = " ".join(words)
+    if len(text) <= MAX_NAME_LENGTH:
+        return text
+    if len(words[0]) > MAX_NAME_LENGTH - 2:
+        return words[0][: MAX_NAME_LENGTH - 1] + ELLIPSIS
+    head = [words[0]]
+    rest = words[1:]
+    while rest and len(" ".join([*head, rest[0]])) <= MAX_NAME_LENGTH // 2:
+        head.append(rest.pop(0))
+    tail: list[str] = []
+    # Room left after the head, " … " and the tail so far.
+    while rest and len(" ".join([*head, ELLIPSIS, rest[-1], *tail])) <= MAX_NAME_LENGTH:
+        tail.insert(0, rest.pop())
+    return " ".join([*head, ELLIPSIS, *tail])
 
 
 def _unique_name(base: str, used: set[str]) -> str:
-    """``base``, or ``base-2``, ``base-3``... the first not in ``used``; then marks it used."""
+    """``base``, or ``base (2)``, ``base (3)``... the first not in ``used``; then marks it
+    used."""
     name, counter = base, 2
     while name in used:
-        name = f"{base}-{counter}"
+        name = f"{base} ({counter})"
         counter += 1
     used.add(name)
     return name

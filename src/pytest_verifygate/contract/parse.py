@@ -3,6 +3,8 @@
 Every way a file can fail to read or parse becomes a ``ContractError``. The parsers are
 imported only when a file must really be parsed: a run whose parse was cached (``cache.py``)
 imports neither.
+
+PYTEST_DONT_REWRITE
 """
 
 import sys
