@@ -57,6 +57,9 @@ mkdir -p "$out"
 # The demo's git and pre-commit see nothing of the user's own configuration or caches.
 export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 PRE_COMMIT_HOME="$work/pre-commit"
 unset PRE_COMMIT PRE_COMMIT_FROM_REF PRE_COMMIT_TO_REF VERIFYGATE_CHANGED_FROM
+# The demo plays the implementer and the reviewer: gates with `roles` run only for a role asked
+# for (--role, or this variable), so cli-tests and the reviewer's sign-off take part.
+export VERIFYGATE_ROLE=implementer,reviewer
 
 heading "1. The project: example-repo/ as a fresh git repository"
 mkdir "$repo"

@@ -209,3 +209,44 @@ def test_shallow_clone_without_merge_base_says_how_to_fix(repo: Path, tmp_path: 
 def test_change_set_round_trips_through_a_dict() -> None:
     changes = ChangeSet("staged", files=("a", "b"), deleted=frozenset({"b"}), ref=None)
     assert ChangeSet.from_dict(changes.to_dict()) == changes
+
+
+def test_files_the_package_writes_are_never_changes(repo: Path) -> None:
+    import json
+    import sys
+
+    from pytest_verifygate.engine import RunRequest, prepare
+
+    write(repo / "verify.toml", '[[gate]]\nname = "everything"\ncommand = ["true"]\n'
+                                'when_changed = ["**"]\n')
+    commit_all(repo)
+
+    def verifygate(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pytest_verifygate.cli", *args],
+                              cwd=repo, capture_output=True, text=True, check=False)
+
+    def selected(**request: object) -> list[str]:
+        plan = prepare(RunRequest(start=repo, changes=ChangeRequest(**request)))  # type: ignore[arg-type]
+        return [s.gate.name for s in plan.selected]
+
+    write(repo / "src" / "a.py", "x = 1\n")
+    first = verifygate("run", "--changed-from", "HEAD", "--json", "out/report.json",
+                       "--junit", "out/junit.xml")
+    assert first.returncode == 0, first.stderr
+    assert json.loads((repo / "out" / "report.json").read_text())["summary"]["passed"] == 1
+    git(repo, "add", "src/a.py")
+    git(repo, "commit", "-q", "-m", "a")
+    # The next run, whatever its source, does not take the report or JUnit file for changes.
+    assert selected(worktree=True) == []
+    assert compute_changes(repo, ChangeRequest(worktree=True)).files == ()
+    listed = verifygate("list", "--changed-from", "HEAD", "--format", "json")
+    assert json.loads(listed.stdout)["gates"][0]["selected"] is False
+    git(repo, "add", "-A")
+    assert selected(staged=True) == []
+    # The current run's own outputs are left out even before they exist.
+    assert selected(files=["out/next.json"], outputs=[repo / "out" / "next.json"]) == []
+    # Nothing under .git/ is a change, even when named.
+    assert selected(files=[".git/config", "nested/.git/HEAD"]) == []
+    # Edited since it was written, a report is a change like any file.
+    write(repo / "out" / "report.json", "{}\n")
+    assert selected(worktree=True) == ["everything"]

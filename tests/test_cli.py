@@ -226,6 +226,60 @@ def test_a_reader_that_goes_away_early_gets_no_traceback(repo: Path) -> None:
     assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
 
 
+@pytest.mark.parametrize(("command", "gates"), [("list --all", 3000),
+                                              ("run --all --jobs 8 --json report.json", 300)])
+def test_text_output_into_a_reader_that_stops_early_ends_quietly(repo: Path, command: str,
+                                                                 gates: int) -> None:
+    # More output than a pipe holds, so writes meet the closed pipe whatever the timing.
+    write(repo / "verify.toml", "".join(
+        f'[[gate]]\nname = "g{index}"\ncommand = "true"\n' for index in range(gates)))
+    # The status of verifygate itself, not of head: the gates all ran, the verdict stands.
+    script = (f"{{ {sys.executable} -m pytest_verifygate.cli {command}; echo $? > status; }}"
+              " | head -n 1")
+    done = subprocess.run(["sh", "-c", script], cwd=repo, capture_output=True, text=True,
+                          timeout=120)
+    assert len(done.stdout.splitlines()) == 1
+    assert done.stderr == ""
+    assert (repo / "status").read_text().strip() == "0"
+    if "report.json" in command:
+        report = json.loads((repo / "report.json").read_text())
+        assert report["summary"]["passed"] == gates
+
+
+def test_list_shows_what_run_would_do(repo: Path) -> None:
+    write(repo / "verify.toml", f"""
+[[gate]]
+name = "compile"
+command = ["{sys.executable}", "-m", "compileall", "-q", "{{files}}"]
+when_changed = ["*.py"]
+
+[[gate]]
+name = "sign-off"
+kind = "manual"
+command = "a person looks at it"
+""")
+    write(repo / "gone.py", "x = 1\n")
+    commit_all(repo)
+    (repo / "gone.py").unlink()
+    # Deleting a module selects compile, but {{files}} has nothing left to name: run skips it.
+    ran = verifygate("run", "--changed-from", "HEAD", "--format", "json", cwd=repo)
+    assert [(g["name"], g["outcome"], g["reason"]) for g in json.loads(ran.stdout)["gates"]] \
+        == [("compile", "skipped", "no matching files for {files}"),
+            ("sign-off", "pending", "manual gate: awaits human sign-off")]
+    text = verifygate("list", "--changed-from", "HEAD", cwd=repo).stdout
+    assert ("  skip  compile   no matching files for {files} (changed 'gone.py' (deleted) "
+            "matches when_changed)") in text
+    assert "  pend  sign-off  manual gate: awaits human sign-off" in text
+    listed = json.loads(verifygate("list", "--changed-from", "HEAD", "--format", "json",
+                                   cwd=repo).stdout)["gates"]
+    assert [(g["name"], g["selected"], g["runs"]) for g in listed] == [
+        ("compile", True, False), ("sign-off", True, False)]
+    write(repo / "new.py", "y = 2\n")
+    listed = json.loads(verifygate("list", "--changed-from", "HEAD", "--format", "json",
+                                   cwd=repo).stdout)["gates"]
+    assert listed[0]["runs"] is True
+
+
 def test_exit_handlers_still_run_when_something_registered_them(repo: Path) -> None:
     """Coverage or a plugin may hook the interpreter's exit: then it is not skipped."""
     write(repo / "verify.toml", '[[gate]]\nname = "ok"\ncommand = "true"\n')

@@ -56,22 +56,25 @@ def test_contract_loads_with_roles_globs_files_integration_and_manual_gates() ->
 @pytest.mark.parametrize(
     ("files", "deleted", "role", "expected"),
     [
-        (["src/tally/amounts.py"], [], None,
+        # Gates with roles run only for a role asked for.
+        (["src/tally/amounts.py"], [], None, ["compile", "unit-tests"]),
+        (["src/tally/amounts.py"], [], ("implementer", "reviewer"),
          ["compile", "unit-tests", "cli-tests", "amounts-review"]),
         (["src/tally/amounts.py"], [], "implementer", ["compile", "unit-tests", "cli-tests"]),
         (["src/tally/amounts.py"], [], "reviewer",
          ["compile", "unit-tests", "amounts-review"]),
         (["README.md"], [], None, ["docs"]),
-        (["tests/integration/test_cli.py"], [], None, ["compile", "cli-tests"]),
+        (["tests/integration/test_cli.py"], [], "ci", ["compile", "cli-tests"]),
         # A deleted module still selects the gates that watch it (compile then has no file
         # left for {files} and is skipped when it runs).
-        (["src/tally/ledger.py"], ["src/tally/ledger.py"], None,
+        (["src/tally/ledger.py"], ["src/tally/ledger.py"], "implementer",
          ["compile", "unit-tests", "cli-tests"]),
         (["LICENSE"], [], None, []),
     ],
 )
 def test_selection_follows_the_change(
-    files: list[str], deleted: list[str], role: str | None, expected: list[str]
+    files: list[str], deleted: list[str], role: str | tuple[str, ...] | None,
+    expected: list[str],
 ) -> None:
     contract = load_contract(EXAMPLE / "verify.toml")
     changes = ChangeSet("files", files=tuple(files), deleted=frozenset(deleted))
@@ -116,7 +119,8 @@ def test_the_example_project_passes_its_own_gates(tmp_path: Path) -> None:
         subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
     report_path = tmp_path / "report.json"
     done = subprocess.run(
-        [str(BIN / "verifygate"), "run", "--all", "--json", str(report_path)],
+        [str(BIN / "verifygate"), "run", "--all", "--role", "implementer", "--role", "reviewer",
+         "--json", str(report_path)],
         cwd=repo, env=env, capture_output=True, text=True, check=False, timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr

@@ -102,7 +102,7 @@ def test_workers_use_the_controllers_change_set(project: pytest.Pytester) -> Non
     (project.path / "src" / "app.py").write_text("x = 2\n")
     result = project.runpytest_subprocess("--verify-contract", "--verify-changed-from", "HEAD",
                                           *XDIST, "--verify-report", "report.json")
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=1, skipped=1)  # docs: nothing it watches changed
     received = [json.loads(path.read_text())
                 for path in sorted(project.path.glob("workerinput-*.json"))]
     assert len(received) == 2

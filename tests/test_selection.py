@@ -13,7 +13,6 @@ from pytest_verifygate.contract import cache as contract_cache
 from pytest_verifygate.contract import load_contract
 from pytest_verifygate.patterns import translations
 from pytest_verifygate.selection import select_gates
-from pytest_verifygate.storage import state_dir
 
 from conftest import write
 
@@ -191,5 +190,43 @@ when_changed_all = ["src/app/", "*.json"]
                                             "src/app/data.json"]}
     # The same run translating for itself imports pathspec, and decides the same (with no
     # parsed-contract cache left by the run above to remember them from).
-    (state_dir(repo) / contract_cache.FILE_NAME).unlink()
+    contract_cache.cache_path(repo).unlink()
     assert run({}) == {**remembered, "pathspec": True}
+
+
+def test_a_role_scoped_gate_needs_one_of_its_roles_asked_for(repo: Path) -> None:
+    everything = ChangeSet("all")
+    decisions = _decisions(repo, everything)
+    assert decisions["impl"] == (
+        False, "only for roles [implementer]; no role asked for (--role, VERIFYGATE_ROLE)")
+    assert decisions["always"][0] and decisions["py"][0]
+    # Several roles may be asked for: a gate runs when any of them is among its roles.
+    decisions = _decisions(repo, everything, role=("reviewer", "implementer"))
+    assert decisions["impl"] == (True, "no change filtering (all gates apply)")
+    decisions = _decisions(repo, everything, role=("reviewer", "tester"))
+    assert decisions["impl"] == (
+        False, "none of the roles asked for ('reviewer', 'tester') is in roles [implementer]")
+
+
+def test_roles_asked_for_come_from_the_command_line_else_the_environment() -> None:
+    from pytest_verifygate.selection import ROLE_ENV, asked_roles
+
+    assert ROLE_ENV == "VERIFYGATE_ROLE"
+    assert asked_roles(None, {}) == ()
+    assert asked_roles(None, {ROLE_ENV: " reviewer , ci ,,"}) == ("reviewer", "ci")
+    assert asked_roles(["a b", "a b", "c:d"], {ROLE_ENV: "ci"}) == ("a b", "c:d")
+    assert asked_roles([], {ROLE_ENV: ""}) == ()
+
+
+def test_left_out_says_which_filter_left_a_gate_out(repo: Path) -> None:
+    from pytest_verifygate.selection import BY_CHANGES, BY_PHASE, BY_ROLE
+
+    write(repo / "verify.toml", CONTRACT)
+    contract = load_contract(repo / "verify.toml")
+    selections = {s.gate.name: s for s in select_gates(
+        contract, ChangeSet("files", files=("README.md",)), phase=1)}
+    assert selections["impl"].left_out_by == BY_ROLE
+    assert selections["phase"].left_out_by == BY_PHASE
+    assert selections["py"].left_out_by == BY_CHANGES
+    assert selections["both"].left_out_by == BY_CHANGES
+    assert selections["always"].left_out_by is None and selections["always"].selected

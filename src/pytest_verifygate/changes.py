@@ -6,9 +6,16 @@ into a deletion and an addition (both paths count), and deleted files are kept f
 while ``existing_files`` leaves them out of ``{files}``. Paths in a ``ChangeSet`` are POSIX
 paths relative to the project root.
 
+Also leaves out what is never a change: anything under ``.git/``, the files the current run
+writes (``ChangeRequest.outputs``) and those earlier runs wrote and nobody changed since (see
+``outputs.py``): a report, JUnit file or digest written inside the work tree must not select
+gates on the next run.
+
 Also owns CI base detection: the ref a pull or merge request build compares against (GitHub
 Actions, GitLab CI, or the generic ``VERIFYGATE_CHANGED_FROM``), with the words that say where
 it came from and how to fix a clone too shallow for it.
+
+PYTEST_DONT_REWRITE
 """
 
 import os
@@ -96,13 +103,18 @@ class ChangeSet(NamedTuple):
 
 
 class ChangeRequest(NamedTuple):
-    """What the user asked for; ``compute_changes`` applies SPEC 3's order of precedence."""
+    """What the user asked for; ``compute_changes`` applies SPEC 3's order of precedence.
+
+    ``outputs``: the files this run will write (reports, JUnit, digest), relative to the
+    current directory or absolute; they are left out of the change set.
+    """
 
     files: Sequence[str] | None = None
     staged: bool = False
     changed_from: str | None = None
     worktree: bool = False
     all: bool = False
+    outputs: Sequence[str | os.PathLike[str]] = ()
 
 
 def compute_changes(
@@ -120,9 +132,21 @@ def compute_changes(
     ``VERIFYGATE_CHANGED_FROM``, a GitHub Actions pull request's ``GITHUB_BASE_REF``, a GitLab
     merge request's ``CI_MERGE_REQUEST_DIFF_BASE_SHA``), then ``settings.changed_from`` (the
     repository-wide default, which a build's own base beats); else every file, no filtering.
+    The package's own files are left out (see ``without_own_files``).
     """
     request = request or ChangeRequest()
-    env = os.environ if environ is None else environ
+    changes = _compute(root, request, settings_changed_from,
+                       os.environ if environ is None else environ, cwd)
+    return without_own_files(changes, root, request.outputs, cwd or Path.cwd())
+
+
+def _compute(
+    root: Path,
+    request: ChangeRequest,
+    settings_changed_from: str,
+    env: Mapping[str, str],
+    cwd: Path | None,
+) -> ChangeSet:
     if request.files is not None:
         return _explicit(root, request.files, cwd or Path.cwd())
     if request.all:
@@ -165,6 +189,31 @@ def walk_files(root: Path) -> Iterable[str]:
         subdirs[:] = [d for d in subdirs if not d.startswith(".")]
         for name in names:
             yield Path(os.path.relpath(os.path.join(directory, name), root)).as_posix()
+
+
+# --------------------------------------------------------------------------------------------
+# what is never a change
+
+def without_own_files(
+    changes: ChangeSet, root: Path, outputs: Iterable[str | os.PathLike[str]], cwd: Path
+) -> ChangeSet:
+    """``changes`` without what the package itself writes: anything under ``.git/``, this
+    run's ``outputs``, and the outputs of earlier runs still as they were written."""
+    if not changes.files:
+        return changes
+    from pytest_verifygate.outputs import in_git_dir, own_files
+
+    own = own_files(root, outputs, cwd)
+    # Git never lists its own directory; only paths named by the user can be in it (one
+    # search over them all: a list of 100,000 names is checked in milliseconds).
+    named = changes.source == SOURCE_FILES and ".git/" in "\0".join(changes.files)
+    if not own and not named:
+        return changes
+    kept = tuple(path for path in changes.files
+                 if path not in own and not (named and in_git_dir(path)))
+    if len(kept) == len(changes.files):
+        return changes
+    return changes._replace(files=kept, deleted=changes.deleted.intersection(kept))
 
 
 # --------------------------------------------------------------------------------------------

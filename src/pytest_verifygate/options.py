@@ -2,6 +2,8 @@
 
 Both front ends take the same ``--phase`` / ``--jobs`` values and must reject them alike, and
 decide alike whether to speak to GitHub Actions.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -2,48 +2,92 @@
 
 Owns the use of the ``when_changed`` matchers (gitignore-style, ``patterns.matcher``: pathspec's
 translations matched by ``GitIgnoreSpec``'s rules, built once per pattern list), a prefilter
-that makes large change sets cheap, and a human-readable reason for every gate, selected or not.
+that makes large change sets cheap, a human-readable reason for every gate, selected or not,
+and which roles a run asks for (``--role``, repeatable, else ``VERIFYGATE_ROLE``): a gate with
+``roles`` runs only when one of them is asked for, as openTiger's ``byRole``.
+
+PYTEST_DONT_REWRITE
 """
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import Contract, Gate
 from pytest_verifygate.patterns import DIR_MARK_GROUP, Matcher, matcher
 
+# What left a gate out (``Selection.left_out_by``). Front ends treat them differently: pytest
+# collects a gate left out by the change set as a skipped item (nothing it watches changed is
+# an answer, not an absence), but never one left out by role, phase or kind.
+BY_KIND = "kind"
+BY_ROLE = "role"
+BY_PHASE = "phase"
+BY_CHANGES = "changes"
+
+# The roles a run asks for when the command line names none: comma-separated.
+ROLE_ENV = "VERIFYGATE_ROLE"
+
 
 class Selection(NamedTuple):
     """The decision for one gate. ``matched_files`` are the existing changed files that match
     its ``when_changed`` (what ``{files}`` expands to); None when there is no change filtering.
+    ``left_out_by`` names the filter that left an unselected gate out (``BY_*``).
     """
 
     gate: Gate
     selected: bool
     reason: str
     matched_files: tuple[str, ...] | None = None
+    left_out_by: str | None = None
+
+
+def asked_roles(given: Iterable[str] | None, environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The roles a run asks for: those given (``--role``, repeatable), else the
+    comma-separated ``VERIFYGATE_ROLE``; duplicates and blanks dropped, order kept."""
+    roles = list(given or ())
+    if given is None:
+        roles = environ.get(ROLE_ENV, "").split(",")
+    return tuple(dict.fromkeys(role.strip() for role in roles if role.strip()))
 
 
 def select_gates(
     contract: Contract,
     changes: ChangeSet,
     *,
-    role: str | None = None,
+    role: str | Sequence[str] | None = None,
     phase: int | None = None,
     include_manual: bool = True,
 ) -> list[Selection]:
-    """Decide, for every gate in contract order, whether it runs (SPEC 4)."""
+    """Decide, for every gate in contract order, whether it runs (SPEC 4).
+
+    ``role``: the role or roles asked for. A gate with ``roles`` is selected only when one of
+    them is asked for; with none asked for, only gates without ``roles`` are.
+    """
+    roles = (role,) if isinstance(role, str) else tuple(role or ())
     candidates = changes.files
     if len(candidates) >= PREFILTER_MIN_FILES:
         could_match = compile_prefilter(contract.gates)
         if could_match is not None:
             candidates = tuple(path for path in candidates if could_match(path))
     return [
-        _decide(gate, changes, candidates, role=role, phase=phase,
+        _decide(gate, changes, candidates, roles=roles, phase=phase,
                 include_manual=include_manual)
         for gate in contract.gates
     ]
+
+
+def _role_mismatch(gate: Gate, roles: tuple[str, ...]) -> str | None:
+    """Why ``gate`` is not for the roles asked for; None when it is."""
+    if gate.roles is None or any(role in gate.roles for role in roles):
+        return None
+    scope = f"roles [{', '.join(gate.roles)}]"
+    if not roles:
+        return f"only for {scope}; no role asked for (--role, {ROLE_ENV})"
+    if len(roles) == 1:
+        return f"role {roles[0]!r} is not in {scope}"
+    asked = ", ".join(repr(role) for role in roles)
+    return f"none of the roles asked for ({asked}) is in {scope}"
 
 
 def _decide(
@@ -51,23 +95,27 @@ def _decide(
     changes: ChangeSet,
     candidates: Sequence[str],
     *,
-    role: str | None,
+    roles: tuple[str, ...],
     phase: int | None,
     include_manual: bool,
 ) -> Selection:
     if gate.kind == "manual" and not include_manual:
-        return Selection(gate, False, "manual gate, and manual gates are excluded")
-    if role is not None and gate.roles is not None and role not in gate.roles:
-        return Selection(gate, False, f"role {role!r} is not in roles [{', '.join(gate.roles)}]")
+        return Selection(gate, False, "manual gate, and manual gates are excluded",
+                         left_out_by=BY_KIND)
+    mismatch = _role_mismatch(gate, roles)
+    if mismatch is not None:
+        return Selection(gate, False, mismatch, left_out_by=BY_ROLE)
     if phase is not None and gate.phases is not None and phase not in gate.phases:
         phases = ", ".join(str(p) for p in gate.phases)
-        return Selection(gate, False, f"phase {phase} is not in phases [{phases}]")
+        return Selection(gate, False, f"phase {phase} is not in phases [{phases}]",
+                         left_out_by=BY_PHASE)
     if not changes.filtering:
         return Selection(gate, True, "no change filtering (all gates apply)")
     for pattern in gate.when_changed_all:
         if not any(True for _ in matching(matcher([pattern]), candidates)):
             return Selection(
-                gate, False, f"when_changed_all pattern {pattern!r} matches no changed file"
+                gate, False, f"when_changed_all pattern {pattern!r} matches no changed file",
+                left_out_by=BY_CHANGES,
             )
     if gate.when_changed is None:
         reason = "always (no when_changed)"
@@ -77,9 +125,10 @@ def _decide(
     matched = list(matching(matcher(gate.when_changed), candidates))
     if not matched:
         if not changes.files:
-            return Selection(gate, False, "no files changed")
+            return Selection(gate, False, "no files changed", left_out_by=BY_CHANGES)
         return Selection(gate, False, f"no changed file matches when_changed "
-                                      f"[{', '.join(gate.when_changed)}]")
+                                      f"[{', '.join(gate.when_changed)}]",
+                         left_out_by=BY_CHANGES)
     first = matched[0]
     more = f" (and {len(matched) - 1} more)" if len(matched) > 1 else ""
     deleted_note = " (deleted)" if first in changes.deleted else ""

@@ -1,26 +1,36 @@
-"""``verifygate list``: every gate of the contract, selected or not, and why."""
+"""``verifygate list``: every gate of the contract, selected or not, and why.
+
+What it shows is what ``verifygate run`` would do for the same change, taken from the engine's
+plan (``Plan.gate_plans``): a selected gate whose ``{files}`` expands to nothing is shown as
+skipped, a manual gate as pending, a gate whose pass is cached as reusing it.
+
+PYTEST_DONT_REWRITE
+"""
 
 import argparse
 import sys
+from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate.cli.exits import EXIT_OK
 from pytest_verifygate.cli.request import prepare_from_args
 from pytest_verifygate.contract import display_path
 
+if TYPE_CHECKING:
+    from pytest_verifygate.engine import Plan
+
 
 def main(args: argparse.Namespace) -> int:
     plan = prepare_from_args(args)
     contract, changes, selections = plan.contract, plan.changes, plan.selections
+    rows = listed_gates(plan)
     if args.format == "json":
         payload = {
             "contract": display_path(contract.path),
             "changes": {"source": changes.source, "ref": changes.ref,
                         "count": len(changes.files),
                         **({"detected_by": changes.detected_by} if changes.detected_by else {})},
-            "gates": [
-                {"name": s.gate.name, "selected": s.selected, "reason": s.reason}
-                for s in selections
-            ],
+            "gates": [{key: row[key] for key in ("name", "selected", "runs", "reason")}
+                      for row in rows],
         }
         import json
 
@@ -29,7 +39,27 @@ def main(args: argparse.Namespace) -> int:
     width = max((len(s.gate.name) for s in selections), default=4)
     print(f"verifygate: {display_path(contract.path)}: {len(plan.selected)} of "
           f"{len(selections)} gate(s) selected (changes: {changes.describe()})")
-    for s in selections:
-        mark = "run " if s.selected else "skip"
-        print(f"  {mark}  {s.gate.name:<{width}}  {s.reason}")
+    for row in rows:
+        print(f"  {row['mark']:<4}  {row['name']:<{width}}  {row['reason']}")
     return EXIT_OK
+
+
+def listed_gates(plan: "Plan") -> list[dict[str, Any]]:
+    """One row per gate in contract order: ``name``, ``selected``, ``runs`` (whether ``run``
+    would start it), ``reason``, and the text form's ``mark`` (run, skip, pend)."""
+    planned = {gate_plan.gate.name: gate_plan
+               for gate_plan in (plan.gate_plans() if plan.selected else ())}
+    rows: list[dict[str, Any]] = []
+    for selection in plan.selections:
+        name, reason = selection.gate.name, selection.reason
+        gate_plan = planned.get(name)
+        mark, runs = ("run", True) if selection.selected else ("skip", False)
+        if gate_plan is not None and gate_plan.skip_reason is not None:
+            mark, runs, reason = "skip", False, f"{gate_plan.skip_reason} ({reason})"
+        elif gate_plan is not None and gate_plan.pending_reason is not None:
+            mark, runs, reason = "pend", False, f"{gate_plan.pending_reason} ({reason})"
+        elif gate_plan is not None and gate_plan.cache is not None and gate_plan.cache.hit:
+            runs, reason = False, f"{reason}; cached: the pass stored for these inputs is reused"
+        rows.append({"name": name, "selected": selection.selected, "runs": runs,
+                     "reason": reason, "mark": mark})
+    return rows

@@ -1,4 +1,7 @@
-"""The selection flags of ``run`` and ``list``, translated into the engine's ``RunRequest``."""
+"""The selection flags of ``run`` and ``list``, translated into the engine's ``RunRequest``.
+
+PYTEST_DONT_REWRITE
+"""
 
 import argparse
 import os
@@ -8,6 +11,8 @@ from pathlib import Path
 from pytest_verifygate.changes import ChangeRequest
 from pytest_verifygate.engine import Plan, RunRequest, prepare
 from pytest_verifygate.errors import UsageError
+from pytest_verifygate.selection import asked_roles
+from pytest_verifygate.shards import requested_shard
 
 
 def prepare_from_args(args: argparse.Namespace, *, jobs: int | None = None,
@@ -17,12 +22,20 @@ def prepare_from_args(args: argparse.Namespace, *, jobs: int | None = None,
     if args.files_from is not None:
         files = read_files_from(args.files_from)
     changes = ChangeRequest(files=files, staged=args.staged, changed_from=args.changed_from,
-                            all=args.all)
-    plan = prepare(RunRequest(contract=args.contract, changes=changes, role=args.role,
-                              phase=args.phase, jobs=jobs, read_cache=read_cache))
+                            all=args.all, outputs=output_paths(args))
+    plan = prepare(RunRequest(contract=args.contract, changes=changes,
+                              role=asked_roles(args.role, os.environ), phase=args.phase,
+                              jobs=jobs, read_cache=read_cache,
+                              shard=requested_shard(args.shard, os.environ)))
     for warning in plan.warnings:
         print(f"verifygate: {warning}", file=sys.stderr)
     return plan
+
+
+def output_paths(args: argparse.Namespace) -> list[str]:
+    """The files this command writes (``--json``, ``--junit``): never changes themselves."""
+    return [path for path in (getattr(args, "json", None), getattr(args, "junit", None))
+            if path]
 
 
 def read_files_from(source: str) -> list[str]:

@@ -2,25 +2,30 @@
 
 Owns the JUnit form of a run (``verifygate run --junit PATH``): ``<testsuites>`` holding one
 ``<testsuite>`` with the counts, one ``<testcase>`` per selected gate (``classname`` the
-contract path as pytest spells it, ``name`` the gate), the ``verifygate.*`` properties, a
-``<failure>`` whose ``message`` is the gate's headline (``[<code>] <name>: <how it ended>``) and
-whose text ends with the output, or a ``<skipped>`` with the reason. Also owns that headline
+contract path as pytest spells it, ``name`` the gate's pytest item name, ``names.item_name``),
+the ``verifygate.*`` properties, a ``<failure>`` whose ``message`` is the gate's headline
+(``[<code>] <name>: <how it ended>``) and whose text ends with the output, or a ``<skipped>``
+with the reason. Gates left out because nothing they watch changed are skipped cases too, as
+pytest collects and skips them. Also owns that headline
 and the failure text under it (``failure_text``, for a file or, bounded by verbosity, for a
 terminal), which the pytest plugin uses too, so both front ends say the same.
 
 Works on the report dict (SPEC 6.3), which is already redacted; output is cleaned of ANSI
 sequences and of characters XML 1.0 cannot hold. Imported only when JUnit is asked for.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_verifygate import codes
 from pytest_verifygate.commands import command_text
+from pytest_verifygate.names import item_name
 from pytest_verifygate.report.words import failure_code
 
 SUITE_NAME = "verifygate"
@@ -67,6 +72,13 @@ def _signal_name(number: int) -> str:
 def failure_message(gate: Mapping[str, Any], timeout_seconds: float | None = None) -> str:
     """``[<code>] <name>: <how it ended>``: the first line of every failure report."""
     return f"[{failure_code(gate)}] {gate.get('name')}: {gate_status(gate, timeout_seconds)}"
+
+
+def unchanged_entry(name: str, reason: str) -> dict[str, Any]:
+    """A gate left out because nothing it watches changed, as a skipped case: what pytest
+    collects and skips for it, and what ``verifygate run --junit`` writes alike."""
+    return {"name": name, "outcome": codes.SKIPPED, "code": None, "exit_code": None,
+            "duration_s": 0.0, "cached": False, "reason": reason}
 
 
 def skip_message(gate: Mapping[str, Any]) -> str:
@@ -158,12 +170,16 @@ def to_junit(
     started_at: float | None = None,
     timeouts: Mapping[str, float] | None = None,
     hostname: str | None = None,
+    cases: Sequence[Mapping[str, Any]] | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> str:
     """The JUnit XML document of a report.
 
     ``suite_seconds`` is the run's wall time (default: the gates' durations added up),
     ``started_at`` its start (epoch seconds, for ``timestamp``), ``timeouts`` each gate's
-    ``timeout_seconds`` (for the headline of a gate that timed out).
+    ``timeout_seconds`` (for the headline of a gate that timed out). ``cases``: the gate
+    entries to write, in order (default: the report's gates; ``unchanged_entry`` adds the
+    gates pytest would skip), ``names`` each gate's testcase name (default ``item_name``).
     """
     # Imported here: the message helpers above serve CI annotations and the pytest plugin,
     # which need no XML.
@@ -171,7 +187,7 @@ def to_junit(
     import platform
     import xml.etree.ElementTree as ET
 
-    gates: list[Mapping[str, Any]] = list(report.get("gates", []))
+    gates: list[Mapping[str, Any]] = list(report.get("gates", []) if cases is None else cases)
     failures = sum(1 for gate in gates if gate.get("outcome") == codes.FAILED)
     skipped = sum(1 for gate in gates if gate.get("outcome") in (codes.SKIPPED, codes.PENDING))
     if suite_seconds is None:
@@ -194,8 +210,10 @@ def to_junit(
                   value=str(report.get("verdict")))
     owner = classname(str(report.get("contract", "")))
     for gate in gates:
+        name = str(gate.get("name"))
+        shown = names.get(name) if names is not None else None
         case = ET.SubElement(suite, "testcase", classname=xml_text(owner),
-                             name=xml_text(str(gate.get("name"))),
+                             name=xml_text(shown if shown is not None else item_name(name)),
                              time=f"{float(gate.get('duration_s') or 0.0):.3f}")
         listed = ET.SubElement(case, "properties")
         for name, value in properties(gate):

@@ -1,0 +1,61 @@
+"""Gate names made safe where names have rules of their own: pytest items, markers and JUnit.
+
+A gate's name is any non-empty text (``unit tests``, ``Type check (mypy)``, ``build/dist``,
+300 characters, unicode). Reports, digests and the console show it as it is; only the places
+below get a safe form, which equals the name itself for ordinary names:
+
+- a pytest item name (the node id's last part, also JUnit's ``name=``): pytest splits node ids
+  at ``::`` and reads ``name[...]`` as a parametrization (``verify.toml::a`` would also select a
+  gate named ``a[x]``), and a control character would break the terminal line;
+- a marker name (``verify_role_<role>``): ``--strict-markers`` registers names through lines
+  of ``name: description`` and ``-m`` reads words, so only letters, digits, ``_`` and ``-``.
+
+(A log file's name is ``storage.log_file_name``'s.)
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+_COLONS = re.compile(":{2,}")
+_NOT_MARKER = re.compile(r"[^\w-]+")
+_BRACKETS = str.maketrans("[]", "()")
+
+
+def item_name(name: str) -> str:
+    """``name`` as one part of a pytest node id: no ``::``, no ``[``/``]``, no control
+    characters (``a::b[1]`` becomes ``a:b(1)``); an ordinary name is left as it is."""
+    text = _COLONS.sub(":", _CONTROL.sub(" ", name)).translate(_BRACKETS).strip()
+    return text or "_"
+
+
+def item_names(names: Iterable[str]) -> dict[str, str]:
+    """Each gate name's item name, unique among ``names`` (given in contract order).
+
+    A name that needs no change keeps it; a changed one that meets another gate's item name
+    gets `` (2)``, `` (3)``, ... So the same contract always gives the same node ids.
+    """
+    names = list(names)
+    taken = {name for name in names if item_name(name) == name}
+    result: dict[str, str] = {}
+    for name in names:
+        safe = item_name(name)
+        if safe != name:
+            candidate, number = safe, 2
+            while candidate in taken:
+                candidate, number = f"{safe} ({number})", number + 1
+            safe = candidate
+            taken.add(safe)
+        result[name] = safe
+    return result
+
+
+def role_marker(role: str) -> str:
+    """The pytest marker of a role: ``verify_role_<role>``, every run of characters other than
+    letters, digits, ``_`` and ``-`` made one ``_`` (``code:review``: ``verify_role_code_review``).
+    """
+    return "verify_role_" + _NOT_MARKER.sub("_", role)

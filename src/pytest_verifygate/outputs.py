@@ -1,0 +1,112 @@
+"""The package's own files in the work tree: reports, JUnit files and digests it writes there.
+
+They are never changes (``changes.without_own_files`` leaves them out of every change set):
+the files the current run names as its outputs, and the files earlier runs wrote for as long
+as they stay as written. The latter are remembered in ``<git dir>/verifygate/outputs`` with
+the size and modification time they had once written, so a report written by ``verifygate run
+--json`` is not a change for the agent's stop or the commit that follows, while a hand-edited
+one is. Reading the record costs one small file read per run that has changes.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+# The record's name under the state directory, and how many files it keeps (the newest).
+OUTPUTS_RECORD = "outputs"
+KEEP_OUTPUTS = 50
+
+
+def own_files(root: Path, outputs: Iterable[str | os.PathLike[str]], cwd: Path) -> set[str]:
+    """The package's own files under the project ``root``, as a change set spells them: this
+    run's ``outputs`` (relative to ``cwd`` or absolute) and earlier runs' unedited ones."""
+    found = {_under_root(root, cwd / path) for path in outputs} | _remembered(root)
+    return {path for path in found if path is not None}
+
+
+def in_git_dir(path: str) -> bool:
+    """Whether a change set's path lies in a ``.git`` directory (never a change)."""
+    return path.startswith(".git/") or "/.git/" in path
+
+
+def remember_outputs(paths: Iterable[str | os.PathLike[str]]) -> None:
+    """Record files the package just wrote, so that later runs do not take them for changes
+    while they stay as written. Best effort: a file outside a git repository, or a record that
+    cannot be written, is simply not remembered."""
+    from pytest_verifygate.storage import write_atomic
+
+    by_record: dict[Path, list[str]] = {}
+    for path in paths:
+        absolute = os.path.abspath(path)
+        record = _record_path(Path(absolute).parent)
+        if record is not None:
+            by_record.setdefault(record, []).append(absolute)
+    for record, written in by_record.items():
+        entries = _read_record(record)
+        for path in written:
+            try:
+                info = os.stat(path)
+            except OSError:
+                continue
+            entries.pop(path, None)  # re-inserted last: the newest are kept
+            entries[path] = (info.st_size, info.st_mtime_ns)
+        kept = list(entries.items())[-KEEP_OUTPUTS:]
+        data = b"".join(f"{size} {mtime} ".encode() + os.fsencode(path) + b"\0"
+                        for path, (size, mtime) in kept)
+        with contextlib.suppress(OSError):  # best effort: see the docstring
+            write_atomic(record, data)
+
+
+def _under_root(root: Path, path: Path) -> str | None:
+    """``path`` relative to ``root`` as a change set spells it; None outside it."""
+    relative = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+    if relative == ".." or relative.startswith("../") or os.path.isabs(relative):
+        return None
+    return Path(relative).as_posix()
+
+
+def _record_path(start: Path) -> Path | None:
+    """Where the record of the repository holding ``start`` lives (None: no git)."""
+    from pytest_verifygate.storage import git_state_dir
+
+    for directory in (start, *start.parents):
+        if os.path.lexists(directory / ".git"):
+            state = git_state_dir(directory)
+            return None if state is None else state / OUTPUTS_RECORD
+    return None
+
+
+def _read_record(record: Path) -> dict[str, tuple[int, int]]:
+    """The record's absolute paths, each with the (size, mtime in ns) it had when written."""
+    try:
+        data = record.read_bytes()
+    except OSError:
+        return {}
+    entries: dict[str, tuple[int, int]] = {}
+    for line in data.split(b"\0"):
+        size, _, rest = line.partition(b" ")
+        mtime, _, path = rest.partition(b" ")
+        if size.isdigit() and mtime.isdigit() and path:
+            entries[os.fsdecode(path)] = (int(size), int(mtime))
+    return entries
+
+
+def _remembered(root: Path) -> set[str | None]:
+    """Outputs of earlier runs under ``root`` that are still exactly as they were written."""
+    record = _record_path(root.absolute())
+    if record is None:
+        return set()
+    found: set[str | None] = set()
+    for path, stamp in _read_record(record).items():
+        try:
+            info = os.stat(path)
+        except OSError:
+            continue
+        if (info.st_size, info.st_mtime_ns) == stamp:
+            found.add(_under_root(root, Path(path)))
+    return found
