@@ -16,8 +16,11 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -626,3 +629,243 @@ def test_first_push_of_a_new_history_checks_everything(project: Project, tmp_pat
     report = read_report(project.report)
     assert report["changes"]["source"] == "all"
     assert blocked.returncode != 0
+
+
+# --------------------------------------------------------------------------------------------
+# pushes from a work tree that differs from the pushed commit
+
+FALLBACK_NOTE = "the work tree differs from the pushed commit"
+
+
+def worktrees(project: Project) -> list[str]:
+    """The paths of the repository's worktrees, as git lists them."""
+    listing = project.git("worktree", "list", "--porcelain")
+    return [line.split(" ", 1)[1] for line in listing.splitlines()
+            if line.startswith("worktree ")]
+
+
+def push(project: Project) -> subprocess.CompletedProcess[str]:
+    return run(["git", "push", "-q", "origin", "main"], project.path, project.env, check=False)
+
+
+def test_pre_push_checks_the_pushed_commit_not_an_uncommitted_fix(
+    project: Project, tmp_path: Path
+) -> None:
+    remote = bare_remote(project, tmp_path)
+    project.git("push", "-q", "--no-verify", "origin", "main")
+    pushed = head(project.path, project.env)
+    project.write("src/app/helper.py", "def double(x):\n    return 2 * x  # BROKEN\n")
+    project.git("commit", "-q", "--no-verify", "-am", "helper, broken")
+    broken = head(project.path, project.env)
+    # The fix is staged, not committed: the push sends the broken commit. (pre-commit stashes
+    # unstaged changes, not staged ones.)
+    project.write("src/app/helper.py", "def double(x):\n    return x + x\n")
+    project.git("add", "src/app/helper.py")
+
+    blocked = push(project)
+    output = blocked.stdout + blocked.stderr
+    assert blocked.returncode != 0, output
+    assert head(remote, project.env, "main") == pushed
+    assert (f"verifygate: {FALLBACK_NOTE} {broken[:12]}: checking that commit in a temporary "
+            "worktree") in output
+    assert "FAIL  src-check" in output
+    report = read_report(project.report)
+    assert report["changes"]["ref"] == f"{pushed}...{broken}"
+    assert outcomes(report) == {"src-check": "failed/command_failed", "imports": "passed"}
+    src_check = next(gate for gate in report["gates"] if gate["name"] == "src-check")
+    assert "src/app/helper.py:1: error: BROKEN" in src_check["output_tail"]
+    # The checkout is gone, and the work tree is as the user left it.
+    assert worktrees(project) == [str(project.path)]
+    assert project.git("status", "--porcelain") == "M  src/app/helper.py\n"
+    assert "BROKEN" not in (project.path / "src/app/helper.py").read_text()
+    assert not list(Path(tempfile.gettempdir()).glob(f"verifygate-push-*/{project.path.name}"))
+
+    # Committed, the fix is what is pushed: the work tree is the pushed commit, checked in place.
+    project.git("commit", "-q", "--no-verify", "-am", "helper, fixed")
+    done = push(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert FALLBACK_NOTE not in done.stdout + done.stderr
+    assert head(remote, project.env, "main") == head(project.path, project.env)
+    assert outcomes(read_report(project.report)) == {"src-check": "passed", "imports": "passed"}
+
+
+def test_pre_push_with_an_untracked_file_checks_the_pushed_commit(
+    project: Project, tmp_path: Path
+) -> None:
+    # The pushed commit imports a module that exists only as an untracked file.
+    bare_remote(project, tmp_path)
+    project.git("push", "-q", "--no-verify", "origin", "main")
+    project.write("src/app/core.py", "from app.extra import more\n")
+    project.git("commit", "-q", "--no-verify", "-am", "uses a module never added")
+    project.write("src/app/extra.py", "more = 1\n")
+    blocked = push(project)
+    output = blocked.stdout + blocked.stderr
+    assert blocked.returncode != 0, output
+    assert FALLBACK_NOTE in output
+    assert "src/app/core.py: imports app.extra, which does not exist" in output
+    assert worktrees(project) == [str(project.path)]
+    assert (project.path / "src/app/extra.py").read_text() == "more = 1\n"
+
+
+def test_pre_push_of_a_commit_whose_contract_is_broken_is_blocked(
+    project: Project, tmp_path: Path
+) -> None:
+    bare_remote(project, tmp_path)
+    project.git("push", "-q", "--no-verify", "origin", "main")
+    good = (project.path / "verify.toml").read_text()
+    project.write("verify.toml", good + "[[gate]]\nname = \"x\"\n")  # no command
+    project.git("commit", "-q", "--no-verify", "-am", "contract, broken")
+    project.write("verify.toml", good)
+    project.git("add", "verify.toml")
+    blocked = push(project)
+    output = blocked.stdout + blocked.stderr
+    assert blocked.returncode != 0, output
+    assert "verify.toml: gate 'x': key 'command': is required" in output
+    assert worktrees(project) == [str(project.path)]
+
+
+def push_environment(project: Project, from_ref: str) -> dict[str, str]:
+    """What pre-commit's pre-push stage gives a hook, for running verifygate directly."""
+    return {**project.env, "PRE_COMMIT": "1", "PRE_COMMIT_FROM_REF": from_ref,
+            "PRE_COMMIT_TO_REF": head(project.path, project.env)}
+
+
+def test_checks_of_a_pushed_commit_reuse_cached_passes_and_keep_their_logs(
+    project: Project,
+) -> None:
+    base = head(project.path, project.env)
+    project.write("verify.toml", VERIFY_TOML.replace("[settings]\n", "[settings]\ncache = true\n"))
+    project.write("src/app/helper.py", "def double(x):\n    return x + x\n")
+    project.git("commit", "-q", "--no-verify", "-am", "cache the gates")
+    project.write("scratch.txt", "notes\n")  # untracked: the pushed commit is checked apart
+    env = push_environment(project, base)
+    command = [str(VERIFYGATE), "run", "--json", "report.json"]
+    first = run(command, project.path, env)
+    assert FALLBACK_NOTE in first.stderr
+    report = json.loads((project.path / "report.json").read_text())
+    assert {gate["name"]: gate["cached"] for gate in report["gates"]} == {
+        "src-check": False, "imports": False}
+    (project.path / "report.json").unlink()
+    for gate in report["gates"]:
+        assert Path(gate["log_path"]).is_file()  # under the repository's own git dir
+        assert Path(gate["log_path"]).is_relative_to(project.path / ".git")
+
+    second = run(command, project.path, env)
+    assert FALLBACK_NOTE in second.stderr
+    report = json.loads((project.path / "report.json").read_text())
+    assert {gate["name"]: gate["cached"] for gate in report["gates"]} == {
+        "src-check": True, "imports": True}
+    assert worktrees(project) == [str(project.path)]
+
+
+SLOW_GATE = """\
+[[gate]]
+name = "slow"
+command = "python tools/slow.py"
+"""
+SLOW_PY = """\
+import os, sys, time
+with open(sys.argv[0] + ".started", "w") as started:  # in the checkout the gate runs in
+    started.write(os.getcwd())
+os.replace(sys.argv[0] + ".started", os.environ["STARTED_FILE"])
+time.sleep(120)
+"""
+
+
+def start_slow_check(project: Project, tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
+    """``verifygate run`` on a pushed commit whose one gate runs until it is killed."""
+    base = head(project.path, project.env)
+    project.write("verify.toml", SLOW_GATE)
+    project.write("tools/slow.py", SLOW_PY)
+    project.git("add", "-A")
+    project.git("commit", "-q", "--no-verify", "-m", "a slow gate")
+    project.write("scratch.txt", "notes\n")
+    started = tmp_path / "started"
+    env = {**push_environment(project, base), "STARTED_FILE": str(started)}
+    process = subprocess.Popen([str(VERIFYGATE), "run"], cwd=project.path, env=env,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not started.exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the gate never started"
+        time.sleep(0.05)
+    return process, Path(started.read_text())
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupted_check_of_a_pushed_commit_removes_its_worktree(
+    project: Project, tmp_path: Path, signum: int
+) -> None:
+    process, checkout = start_slow_check(project, tmp_path)
+    assert checkout != project.path and len(worktrees(project)) == 2
+    process.send_signal(signum)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, out + err
+    assert "Traceback" not in err
+    assert not checkout.exists()
+    assert worktrees(project) == [str(project.path)]
+
+
+def test_a_worktree_left_by_a_killed_check_is_removed_by_the_next_one(
+    project: Project, tmp_path: Path
+) -> None:
+    process, checkout = start_slow_check(project, tmp_path)
+    os.killpg(process.pid, signal.SIGKILL)  # verifygate and its gate: nothing can clean up
+    process.communicate(timeout=60)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    assert checkout.exists() and len(worktrees(project)) == 2
+
+    project.write("verify.toml", VERIFY_TOML)
+    project.git("commit", "-q", "--no-verify", "-am", "quick gates again")
+    done = run([str(VERIFYGATE), "run"], project.path,
+               push_environment(project, head(project.path, project.env, "HEAD~1")))
+    assert FALLBACK_NOTE in done.stderr
+    assert not checkout.exists()
+    assert worktrees(project) == [str(project.path)]
+
+
+def test_reports_written_in_the_work_tree_are_not_differences(project: Project) -> None:
+    base = head(project.path, project.env)
+    project.write("docs/guide.md", "# Guide\n\nMore.\n")
+    project.git("commit", "-q", "--no-verify", "-am", "docs")
+    command = [str(VERIFYGATE), "run", "--json", "report.json", "--junit", "junit.xml"]
+    env = push_environment(project, base)
+    for _ in range(2):  # the second run finds the first one's reports, untracked
+        done = run(command, project.path, env)
+        assert FALLBACK_NOTE not in done.stderr
+    assert project.git("status", "--porcelain") == "?? junit.xml\n?? report.json\n"
+
+
+def test_first_push_checks_the_pushed_commit_not_a_staged_fix(
+    project: Project, tmp_path: Path
+) -> None:
+    remote = bare_remote(project, tmp_path)
+    project.write("src/app/helper.py", "def double(x):\n    return 2 * x  # BROKEN\n")
+    project.git("commit", "-q", "--no-verify", "-am", "helper, broken")
+    broken = head(project.path, project.env)
+    project.write("src/app/helper.py", "def double(x):\n    return x + x\n")
+    project.git("add", "src/app/helper.py")
+    blocked = push(project)
+    output = blocked.stdout + blocked.stderr
+    assert blocked.returncode != 0, output
+    assert f"{FALLBACK_NOTE} {broken[:12]}" in output
+    assert read_report(project.report)["changes"]["source"] == "all"
+    assert "main" not in project.git("ls-remote", str(remote))
+    assert worktrees(project) == [str(project.path)]
+
+
+def test_a_named_contract_is_read_from_the_pushed_commit(project: Project) -> None:
+    base = head(project.path, project.env)
+    good = (project.path / "verify.toml").read_text()
+    project.write("verify.toml", good + "[[gate]]\nname = \"x\"\n")  # no command
+    project.git("commit", "-q", "--no-verify", "-am", "contract, broken")
+    project.write("verify.toml", good)
+    env = push_environment(project, base)
+    for named in ("verify.toml", str(project.path / "verify.toml")):
+        done = run([str(VERIFYGATE), "run", "--contract", named], project.path, env,
+                   check=False)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "gate 'x': key 'command': is required" in done.stderr
+    assert worktrees(project) == [str(project.path)]

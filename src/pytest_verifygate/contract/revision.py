@@ -1,0 +1,251 @@
+"""A contract bound by its past: the gates a contract had at a git revision still run.
+
+The coding-agent hook checks a session's work against the contract as it was when the session
+began, so that deleting a failing gate, weakening it, or moving the contract does not let the
+work through. ``load_contract_since`` loads the current contract, reads the one at the revision
+with ``git show`` (found as ``find_contract`` would have found it then) and returns their union:
+
+- every gate the revision's contract had, with its definition there: a gate removed since still
+  runs, and so does a gate changed since (a different command, ``when_changed``, ``roles`` ...:
+  "weakened" cannot be told from "changed", so the earlier definition is the one that binds);
+- then the gates added since, as they are now;
+- the current settings, except that ``fail_when_unverified`` holds if either set it.
+
+When the text changed, the contract's first warning says so (``change_note`` finds it). A
+current contract that cannot be loaded is a ``ContractError`` as always; one that was removed
+since the revision is too (the caller fails closed). ``NoContractError`` says there is no
+contract now and was none then. A revision's contract that does not load binds nothing: the
+current one runs alone, with a warning.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from pytest_verifygate.changes import git_output
+from pytest_verifygate.contract.discover import (
+    CONTRACT_NAMES,
+    contract_format,
+    display_path,
+    find_contract,
+    find_repo_root,
+    posix_relative,
+    project_root_of,
+)
+from pytest_verifygate.contract.fields import FieldReader
+from pytest_verifygate.contract.load import load_contract
+from pytest_verifygate.contract.model import Contract, Gate, Settings
+from pytest_verifygate.errors import ChangeSetError, ContractError
+
+# How the warning that the contract changed starts (``change_note`` looks for it).
+CHANGE_NOTE_START = "the contract changed since "
+
+
+class NoContractError(ContractError):
+    """No contract is found now, and none was there at the revision either."""
+
+
+def load_contract_since(
+    revision: str,
+    path: str | os.PathLike[str] | None = None,
+    start: Path | None = None,
+    *,
+    flag: str = "--contract",
+) -> Contract:
+    """``load_contract(path, start)``, bound by the contract at ``revision`` (a commit)."""
+    here = (start or Path.cwd()).resolve()
+    try:
+        current = load_contract(path, start=start, flag=flag)
+    except ContractError as exc:
+        raise _not_loaded(exc, revision, path, here) from None
+    # An explicit --contract is compared with the same file then; else the one found then.
+    relative = posix_relative(current.path, current.repo_root)
+    earlier: str | None = relative
+    text = _show(revision, current.repo_root, relative)
+    if path is None and not (text is not None and _first_candidate(here, current.repo_root,
+                                                                  relative, text)):
+        earlier = _find_at(revision, current.repo_root, here)
+        if earlier != relative:
+            text = None if earlier is None else _show(revision, current.repo_root, earlier)
+    if earlier is None or text is None:
+        return current  # no contract then: the current one is all there is
+    then_path = current.repo_root / earlier
+    if then_path == current.path and text == _current_text(current.path):
+        return current
+    if project_root_of(then_path) != current.root:
+        raise ContractError(
+            display_path(current.path),
+            f"replaces {earlier}, the contract at {revision[:12]}, from another directory: "
+            "their gates' paths cannot be compared",
+            hint=f"restore {earlier} (git checkout {revision[:12]} -- {earlier})",
+        )
+    shown = f"{earlier} at {revision[:12]}"
+    try:
+        settings, gates = contract_from_text(then_path, text, shown=shown, root=current.root,
+                                             repo_root=current.repo_root)
+    except ContractError as exc:
+        warning = f"{exc}; only the current contract's gates run"
+        return current._replace(warnings=(*current.warnings, warning))
+    return bind(current, settings, gates, revision=revision, earlier=earlier)
+
+
+def _not_loaded(error: ContractError, revision: str, path: str | os.PathLike[str] | None,
+                here: Path) -> ContractError:
+    """What to raise when the current contract does not load: the error itself (fail
+    closed), one saying the contract was removed since ``revision``, or ``NoContractError``
+    when there is none now and was none then (a repository that does not use verifygate, or
+    a --contract that names nothing)."""
+    if path is None:
+        if find_contract(here) is not None:
+            return error
+        repo_root = find_repo_root(here)
+        earlier = None if repo_root is None else _find_at(revision, repo_root, here)
+    else:
+        named = Path(path) if os.path.isabs(path) else here / path
+        repo_root = find_repo_root(named.parent)
+        if named.exists() or repo_root is None:
+            return error
+        earlier = posix_relative(named.parent.resolve() / named.name, repo_root)
+        if _show(revision, repo_root, earlier) is None:
+            earlier = None
+    if repo_root is None or earlier is None:
+        return NoContractError(error.path, error.message, hint=error.hint)
+    return ContractError(
+        display_path(repo_root / earlier), f"was removed since {revision[:12]}",
+        hint=f"restore it (git checkout {revision[:12]} -- {earlier}); its gates must pass",
+    )
+
+
+def contract_from_text(
+    contract_path: Path, text: str, *, shown: str, root: Path, repo_root: Path
+) -> tuple[Settings, list[Gate]]:
+    """The settings and gates of ``text``, read as the contract file ``contract_path``."""
+    from pytest_verifygate.contract.native import load_native
+    from pytest_verifygate.contract.opentiger import load_opentiger
+    from pytest_verifygate.contract.parse import parse_json, parse_toml
+
+    fmt = contract_format(contract_path)
+    reader = FieldReader(shown, root, repo_root)
+    if fmt == "opentiger":
+        settings, gates, _ = load_opentiger(parse_json(text, shown), reader)
+        return settings, gates
+    return load_native(parse_toml(text, shown), reader, fmt)
+
+
+def bind(current: Contract, settings: Settings, gates: Sequence[Gate], *, revision: str,
+         earlier: str) -> Contract:
+    """The union of ``current`` and the gates it had at ``revision`` (see the module doc)."""
+    now = {gate.name: gate for gate in current.gates}
+    then = {gate.name for gate in gates}
+    removed = [gate.name for gate in gates if gate.name not in now]
+    changed = [gate.name for gate in gates if gate.name in now and now[gate.name] != gate]
+    merged = (*gates, *(gate for gate in current.gates if gate.name not in then))
+    parts = [f"{_names(changed)} changed" if changed else "",
+             f"{_names(removed)} removed" if removed else ""]
+    what = " and ".join(part for part in parts if part)
+    relative = posix_relative(current.path, current.repo_root)
+    moved = f" (it was {earlier})" if earlier != relative else ""
+    if what:
+        detail = f"gate {what}: they run as they were then"
+    else:
+        detail = "no gate was removed or changed"
+    note = f"{CHANGE_NOTE_START}{revision[:12]}{moved}: {detail}"
+    return current._replace(
+        gates=merged,
+        settings=current.settings._replace(
+            fail_when_unverified=current.settings.fail_when_unverified
+            or settings.fail_when_unverified),
+        warnings=(note, *current.warnings),
+    )
+
+
+def change_note(warnings: Sequence[str]) -> str | None:
+    """The warning ``load_contract_since`` adds when the contract changed, if there is one."""
+    return next((w for w in warnings if w.startswith(CHANGE_NOTE_START)), None)
+
+
+def _names(names: Sequence[str]) -> str:
+    shown = ", ".join(f"`{name}`" for name in names[:10])
+    return shown + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+
+
+def _current_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _show(revision: str, repo_root: Path, relative: str) -> str | None:
+    """The text of ``relative`` at ``revision``; None when it was not there (or not text)."""
+    try:
+        raw = git_output(repo_root, "show", f"{revision}:{relative}")
+    except ChangeSetError:
+        return None
+    if b"\0" in raw:
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _candidates(start: Path, repo_root: Path) -> list[str]:
+    """Where ``find_contract(start)`` looks, in its order, relative to the repository."""
+    try:
+        below = start.relative_to(repo_root.resolve())
+    except ValueError:
+        return []
+    return [(d / name).as_posix() for d in (below, *below.parents) for name in CONTRACT_NAMES]
+
+
+def _first_candidate(start: Path, repo_root: Path, relative: str, text: str) -> bool:
+    """Whether ``relative``, there at the revision with ``text``, is certainly what discovery
+    found then: it is the first place discovery looks (the usual ``verify.toml`` beside the
+    session's directory), so no other file can have come before it. Saves listing the
+    revision's tree on most stops."""
+    candidates = _candidates(start, repo_root)
+    if not candidates or candidates[0] != relative:
+        return False
+    return not relative.endswith("pyproject.toml") or _has_table(text)
+
+
+def _find_at(revision: str, repo_root: Path, start: Path) -> str | None:
+    """The contract ``find_contract(start)`` would have found at ``revision``: its path
+    relative to the repository (POSIX), or None."""
+    candidates = _candidates(start, repo_root)
+    if not candidates:
+        return None
+    try:
+        listed = git_output(repo_root, "ls-tree", "-z", "--name-only", "--full-tree", revision,
+                            "--", *candidates)
+    except ChangeSetError:
+        return None
+    present = {os.fsdecode(item) for item in listed.split(b"\0") if item}
+    for candidate in candidates:
+        if candidate not in present:
+            continue
+        if candidate.rsplit("/", 1)[-1] == "pyproject.toml" and not _has_table(
+                _show(revision, repo_root, candidate)):
+            continue
+        return candidate
+    return None
+
+
+def _has_table(text: str | None) -> bool:
+    """Whether a pyproject.toml's text has a ``[tool.verifygate]`` table (a broken one that
+    mentions us counts, as it does for ``find_contract``)."""
+    if text is None or "verifygate" not in text:
+        return False
+    from pytest_verifygate.contract.parse import parse_toml
+
+    try:
+        data = parse_toml(text, "pyproject.toml")
+    except ContractError:
+        return True
+    tool = data.get("tool")
+    return isinstance(tool, dict) and "verifygate" in tool

@@ -1,0 +1,207 @@
+"""Checking what a push sends, not what the work tree holds.
+
+Under pre-commit's ``pre-push`` stage (and ``pre-commit run --from-ref A --to-ref B``) the change
+set is the pushed range, but the gates read files from the work tree. When the work tree
+differs from the pushed commit (a tracked file differs, or an untracked file that is not
+ignored exists, anywhere in the repository: a gate may read any of them), an uncommitted fix
+would hide a broken pushed commit. Then the gates run on the pushed commit itself, checked out
+in a temporary ``git worktree`` outside the repository's work tree, which is removed again on
+every way out (pass, fail, error, Ctrl-C or SIGTERM through ``signals.Interruptible``); a
+worktree left by a killed run is removed by the next one.
+
+Owns deciding that (``pushed_commit``), the temporary worktree (``temporary_worktree``) and the
+adapter ``verifygate run`` uses (``run_in_pushed_commit``). The checkout has only the pushed
+commit's files: nothing ignored (no ``.venv``, ``node_modules`` or build output) and no
+submodule content.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from pytest_verifygate.changes import SOURCE_REF, ChangeSet, git_output, without_own_files
+from pytest_verifygate.errors import ChangeSetError
+
+# Named after the process that made it, so that a later run can tell a worktree left by a
+# killed run (its process is gone) from one in use.
+TEMP_PREFIX = "verifygate-push-"
+_TEMP_NAME = re.compile(re.escape(TEMP_PREFIX) + r"(\d+)-")
+# Where a repository is, for git: set by git for some hooks, they would point every git command
+# run in the temporary worktree (ours and the gates') back at the work tree.
+_LOCATION_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")
+
+
+class PushedCommit(NamedTuple):
+    """The commit a push sends, in the repository whose top level is ``top``."""
+
+    top: Path
+    commit: str
+    # The current directory relative to ``top`` ("" at the top), to start from the same place.
+    prefix: str
+
+
+def pushed_commit(environ: Mapping[str, str] | None = None, cwd: Path | None = None,
+                  outputs: Sequence[str] = ()) -> PushedCommit | None:
+    """The pushed commit, when pre-commit names one and the work tree differs from it.
+
+    pre-commit sets ``PRE_COMMIT_TO_REF`` for a push with a range; for the first push of a new
+    history it sets none, and the pushed ref is ``PRE_COMMIT_LOCAL_BRANCH``. None when this
+    is not such a run, or the work tree is exactly the pushed commit (the gates run in place).
+    The package's own files (``outputs``: this run's reports, relative to ``cwd``, and those
+    earlier runs wrote) are not differences.
+    """
+    env = os.environ if environ is None else environ
+    ref = env.get("PRE_COMMIT_TO_REF") if env.get("PRE_COMMIT_FROM_REF") else None
+    if not ref and env.get("PRE_COMMIT") == "1" and env.get("PRE_COMMIT_REMOTE_BRANCH"):
+        ref = env.get("PRE_COMMIT_LOCAL_BRANCH")
+    if not ref or ref.startswith("-"):
+        return None
+    here = cwd or Path.cwd()
+    top_line, _, prefix = os.fsdecode(
+        git_output(here, "rev-parse", "--show-toplevel", "--show-prefix")).partition("\n")
+    top = Path(top_line)
+    try:
+        commit = git_output(top, "rev-parse", "--verify", "--quiet", "--end-of-options",
+                            f"{ref}^{{commit}}").decode().strip()
+    except ChangeSetError:
+        raise ChangeSetError(f"the pushed ref {ref!r} is not a commit in {top}") from None
+    if not _work_tree_differs(top, commit, outputs, here):
+        return None
+    return PushedCommit(top, commit, prefix.strip("\n"))
+
+
+def _work_tree_differs(top: Path, commit: str, outputs: Sequence[str], cwd: Path) -> bool:
+    """Whether any tracked file differs from ``commit``, or an untracked one is not ignored
+    (the package's own outputs left out)."""
+    if git_output(top, "diff", "--name-only", "-z", "--no-renames", commit, "--"):
+        return True
+    untracked = git_output(top, "ls-files", "-z", "--others", "--exclude-standard")
+    if not untracked:
+        return False
+    files = tuple(os.fsdecode(path) for path in untracked.split(b"\0") if path)
+    return bool(without_own_files(ChangeSet(SOURCE_REF, files), top, outputs, cwd).files)
+
+
+@contextlib.contextmanager
+def temporary_worktree(top: Path, commit: str) -> Iterator[Path]:
+    """``commit`` checked out (detached) in a new worktree in a private temp directory.
+
+    Removed on the way out, whatever the way (``git worktree remove --force``, the directory,
+    then ``git worktree prune``); a second Ctrl-C while removing does not stop the removal.
+    """
+    import tempfile
+
+    _remove_abandoned(top)
+    parent = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-"))
+    path = parent / (top.name or "worktree")
+    try:
+        # No checkout by ``worktree add``: it would run the repository's post-checkout hook
+        # (pre-commit's, say) inside a pre-push hook; ``reset --hard`` runs none.
+        git_output(top, "worktree", "add", "--quiet", "--detach", "--no-checkout", str(path),
+                   commit)
+        git_output(path, "reset", "--quiet", "--hard", commit)
+        yield path
+    finally:
+        try:
+            _remove(top, path)
+        except KeyboardInterrupt:
+            # Interrupted while removing: finish the job (``Interruptible`` ignores a second
+            # signal), then let the interruption end the run.
+            _remove(top, path)
+            raise
+
+
+def _remove(top: Path, path: Path) -> None:
+    import shutil
+
+    with contextlib.suppress(ChangeSetError):
+        git_output(top, "worktree", "remove", "--force", str(path))
+    shutil.rmtree(path.parent, ignore_errors=True)
+    with contextlib.suppress(ChangeSetError):
+        git_output(top, "worktree", "prune")
+
+
+def _remove_abandoned(top: Path) -> None:
+    """Remove the worktrees of ours whose run was killed before it could remove them."""
+    try:
+        listing = git_output(top, "worktree", "list", "--porcelain", "-z")
+    except ChangeSetError:
+        return
+    for field in listing.split(b"\0"):
+        if not field.startswith(b"worktree "):
+            continue
+        path = Path(os.fsdecode(field[len(b"worktree "):]))
+        match = _TEMP_NAME.match(path.parent.name)
+        if match is not None and not _alive(int(match.group(1))):
+            _remove(top, path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):  # another user's process: not ours to judge
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def run_in_pushed_commit(args: argparse.Namespace) -> Iterator[PushedCommit | None]:
+    """For ``verifygate run``: while entered, the run happens in the pushed commit's checkout.
+
+    Only when the change set comes from pre-commit's push (no ``--files``, ``--files-from``,
+    ``--staged``, ``--changed-from`` or ``--all``) and the work tree differs from the pushed
+    commit; then it says so in one line on stderr, makes the reports' paths absolute (they are
+    for the user's directory), points a ``--contract`` inside the repository into the checkout,
+    and changes into the checkout's copy of the current directory until the run is over.
+    """
+    chosen = any(getattr(args, name, None) for name in
+                 ("files", "files_from", "staged", "changed_from", "all"))
+    outputs = [path for path in (getattr(args, "json", None), getattr(args, "junit", None))
+               if path]
+    pushed = None if chosen else pushed_commit(outputs=outputs)
+    if pushed is None:
+        yield None
+        return
+    print(f"verifygate: the work tree differs from the pushed commit {pushed.commit[:12]}: "
+          "checking that commit in a temporary worktree", file=sys.stderr)
+    here = Path.cwd()
+    # Without git's location variables before anything runs in the checkout: with GIT_DIR
+    # set, ``git reset --hard`` there would reset the work tree's repository instead.
+    with _environment_without(_LOCATION_VARIABLES), \
+            temporary_worktree(pushed.top, pushed.commit) as checkout:
+        for name in ("json", "junit"):
+            if getattr(args, name, None):
+                setattr(args, name, os.path.join(here, getattr(args, name)))
+        contract = getattr(args, "contract", None)
+        if contract and os.path.isabs(contract):
+            real = os.path.join(os.path.realpath(os.path.dirname(contract)),
+                                os.path.basename(contract))
+            inside = os.path.relpath(real, os.path.realpath(pushed.top))
+            if inside != ".." and not inside.startswith(f"..{os.sep}"):
+                args.contract = str(checkout / inside)
+        start = checkout / pushed.prefix
+        os.chdir(start if start.is_dir() else checkout)
+        try:
+            yield pushed
+        finally:
+            os.chdir(here)
+
+
+@contextlib.contextmanager
+def _environment_without(names: tuple[str, ...]) -> Iterator[None]:
+    removed = {name: os.environ.pop(name) for name in names if name in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(removed)
