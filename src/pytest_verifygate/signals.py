@@ -1,5 +1,13 @@
-"""Signals as interruptions: SIGTERM ends a run the way Ctrl-C does, so gates die and reports
-are written. Used by the command line, the agent hook and the pytest plugin.
+"""Signals as interruptions: every terminating signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT) ends a
+run the way Ctrl-C does, so gates die and reports are written. Used by the command line, the
+agent hook and the pytest plugin.
+
+Once the gates are done, a signal must not cost the report: ``hold_interrupts`` (called by
+the engine when the last gate ended) turns the rest of the guarded block into a stretch where
+a signal is noted (``Interruptible.fired``) instead of raised, so the report is written whole
+and the front end still exits as interrupted.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
@@ -8,40 +16,92 @@ import signal
 from types import FrameType
 from typing import Any
 
+# What ends a process by default and can be caught: a terminal's Ctrl-C and Ctrl-\, a closed
+# terminal or ssh session, a service manager or CI runner stopping the job.
+TERMINATING_SIGNALS: tuple[int, ...] = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
+    if hasattr(signal, name)  # SIGHUP and SIGQUIT do not exist on Windows
+)
+
+# The guards entered in the main thread, innermost last.
+_active: list[Interruptible] = []
+
 
 class Interruptible:
-    """While entered, ``signals`` (SIGINT and SIGTERM by default) raise KeyboardInterrupt,
-    once: a second one while shutting down is ignored, so cleanup is not cut short.
+    """While entered, ``signals`` (every terminating signal by default) raise
+    KeyboardInterrupt, once: a second one while shutting down is ignored, so cleanup is not
+    cut short.
 
     ``keep_others``: a signal whose handler someone else installed is left alone (the pytest
-    plugin: pytest dies on SIGTERM, and the gates, in sessions of their own, would live on).
+    plugin: pytest handles SIGINT itself; SIGTERM, SIGHUP and SIGQUIT would kill it outright,
+    and the gates, in sessions of their own, would live on).
     Outside the main thread nothing changes: Python allows handlers only there.
     """
 
-    def __init__(self, signals: tuple[int, ...] = (signal.SIGINT, signal.SIGTERM), *,
+    def __init__(self, signals: tuple[int, ...] = TERMINATING_SIGNALS, *,
                  keep_others: bool = False) -> None:
         self.signals = signals
         self.keep_others = keep_others
         self.previous: dict[int, Any] = {}
         self.fired = False
+        self.received: int | None = None  # the first signal that arrived
+        self.holding = False
+        self.entered = False
 
     def __enter__(self) -> Interruptible:
         import threading
 
         if threading.current_thread() is threading.main_thread():
+            self.entered = True
+            _active.append(self)
             for signum in self.signals:
                 if self.keep_others and signal.getsignal(signum) is not signal.SIG_DFL:
                     continue
-                self.previous[signum] = signal.signal(signum, self._handle)
+                self._take(signum)
         return self
+
+    def _take(self, signum: int) -> None:
+        try:
+            previous = signal.signal(signum, self._handle)
+        except (OSError, ValueError):  # not a signal this platform lets anyone handle
+            return
+        self.previous.setdefault(signum, previous)
+
+    def hold(self) -> None:
+        """From now until exit, a signal is noted (``fired``, ``received``), never raised:
+        what follows (writing a report) runs to its end. Signals left to others are taken
+        too: pytest's own Ctrl-C would cut the report short as much as ours."""
+        if not self.entered:
+            return
+        self.holding = True
+        for signum in self.signals:
+            if signum not in self.previous:
+                self._take(signum)
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.fired:
             return
         self.fired = True
+        self.received = signum
+        if self.holding:
+            return
         raise KeyboardInterrupt
 
     def __exit__(self, *exc_info: object) -> None:
         for signum, handler in self.previous.items():
             signal.signal(signum, handler)
         self.previous = {}
+        if self in _active:
+            _active.remove(self)
+        self.entered = False
+
+
+def hold_interrupts() -> None:
+    """Tell the innermost active guard (if any) that the gates are done: from here on a
+    signal is noted, not raised, so the report that follows is written whole. Only from the
+    main thread, where the guards and their signals live: a run in another thread ending
+    says nothing about the main thread's."""
+    import threading
+
+    if _active and threading.current_thread() is threading.main_thread():
+        _active[-1].hold()

@@ -1,8 +1,12 @@
 """Where pytest-verifygate keeps files of its own: under the git directory, never the work tree.
 
 Owns the state directory (``<git dir>/verifygate``; a per-user temp directory outside git),
-the per-run log directories, pruning to the newest few (shared by the logs, the result cache and
-the agent sessions), and the atomic write every file of ours (and every report) goes through.
+the per-run log directories (private to the user; never pruned while a run uses them; in the
+temp directory, with one warning, when the state directory cannot be used), pruning to the
+newest few and to a total size (shared by the logs, the result cache and the agent sessions),
+and the atomic write every file of ours (and every report) goes through.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
@@ -15,10 +19,18 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 KEEP_LOG_RUNS = 10
+# The logs of all kept runs together: past it, the oldest runs go (the newest always stays).
+KEEP_LOG_BYTES = 256 * 1024 * 1024
+
+# The log directories runs of this process are using now -> how many runs use each. Runs of
+# other processes are known by the pid in the directory's name (see ``_in_use``).
+_claimed: dict[str, int] = {}
+_warned: set[str] = set()
 
 
 def git_dir(repo_root: Path) -> Path | None:
-    """The repository's git directory; follows the ``gitdir:`` file of worktrees/submodules."""
+    """The repository's git directory; follows the ``gitdir:`` file of submodules, and of
+    linked worktrees to the common git dir they share with the main checkout."""
     dot_git = repo_root / ".git"
     if dot_git.is_dir():
         return dot_git
@@ -29,7 +41,14 @@ def git_dir(repo_root: Path) -> Path | None:
             return None
         if first.startswith("gitdir:"):
             target = Path(first.partition(":")[2].strip())
-            return target if target.is_absolute() else (repo_root / target).resolve()
+            target = target if target.is_absolute() else (repo_root / target).resolve()
+            # A linked worktree keeps its state in the repository's common git dir: its result
+            # cache is the main checkout's, and its logs outlive a temporary worktree.
+            try:
+                common = (target / "commondir").read_text(encoding="utf-8").strip()
+            except OSError:  # a submodule, or a worktree of an old git: its own dir
+                return target
+            return (target / common).resolve() if common else target
     return None
 
 
@@ -74,30 +93,162 @@ def _private_temp_dir() -> Path:
 
 
 def new_log_dir(repo_root: Path) -> Path:
-    """A fresh directory for one run's gate logs; older runs beyond the last few are removed."""
+    """A fresh directory (0700) for one run's gate logs; older runs beyond the last few, or
+    beyond ``KEEP_LOG_BYTES`` together, are removed unless a run still uses them.
+
+    If the state directory cannot be used (a read-only ``.git``, a file in its place), the logs
+    go to the per-user temp directory instead, with one warning on stderr: a run never fails
+    for want of a place for its logs.
+    """
     logs = state_dir(repo_root) / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    # Named so that names sort in time order (pruning keeps the last ones): UTC, since time
-    # zones and daylight saving differ between runs, and nanoseconds, since several runs can
-    # start within one second.
-    now = time.time_ns()
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now // 1_000_000_000))
-    run_dir = logs / f"{stamp}.{now % 1_000_000_000:09d}-{os.getpid()}"
-    run_dir.mkdir()
-    _prune(logs)
+    try:
+        return _new_run_dir(logs)
+    except OSError as exc:
+        problem = exc.strerror or str(exc)
+    import hashlib
+
+    digest = hashlib.sha256(str(repo_root.resolve()).encode()).hexdigest()[:16]
+    fallback = Path("<temp>") / digest / "logs"
+    try:
+        fallback = _private_temp_dir() / digest / "logs"
+        run_dir = _new_run_dir(fallback)
+    except OSError as second:  # nowhere at all: each gate says so in its output
+        warn_once(f"cannot keep gate logs in {logs} ({problem}) nor in {fallback} "
+                  f"({second.strerror or second}); reports keep each gate's output tail only")
+        return logs / "unavailable"
+    warn_once(f"cannot keep gate logs in {logs} ({problem}); they go to {fallback} instead")
     return run_dir
 
 
-def _prune(logs: Path) -> None:
+def _new_run_dir(logs: Path) -> Path:
+    make_private_dir(logs)
+    _make_private(logs.parent)  # the state directory: logs and caches are the user's alone
+    # Named so that names sort in time order (pruning keeps the last ones): UTC, since time
+    # zones and daylight saving differ between runs, and nanoseconds, since several runs can
+    # start within one second. The pid says which process's run it is (see ``_in_use``).
+    now = time.time_ns()
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now // 1_000_000_000))
+    run_dir = logs / f"{stamp}.{now % 1_000_000_000:09d}-{os.getpid()}"
+    run_dir.mkdir(mode=0o700)
+    _prune(logs, run_dir)
+    return run_dir
+
+
+def make_private_dir(path: Path) -> None:
+    """Make ``path``, and the parents it lacks, directories only this user can use (0700)."""
+    missing = []
+    parent = path
+    while not parent.is_dir() and parent != parent.parent:
+        missing.append(parent)
+        parent = parent.parent
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(directory, 0o700)
+    _make_private(path)
+
+
+def _make_private(directory: Path) -> None:
+    """Take group and other permissions off a directory of this user's (made before logs were
+    private, or under a loose umask); anything else is left as it is."""
+    import stat
+
+    with contextlib.suppress(OSError):
+        info = os.lstat(directory)
+        if (stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
+                and info.st_mode & 0o077):
+            os.chmod(directory, 0o700)
+
+
+def warn_once(message: str) -> None:
+    """One line on stderr, once per process, for what the user should know about storage."""
+    if message in _warned:
+        return
+    _warned.add(message)
+    import sys
+
+    with contextlib.suppress(OSError, ValueError):
+        print(f"verifygate: warning: {message}", file=sys.stderr, flush=True)
+
+
+def claim_log_dir(run_dir: Path | None) -> Callable[[], None]:
+    """Mark ``run_dir`` as used by a run of this process until the returned function is
+    called (at most once counts): no run of this process prunes it meanwhile."""
+    if run_dir is None:
+        return _nothing
+    key = str(run_dir)
+    _claimed[key] = _claimed.get(key, 0) + 1
+    released = False
+
+    def release() -> None:
+        nonlocal released
+        if released:
+            return
+        released = True
+        left = _claimed.get(key, 1) - 1
+        if left > 0:
+            _claimed[key] = left
+        else:
+            _claimed.pop(key, None)
+
+    return release
+
+
+def _nothing() -> None:
+    return None
+
+
+def _in_use(run_dir: Path) -> bool:
+    """Whether a run may still be writing into ``run_dir``: one of this process that claimed
+    it, or any run of a process that is still alive (its pid ends the directory's name; a
+    reused pid only keeps a directory longer)."""
+    if str(run_dir) in _claimed:
+        return True
+    owner = run_dir.name.rpartition("-")[2]
+    if not owner.isdigit() or int(owner) == os.getpid():
+        return False
+    try:
+        os.kill(int(owner), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    except (OverflowError, ValueError):  # digits, but no pid
+        return False
+    return True
+
+
+def _prune(logs: Path, current: Path) -> None:
     try:
         with os.scandir(logs) as entries:
             # Only real directories: a link is not a run of ours, and is never followed.
-            runs = [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+            runs = sorted(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))
     except OSError:
         return
     # By name, which is the run's start time: a directory's mtime moves whenever a gate
     # creates its log in there, so a long run would outlive the runs started after it.
-    prune_oldest(runs, KEEP_LOG_RUNS, _remove_run, by_name=True)
+    removable = [run for run in runs if run != current and not _in_use(run)]
+    doomed = set(removable[: max(0, len(runs) - KEEP_LOG_RUNS)])
+    kept = [run for run in runs if run not in doomed]
+    if len(kept) > 1:
+        sizes = {run: _size(run) for run in kept}
+        total = sum(sizes.values())
+        for run in kept:  # oldest first
+            if total <= KEEP_LOG_BYTES:
+                break
+            if run in removable:
+                doomed.add(run)
+                total -= sizes[run]
+    for run in sorted(doomed):
+        _remove_run(run)
+
+
+def _size(run_dir: Path) -> int:
+    total = 0
+    with contextlib.suppress(OSError), os.scandir(run_dir) as entries:
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                total += entry.stat(follow_symlinks=False).st_size
+    return total
 
 
 def prune_oldest(
@@ -180,3 +331,27 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+# The longest part of a gate's name kept in its log file's name (the name is any text).
+LOG_NAME_CHARS = 60
+
+
+def log_file_name(gate_name: str) -> str:
+    """A gate's log file name: safe on any file system, bounded, and unique per gate name.
+
+    A name of lowercase letters, digits, ``.``, ``_`` and ``-`` (not starting with ``.`` or
+    ``-``, at most ``LOG_NAME_CHARS`` long) is used as it is: ``lint.log``. Any other (spaces,
+    ``/``, ``:``, unicode, capitals that a case-insensitive file system would merge, 300
+    characters) keeps its safe characters, cut short, and a digest of the whole name:
+    ``Type_check_mypy-4f0c2a9e1b.log``.
+    """
+    import re
+
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", gate_name)[:LOG_NAME_CHARS]
+    if safe == gate_name and safe == safe.lower() and not safe.startswith((".", "-")):
+        return f"{gate_name}.log"
+    import hashlib  # only for names that need it: not on most runs
+
+    digest = hashlib.sha256(gate_name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{safe.strip('._-') or 'gate'}-{digest}.log"

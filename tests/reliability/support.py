@@ -102,6 +102,34 @@ def open_fds() -> dict[str, str]:
     return fds
 
 
+def marked(marker: str) -> list[int]:
+    """Live processes whose environment holds ``marker`` (a gate's ``env`` sets it: whatever
+    the gate does with its process group or its parents, its processes keep it)."""
+    found = []
+    needle = marker.encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            environ = Path(f"/proc/{entry}/environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ and alive(int(entry)):
+            found.append(int(entry))
+    return found
+
+
+def wait_unmarked(marker: str, seconds: float = 5.0) -> list[int]:
+    """Wait until no live process carries ``marker``; return those still alive after
+    ``seconds``."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if not marked(marker):
+            return []
+        time.sleep(0.05)
+    return marked(marker)
+
+
 def kill_all(pids: Iterable[int]) -> None:
     """Clean up after a failing test: no test leaves a process behind, even a broken one."""
     for pid in pids:

@@ -32,7 +32,8 @@ def test_gates_see_the_parent_environment_exactly(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Nothing removed, and nothing added but VERIFYGATE_GATE (how a pytest inside a gate
-    knows not to run gates again): CI, NO_COLOR and friends are the user's business."""
+    knows not to run gates again) and VERIFYGATE_TREE (the marks that find the gate's
+    processes wherever they go): CI, NO_COLOR and friends are the user's business."""
     monkeypatch.setenv("CI", "from-the-parent")
     monkeypatch.setenv("TERM", "dumb")
     for name in ("NO_COLOR", "FORCE_COLOR", "PY_COLORS", "CLICOLOR_FORCE"):
@@ -40,11 +41,18 @@ def test_gates_see_the_parent_environment_exactly(
     contract = (f'[[gate]]\nname = "inherit"\n{DUMP_ENV}'
                 f'[[gate]]\nname = "set"\nenv = {{ NO_COLOR = "1", CI = "from-contract" }}\n'
                 f'{DUMP_ENV}')
+    monkeypatch.setenv("VERIFYGATE_TREE", "vg-outer-mark")  # as inside another gate
     results = {r.name: r for r in run_contract(repo, contract).results}
-    assert json.loads(results["inherit"].output_tail) == {**os.environ,
-                                                           "VERIFYGATE_GATE": "inherit"}
-    assert json.loads(results["set"].output_tail) == {
-        **os.environ, "NO_COLOR": "1", "CI": "from-contract", "VERIFYGATE_GATE": "set"}
+    seen = {name: json.loads(result.output_tail) for name, result in results.items()}
+    marks = {name: env.pop("VERIFYGATE_TREE").split() for name, env in seen.items()}
+    parent = {k: v for k, v in os.environ.items() if k != "VERIFYGATE_TREE"}
+    assert seen["inherit"] == {**parent, "VERIFYGATE_GATE": "inherit"}
+    assert seen["set"] == {
+        **parent, "NO_COLOR": "1", "CI": "from-contract", "VERIFYGATE_GATE": "set"}
+    # The outer mark is kept (an outer run finds these processes too), one of its own added.
+    assert [len(m) for m in marks.values()] == [2, 2]
+    assert marks["inherit"][0] == marks["set"][0] == "vg-outer-mark"
+    assert marks["inherit"][1] != marks["set"][1]
 
 
 def test_the_cli_passes_ci_and_no_color_through(repo: Path) -> None:

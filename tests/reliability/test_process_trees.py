@@ -2,8 +2,9 @@
 
 tests/test_runner.py covers a timed-out tree with a double-forked daemon and a grandchild
 holding the output pipe; tests/test_cli.py covers one signal with jobs = 2. Here: gates that
-ignore SIGTERM, many gates at once under both signals, daemons that closed their output, and
-a second signal while the first is being handled.
+ignore SIGTERM, many gates at once under every terminating signal, daemons that closed their
+output, gates that close their own output or leave their process group (``setsid``), and a
+second signal while the first is being handled.
 """
 
 from __future__ import annotations
@@ -14,13 +15,25 @@ import signal
 import subprocess
 import threading
 import time
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pytest_verifygate.runner import tree
 from pytest_verifygate.runner.process import KILL_GRACE_SECONDS
 
-from .support import PY, kill_all, read_pids, run_contract, validate, wait_dead
+from .support import (
+    PY,
+    kill_all,
+    marked,
+    read_pids,
+    run_contract,
+    validate,
+    wait_dead,
+    wait_unmarked,
+)
 
 # sh ignores TERM, and so does every command it starts: an ignored signal stays ignored
 # across exec. Only SIGKILL ends this gate.
@@ -76,6 +89,102 @@ def test_a_term_proof_daemon_that_closed_its_output_dies_with_the_gate(repo: Pat
         kill_all([pid])
 
 
+# Gates that escape a supervisor watching only their output pipe or their process group. Each
+# records the pids it starts; {pids} is that file. The first closes its stdout and stderr and
+# keeps running (no end of file ever tells the runner anything); the others also start
+# processes in sessions of their own, one keeping the environment (and so the gate's marks),
+# one started with an empty environment (reachable only through its parent).
+ESCAPES = {
+    "closed-output": "echo $$ >> {pids}; exec >/dev/null 2>&1; sleep 25 & echo $! >> {pids}; wait",
+    "setsid": ("setsid sleep 300 & echo $! >> {pids}; echo $$ >> {pids}; "
+               "exec >/dev/null 2>&1; sleep 25"),
+    "setsid-empty-env": ("setsid env -i sleep 300 & echo $! >> {pids}; echo $$ >> {pids}; "
+                         "exec >/dev/null 2>&1; sleep 25"),
+}
+
+
+def _escape_gate(name: str, command: str, *, marker: str, timeout: float = 60) -> str:
+    return (f'[[gate]]\nname = "{name}"\nshell = true\ntimeout_seconds = {timeout}\n'
+            f'env = {{ ESCAPE_PROOF = "{marker}" }}\ncommand = "{command}"\n')
+
+
+@pytest.mark.parametrize("escape", list(ESCAPES))
+def test_a_gate_cannot_escape_its_timeout(repo: Path, escape: str) -> None:
+    """Closing the output pipe or leaving the process group does not outrun the deadline:
+    the gate times out, and none of its processes is left."""
+    (repo / "pids").mkdir()
+    marker = uuid.uuid4().hex
+    contract = _escape_gate("escape", ESCAPES[escape].format(pids=repo / "pids" / "escape"),
+                            marker=marker, timeout=1)
+    outcome: dict[str, Any] = {}
+    # In a thread: a runner that waits for the sleep instead of the deadline fails the test
+    # (the gate would pass after 25 s), it does not hang it.
+    worker = threading.Thread(target=lambda: outcome.update(run=run_contract(repo, contract)))
+    worker.start()
+    worker.join(20)
+    recorded = read_pids(repo / "pids")
+    try:
+        assert not worker.is_alive(), "the gate outlived its timeout"
+        (result,) = outcome["run"].results
+        assert (result.outcome, result.code) == ("failed", "timeout"), result
+        assert len(recorded) == 2
+        assert wait_dead(recorded) == []
+        assert wait_unmarked(marker) == []
+    finally:
+        worker.join(30)
+        kill_all(recorded + marked(marker))
+
+
+def test_a_daemon_that_left_the_group_dies_with_the_gate(repo: Path) -> None:
+    """The gate exits at once and passes; the daemon it started in a session of its own
+    closed its output (nothing keeps the run waiting). It must be gone when the run returns."""
+    marker = uuid.uuid4().hex
+    # The daemon writes its pid once it is in its own session; the gate waits for that, so
+    # the daemon has really left the group when the gate exits.
+    command = ("setsid sh -c 'echo $$ > daemon.pid; exec >/dev/null 2>&1; exec sleep 300' & "
+               "i=0; while [ ! -s daemon.pid ] && [ $i -lt 1000 ]; do sleep 0.01; "
+               "i=$((i+1)); done; echo done")
+    (result,) = run_contract(repo, _escape_gate("daemon", command, marker=marker)).results
+    pid = int((repo / "daemon.pid").read_text())
+    try:
+        assert (result.outcome, result.output_tail) == ("passed", "done\n")
+        assert wait_dead([pid], seconds=1.0) == []  # dead when the run returned, not later
+        assert marked(marker) == []
+    finally:
+        kill_all([pid, *marked(marker)])
+
+
+def test_processes_that_cannot_be_killed_are_named_in_the_output(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process the runner finds but may not signal (another user's, after a setuid
+    program) cannot be made here by a test running as any user, root included: the runner's
+    signal call is refused for one pid instead. The gate's output names it."""
+    marker = uuid.uuid4().hex
+    command = "setsid sleep 300 & echo $! > survivor.pid; exec >/dev/null 2>&1; sleep 25"
+    refused: list[int] = []
+    real_send = tree.send_signal
+
+    def send_signal(pid: int, signum: int) -> None:
+        survivor = repo / "survivor.pid"
+        if survivor.exists() and survivor.read_text().strip() == str(pid):
+            refused.append(pid)
+            raise PermissionError(1, "Operation not permitted")
+        real_send(pid, signum)
+
+    monkeypatch.setattr(tree, "send_signal", send_signal)
+    try:
+        (result,) = run_contract(repo, _escape_gate("survivor", command, marker=marker,
+                                                    timeout=1)).results
+        pid = int((repo / "survivor.pid").read_text())
+        assert (result.outcome, result.code) == ("failed", "timeout")
+        assert refused and set(refused) == {pid}
+        assert f"could not be killed: {pid} (sleep)" in result.output_tail
+    finally:
+        monkeypatch.undo()
+        kill_all(marked(marker))
+
+
 GATE_COUNT = 10
 JOBS = 4
 
@@ -87,6 +196,12 @@ def _many_gates(repo: Path) -> None:
         pids = repo / "pids" / f"g{index}"
         if index == 1:
             command = TERM_PROOF.format(pids=pids)
+        elif index == 2:  # closed its output: no end of file ever wakes the runner
+            command = (f"exec >/dev/null 2>&1; sleep 300 & echo $! >> {pids}; "
+                       f"(sleep 300 & echo $! >> {pids}); echo $$ >> {pids}; wait")
+        elif index == 3:  # children in sessions of their own, one of them orphaned at once
+            command = (f"setsid sleep 300 & echo $! >> {pids}; "
+                       f"(setsid sleep 300 & echo $! >> {pids}); echo $$ >> {pids}; wait")
         else:
             command = (f"sleep 300 & echo $! >> {pids}; (sleep 300 & echo $! >> {pids}); "
                        f"echo $$ >> {pids}; wait")
@@ -94,7 +209,7 @@ def _many_gates(repo: Path) -> None:
     (repo / "verify.toml").write_text(f"[settings]\njobs = {JOBS}\n" + "".join(gates))
 
 
-@pytest.mark.parametrize("how", ["SIGTERM", "Ctrl-C", "SIGTERM twice"])
+@pytest.mark.parametrize("how", ["SIGTERM", "Ctrl-C", "SIGTERM twice", "SIGHUP", "SIGQUIT"])
 def test_signals_to_the_cli_leave_no_process_and_a_complete_report(repo: Path, how: str) -> None:
     _many_gates(repo)
     cli = subprocess.Popen(
@@ -114,6 +229,8 @@ def test_signals_to_the_cli_leave_no_process_and_a_complete_report(repo: Path, h
         assert len(recorded) == 3 * JOBS, recorded
         if how == "Ctrl-C":
             os.killpg(cli.pid, signal.SIGINT)
+        elif how in ("SIGHUP", "SIGQUIT"):
+            cli.send_signal(getattr(signal, how))
         else:
             cli.send_signal(signal.SIGTERM)
             if how == "SIGTERM twice":

@@ -102,13 +102,7 @@ def test_pytest_runs_leave_no_process(tmp_path: Path, args: list[str]) -> None:
             process.wait()
 
 
-@pytest.mark.parametrize(
-    "how",
-    [
-        "Ctrl-C",
-        "SIGTERM",
-    ],
-)
+@pytest.mark.parametrize("how", ["Ctrl-C", "SIGTERM", "SIGHUP", "SIGQUIT"])
 @pytest.mark.parametrize("xdist", [False, True], ids=["serial", "xdist"])
 def test_signals_to_pytest_leave_no_process(tmp_path: Path, how: str, xdist: bool) -> None:
     _contract(tmp_path)
@@ -121,12 +115,51 @@ def test_signals_to_pytest_leave_no_process(tmp_path: Path, how: str, xdist: boo
         if how == "Ctrl-C":
             os.killpg(process.pid, signal.SIGINT)
         else:
-            process.send_signal(signal.SIGTERM)
-        process.communicate(timeout=60)
+            process.send_signal(getattr(signal, how))
+        output, _ = process.communicate(timeout=60)
         recorded = read_pids(tmp_path / "pids")
         assert wait_dead(recorded, seconds=5) == []
+        # Every terminating signal ends the session the way Ctrl-C does: a complete report.
+        assert process.returncode == 2, output.decode()
+        report = json.loads((tmp_path / "report.json").read_text())
+        validate(report)
+        assert report["interrupted"] is True and report["verdict"] == "failed"
+        outcomes = {gate["name"]: (gate["outcome"], gate["code"]) for gate in report["gates"]}
+        assert sorted(outcomes) == ["fails", "stubborn", "tree0", "tree1", "tree2"]
+        assert outcomes["stubborn"] == ("failed", "interrupted")
     finally:
         kill_all(recorded or read_pids(tmp_path / "pids"))
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def test_a_signal_during_collection_reports_the_gates_as_interrupted(tmp_path: Path) -> None:
+    """SIGTERM while pytest imports a slow test module, before any gate started: the report
+    is written, and its gates are interrupted (not "deselected", not "no gate ran")."""
+    _contract(tmp_path, trees=1, stubborn=False)
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_slow.py").write_text(
+        "import pathlib, time\npathlib.Path('collecting').touch()\ntime.sleep(30)\n"
+        "def test_nothing():\n    pass\n")
+    process = _pytest(tmp_path, "tests", "verify.toml")
+    try:
+        end = time.monotonic() + 60
+        while not (tmp_path / "collecting").exists() and time.monotonic() < end:
+            assert process.poll() is None, process.communicate()[0].decode()
+            time.sleep(0.05)
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=60)
+        assert process.returncode == 2, output.decode()
+        assert b"Traceback" not in output and b"INTERNALERROR" not in output
+        report = json.loads((tmp_path / "report.json").read_text())
+        validate(report)
+        assert (report["interrupted"], report["verdict"]) == (True, "failed"), report
+        assert {(gate["name"], gate["code"]) for gate in report["gates"]} == {
+            ("fails", "interrupted"), ("tree0", "interrupted")}
+        assert report["not_selected"] == []
+    finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()

@@ -1,4 +1,5 @@
-"""Reports survive: crashing gates, interrupted writes, and readers polling during writes.
+"""Reports survive: crashing gates, interrupted writes, readers polling during writes, and
+signals that land after the last gate ended, while the report is being made.
 
 (Reports after Ctrl-C and SIGTERM are checked against the schema in test_process_trees.py.)
 """
@@ -144,3 +145,58 @@ def test_ctrl_c_while_gates_are_being_started_still_reports_every_gate(repo: Pat
     assert [(r.name, r.code) for r in run.results] == [
         ("first", "interrupted"), ("manual", "interrupted"), ("last", "interrupted")]
     validate(to_report(run))
+
+
+# Sends a real signal to its own process from the report hook: the signal lands after every
+# gate ended and before the report is written, the window no timing could aim at.
+SIGNAL_IN_REPORT_HOOK = """
+import os, signal
+
+import pluggy
+
+@pluggy.HookimplMarker("pytest")
+def pytest_verifygate_modifyreport(report):
+    os.kill(os.getpid(), signal.{name})
+    report["hook_finished"] = True
+"""
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_signal_after_the_last_gate_still_writes_the_report(
+    repo: Path, tmp_path: Path, name: str
+) -> None:
+    site = tmp_path / "site"
+    write(site / "vg_late.py", SIGNAL_IN_REPORT_HOOK.format(name=name))
+    write(site / "vg_late-1.0.dist-info" / "METADATA",
+          "Metadata-Version: 2.1\nName: vg-late\nVersion: 1.0\n")
+    write(site / "vg_late-1.0.dist-info" / "entry_points.txt", "[verifygate]\nlate = vg_late\n")
+    write(repo / "verify.toml", '[[gate]]\nname = "ok"\ncommand = "echo fine"\n')
+    path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+    done = verifygate("run", "--all", "--json", "report.json", cwd=repo,
+                      env={"PYTHONPATH": path})
+    assert done.returncode == 130, done.stderr
+    assert b"Traceback" not in done.stderr
+    report = json.loads((repo / "report.json").read_text())
+    validate(report)
+    assert report["hook_finished"] is True  # the report was finished, not cut short
+    assert [(g["name"], g["outcome"]) for g in report["gates"]] == [("ok", "passed")]
+    assert b"report: report.json" in done.stdout  # and the output says where it is
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_signal_while_pytest_writes_the_report_still_writes_it(
+    repo: Path, name: str
+) -> None:
+    write(repo / "conftest.py", SIGNAL_IN_REPORT_HOOK.format(name=name))
+    write(repo / "verify.toml", '[[gate]]\nname = "ok"\ncommand = "echo fine"\n')
+    done = subprocess.run(
+        [PY, "-m", "pytest", "--verify-contract", "--verify-report", "report.json",
+         "-p", "no:cacheprovider", "verify.toml"],
+        cwd=repo, capture_output=True, timeout=120)
+    output = done.stdout + done.stderr
+    assert b"Traceback" not in output and b"INTERNALERROR" not in output, output.decode()
+    report = json.loads((repo / "report.json").read_text())
+    validate(report)
+    assert report["hook_finished"] is True
+    assert [(g["name"], g["outcome"]) for g in report["gates"]] == [("ok", "passed")]
+    assert b"report: " in done.stdout

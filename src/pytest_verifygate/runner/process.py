@@ -1,23 +1,39 @@
-"""Process supervision: one attempt of a gate, from spawn to the last process of its group.
+"""Process supervision: one attempt of a gate, from spawn to the last process it started.
 
 Each command is spawned in a new session (its own process group) with stdin closed and
-stdout+stderr merged into one pipe. The pipe is read without blocking into an ``OutputSink``,
-which streams every byte to the gate's log file and keeps only the last ``tail_bytes`` in
-memory. A deadline, a cancel (Ctrl-C, ``-x``) or the gate's leader exiting while others in its
-group still hold the pipe all end the same way: SIGTERM to the whole group, a short grace, then
-SIGKILL. Whatever is left of the group afterwards is reaped: no process outlives its gate.
+stdout+stderr merged into one pipe, and with a mark of its own in its environment
+(``runner.tree``). The pipe is read without blocking into an ``OutputSink``, which streams every
+byte to the gate's log (``runner.logfile``: capped, private) and keeps only the last
+``tail_bytes`` in memory. The process itself is watched, not only the pipe: a gate that closes
+its output and keeps running still meets its deadline and a cancel. A deadline, a cancel
+(Ctrl-C, ``-x``) or the gate's first process exiting while others still hold the pipe all end
+the same way: SIGTERM to the whole tree (its group, and what left the group), a short grace,
+then SIGKILL. Whatever is left of the tree when the attempt ends is killed too: no process
+outlives its gate, and one that cannot be killed is named in the gate's output.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import selectors
 import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING
+
+from pytest_verifygate.runner.logfile import DEFAULT_LOG_MAX_BYTES, GateLog
+from pytest_verifygate.runner.tree import (
+    TREE_ENV,
+    GateTree,
+    describe,
+    marked_environment,
+    new_mark,
+)
 
 if TYPE_CHECKING:
     import threading
@@ -29,15 +45,24 @@ READ_SIZE = 1 << 20
 TICK_SECONDS = 0.1
 KILL_GRACE_SECONDS = 2.0
 LEFTOVER_GRACE_SECONDS = 0.5
+# A deadline further away than this is no deadline (a year): any larger timeout, an infinite
+# or a 400-digit one included, is clamped, so no clock arithmetic can overflow.
+MAX_TIMEOUT_SECONDS = 365 * 24 * 3600.0
+# How long the gate's first process is waited for after SIGKILL before it counts as a survivor.
+REAP_SECONDS = 5.0
 # Set in every gate's environment to the gate's name (so a gate can tell it runs under us).
 GATE_ENV = "VERIFYGATE_GATE"
 
 
 class OutputSink:
-    """Everything a gate prints: streamed to a log file, the last ``tail_bytes`` kept."""
+    """Everything a gate prints: streamed to its log, the last ``tail_bytes`` kept in memory.
 
-    def __init__(self, log: BinaryIO | None, tail_bytes: int) -> None:
+    ``log_path`` is the log file if one was created (the result names it), else None.
+    """
+
+    def __init__(self, log: GateLog | None, tail_bytes: int) -> None:
         self.log = log
+        self.log_path: Path | None = log.path if log is not None and log.created else None
         self.tail_bytes = tail_bytes
         self.tail = bytearray()
         self.total = 0
@@ -46,6 +71,13 @@ class OutputSink:
         self.total += len(data)
         if self.log is not None:
             self.log.write(data)
+        self._keep(data)
+
+    def note(self, text: str) -> None:
+        """A line of ours at the end of the tail: not output of the gate, not in the log."""
+        self._keep(text.encode("utf-8", "replace"))
+
+    def _keep(self, data: bytes) -> None:
         if len(data) >= self.tail_bytes:
             self.tail[:] = data[-self.tail_bytes :]
             return
@@ -95,17 +127,22 @@ def run_attempt(
     tail_bytes: int,
     cancelled: threading.Event,
     base_env: Mapping[str, str],
+    log_max_bytes: int = DEFAULT_LOG_MAX_BYTES,
 ) -> tuple[AttemptEnd, OutputSink]:
     """Run the plan's commands one after another until one fails, all within one deadline.
 
-    Attempt 0 starts the log afresh; later attempts append to it under a header line.
+    Attempt 0 starts the log afresh; later attempts append to it under a header line. Each
+    attempt's part of the log holds at most ``log_max_bytes`` (head and tail).
     """
-    with _open_log(log_path, append=attempt_number > 0) as log:
-        if log is not None and attempt_number:
-            log.write(f"\n--- verifygate: attempt {attempt_number + 1} ---\n".encode())
-        sink = OutputSink(log, tail_bytes)
-        deadline = time.monotonic() + plan.gate.timeout_seconds
-        end = AttemptEnd()
+    log = None
+    if log_path is not None:
+        header = f"\n--- verifygate: attempt {attempt_number + 1} ---\n" if attempt_number else ""
+        log = GateLog(log_path, append=attempt_number > 0, max_bytes=log_max_bytes,
+                      header=header.encode())
+    sink = OutputSink(log, tail_bytes)
+    deadline = time.monotonic() + clamp_timeout(plan.gate.timeout_seconds)
+    end = AttemptEnd()
+    try:
         for argv in plan.invocations:
             step = spawn_and_wait(plan, argv, sink, deadline, cancelled, base_env)
             # The first command that failed decides (a signal death counts as a failure).
@@ -113,7 +150,23 @@ def run_attempt(
                 end = step
             if step.timed_out or step.interrupted or step.spawn_failed:
                 break
+    finally:
+        if log is not None:
+            log.close()
+            if log.problem is not None:
+                sink.note(log.problem_note())
     return end, sink
+
+
+def clamp_timeout(seconds: float) -> float:
+    """``seconds`` as a float no larger than ``MAX_TIMEOUT_SECONDS`` (huge ints, inf, NaN)."""
+    try:
+        value = float(seconds)
+    except OverflowError:  # an int beyond any float: as good as forever
+        return MAX_TIMEOUT_SECONDS
+    if math.isnan(value) or value > MAX_TIMEOUT_SECONDS:
+        return MAX_TIMEOUT_SECONDS
+    return max(0.0, value)
 
 
 def spawn_and_wait(
@@ -138,6 +191,10 @@ def spawn_and_wait(
     env.update(plan.env)
     # Lets a pytest started by a gate know it runs inside one (no recursive gate runs).
     env[GATE_ENV] = plan.gate.name
+    # Finds the command's processes wherever they go (``runner.tree``); an outer run's marks
+    # are kept, so a run inside a gate stays findable by the run around it.
+    mark = new_mark()
+    env[TREE_ENV] = marked_environment(base_env.get(TREE_ENV), mark)
     try:
         process = subprocess.Popen(
             list(argv),
@@ -160,7 +217,7 @@ def spawn_and_wait(
     except OSError as exc:
         sink.write(f"verifygate: cannot run {argv[0]!r}: {exc.strerror or exc}\n".encode())
         return AttemptEnd(spawn_failed=True)
-    return supervise(process, sink, deadline, cancelled)
+    return supervise(process, sink, deadline, cancelled, GateTree(process.pid, mark))
 
 
 def supervise(
@@ -168,52 +225,136 @@ def supervise(
     sink: OutputSink,
     deadline: float,
     cancelled: threading.Event,
+    tree: GateTree,
 ) -> AttemptEnd:
-    """Read ``process``'s pipe until end of file, ending its group on deadline or cancel."""
+    """Watch ``process`` and its pipe until both are done, ending its tree on deadline or
+    cancel; then end whatever of the tree is left (even when this raises), and reap it."""
+    assert process.stdout is not None
+    end = AttemptEnd()
+    try:
+        _watch(process, sink, deadline, cancelled, tree, end)
+    finally:
+        process.stdout.close()
+        survivors = _end_tree(process, tree)
+    if survivors:
+        sink.note(survivors)
+    returncode = process.returncode
+    if returncode is not None and returncode < 0:
+        end.signal = -returncode
+    end.exit_code = returncode if returncode is not None and returncode >= 0 else None
+    return end
+
+
+def _watch(
+    process: subprocess.Popen[bytes],
+    sink: OutputSink,
+    deadline: float,
+    cancelled: threading.Event,
+    tree: GateTree,
+    end: AttemptEnd,
+) -> None:
+    """Read the pipe while it is open and watch the process while it runs; on a deadline, a
+    cancel, or leftovers holding the pipe after the process exited, signal the tree."""
     assert process.stdout is not None
     fd = process.stdout.fileno()
     os.set_blocking(fd, False)
     _widen_pipe(fd)
-    pgid = process.pid
-    end = AttemptEnd()
+    pipe_open = True
     kill_at: float | None = None  # when SIGKILL follows the SIGTERM already sent
-    eof = False
     with selectors.DefaultSelector() as selector:
         selector.register(fd, selectors.EVENT_READ)
-        while not eof:
+        while True:
             now = time.monotonic()
             wait = TICK_SECONDS if kill_at is None else min(TICK_SECONDS, kill_at - now)
-            if selector.select(max(0.0, min(wait, deadline - now + 0.001))):
-                eof = _drain(fd, sink)
-                if eof:
-                    break
+            wait = max(0.0, min(wait, deadline - now + 0.001))
+            if pipe_open:
+                if selector.select(wait) and _drain(fd, sink):
+                    pipe_open = False
+                    selector.unregister(fd)
+            else:  # the gate closed its output (or its leftovers did): watch the process
+                _wait_exit(process, wait)
+            exited = _exited(process)
+            if exited and pipe_open and _drain(fd, sink):  # its last words, then end of file
+                pipe_open = False
+                selector.unregister(fd)
+            if exited and not pipe_open:
+                return
             now = time.monotonic()
             if kill_at is None:
                 if cancelled.is_set():
                     end.interrupted = True
                 elif now >= deadline:
                     end.timed_out = True
-                elif process.poll() is not None:
+                elif exited:
                     # The gate is done but something it started still holds the pipe.
-                    # (Its status is read after the loop, where a signal death becomes
-                    # ``signal``; a negative returncode must never reach exit_code.)
                     kill_at = now + LEFTOVER_GRACE_SECONDS
-                    _signal_group(pgid, signal.SIGTERM)
+                    tree.signal(signal.SIGTERM)
                     continue
                 if end.interrupted or end.timed_out:
-                    _signal_group(pgid, signal.SIGTERM)
+                    tree.signal(signal.SIGTERM)
                     kill_at = now + KILL_GRACE_SECONDS
             elif now >= kill_at:
-                _signal_group(pgid, signal.SIGKILL)
-                eof = _drain_after_kill(fd, sink, selector)
-                break
-    process.stdout.close()
-    returncode = process.wait()
-    _reap_leftovers(pgid, KILL_GRACE_SECONDS)
-    if returncode < 0:
-        end.signal = -returncode
-    end.exit_code = returncode if returncode >= 0 else None
-    return end
+                tree.signal(signal.SIGKILL)
+                if pipe_open:
+                    _drain_after_kill(fd, sink, selector)
+                return
+
+
+def _exited(process: subprocess.Popen[bytes]) -> bool:
+    """Whether the gate's first process has exited, without reaping it where that can be
+    helped: unreaped, its pid (the group's id) cannot be reused while the tree is ended."""
+    if process.returncode is not None:
+        return True
+    waitid = getattr(os, "waitid", None)
+    if waitid is not None:
+        try:
+            return waitid(os.P_PID, process.pid,
+                          os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except ChildProcessError:
+            pass
+    return process.poll() is not None
+
+
+def _wait_exit(process: subprocess.Popen[bytes], seconds: float) -> None:
+    """Return when the process exits or ``seconds`` passed (checking often at first: a
+    process that closed its output usually exits within moments)."""
+    end = time.monotonic() + seconds
+    delay = 0.0005
+    while not _exited(process):
+        left = end - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(min(delay, left))
+        delay = min(delay * 2, 0.02)
+
+
+def _end_tree(process: subprocess.Popen[bytes], tree: GateTree) -> str:
+    """Kill whatever of the gate still runs, reap its first process; a note naming the
+    processes that could not be killed ("" when none)."""
+    if not tree.traceable:  # no /proc: the process group is what can be reached
+        _reap(process)
+        _reap_leftovers(tree.leader, KILL_GRACE_SECONDS)
+        return ""
+    survivors = tree.end(LEFTOVER_GRACE_SECONDS)
+    if not _reap(process):
+        survivors = tree.members() or survivors
+    return describe(survivors) if survivors else ""
+
+
+def _reap(process: subprocess.Popen[bytes]) -> bool:
+    """Wait for the first process (killed by now, unless it cannot be); False if it did not
+    end within ``REAP_SECONDS`` even after SIGKILL."""
+    try:
+        process.wait(timeout=REAP_SECONDS)
+        return True
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(OSError):
+            process.kill()
+        try:
+            process.wait(timeout=REAP_SECONDS)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
 
 
 def _widen_pipe(fd: int) -> None:
@@ -278,9 +419,3 @@ def _reap_leftovers(pgid: int, grace: float) -> None:
             return
         time.sleep(0.02)
     _signal_group(pgid, signal.SIGKILL)
-
-
-def _open_log(path: Path | None, *, append: bool) -> BinaryIO | contextlib.nullcontext[None]:
-    if path is None:
-        return contextlib.nullcontext()
-    return open(path, "ab" if append else "wb")

@@ -1,0 +1,185 @@
+"""A gate's log file: private to the user, capped in size, and never a reason to fail a gate.
+
+Everything an attempt prints goes to the gate's log as it comes, up to ``max_bytes`` per
+attempt (``[settings] log_max_bytes``, default 16 MiB). A gate that prints more keeps the first
+quarter of that and the last three quarters, and the log says where it cut and how much: the
+start shows how the tool was invoked, the end how it failed. While the gate runs the tail is a
+ring inside the file itself (no copy of the output is held in memory); when the attempt ends
+the ring is put back in order. Retries append to the same file, each attempt capped on its own.
+
+The file is created 0600 (``O_NOFOLLOW``: a link in its place is not written through) and its
+directory is made again (0700) if it vanished meanwhile. A write that fails (a full disk, a
+read-only file system) stops the log, not the gate: ``problem`` says why, and the runner puts
+that in the gate's output.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+DEFAULT_LOG_MAX_BYTES = 16 * 1024 * 1024
+# Below this, the head, the notice and the tail would not fit in any useful way.
+MIN_LOG_MAX_BYTES = 4096
+COPY_CHUNK = 1 << 20
+
+
+class GateLog:
+    """One attempt's part of a gate's log file."""
+
+    def __init__(self, path: Path, *, append: bool, max_bytes: int = DEFAULT_LOG_MAX_BYTES,
+                 header: bytes = b"") -> None:
+        self.path = path
+        self.max_bytes = max(MIN_LOG_MAX_BYTES, max_bytes)
+        self.head = self.max_bytes // 4
+        self.ring = self.max_bytes - self.head
+        self.written = 0  # bytes of output this attempt wrote, kept or not
+        self.problem: str | None = None
+        self.created = False  # the file exists (complete or not): the result may name it
+        self.fd: int | None = None
+        self.base = 0  # where this attempt's output starts in the file
+        try:
+            self.fd = _open(path, append=append)
+            self.created = True
+            self.base = os.lseek(self.fd, 0, os.SEEK_END)
+            if header:
+                _write_at(self.fd, header, self.base)
+                self.base += len(header)
+        except OSError as exc:
+            self._fail(exc)
+
+    def write(self, data: bytes) -> None:
+        if self.fd is None or not data:
+            return
+        try:
+            self._write(memoryview(data))
+        except OSError as exc:
+            self._fail(exc)
+
+    def _write(self, data: memoryview) -> None:
+        assert self.fd is not None
+        position = self.written
+        self.written += len(data)
+        if position < self.max_bytes:  # still filling the file straight
+            straight = min(len(data), self.max_bytes - position)
+            _write_at(self.fd, data[:straight], self.base + position)
+            data, position = data[straight:], position + straight
+        if not data:
+            return
+        if len(data) > self.ring:  # only its last ``ring`` bytes can be kept
+            skipped = len(data) - self.ring
+            data, position = data[skipped:], position + skipped
+        # Output byte number ``n`` (past the head) lives at ring index (n - head) % ring.
+        index = (position - self.head) % self.ring
+        first = min(len(data), self.ring - index)
+        ring_start = self.base + self.head
+        _write_at(self.fd, data[:first], ring_start + index)
+        if first < len(data):
+            _write_at(self.fd, data[first:], ring_start)
+
+    def close(self) -> None:
+        """Put the tail back in order behind a note of what was cut; close the file."""
+        if self.fd is None:
+            return
+        try:
+            if self.written > self.max_bytes:
+                self._unroll()
+        except OSError as exc:
+            self._fail(exc)
+        finally:
+            if self.fd is not None:
+                os.close(self.fd)
+                self.fd = None
+
+    def cut_notice(self) -> bytes:
+        cut = self.written - self.max_bytes
+        return (f"\n--- verifygate: {cut:,} bytes cut here; this log keeps the first "
+                f"{self.head:,} and the last {self.ring:,} of {self.written:,} bytes "
+                f"(log_max_bytes) ---\n").encode()
+
+    def _unroll(self) -> None:
+        """Write prefix + head + notice + ring (oldest first) to a new file, and replace."""
+        assert self.fd is not None
+        oldest = (self.written - self.head) % self.ring
+        ring_start = self.base + self.head
+        temp = self.path.with_name(f".{self.path.name}.{os.getpid()}.unroll")
+        out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+                      | getattr(os, "O_CLOEXEC", 0), 0o600)
+        try:
+            try:
+                _copy(self.fd, out, 0, ring_start)
+                _write_all(out, self.cut_notice())
+                _copy(self.fd, out, ring_start + oldest, self.ring - oldest)
+                _copy(self.fd, out, ring_start, oldest)
+            finally:
+                os.close(out)
+            os.replace(temp, self.path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            # No room to put the tail in order: keep the head, and say the rest is gone.
+            os.ftruncate(self.fd, ring_start)
+            _write_at(self.fd, self.cut_notice(), ring_start)
+            raise
+
+    def _fail(self, error: OSError) -> None:
+        if self.problem is None:
+            self.problem = error.strerror or str(error)
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = None
+
+    def problem_note(self) -> str:
+        """A line for the gate's output when the log could not be written whole ("" if it
+        was)."""
+        if self.problem is None:
+            return ""
+        if not self.created:
+            return (f"verifygate: no log file for this gate ({self.path}: {self.problem}); "
+                    "only this output tail is kept\n")
+        return (f"verifygate: the log {self.path} is incomplete ({self.problem}); the output "
+                "tail here is complete\n")
+
+
+def _open(path: Path, *, append: bool) -> int:
+    # Read and write: the tail is read back to be put in order.
+    flags = (os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+             | (0 if append else os.O_TRUNC))
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileNotFoundError:  # the run's directory vanished (removed by hand, or pruned)
+        from pytest_verifygate.storage import make_private_dir
+
+        make_private_dir(path.parent)
+        fd = os.open(path, flags, 0o600)
+    with contextlib.suppress(OSError):
+        os.fchmod(fd, 0o600)  # a file that was there before: private from now on
+    return fd
+
+
+def _write_at(fd: int, data: bytes | memoryview, offset: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view, offset = view[written:], offset + written
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _copy(source: int, target: int, offset: int, count: int) -> None:
+    """Append ``count`` bytes of ``source`` from ``offset`` to ``target``, a chunk at a time."""
+    while count > 0:
+        chunk = os.pread(source, min(COPY_CHUNK, count), offset)
+        if not chunk:
+            return
+        _write_all(target, chunk)
+        offset += len(chunk)
+        count -= len(chunk)

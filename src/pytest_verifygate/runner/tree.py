@@ -1,0 +1,276 @@
+"""A gate's process tree: every process a gate command started, found and ended.
+
+Closing the output pipe, leaving the process group (``setsid``) or double-forking must not let
+a process outlive its gate, so a gate's processes are found three ways:
+
+- its process group: the command starts in a session of its own, and ``killpg`` reaches
+  everything that stays there (everywhere);
+- its mark: each command's environment carries ``VERIFYGATE_TREE`` with a random mark of its
+  own, which whatever it starts inherits, ``setsid`` and daemons included
+  (``/proc/<pid>/environ``);
+- its descendants: a process whose parent chain leads to one already found, which catches one
+  that started with an empty environment while its parent still lives (``/proc/<pid>/stat``).
+
+The last two need Linux's ``/proc``; elsewhere the process group is all there is. A process
+that leaves the group, clears its environment and is orphaned cannot be found by anyone but
+the kernel: untrusted gates belong in a container. Only processes started after the gate's
+first process are candidates, and a process is known by its pid and start time together, so
+a pid reused by an unrelated process is never signalled.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
+
+# The marks of the gate command a process belongs to (space-separated: a run inside a gate
+# adds its mark to the outer run's, so the outer run still finds the inner run's gates).
+TREE_ENV = "VERIFYGATE_TREE"
+PROC = "/proc"
+# How long the processes of a gate get to go after SIGKILL before they count as survivors.
+KILL_WAIT_SECONDS = 1.0
+POLL_SECONDS = 0.02
+# Above what a machine hands out in practice (threads take pids too): within pid_max / this,
+# the pids given out since a gate started are the range from its first process to the last
+# pid given out, so the check after a gate ended normally reads only those, not every process
+# on the machine (that costs milliseconds a gate). Ending a gate that timed out or was
+# interrupted always looks at every process.
+MAX_PIDS_PER_SECOND = 200_000
+# Up to this many pids to look at, each is tried; more, and /proc is listed instead.
+SMALL_PID_RANGE = 256
+
+
+class Proc(NamedTuple):
+    """One process as ``/proc/<pid>/stat`` shows it."""
+
+    pid: int
+    ppid: int
+    pgrp: int
+    start: int  # clock ticks after boot: with the pid, who the process is
+    state: str
+    name: str
+
+    @property
+    def running(self) -> bool:
+        return self.state not in ("Z", "X", "x")  # not a zombie, not dead
+
+    def describe(self) -> str:
+        return f"{self.pid} ({self.name})"
+
+
+def new_mark() -> str:
+    """A mark no other gate command carries (96 random bits)."""
+    return "vg" + os.urandom(12).hex()
+
+
+def marked_environment(inherited: str | None, mark: str) -> str:
+    """``VERIFYGATE_TREE`` for a command: the marks it inherits, then its own."""
+    return " ".join([*(inherited or "").split(), mark])
+
+
+def read_proc(pid: int | str) -> Proc | None:
+    """The process ``pid`` from ``/proc``; None if it is gone (or there is no ``/proc``)."""
+    try:
+        fd = os.open(f"{PROC}/{pid}/stat", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    # The name is in parentheses and may hold anything, ")" and spaces included.
+    open_paren, close_paren = data.find(b"("), data.rfind(b")")
+    fields = data[close_paren + 2:].split()
+    try:
+        return Proc(int(pid), int(fields[1]), int(fields[2]), int(fields[19]),
+                    fields[0].decode("ascii", "replace"),
+                    data[open_paren + 1:close_paren].decode("utf-8", "replace"))
+    except (IndexError, ValueError):
+        return None
+
+
+def _processes(since: int, pids: range | None) -> list[Proc]:
+    """Every process started at ``since`` (clock ticks) or later, this one excluded; with
+    ``pids``, only those with a pid in it."""
+    me = os.getpid()
+    if pids is not None and len(pids) <= SMALL_PID_RANGE:
+        numbers: Iterable[int] = pids  # a few opens of absent pids cost less than a listing
+    else:
+        try:
+            numbers = (int(entry) for entry in os.listdir(PROC) if entry.isdigit())
+        except OSError:
+            return []
+    found = []
+    for pid in numbers:
+        if pid == me or (pids is not None and pid not in pids):
+            continue
+        proc = read_proc(pid)
+        if proc is not None and proc.start >= since:
+            found.append(proc)
+    return found
+
+
+def _last_pid() -> int | None:
+    """The pid the kernel handed out last (``/proc/loadavg``), None if unknown."""
+    try:
+        fd = os.open(f"{PROC}/loadavg", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return int(os.read(fd, 256).split()[4])
+    except (OSError, IndexError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+
+
+_pid_max: list[int] = []
+
+
+def _full_cycle_seconds() -> float:
+    """How long the kernel needs at least to hand out every pid once (``pid_max`` pids at
+    ``MAX_PIDS_PER_SECOND``): within that, the pids given out since a moment are exactly the
+    range from the pid given out then to the last one, wrapping at most once."""
+    if not _pid_max:
+        try:
+            with open(f"{PROC}/sys/kernel/pid_max", "rb") as handle:
+                _pid_max.append(int(handle.read()))
+        except (OSError, ValueError):
+            _pid_max.append(0)
+    return _pid_max[0] / MAX_PIDS_PER_SECOND
+
+
+def _carries(pid: int, mark: bytes) -> bool:
+    try:
+        fd = os.open(f"{PROC}/{pid}/environ", os.O_RDONLY)
+    except OSError:  # gone, or another user's
+        return False
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return mark in b"".join(chunks)
+
+
+def send_signal(pid: int, signum: int) -> None:
+    """``kill(pid, signum)``; PermissionError is the caller's to note."""
+    os.kill(pid, signum)
+
+
+class GateTree:
+    """The processes of one gate command, from its first process (the group leader) on."""
+
+    def __init__(self, leader: int, mark: str) -> None:
+        self.leader = leader
+        self.mark = mark.encode()
+        found = read_proc(leader)
+        # Without /proc (not Linux) only the process group can be reached.
+        self.traceable = found is not None
+        self.since = found.start if found is not None else 0
+        self.started = time.monotonic()
+        self.known: dict[int, int] = {}  # pid -> start of every process found so far
+        self.refused: set[int] = set()  # pids a signal was refused for
+
+    def members(self, *, quick: bool = False) -> list[Proc]:
+        """The gate's processes still running (zombies are dead; the leader's is reaped by
+        its ``Popen``). ``quick``: look among the pids handed out since the gate started
+        only, where that range can be known."""
+        if not self.traceable:
+            return []
+        pids = self._since_start() if quick else None
+        candidates = {proc.pid: proc for proc in _processes(self.since, pids)}
+        found = {pid for pid, proc in candidates.items()
+                 if proc.pgrp == self.leader or pid == self.leader
+                 or self.known.get(pid) == proc.start}
+        me = os.getpid()
+        for pid in candidates.keys() - found:
+            # A child of this process (another gate's first process, a git) was started by
+            # the runner, not by this gate: its environment need not be read.
+            if candidates[pid].ppid != me and _carries(pid, self.mark):
+                found.add(pid)
+        children: dict[int, list[int]] = {}
+        for proc in candidates.values():
+            children.setdefault(proc.ppid, []).append(proc.pid)
+        pending = list(found)
+        while pending:
+            for child in children.get(pending.pop(), ()):
+                if child not in found:
+                    found.add(child)
+                    pending.append(child)
+        self.known.update((pid, candidates[pid].start) for pid in found)
+        return [candidates[pid] for pid in sorted(found) if candidates[pid].running]
+
+    def _since_start(self) -> range | None:
+        """The pids handed out since the gate's first process; None (any pid) once the
+        kernel may have gone round the whole pid space, or wrapped round to its start."""
+        last = _last_pid()
+        if (last is None or last < self.leader
+                or time.monotonic() - self.started >= _full_cycle_seconds()):
+            return None
+        return range(self.leader, last + 1)
+
+    def signal(self, signum: int) -> list[Proc]:
+        """Send ``signum`` to the whole group and to every member found outside it; return
+        the members found."""
+        members = self.members()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.leader, signum)
+        self._send(members, signum)
+        return members
+
+    def _send(self, members: Iterable[Proc], signum: int) -> None:
+        for proc in members:
+            if proc.pgrp == self.leader:
+                continue  # reached by killpg
+            try:
+                send_signal(proc.pid, signum)
+            except ProcessLookupError:
+                continue
+            except PermissionError:
+                self.refused.add(proc.pid)
+
+    def end(self, grace: float) -> list[Proc]:
+        """End whatever of the gate still runs: SIGTERM, up to ``grace`` seconds to go, then
+        SIGKILL until nothing is left (new processes included), for ``KILL_WAIT_SECONDS`` at
+        most. Returns the processes still running after that."""
+        if not self.traceable or not self.members(quick=True):
+            return []
+        self.signal(signal.SIGTERM)
+        if _wait_until(lambda: not self.members(), grace):
+            return []
+        # Signalled on every look: a process that forks while being killed leaves children.
+        if _wait_until(lambda: not self.signal(signal.SIGKILL), KILL_WAIT_SECONDS):
+            return []
+        return self.members()
+
+
+def _wait_until(done: Callable[[], bool], seconds: float) -> bool:
+    """Poll ``done()`` until it is true (True) or ``seconds`` passed (False)."""
+    end = time.monotonic() + seconds
+    while True:
+        if done():
+            return True
+        if time.monotonic() >= end:
+            return False
+        time.sleep(POLL_SECONDS)
+
+
+def describe(survivors: Iterable[Proc]) -> str:
+    """A note for the gate's output naming the processes that could not be killed."""
+    listed = list(survivors)
+    names = ", ".join(proc.describe() for proc in listed[:20])
+    more = f" and {len(listed) - 20} more" if len(listed) > 20 else ""
+    return (f"verifygate: {len(listed)} process(es) this gate started could not be killed: "
+            f"{names}{more}; they may still be running\n")
