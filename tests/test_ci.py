@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from actions_runner import annotations
 from plugin_support import QUIET_PLUGINS, junit_properties, validate_report
 from pytest_verifygate.changes import ChangeBase, ChangeRequest, compute_changes, detect_change_base
 from pytest_verifygate.errors import ChangeSetError
@@ -63,13 +64,12 @@ CONTRACT = "".join([
     _gate("docs", "print('docs')", when_changed='["docs/**"]'),
 ])
 
+# One annotation per error a tool reported at a file of the repository (the place in the
+# properties, the tool's message as the message); one per gate when none is there.
 EXPECTED_ANNOTATIONS = [
-    "::error file=src/a.py,line=1,col=5,title=verifygate lint [command_failed]"
-    "::src/a.py:1:5: E999 bad, thing: 100%25",
-    "::error file=src/a.py,line=2,title=verifygate types [command_failed]"
-    "::a.py:2: error: Incompatible types",
-    "::error file=src/b.py,line=7,title=verifygate abs [command_failed]"
-    "::src/b.py:7: error: absolute",
+    "::error file=src/a.py,line=1,col=5,title=verifygate lint::E999 bad, thing: 100%25",
+    "::error file=src/a.py,line=2,title=verifygate types::Incompatible types",
+    "::error file=src/b.py,line=7,title=verifygate abs::absolute",
     "::error title=verifygate tests [command_failed]"
     "::FAILED tests/test_x.py::test_a - assert 1 == 2",
 ]
@@ -110,7 +110,9 @@ def run_pytest(*args: str, cwd: Path, env: dict[str, str] | None = None
 
 
 def workflow_lines(text: str) -> list[str]:
-    return [line for line in text.splitlines() if line.startswith("::")]
+    """The annotations GitHub's runner honours in ``text`` (commands are stopped around the
+    gates' output and resumed for these)."""
+    return [command.line for command in annotations(text)]
 
 
 def check_junit(path: Path) -> ET.Element:
@@ -170,7 +172,9 @@ def test_github_pull_request_cli(pr_repo: Path, tmp_path: Path) -> None:
     done = verifygate("run", "--json", "report.json", "--junit", "out/junit.xml", cwd=pr_repo,
                       env=env)
     assert done.returncode == 1, done.stderr
-    header = done.stdout.splitlines()[0]
+    # Workflow commands are stopped before anything a gate or a file name could print.
+    stop, header = done.stdout.splitlines()[:2]
+    assert stop.startswith("::stop-commands::verifygate-")
     assert header == ("verifygate: verify.toml: 6 of 7 gate(s) selected (changes: ref "
                       f"origin/main, 1 file(s), from {GITHUB_DETECTED})")
     report = json.loads((pr_repo / "report.json").read_text())
@@ -224,9 +228,12 @@ def test_pytest_under_xdist_matches_the_cli(pr_repo: Path, tmp_path: Path) -> No
     assert cli.returncode == 1, cli.stderr
     pytest_counts, pytest_cases = junit_substance(pr_repo / "pytest.xml")
     cli_counts, cli_cases = junit_substance(pr_repo / "cli.xml")
-    assert cli_counts == pytest_counts == {"tests": "6", "failures": "4", "errors": "0",
-                                           "skipped": "1"}
+    # docs, left out because nothing it watches changed, is a skipped case in both.
+    assert cli_counts == pytest_counts == {"tests": "7", "failures": "4", "errors": "0",
+                                           "skipped": "2"}
     assert cli_cases == pytest_cases
+    assert cli_cases[("verify.toml", "docs")][1] == [
+        ("skipped", "no changed file matches when_changed [docs/**]")]
     assert cli_cases[("verify.toml", "lint")] == (
         {"verifygate.code": "command_failed", "verifygate.outcome": "failed",
          "verifygate.exit_code": "1", "verifygate.cached": "false"},

@@ -4,13 +4,19 @@ They are registered in every pytest session (so a ``conftest.py`` implementing t
 errors) and in the ``verifygate`` command, which also loads plugins from the
 ``verifygate`` entry-point group. The project name is ``pytest`` so ``@pytest.hookimpl``
 works for both.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pluggy
+
+if TYPE_CHECKING:
+    from pytest_verifygate.report.locations import Finding
 
 hookspec = pluggy.HookspecMarker("pytest")
 
@@ -38,3 +44,21 @@ def pytest_verifygate_gate_finished(gate: Any, result: Any) -> None:
 @hookspec
 def pytest_verifygate_modifyreport(report: dict[str, Any]) -> None:
     """Change the JSON report (a dict, modified in place) just before it is written."""
+
+
+@hookspec
+def pytest_verifygate_annotation_locations(
+    gate: dict[str, Any], output: str
+) -> Sequence[Finding | tuple[Any, ...] | Mapping[str, Any]] | None:
+    """Return the errors in a failed gate's output that the built-in readers do not know.
+
+    Called for each failed gate when GitHub Actions annotations are made. ``gate`` is the
+    gate's entry of the JSON report (``name``, ``command``, ``cwd``, ``code``, ...; a copy);
+    ``output`` the end of its output as kept in the report, with ANSI sequences and
+    carriage-return redraws removed. Return ``pytest_verifygate.report.locations.Finding``
+    items (or tuples or dicts of its fields: ``path``, ``line``, ``col``, ``message``, and
+    optionally ``severity``, ``title``, ``symbol``), or None. Every implementation's findings
+    are used, before the built-in readers' (a built-in finding at the same place with the
+    same message is a repeat); findings whose ``path`` is not a file of the repository are
+    left out.
+    """

@@ -10,5 +10,10 @@ does not load the others or the JSON builder.
 - ``junit``: JUnit XML, and a failed gate's headline and failure text (also the pytest plugin's).
 - ``digest``: the bounded Markdown digest for coding agents, and the failure signature.
 - ``console``: what ``verifygate run`` prints: progress lines, recap table, verdict line.
-- ``github``: GitHub Actions output: error annotations and the step summary.
+- ``github``: GitHub Actions output: error annotations and the step summary, and workflow
+  commands stopped around untrusted text.
+- ``locations``: tool output read back as errors with a place (the built-in formats).
+- ``places``: those errors resolved to files of the repository; the annotation hook.
+
+PYTEST_DONT_REWRITE
 """

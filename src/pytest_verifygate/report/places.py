@@ -1,0 +1,269 @@
+"""Where a failed gate's errors are in the repository: findings resolved to its files.
+
+Owns the resolution of the paths a tool printed (absolute, or relative to the gate's cwd,
+the project root or the repository root; symlinks resolved) to files that exist in the
+repository, the lookup of a failed test's ``def`` when only its name is known, calling the
+``pytest_verifygate_annotation_locations`` hook (a project's own formats) before the built-in
+readers of ``report.locations``, and dropping repeats.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from pytest_verifygate.report.locations import (
+    ERROR,
+    MAX_MESSAGE_LINES,
+    SEVERITIES,
+    Finding,
+    builtin_findings,
+)
+
+HOOK_NAME = "pytest_verifygate_annotation_locations"
+# A message longer than this is cut: the log holds the rest.
+MAX_MESSAGE_CHARS = 1000
+# A test file is read to find the ``def`` of a failed test only up to this size.
+MAX_SOURCE_BYTES = 1 << 20
+
+
+class Located(NamedTuple):
+    """A finding at a file of the repository (``file`` relative to its root, POSIX form)."""
+
+    file: str
+    line: int | None
+    col: int | None
+    message: str
+    severity: str
+    title: str | None
+
+
+# --------------------------------------------------------------------------------------------
+# paths
+
+
+class Resolver:
+    """Paths printed by a gate, turned into files of the repository (or None)."""
+
+    def __init__(self, repo_root: str | os.PathLike[str],
+                 bases: Sequence[str | os.PathLike[str]]) -> None:
+        self.real_root = os.path.realpath(repo_root)
+        self.bases = [os.fspath(base) for base in bases]
+        self._known: dict[str, str | None] = {}
+        self._sources: dict[str, list[str]] = {}
+        self._definitions: dict[tuple[str, str], int | None] = {}
+
+    def file(self, path: str) -> str | None:
+        """``path`` relative to the repository root when it names a file inside it."""
+        if path not in self._known:
+            self._known[path] = repository_file(path, self.real_root, self.bases)
+        return self._known[path]
+
+    def exists(self, path: str) -> bool:
+        return self.file(path) is not None
+
+    def definition(self, file: str, symbol: str) -> int | None:
+        """The line of ``symbol``'s ``def`` in a repository file (each file read once)."""
+        if file not in self._sources:
+            self._sources[file] = _source_lines(os.path.join(self.real_root, file))
+        key = (file, symbol)
+        if key not in self._definitions:
+            self._definitions[key] = definition_line(self._sources[file], symbol)
+        return self._definitions[key]
+
+
+def repository_file(path: str, real_root: str, bases: Sequence[str | os.PathLike[str]]
+                    ) -> str | None:
+    """``path`` (absolute, or relative to one of ``bases``) as a repository-relative file.
+
+    Symlinks are resolved first, so a link pointing out of the repository is not inside it.
+    """
+    if not path or "\x00" in path:
+        return None
+    candidates = [path] if os.path.isabs(path) else [os.path.join(b, path) for b in bases]
+    for candidate in candidates:
+        try:
+            full = os.path.realpath(candidate)
+            inside = full.startswith(os.path.join(real_root, "")) and os.path.isfile(full)
+        except (OSError, ValueError):
+            continue
+        if inside:
+            return Path(os.path.relpath(full, real_root)).as_posix()
+    return None
+
+
+# A file location in tool output: path:line[:col] (compilers, linters, pytest, mypy),
+# File "path", line N (Python tracebacks) and path(line,col) (tsc).
+_LOCATION_PATTERNS = (
+    re.compile(r"(?:^|(?<=[\s\"'(\[<=]))(?P<path>[^\s:\"'()\[\]<>=,]+):(?P<line>\d+)"
+               r"(?::(?P<col>\d+))?(?![\w.])"),
+    re.compile(r"\bFile \"(?P<path>[^\"]+)\", line (?P<line>\d+)"),
+    re.compile(r"(?:^|(?<=\s))(?P<path>[^\s:\"'()]+)\((?P<line>\d+),(?P<col>\d+)\)"),
+)
+
+
+class Location(NamedTuple):
+    """A place in a file of the repository: ``file`` is relative to the repository root."""
+
+    file: str
+    line: int
+    col: int | None = None
+
+
+def find_location(
+    line: str, *, repo_root: str | os.PathLike[str], bases: Sequence[str | os.PathLike[str]]
+) -> Location | None:
+    """The first ``path:line`` in ``line`` naming an existing file under ``repo_root``.
+
+    Relative paths are tried against each of ``bases`` in turn (the gate's working directory
+    first); absolute ones must lie inside the repository (symlinks resolved).
+    """
+    real_root = os.path.realpath(repo_root)
+    for pattern in _LOCATION_PATTERNS:
+        for match in pattern.finditer(line):
+            file = repository_file(match["path"], real_root, bases)
+            if file is not None and int(match["line"]) > 0:
+                col = match.groupdict().get("col")
+                return Location(file, int(match["line"]), int(col) if col else None)
+    return None
+
+
+def _source_lines(full_path: str) -> list[str]:
+    try:
+        with open(full_path, "rb") as handle:
+            return handle.read(MAX_SOURCE_BYTES).decode("utf-8", "replace").splitlines()
+    except OSError:
+        return []
+
+
+def definition_line(lines: Sequence[str], symbol: str) -> int | None:
+    """The line of ``def name`` (``Class.name``: inside ``class Class``) in Python source."""
+    *classes, name = symbol.split(".")
+    start = 0
+    for class_name in classes:
+        header = re.compile(rf"^\s*class\s+{re.escape(class_name)}\b")
+        start = next((i for i in range(start, len(lines)) if header.match(lines[i])), -1)
+        if start < 0:
+            return None
+    definition = re.compile(rf"^\s*(?:async\s+)?def\s+{re.escape(name)}\s*\(")
+    return next((i + 1 for i in range(start, len(lines)) if definition.match(lines[i])), None)
+
+
+# --------------------------------------------------------------------------------------------
+# a gate's findings: the hook's and the built-in ones, resolved
+
+
+def _as_finding(item: Any) -> Finding | None:
+    """A hook's result item as a ``Finding``, or None when it is not one."""
+    try:
+        if isinstance(item, Finding):
+            finding = item
+        elif isinstance(item, Mapping):
+            finding = Finding(**item)
+        elif isinstance(item, tuple):
+            finding = Finding(*item)
+        else:
+            return None
+    except TypeError:
+        return None
+    line, col = finding.line, finding.col
+    if not isinstance(finding.path, str) or not isinstance(finding.message, str):
+        return None
+    if line is not None and (not isinstance(line, int) or line < 1):
+        return None
+    if col is not None and (not isinstance(col, int) or col < 1):
+        return None
+    if not all(isinstance(text, (str, type(None))) for text in (finding.title, finding.symbol)):
+        return None
+    if finding.severity not in SEVERITIES:
+        finding = finding._replace(severity=ERROR)
+    return finding
+
+
+def hook_findings(hook: Any, gate: Mapping[str, Any], output: str
+                  ) -> tuple[list[Finding], list[str]]:
+    """What the ``pytest_verifygate_annotation_locations`` implementations found, and the
+    problems with it (a raising implementation, items that are not findings)."""
+    name = str(gate.get("name", "?"))
+    try:
+        results = getattr(hook, HOOK_NAME)(gate=dict(gate), output=output)
+    except Exception as exc:  # a plugin's bug must not cost the run its annotations
+        return [], [f"{HOOK_NAME} failed for gate {name!r} ({type(exc).__name__}: {exc}); "
+                    "its findings are left out"]
+    findings: list[Finding] = []
+    rejected = 0
+    for result in results or ():
+        try:
+            items = list(result or ())
+        except TypeError:
+            items = [result]
+        for item in items:
+            finding = _as_finding(item)
+            if finding is None:
+                rejected += 1
+            else:
+                findings.append(finding)
+    problems = [f"{HOOK_NAME} returned {rejected} item(s) for gate {name!r} that are not "
+                "findings (path, line, col, message): left out"] if rejected else []
+    return findings, problems
+
+
+def _clip(message: str) -> str:
+    lines = message.strip().splitlines()
+    if len(lines) > MAX_MESSAGE_LINES:
+        lines = [*lines[:MAX_MESSAGE_LINES], "..."]
+    text = "\n".join(lines)
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - 3] + "..."
+
+
+def locate(findings: Iterable[Finding], resolver: Resolver) -> list[Located]:
+    """The findings that name a file of the repository, once each, in the order given.
+
+    A finding at the same place as an earlier one with the same message is a repeat; the
+    earlier finding (the hook's before the built-in readers') is kept.
+    """
+    resolved = [(finding, resolver.file(finding.path)) for finding in findings]
+    # A finding without a line (pytest's "FAILED path::test" alone) only adds something
+    # when nothing else points into its file: with --tb=line the same failure is there too.
+    exact = {file for finding, file in resolved if file is not None and finding.line}
+    located: list[Located] = []
+    seen: set[tuple[str, int | None, int | None, str]] = set()
+    for finding, file in resolved:
+        if file is None or (finding.line is None and file in exact):
+            continue
+        # Some tools say line 0 (or column 0) for the file as a whole.
+        line = finding.line or None
+        col = finding.col or None
+        if line is None and finding.symbol:
+            line = resolver.definition(file, finding.symbol)
+        message = _clip(finding.message) or finding.severity
+        key = (file, line, col, message.split("\n", 1)[0])
+        if key in seen:
+            continue
+        seen.add(key)
+        located.append(Located(file, line, col, message, finding.severity, finding.title))
+    return located
+
+
+def gate_locations(
+    gate: Mapping[str, Any],
+    lines: Sequence[str],
+    resolver: Resolver,
+    hook: Any | None = None,
+) -> tuple[list[Located], list[str]]:
+    """A failed gate's errors at files of the repository, and any problem with the hook.
+
+    ``lines`` is the gate's output as cleaned for reading (no ANSI, no redraws). The hook's
+    findings come first; the built-in readers add theirs.
+    """
+    problems: list[str] = []
+    findings: list[Finding] = []
+    if hook is not None and hasattr(hook, HOOK_NAME):
+        findings, problems = hook_findings(hook, gate, "\n".join(lines))
+    findings += builtin_findings(lines, resolver.exists)
+    return locate(findings, resolver), problems

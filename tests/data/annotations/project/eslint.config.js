@@ -1,0 +1,1 @@
+module.exports = [{ files: ["web/**/*.js"], languageOptions: { sourceType: "commonjs", globals: { console: "readonly" } }, rules: { "no-unused-vars": "error", "no-undef": "error", "no-console": "warn" } }];

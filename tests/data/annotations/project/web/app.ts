@@ -1,0 +1,5 @@
+const count: number = "three";
+function square(x: number): number {
+  return x * x;
+}
+square("4");
