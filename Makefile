@@ -40,9 +40,10 @@ clean:
 	rm -rf $(VENV) $(BENCH_VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
 
 # Long property-based runs: every hypothesis property with at least 2,000 examples (about
-# five minutes on two cores); the per-property example counts are printed at the end.
+# three minutes on two cores), random bytes at every state file and random output at the
+# redactor and its sinks included; the per-property example counts are printed at the end.
 fuzz: $(STAMP)
 	VERIFYGATE_FUZZ=1 $(BIN)/python -m pytest -n 2 -q -p no:verifygate \
 		--hypothesis-show-statistics \
 		tests/reliability/test_bad_input.py tests/reliability/test_file_names.py \
-		tests/reliability/test_environment.py
+		tests/reliability/test_environment.py tests/reliability/test_fuzz_state.py

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,19 @@ def git(repo: Path, *args: str) -> str:
 # on GitHub Actions or GitLab CI itself: no test sees them unless it sets them.
 CI_VARIABLES = ("GITHUB_ACTIONS", "GITHUB_BASE_REF", "GITHUB_STEP_SUMMARY",
                 "CI_MERGE_REQUEST_DIFF_BASE_SHA")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """verifygate's per-user state (the parse cache, the key sealing state files) goes to a
+    directory of this test session, never to the home of whoever runs the tests."""
+    previous = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("xdg-state"))
+    yield
+    if previous is None:
+        os.environ.pop("XDG_STATE_HOME", None)
+    else:
+        os.environ["XDG_STATE_HOME"] = previous
 
 
 @pytest.fixture(autouse=True)

@@ -23,9 +23,10 @@ from plugin_support import (
     validate_report,
     write_contract,
 )
-from pytest_verifygate.cache import KEEP_ENTRIES, cache_dir, script_programs
+from pytest_verifygate.cache import KEEP_ENTRIES, SEAL_PURPOSE, cache_dir, script_programs
 from pytest_verifygate.contract import load_contract
 from pytest_verifygate.errors import ContractError
+from pytest_verifygate.integrity import unseal
 
 from conftest import commit_all, git, write
 
@@ -50,6 +51,14 @@ def run_report(repo: Path, *args: str, status: int = 0,
 
 def runs(counter: Path) -> int:
     return len(counter.read_text().splitlines()) if counter.exists() else 0
+
+
+def read_entry(path: Path) -> dict[str, Any]:
+    """A stored entry: sealed with this user's key, JSON inside."""
+    data = unseal(SEAL_PURPOSE, path.read_bytes())
+    assert data is not None, f"{path} is not sealed by this user"
+    entry: dict[str, Any] = json.loads(data)
+    return entry
 
 
 def entries(repo: Path) -> list[Path]:
@@ -216,7 +225,7 @@ def test_the_cache_lives_in_the_git_directory_only(repo: Path, counter: Path) ->
     assert len(found) == 2
     assert cache_dir(repo) == repo / ".git" / "verifygate" / "cache"
     for path in found:
-        entry = json.loads(path.read_text(encoding="utf-8"))
+        entry = read_entry(path)
         assert entry["key"] == path.stem and entry["gate"] in ("lint", "docs")
         assert len(entry["output_tail"].encode()) <= 4096  # entries stay small
     docs = run_report(repo)["docs"]
@@ -239,7 +248,7 @@ def test_concurrent_runs_share_the_cache_safely(repo: Path, counter: Path) -> No
     found = entries(repo)
     assert len(found) == 4
     for path in found:
-        assert json.loads(path.read_text(encoding="utf-8"))["key"] == path.stem
+        assert read_entry(path)["key"] == path.stem
     assert not list(cache_dir(repo).glob(".*.tmp"))
     before = runs(counter)
     assert 4 <= before <= 8
@@ -256,7 +265,7 @@ def test_the_size_bound_prunes_the_least_recently_used(repo: Path, counter: Path
     commit_all(repo)
     directory = cache_dir(repo)
     run_report(repo)
-    stored = {json.loads(path.read_text())["gate"]: path for path in entries(repo)}
+    stored = {read_entry(path)["gate"]: path for path in entries(repo)}
     stored["new"].unlink()
     kept = stored["kept"]
     # A crowd of older entries, and the real "kept" entry made the oldest of all.

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import marshal
+import os
 import subprocess
 import sys
 import textwrap
@@ -16,7 +17,14 @@ from typing import Any
 import pytest
 
 from pytest_verifygate.contract import load_contract
-from pytest_verifygate.contract.cache import FILE_NAME, FORMAT, MAX_ENTRIES
+from pytest_verifygate.contract.cache import (
+    _MAGIC,
+    FORMAT,
+    LEGACY_FILE_NAME,
+    MAX_ENTRIES,
+    cache_path,
+    checksum,
+)
 from pytest_verifygate.errors import ContractError
 from pytest_verifygate.storage import state_dir
 
@@ -59,18 +67,28 @@ def probe(repo: Path) -> dict[str, object]:
 
 
 def cache_file(repo: Path) -> Path:
-    return state_dir(repo) / FILE_NAME
+    path = cache_path(repo)
+    assert path is not None
+    return path
 
 
 def read_cache(repo: Path) -> dict[str, Any]:
-    written, entries = marshal.loads(cache_file(repo).read_bytes())
+    content = cache_file(repo).read_bytes()
+    assert content.startswith(_MAGIC)
+    written, entries = marshal.loads(content[len(_MAGIC) + 4:])
     assert written == FORMAT
     assert isinstance(entries, dict)
     return entries
 
 
+def sealed_payload(payload: bytes) -> bytes:
+    """What the cache writes: its header, the checksum of the data, the data."""
+    return _MAGIC + checksum(payload).to_bytes(4, "big") + payload
+
+
 def write_cache(repo: Path, entries: dict[str, Any]) -> None:
-    cache_file(repo).write_bytes(marshal.dumps((FORMAT, entries)))
+    """A cache file as this user's verifygate would have written it (its checksum right)."""
+    cache_file(repo).write_bytes(sealed_payload(marshal.dumps((FORMAT, entries))))
 
 
 def test_an_unchanged_contract_is_neither_parsed_nor_its_patterns_compiled(repo: Path) -> None:
@@ -138,11 +156,13 @@ def test_a_contract_with_toml_dates_loads_and_is_not_cached(repo: Path) -> None:
     assert not cache_file(repo).exists()
 
 
-def test_an_unwritable_state_directory_costs_nothing_but_the_cache(repo: Path) -> None:
+def test_an_unwritable_state_directory_costs_nothing_but_the_cache(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     write(repo / "verify.toml", CONTRACT)
-    blocker = state_dir(repo)
+    blocker = cache_file(repo).parent
     blocker.parent.mkdir(parents=True, exist_ok=True)
-    blocker.write_text("a file where the state directory would be\n", encoding="utf-8")
+    blocker.write_text("a file where the cache directory would be\n", encoding="utf-8")
     assert probe(repo)["selected"] == ["lint"]
     assert probe(repo)["tomllib"] is True
 
@@ -161,7 +181,7 @@ def test_a_cache_from_another_python_or_format_is_not_read(repo: Path) -> None:
     write(repo / "verify.toml", CONTRACT)
     load_contract()
     entries = read_cache(repo)
-    cache_file(repo).write_bytes(marshal.dumps(("some older format", entries)))
+    cache_file(repo).write_bytes(sealed_payload(marshal.dumps(("some older format", entries))))
     assert probe(repo)["tomllib"] is True
     cache_file(repo).write_bytes(b"\x00not marshal at all")
     assert probe(repo)["tomllib"] is True
@@ -187,7 +207,7 @@ def test_outside_a_git_repository_nothing_is_cached(tmp_path: Path) -> None:
     write(project / "verify.toml", CONTRACT)
     assert [gate.name for gate in load_contract(project / "verify.toml").gates] == ["lint",
                                                                                     "docs"]
-    assert not (state_dir(project) / FILE_NAME).exists()
+    assert cache_path(project) is None
 
 
 def test_a_pyproject_contract_found_by_discovery_is_not_parsed_again(repo: Path) -> None:
@@ -203,3 +223,15 @@ def test_a_broken_pyproject_found_by_discovery_is_a_contract_error(repo: Path) -
     write(repo / "pyproject.toml", f"[tool.verifygate]\nbig = {'9' * 5000}\n")
     with pytest.raises(ContractError, match=r"pyproject\.toml.*is not valid TOML"):
         load_contract()
+
+
+def test_the_cache_is_private_to_the_user_and_never_under_git(repo: Path) -> None:
+    """The parse decides which commands run: only this user can write where it is kept."""
+    write(repo / "verify.toml", CONTRACT)
+    legacy = write(state_dir(repo) / LEGACY_FILE_NAME, "left by an older version\n")
+    load_contract()
+    path = cache_file(repo)
+    assert not path.is_relative_to(repo)
+    assert os.stat(path.parent.parent).st_mode & 0o777 == 0o700
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    assert not legacy.exists()  # never read, and removed once a new cache is written

@@ -322,6 +322,14 @@ def test_paths_under_the_repository_are_shown_relative(tmp_path: Path) -> None:
     assert "Command: `mypy src`" in text
 
 
+def test_a_root_inside_a_word_is_not_cut_out(tmp_path: Path) -> None:
+    """Dropping ``<root>/`` from ``TO<root>/KEN`` would join masked halves back together."""
+    root = tmp_path / "repo"
+    text = to_digest(report(gate("t", f"error: TO{root}/KEN and {root}/src/a.py\n")), root=root)
+    (block,) = code_blocks(text)
+    assert block == f"error: TO{root}/KEN and src/a.py"
+
+
 def test_identical_failures_in_different_checkouts_give_identical_digests(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

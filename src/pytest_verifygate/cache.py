@@ -8,19 +8,24 @@ the SHA-256 of
 - the programs it names (``argv[0]``, and for ``shell = true`` the words in command position
   of the script): the resolved path, size and modification time of what ``PATH`` finds, which
   changes whenever the tool is installed or upgraded, without running it;
-- the content of its input files: those matching ``inputs``, else ``when_changed``, else every
-  file git knows of or would add (tracked, plus untracked files that are not ignored). Tracked
-  files that are unmodified in the work tree are named by git's own blob ids (``git ls-files
-  --stage``), so a large repository costs one git call, not a read of every file; modified and
-  untracked files are hashed here in git's blob format, with their mode.
+- the content of its input files (``inputs.py``): those matching ``inputs``, else
+  ``when_changed``, else every file git knows of or would add.
 
 Only clean passes are stored (not failures, not a pass that needed a retry), and only when the
 inputs are the same after the gate ran as before: a gate that rewrites its inputs (a formatter)
 is stored on the run that leaves them unchanged. Entries live under the git directory
-(``<git dir>/verifygate/cache``, never the work tree), one small JSON file per key written
+(``<git dir>/verifygate/cache``, 0700, never the work tree), one small file per key written
 through a temp file and ``os.replace``, so concurrent runs and pytest-xdist workers share them
 safely. The newest ``KEEP_ENTRIES`` entries (by last use) are kept; older ones are pruned when
 a pass is stored.
+
+A stored pass makes a gate pass without running, and anything that can write the work tree
+can write ``.git``: an entry is sealed with this user's key (``integrity.py``) and believed
+only when its seal, its size, its key and its fields are right; anything else is ignored with
+one warning, and the gate runs. Its output is stored masked (``report.redact``), so a secret
+rotated since never shows on a cached rerun.
+
+PYTEST_DONT_REWRITE
 """
 
 import contextlib
@@ -29,26 +34,30 @@ import json
 import os
 import re
 import shlex
-import stat
 import time
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from pytest_verifygate import codes
-from pytest_verifygate.changes import git_output, walk_files
 from pytest_verifygate.commands import ASSIGNMENT
 from pytest_verifygate.contract import Contract
-from pytest_verifygate.errors import ChangeSetError
+from pytest_verifygate.inputs import RepoFiles
+from pytest_verifygate.integrity import read_sealed, seal
+from pytest_verifygate.report.redact import Redactor, redactor_for
 from pytest_verifygate.runner.records import CacheSlot, GatePlan, GateResult
-from pytest_verifygate.storage import prune_oldest, state_dir, write_atomic
+from pytest_verifygate.storage import make_private_dir, prune_oldest, state_dir, write_atomic
+
+__all__ = ["KEEP_ENTRIES", "RepoFiles", "attach", "cache_dir", "lookup", "prune",
+           "script_programs", "store", "tool_identities"]
 
 CACHE_VERSION = 1
 KEEP_ENTRIES = 512
 TAIL_BYTES = 4096  # of a cached pass's output, kept to show with the reused result
 STALE_TEMP_SECONDS = 3600.0
 MAX_TOOLS = 16
-READ_SIZE = 1 << 20
+# An entry holds at most TAIL_BYTES of output, JSON-escaped: anything much larger is not ours.
+MAX_ENTRY_BYTES = 64 * 1024
+SEAL_PURPOSE = b"result-cache"
 
 _PROGRAM = re.compile(r"[\w./+-]+")
 _SHELL_WORDS = frozenset({
@@ -60,109 +69,6 @@ _SHELL_WORDS = frozenset({
 def cache_dir(repo_root: Path) -> Path:
     """``<git dir>/verifygate/cache``."""
     return state_dir(repo_root) / "cache"
-
-
-# --------------------------------------------------------------------------------------------
-# the input files
-
-
-class _Listing(NamedTuple):
-    paths: tuple[str, ...]
-    ids: dict[str, str]  # "mode oid" of tracked files unmodified in the work tree
-    algorithm: str
-
-
-class RepoFiles:
-    """The project's files, listed once per plan: git's ids where git has them, hashes else.
-
-    Paths are POSIX paths relative to the project root, like ``when_changed`` patterns.
-    """
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self._listing: _Listing | None = None
-        self._digests: dict[tuple[str, ...] | None, str] = {}
-        self._hashed: dict[str, str] = {}  # files hashed here, shared by every gate's digest
-
-    def digest(self, patterns: tuple[str, ...] | None) -> str:
-        """A fingerprint of the content of the files matching ``patterns`` (None: every file).
-
-        Raises ``OSError`` when a matching file cannot be read.
-        """
-        if patterns in self._digests:
-            return self._digests[patterns]
-        listing = self._listing = self._listing or _list_files(self.root)
-        paths: Sequence[str] = listing.paths
-        if patterns is not None:
-            from pytest_verifygate.patterns import matcher
-
-            paths = list(matcher(patterns).match_files(paths))
-        digest = hashlib.sha256()
-        for path in paths:
-            identity = listing.ids.get(path) or self._hashed.get(path)
-            if identity is None:
-                identity = self._hashed[path] = _file_id(self.root / path, listing.algorithm)
-            digest.update(os.fsencode(path) + b"\0" + identity.encode() + b"\n")
-        self._digests[patterns] = result = digest.hexdigest()
-        return result
-
-
-def _list_files(root: Path) -> _Listing:
-    # One read-only call, no index lock: tagged records "H <mode> <oid> <stage>\t<path>" for
-    # the index, "C ..." again for entries that differ in the work tree (deletions included;
-    # a file only touched may be listed too, and hashing it here gives git's id anyway),
-    # "M ..." for unmerged entries and "? <path>" for untracked files that are not ignored.
-    try:
-        out = git_output(root, "ls-files", "-z", "-t", "--stage", "--modified", "--others",
-                         "--exclude-standard")
-    except ChangeSetError:
-        return _Listing(tuple(sorted(walk_files(root))), {}, "sha1")  # no git: hash every file
-    ids: dict[str, str] = {}
-    paths: set[str] = set()
-    dirty: set[str] = set()
-    algorithm = "sha1"
-    for record in out.split(b"\0"):
-        tag, _, rest = record.partition(b" ")
-        if tag == b"?":
-            paths.add(os.fsdecode(rest))
-            continue
-        meta, _, raw_path = rest.partition(b"\t")
-        fields = meta.split(b" ")
-        if len(fields) != 3:
-            continue
-        mode, oid, stage_number = fields
-        path = os.fsdecode(raw_path)
-        paths.add(path)
-        if len(oid) == 64:
-            algorithm = "sha256"
-        if tag not in (b"H", b"S") or stage_number != b"0":  # S: sparse, not checked out
-            dirty.add(path)  # modified, deleted or in conflict: the work tree's content counts
-        else:
-            ids[path] = f"{mode.decode()} {oid.decode()}"
-    for path in dirty:
-        ids.pop(path, None)
-    return _Listing(tuple(sorted(paths)), ids, algorithm)
-
-
-def _file_id(full: Path, algorithm: str) -> str:
-    """``"<mode> <oid>"`` as git would record the file now (an id git would give it)."""
-    try:
-        info = os.lstat(full)
-    except FileNotFoundError:
-        return "deleted"
-    digest = hashlib.new(algorithm)
-    if stat.S_ISLNK(info.st_mode):
-        target = os.fsencode(os.readlink(full))
-        digest.update(b"blob %d\0" % len(target) + target)
-        return f"120000 {digest.hexdigest()}"
-    if not stat.S_ISREG(info.st_mode):
-        return "other"  # a nested repository or a special file: present, content unknown
-    digest.update(b"blob %d\0" % info.st_size)
-    with open(full, "rb") as handle:
-        while chunk := handle.read(READ_SIZE):
-            digest.update(chunk)
-    mode = "100755" if info.st_mode & stat.S_IXUSR else "100644"
-    return f"{mode} {digest.hexdigest()}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -258,20 +164,40 @@ def attach(contract: Contract, plan: GatePlan, files: RepoFiles, *, read: bool) 
         key = _key(definition, files.digest(patterns))
     except OSError:
         return plan
-    slot = CacheSlot(cache_dir(contract.repo_root), key, contract.root, definition, patterns)
+    slot = CacheSlot(cache_dir(contract.repo_root), key, contract.root, definition, patterns,
+                     redactor=_redactor(contract))
     if read:
         slot = slot._replace(hit=lookup(slot, plan))
     return plan._replace(cache=slot)
 
 
+_redactors: list[tuple[Contract, Redactor]] = []
+
+
+def _redactor(contract: Contract) -> Redactor:
+    """The report's redactor for ``contract`` (building one parses every gate's command)."""
+    for known, redactor in _redactors:
+        if known is contract:
+            return redactor
+    redactor = redactor_for(contract.gates)
+    _redactors[:] = [(contract, redactor)]
+    return redactor
+
+
 def lookup(slot: CacheSlot, plan: GatePlan) -> GateResult | None:
-    """The stored pass for ``slot.key`` as a ``cached`` result, or None."""
+    """The stored pass for ``slot.key`` as a ``cached`` result, or None.
+
+    Only an entry sealed by this user, of a sane size, for this very key, is believed.
+    """
+    data = read_sealed(slot.path, SEAL_PURPOSE, MAX_ENTRY_BYTES)
+    if data is None:
+        return None
     try:
-        entry = json.loads(slot.path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        entry = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError):
         return None
     if not (isinstance(entry, dict) and entry.get("version") == CACHE_VERSION
-            and entry.get("key") == slot.key):
+            and entry.get("key") == slot.key and entry.get("gate") == plan.gate.name):
         return None
     with contextlib.suppress(OSError):
         os.utime(slot.path)  # pruning keeps the entries used last
@@ -286,20 +212,25 @@ def lookup(slot: CacheSlot, plan: GatePlan) -> GateResult | None:
         exit_code=0,
         output_tail=tail,
         output_truncated=entry.get("output_truncated") is True,
-        output_bytes=size if isinstance(size, int) and size >= 0 else len(tail.encode()),
+        output_bytes=size if type(size) is int and size >= 0 else len(tail.encode()),
         cached=True,
     )
 
 
 def store(slot: CacheSlot, result: GateResult) -> bool:
-    """Remember a clean pass; True if stored. Never raises for a cache it cannot write."""
+    """Remember a clean pass, its output masked and the entry sealed; True if stored.
+
+    Never raises for a cache it cannot write; without a key to seal with, nothing is stored.
+    """
     if result.outcome != codes.PASSED or result.flaky or result.cached:
         return False
     try:
         if _key(slot.definition, RepoFiles(slot.root).digest(slot.patterns)) != slot.key:
             return False  # the inputs changed while the gate ran: the pass proves neither
-
-        tail, truncated = result.output_tail, result.output_truncated
+        redactor = slot.redactor if slot.redactor is not None else redactor_for()
+        # Masked before it is cut, so the cut can only shorten a mask, never expose a secret.
+        tail = redactor.text(result.output_tail, cut=result.output_truncated)
+        truncated = result.output_truncated
         encoded = tail.encode("utf-8", "replace")
         if len(encoded) > TAIL_BYTES:
             tail, truncated = encoded[-TAIL_BYTES:].decode("utf-8", "ignore"), True
@@ -313,7 +244,11 @@ def store(slot: CacheSlot, result: GateResult) -> bool:
             "output_truncated": truncated,
             "output_bytes": result.output_bytes,
         }
-        write_atomic(slot.path, json.dumps(entry, ensure_ascii=True) + "\n")
+        sealed = seal(SEAL_PURPOSE, (json.dumps(entry, ensure_ascii=True) + "\n").encode())
+        if sealed is None:
+            return False
+        make_private_dir(slot.directory)
+        write_atomic(slot.path, sealed)
         prune(slot.directory)
     except OSError:
         return False

@@ -6,28 +6,53 @@ and the parser that read it, so it cannot go stale: the same text parses to the 
 An entry also carries pathspec's translations of the contract's patterns (``patterns.py``),
 keyed by the installed pathspec, so that a run imports neither tomllib nor pathspec.
 
-The cache is ``<git dir>/verifygate/contracts.marshal``, in Python's ``marshal`` format (the
-one of ``.pyc`` files): reading it needs no import at all, where ``json`` would cost more than
-the lookup saves. It is private to this repository, this Python and this version of
-pytest-verifygate, and only an optimisation: a cache that cannot be read or written is
-ignored, and validation still runs on the data every time. Outside a git repository there is
-no cache: the only place left would be a temp directory, and a parse is what decides which
-commands run.
+The parse decides which commands run, so the cache lives where only this user can write: the
+private state directory (``integrity.user_state_dir``: ``~/.local/state/verifygate``, 0700),
+one file per repository (``contracts/<name>-<checksum of its path>.marshal``); never under
+``.git``, where anything that can write the work tree could plant a parse whose text matches
+and whose commands do not. Sealing it with a MAC instead would import hashlib (about 3 ms,
+near a tenth of a commit's run); the location is the reason to trust it, at no cost. A
+checksum over the data catches a damaged file before ``marshal`` reads it (a few damaged bytes
+can ask ``marshal`` for gigabytes); it is computed with builtins only (``zlib`` is a shared
+library to load: more than the whole lookup). The file is read like every state file
+(``integrity.read_state_file``: regular, bounded, non-blocking).
+
+The file is in Python's ``marshal`` format (the one of ``.pyc`` files): reading it needs no
+import, where ``json`` would cost more than the lookup saves. It is private to this Python and
+this version of pytest-verifygate, and only an optimisation: a cache that cannot be read or
+written is ignored, and validation still runs on the data every time. Outside a git
+repository there is no cache.
+
+PYTEST_DONT_REWRITE
 """
 
 import contextlib
 import marshal
+import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from pytest_verifygate import __version__
+from pytest_verifygate.integrity import StateFileError, read_state_file, user_state_dir
 from pytest_verifygate.patterns import Translation
-from pytest_verifygate.storage import git_state_dir, write_atomic
+from pytest_verifygate.storage import git_state_dir, prune_oldest, write_atomic
 
 # Entries kept, most recently stored first: one per contract file a repository's runs name.
 MAX_ENTRIES = 8
-FILE_NAME = "contracts.marshal"
+# Repositories kept (one file each), the most recently stored.
+MAX_REPOSITORIES = 64
+# A file larger than this is neither read nor written (a contract of 10,000 gates is ~2 MiB).
+MAX_FILE_BYTES = 16 << 20
+DIRECTORY = "contracts"
+# Where the cache was before it moved to the private directory: removed when seen.
+LEGACY_FILE_NAME = "contracts.marshal"
+_MAGIC = b"verifygate-contracts-1\n"
+_CHECK_BYTES = 4
+# The largest prime below 2**30: the remainder fits one digit of Python's integers, the
+# fastest division there is. A damaged file passes with a chance of one in a billion.
+_CHECK_PRIME = 1_073_741_789
 # Written with the file: a cache from another format, Python or pytest-verifygate (whose
 # translations of patterns may differ) is not read.
 FORMAT = f"verifygate {__version__} contract cache 1, Python {sys.version.split()[0]}"
@@ -44,19 +69,40 @@ class CachedParse(NamedTuple):
 
 def read(repo_root: Path) -> dict[str, Any]:
     """The cached entries of this repository (none outside git, or when unreadable)."""
-    path = _cache_path(repo_root)
+    path = cache_path(repo_root)
     if path is None:
         return {}
     try:
-        with open(path, "rb") as handle:
-            content = marshal.load(handle)
-    except (OSError, EOFError, ValueError, TypeError):  # missing, truncated or foreign
+        content = read_state_file(path, MAX_FILE_BYTES)
+    except StateFileError:
+        return {}  # replaced by the next store
+    payload = _checked(content) if content is not None else None
+    if payload is None:
         return {}
-    if not (isinstance(content, tuple) and len(content) == 2 and content[0] == FORMAT
-            and isinstance(content[1], dict)):
+    try:
+        data = marshal.loads(payload)
+    except (EOFError, ValueError, TypeError):  # foreign, or from another Python
         return {}
-    entries: dict[str, Any] = content[1]
+    if not (isinstance(data, tuple) and len(data) == 2 and data[0] == FORMAT
+            and isinstance(data[1], dict)):
+        return {}
+    entries: dict[str, Any] = data[1]
     return entries
+
+
+def checksum(data: bytes) -> int:
+    """A checksum of ``data`` that needs no import: its bytes as a number, modulo a prime."""
+    return int.from_bytes(data, "little") % _CHECK_PRIME
+
+
+def _checked(content: bytes) -> bytes | None:
+    """The marshal data of a cache file, if its checksum holds."""
+    header = len(_MAGIC) + _CHECK_BYTES
+    if not content.startswith(_MAGIC) or len(content) < header:
+        return None
+    payload = content[header:]
+    expected = int.from_bytes(content[len(_MAGIC):header], "big")
+    return payload if checksum(payload) == expected else None
 
 
 def lookup(entries: dict[str, Any], contract_path: Path, text: str, pathspec: str | None
@@ -93,10 +139,19 @@ def store(repo_root: Path, entries: dict[str, Any], contract_path: Path, text: s
         payload = marshal.dumps((FORMAT, kept))
     except ValueError:
         return
-    path = _cache_path(repo_root)
-    if path is not None:
-        with contextlib.suppress(OSError):  # best effort: the next run parses again
-            write_atomic(path, payload)
+    path = cache_path(repo_root)
+    if path is None or len(payload) > MAX_FILE_BYTES - len(_MAGIC) - _CHECK_BYTES:
+        return
+    with contextlib.suppress(OSError):  # best effort: the next run parses again
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path.parent, 0o700)
+        write_atomic(path, _MAGIC + checksum(payload).to_bytes(_CHECK_BYTES, "big") + payload)
+        prune_oldest([path.parent / name for name in os.listdir(path.parent)
+                      if name.endswith(".marshal")], MAX_REPOSITORIES)
+    state = git_state_dir(repo_root)
+    if state is not None:  # an old, untrusted cache: never read, removed
+        with contextlib.suppress(OSError):
+            os.unlink(state / LEGACY_FILE_NAME)
 
 
 def _is_translation(item: object) -> bool:
@@ -104,6 +159,13 @@ def _is_translation(item: object) -> bool:
             and (item[1] is None or isinstance(item[1], bool)))
 
 
-def _cache_path(repo_root: Path) -> Path | None:
-    found = git_state_dir(repo_root)
-    return None if found is None else found / FILE_NAME
+def cache_path(repo_root: Path) -> Path | None:
+    """This repository's cache file in the private state directory; None outside git, or
+    when there is no private directory."""
+    if git_state_dir(repo_root) is None:
+        return None
+    directory = user_state_dir()
+    if directory is None:
+        return None
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", repo_root.name)[:40]
+    return directory / DIRECTORY / f"{name}-{checksum(os.fsencode(repo_root)):08x}.marshal"

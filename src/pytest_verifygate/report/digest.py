@@ -8,6 +8,8 @@ normalized failure signature that tells a repeated failure from a new one.
 
 Everything here works on the report dict (SPEC 6.3), so a digest can be made from a report
 read back from disk as well as from a live run.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
@@ -139,8 +141,8 @@ def _shorten_middle(line: str, limit: int) -> str:
 def normalize_paths(text: str, root: str | os.PathLike[str] | None) -> str:
     """Absolute paths under the repository become relative, so the text is reproducible.
 
-    ``root/src/a.py`` becomes ``src/a.py`` and ``root`` alone becomes ``.``; ``root2/x`` is
-    left alone. The root's real path (symlinks resolved) is treated the same way.
+    ``root/src/a.py`` becomes ``src/a.py`` and ``root`` alone becomes ``.``; ``root2/x`` and
+    ``x<root>/a`` are left alone. The root's real path (symlinks resolved) is treated the same way.
     """
     if not root:
         return text
@@ -151,7 +153,9 @@ def normalize_paths(text: str, root: str | os.PathLike[str] | None) -> str:
     for variant in variants:
         if variant not in text:
             continue
-        pattern = re.compile(re.escape(variant) + r"(?:(/)|(?![\w.\-]))")
+        # Not inside a word: dropping ``root/`` from ``TO<root>/KEN`` would join a masked
+        # secret back together.
+        pattern = re.compile(r"(?<!\w)" + re.escape(variant) + r"(?:(/)|(?![\w.\-]))")
         text = pattern.sub(lambda match: "" if match.group(1) else ".", text)
     return text
 

@@ -3,6 +3,8 @@
 Owns the report's shape (``report.schema.json`` ships in this package) and the atomic write:
 a reader sees the old file or the complete new one, never half of either. Every other form of
 a run (JUnit, digest, console, GitHub) is made from the dict built here.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ def gate_entry(
         "signal": result.signal,
         "duration_s": round(result.duration_s, 3),
         "attempts": result.attempts,
-        "output_tail": redactor.text(result.output_tail),
+        # A truncated tail starts wherever the window fell, maybe inside a secret.
+        "output_tail": redactor.text(result.output_tail, cut=result.output_truncated),
         "output_truncated": result.output_truncated,
         "output_bytes": result.output_bytes,
         "log_path": result.log_path,
@@ -59,6 +62,8 @@ def gate_entry(
         entry["kind"] = gate.kind
         entry["category"] = gate.category
         entry["roles"] = list(gate.roles) if gate.roles is not None else None
+        entry["needs"] = list(gate.needs)
+        entry["exclusive"] = gate.exclusive
         entry["env"] = redactor.env(gate_environment(gate))
     return entry
 

@@ -1,40 +1,49 @@
-"""Secret redaction: the one place that decides what a report may not say.
+"""Secret redaction: the one place that decides what a report, a cache entry or a log may not say.
 
-A report (and the digest made from it) leaves the machine: CI artifacts, pull-request comments,
-a coding agent's context. Before a gate's entry is written, the values of secret environment
-variables are replaced by ``***`` in its ``command``, ``output_tail``, ``reason`` and ``env``.
+A report (and the digest, JUnit, annotations and step summary made from it) leaves the machine:
+CI artifacts, pull-request comments, a coding agent's context. Before a gate's entry is written,
+the values of secret environment variables are replaced by ``***`` in its ``command``,
+``output_tail``, ``reason`` and ``env``; the result cache stores masked output only, and
+``Redactor.log_masker`` masks a gate's log as it is written.
 
 A variable is secret when its name contains TOKEN, SECRET, PASSWORD, PASSWD, API_KEY, APIKEY or
 PRIVATE_KEY (any case), or when the gate lists it in ``secret_env``. Both the environment the
-gate inherits and the gate's own ``env`` / ``NAME=value`` prefixes count. The gate's log file
-under the git directory keeps the raw output: it stays on the machine.
+gate inherits and the gate's own ``env`` / ``NAME=value`` prefixes count. How a secret is found
+in text that sinks strip and cut afterwards is ``masking``'s business.
+
+PYTEST_DONT_REWRITE
 """
 
 import contextlib
 import os
 import re
 from collections.abc import Iterable, Mapping
-from functools import lru_cache
 from typing import NamedTuple
 
 from pytest_verifygate.commands import UnsupportedCommand, parse_command
 from pytest_verifygate.contract import Gate
+from pytest_verifygate.report.masking import (
+    MASK,
+    MIN_CUT_SECRET_CHARS,
+    MIN_LISTED_SECRET_CHARS,
+    MIN_SECRET_LINE_CHARS,
+    LogMasker,
+    apply,
+    secret_forms,
+    secret_forms_bytes,
+)
 
-MASK = "***"
+__all__ = ["MASK", "MIN_CUT_SECRET_CHARS", "MIN_LISTED_SECRET_CHARS", "MIN_NAMED_SECRET_CHARS",
+           "MIN_SECRET_LINE_CHARS", "LogMasker", "Redactor", "gate_environment",
+           "is_secret_name", "redactor_for"]
+
 SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW(?:OR)?D|API_?KEY|PRIVATE_?KEY", re.IGNORECASE)
 # A value matched only by its variable's name must be this long to be hidden everywhere:
 # TOKENIZERS_PARALLELISM=false must not erase every "false" from a test failure.
 MIN_NAMED_SECRET_CHARS = 6
-# A value the contract marks secret is hidden from this length on; shorter ones would make
-# the mask longer than the value (unbounded output) and garble unrelated text.
-MIN_LISTED_SECRET_CHARS = 3
-# ``NAME=value`` in a command or in output (a shell prefix, an ``env`` dump). Only upper-case
-# names, as environment variables are written: ``max_tokens=512`` in a traceback stays.
-# The look-behind (a name never starts inside a longer word) and the bounded quotes keep
-# matching near-linear even on hostile output.
+# ``NAME=value`` in a shell script: what a script sets itself is as secret as what it inherits.
 _ASSIGNMENT = re.compile(
-    r"(?<![\w$])([A-Z_][A-Z0-9_]*)=(\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'|[^\s\"';&|]+)"
-)
+    r"(?<![\w$])([A-Z_][A-Z0-9_]*)=(\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'|[^\s\"';&|]+)")
 
 
 def is_secret_name(name: str) -> bool:
@@ -58,38 +67,29 @@ class Redactor(NamedTuple):
     values: tuple[str, ...] = ()
     names: frozenset[str] = frozenset()
 
-    def text(self, text: str) -> str:
-        """``text`` with every secret value masked, and every ``SECRET_NAME=value`` too."""
+    def text(self, text: str, *, cut: bool = False) -> str:
+        """``text`` with every secret value masked, and every ``SECRET_NAME=value`` too.
+
+        ``cut``: ``text`` is the end of a longer output (a tail window), so it may start
+        inside a secret.
+        """
         if not text:
             return text
-        if self.values:
-            text = self._pattern.sub(MASK, text)
-        return _ASSIGNMENT.sub(self._assignment, text)
-
-    def _assignment(self, match: re.Match[str]) -> str:
-        if self._secret(match.group(1)) and match.group(2) != MASK:
-            return f"{match.group(1)}={MASK}"
-        return match.group(0)
+        forms = secret_forms(self.values, self.names)
+        masked: str = apply(text, forms.find(text, self._secret, cut=cut), MASK)
+        return masked
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
         """An environment for display: secret names keep their name, never their value."""
         return {name: MASK if value and self._secret(name) else self.text(value)
                 for name, value in env.items()}
 
+    def log_masker(self) -> LogMasker:
+        """A masker for a gate's log: bytes fed as they come, masked as ``text`` masks."""
+        return LogMasker(secret_forms_bytes(self.values, self.names), self._secret)
+
     def _secret(self, name: str) -> bool:
         return name in self.names or is_secret_name(name)
-
-    @property
-    def _pattern(self) -> re.Pattern[str]:
-        return _values_pattern(self.values)
-
-
-@lru_cache(maxsize=16)
-def _values_pattern(values: tuple[str, ...]) -> re.Pattern[str]:
-    # Cached here, not on the redactor: a record has no room for a computed attribute.
-    # Longest first, so a secret that contains another secret is masked as a whole.
-    ordered = sorted(set(values), key=len, reverse=True)
-    return re.compile("|".join(re.escape(value) for value in ordered))
 
 
 def redactor_for(
@@ -114,4 +114,4 @@ def redactor_for(
         if (name in listed and len(value) >= MIN_LISTED_SECRET_CHARS)
         or (is_secret_name(name) and len(value) >= MIN_NAMED_SECRET_CHARS)
     ]
-    return Redactor(values=tuple(values), names=frozenset(listed))
+    return Redactor(values=tuple(sorted(set(values))), names=frozenset(listed))

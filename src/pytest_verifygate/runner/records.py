@@ -4,6 +4,8 @@
 Plain ``NamedTuple``s and one constructor, importing nothing beyond ``typing`` and ``codes``
 at run time: the result cache, the reports and the front ends name these records without
 loading the process supervision or the scheduler.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ if TYPE_CHECKING:  # annotations only: the contract loader is not needed to hold
     from pathlib import Path
 
     from pytest_verifygate.contract import Gate
+    from pytest_verifygate.report.redact import Redactor
 
 
 
@@ -61,6 +64,7 @@ class CacheSlot(NamedTuple):
     definition: str
     patterns: tuple[str, ...] | None
     hit: GateResult | None = None
+    redactor: Redactor | None = None  # masks the output a pass is stored with
 
     @property
     def path(self) -> Path:

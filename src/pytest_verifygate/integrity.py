@@ -1,0 +1,248 @@
+"""Trusting what we read back: the user's private state directory, its key, sealed state files.
+
+Whatever can write the work tree can write ``.git`` (a coding agent confined to the project, a
+script run by a gate), so nothing read back from ``<git dir>/verifygate`` is trusted as it is:
+
+- every state file is read through ``read_state_file``: a regular file (not a link, a FIFO
+  or a device), its size checked before it is opened and bounded while it is read, opened
+  non-blocking;
+- a file that decides whether a gate runs or an agent may stop (a cached pass, an agent's
+  round count) is *sealed*: it carries a keyed BLAKE2b MAC (``hashlib.blake2b(key=...)``,
+  a MAC by design, with no HMAC construction or ``hmac`` import needed) and is believed only
+  if the MAC is right. The key is a per-user secret outside every repository:
+  ``$XDG_STATE_HOME/verifygate/key`` (default ``~/.local/state/verifygate/key``), 32 random
+  bytes, created 0600 in a 0700 directory, atomically (``os.link``: two runs never end up
+  with different keys). Without a usable key, sealed files are neither written nor read.
+
+The private directory also holds what is trusted because only this user can write there
+(``contract/cache.py``'s parse cache).
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import stat
+import time
+from pathlib import Path
+
+KEY_BYTES = 32
+MAC_BYTES = 32
+_SEAL = b"verifygate-sealed-1 "  # then the MAC in hex, a newline, and the data
+
+
+class StateFileError(Exception):
+    """A state file that is not to be read: what is wrong with it, for a warning."""
+
+
+def user_state_dir() -> Path | None:
+    """``$XDG_STATE_HOME/verifygate`` (or ``~/.local/state/verifygate``), made if missing:
+    a directory of this user's that nobody else can use. None when there is no such place."""
+    base = os.environ.get("XDG_STATE_HOME", "")
+    if not os.path.isabs(base):  # unset, or relative (which the XDG spec says to ignore)
+        home = os.path.expanduser("~")
+        if not os.path.isabs(home):
+            return None
+        base = os.path.join(home, ".local", "state")
+    directory = os.path.join(base, "verifygate")
+    try:
+        os.makedirs(base, mode=0o700, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(directory, 0o700)
+        info = os.lstat(directory)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            return None
+        if info.st_mode & 0o077:
+            os.chmod(directory, 0o700)
+    except OSError:
+        return None
+    return Path(directory)
+
+
+def user_key() -> bytes | None:
+    """This user's key for sealing state files; made on first use. None when unusable."""
+    directory = user_state_dir()
+    return None if directory is None else _key_in(str(directory))
+
+
+@functools.lru_cache(maxsize=4)
+def _key_in(directory: str) -> bytes | None:
+    path = os.path.join(directory, "key")
+    key = _read_key(path)
+    if key is not None:
+        return key
+    fresh = os.urandom(KEY_BYTES)
+    temp = f"{path}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(fresh)
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(temp, path)  # never replaces a key another run made meanwhile
+        except FileExistsError:
+            existing = _read_key(path)
+            if existing is not None:
+                return existing
+            os.replace(temp, path)  # a damaged or exposed key: a fresh one replaces it
+        except OSError:  # a file system without hard links: a rename, racing at worst once
+            os.replace(temp, path)
+        return fresh
+    except OSError:
+        return None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+
+
+def _read_key(path: str) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        # Only a key nobody else could have read or planted is a secret.
+        if (not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid()
+                or info.st_mode & 0o077 or info.st_size != KEY_BYTES):
+            return None
+        key = os.read(fd, KEY_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return key if len(key) == KEY_BYTES else None
+
+
+def _mac(key: bytes, purpose: bytes, data: bytes) -> bytes:
+    import hashlib
+
+    # ``person`` separates purposes: a sealed cache entry is never a valid agent state.
+    return hashlib.blake2b(data, key=key, person=purpose[:16], digest_size=MAC_BYTES).digest()
+
+
+def seal(purpose: bytes, data: bytes) -> bytes | None:
+    """``data`` with a MAC that only this user's key makes; None when there is no key."""
+    key = user_key()
+    if key is None:
+        return None
+    return _SEAL + _mac(key, purpose, data).hex().encode() + b"\n" + data
+
+
+def unseal(purpose: bytes, sealed: bytes) -> bytes | None:
+    """The data ``seal`` sealed for ``purpose`` with this user's key; None for anything else
+    (no key, not sealed, another purpose or key, altered)."""
+    key = user_key()
+    header, newline, data = sealed.partition(b"\n")
+    if key is None or not newline or not header.startswith(_SEAL):
+        return None
+    try:
+        claimed = bytes.fromhex(header[len(_SEAL):].decode("ascii"))
+    except ValueError:
+        return None
+    import hmac
+
+    return data if hmac.compare_digest(claimed, _mac(key, purpose, data)) else None
+
+
+def read_state_file(path: Path, limit: int) -> bytes | None:
+    """The content of a state file of at most ``limit`` bytes; None when there is none.
+
+    Raises ``StateFileError`` for a file not to be read: a link, a FIFO, a device or a
+    directory (checked before it is opened, and again on the open file), one larger than
+    ``limit``, or one that cannot be read. Never blocks: a FIFO is not opened, and the open
+    is non-blocking for one swapped in between.
+    """
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StateFileError(exc.strerror or str(exc)) from None
+    _check(info, limit)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW
+                     | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StateFileError(exc.strerror or str(exc)) from None
+    try:
+        _check(os.fstat(fd), limit)
+        chunks = []
+        size = 0
+        while chunk := os.read(fd, limit + 1 - size):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise StateFileError(f"larger than {limit} bytes")
+    except OSError as exc:
+        raise StateFileError(exc.strerror or str(exc)) from None
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def _check(info: os.stat_result, limit: int) -> None:
+    if not stat.S_ISREG(info.st_mode):
+        raise StateFileError("not a regular file")
+    if info.st_size > limit:
+        raise StateFileError(f"larger than {limit} bytes")
+
+
+def read_sealed(path: Path, purpose: bytes, limit: int) -> bytes | None:
+    """The sealed data in ``path``, or None: missing, unreadable, or not sealed by this user
+    (the last two with one warning on stderr, naming the file)."""
+    from pytest_verifygate.storage import warn_once
+
+    try:
+        sealed = read_state_file(path, limit + len(_SEAL) + 2 * MAC_BYTES + 1)
+    except StateFileError as exc:
+        warn_once(f"ignoring {path}: {exc}")
+        return None
+    if sealed is None:
+        return None
+    data = unseal(purpose, sealed)
+    if data is None and user_key() is not None:
+        warn_once(f"ignoring {path}: not written by this user's verifygate (its integrity "
+                  "check failed); it will be replaced")
+    return data
+
+
+def signed(purpose: bytes, record: dict[str, object]) -> dict[str, object]:
+    """``record`` (a JSON object) with a ``"mac"`` field this user's key makes; as it is when
+    there is no key."""
+    key = user_key()
+    if key is None:
+        return record
+    body = {name: value for name, value in record.items() if name != "mac"}
+    return {**body, "mac": _mac(key, purpose, _canonical(body)).hex()}
+
+
+def is_signed(purpose: bytes, record: dict[str, object]) -> bool:
+    """Whether ``record`` carries the ``"mac"`` that ``signed`` gave it with this user's key.
+    Without a key nothing can be checked, and a record without a MAC is taken as it is."""
+    key = user_key()
+    if key is None:
+        return "mac" not in record
+    claimed = record.get("mac")
+    if not isinstance(claimed, str):
+        return False
+    try:
+        mac = bytes.fromhex(claimed)
+    except ValueError:
+        return False
+    body = {name: value for name, value in record.items() if name != "mac"}
+    import hmac
+
+    return hmac.compare_digest(mac, _mac(key, purpose, _canonical(body)))
+
+
+def _canonical(record: dict[str, object]) -> bytes:
+    import json
+
+    return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()

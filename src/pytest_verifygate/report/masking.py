@@ -1,0 +1,453 @@
+"""Finding secrets in output as a reader will see it, for ``redact``: the search behind the mask.
+
+Masking happens once, before any sink, so it must hold whatever a sink does afterwards. Sinks
+strip ANSI sequences and characters nothing shows (controls, C1, zero-width and bidi format
+characters), some sequences first (the digest, JUnit), some characters first (a terminal
+ignores a NUL inside an escape sequence); they cut output to a window. So a secret is searched
+for in the text as it reads after each way of stripping (``TO\\x1b[0mKEN`` is ``TOKEN``),
+and a match masks the whole stretch of the original it came from. Its forms: as printed, with
+CRLF or LF line ends, line by line when it spans lines (a PEM key), JSON-escaped and
+URL-encoded; and, at the start of a cut output, its last characters. ``NAME=value`` with a
+secret name is found from the name's secret word (``TOKEN``, ...), so plain output costs a
+fast literal search rather than a regular expression tried at every character.
+
+Works on ``str`` (reports) and on ``bytes`` (``LogMasker``, for a log as it is written).
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from bisect import bisect_right
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+from typing import AnyStr, Generic
+
+from pytest_verifygate.text import ANSI, CSI_OR_OSC
+
+MASK = "***"
+# A value the contract marks secret is hidden from this length on; shorter ones would make
+# the mask longer than the value (unbounded output) and garble unrelated text.
+MIN_LISTED_SECRET_CHARS = 3
+# Each line of a multi-line secret (a PEM key) is masked on its own from this length: a tool
+# may print such a key line by line, indented or quoted.
+MIN_SECRET_LINE_CHARS = 8
+# A cut output (the tail window) may start inside a secret: an end of a secret at least this
+# long at its start is masked. Shorter ends would mask ordinary words.
+MIN_CUT_SECRET_CHARS = 6
+# What makes an upper-case ``NAME`` secret (redact.SECRET_NAME, as environment names spell it).
+SECRET_WORDS = ("PRIVATE_KEY", "PRIVATEKEY", "PASSWORD", "API_KEY", "SECRET", "PASSWD",
+                "APIKEY", "TOKEN")
+# A value after ``NAME=``: quoted (bounded, so matching stays linear) or one shell word.
+_VALUE = r"\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'|[^\s\"';&|]+"
+_NAME_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
+# Characters nothing shows, but ESC (which starts a sequence): controls but tab and newline
+# (CR too, so CRLF and LF line ends read the same), C1 controls, the soft hyphen, zero-width
+# and bidi format characters, the BOM and noncharacters. Three readings are searched: escape
+# sequences removed before the characters, as the digest and JUnit do; the characters before
+# any ECMA-48 escape sequence, as a terminal does (it runs a NUL inside a sequence, and takes
+# ``ESC 7`` away whole); and only the ESC of a two-character escape, as a sink that drops
+# control characters alone does (``SECR\x1bET`` shows ``SECRET``).
+_HIDDEN = ("\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064"
+           "\u2066-\u206f\ufeff\ufff9-\ufffb\ufffe\uffff")
+_ESCAPE = r"\x1b[\x20-\x2f]*[\x30-\x7e]"
+# The same as UTF-8, each alternative led by a byte class so the search can skip ahead.
+_HIDDEN_BYTES = (rb"[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f]+|\xc2[\x80-\x9f\xad]"
+                 rb"|\xe2(?:\x80[\x8b-\x8f\xaa-\xae]|\x81[\xa0-\xa4\xa6-\xaf])"
+                 rb"|\xef(?:\xbb\xbf|\xbf[\xb9-\xbb\xbe\xbf])")
+# Bytes that start something hidden (a superset): output without any is read as it is.
+_HIDDEN_LEADS = bytes([*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F, 0xC2, 0xE2, 0xEF])
+_URL_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_JSON_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b",
+                 "\f": "\\f"}
+
+Span = tuple[int, int]
+SecretName = Callable[[str], bool]
+
+
+class _Syntax(Generic[AnyStr]):
+    """The patterns for one kind of text, ``str`` or ``bytes``."""
+
+    def __init__(self, *, readings: tuple[tuple[AnyStr, ...], ...],
+                 has_hidden: Callable[[AnyStr], bool], value: AnyStr, word_before: AnyStr,
+                 name_chars: frozenset[str] | frozenset[int], equals: AnyStr, bar: AnyStr,
+                 mask: AnyStr, encode: Callable[[str], AnyStr], sequences: AnyStr,
+                 escape: AnyStr) -> None:
+        # The ways text is read once stripped: each a sequence of patterns removed in turn.
+        self._readings: tuple[tuple[AnyStr, ...], ...] = readings
+        self._sequences: AnyStr = sequences  # CSI and OSC: what every reading removes alike
+        self.escape: AnyStr = escape
+        self.has_hidden: Callable[[AnyStr], bool] = has_hidden
+        self._value: AnyStr = value
+        self._word_before: AnyStr = word_before
+        self.name_chars = name_chars
+        self.equals: AnyStr = equals
+        self.bar: AnyStr = bar
+        self.mask: AnyStr = mask
+        self.encode: Callable[[str], AnyStr] = encode
+
+    # Compiled on first use: most output has nothing hidden, and a commit's run should not
+    # pay for compiling large character classes it never uses.
+    @functools.cached_property
+    def orders(self) -> tuple[tuple[re.Pattern[AnyStr], ...], ...]:
+        return tuple(tuple(re.compile(source) for source in reading)
+                     for reading in self._readings)
+
+    @functools.cached_property
+    def sequences(self) -> tuple[re.Pattern[AnyStr], ...]:
+        return (re.compile(self._sequences),)
+
+    @functools.cached_property
+    def value(self) -> re.Pattern[AnyStr]:
+        return re.compile(self._value)
+
+    @functools.cached_property
+    def word_before(self) -> re.Pattern[AnyStr]:
+        return re.compile(self._word_before)
+
+    def strip(self, text: AnyStr, order: tuple[re.Pattern[AnyStr], ...]) -> AnyStr:
+        for hidden in order:
+            text = hidden.sub(text[:0], text)
+        return text
+
+    def readings(self, text: AnyStr) -> list[tuple[tuple[re.Pattern[AnyStr], ...], AnyStr]]:
+        """Each way ``text`` reads once stripped, with how. Coloured output (nothing hidden
+        but well-formed CSI and OSC sequences, which every way removes alike) reads one way."""
+        if not self.has_hidden(text.replace(self.escape, text[:0])):
+            shown = self.strip(text, self.sequences)
+            if self.escape not in shown:
+                return [(self.sequences, shown)]
+        return [(order, self.strip(text, order)) for order in self.orders]
+
+
+def _has_hidden(text: str) -> bool:
+    # Every hidden character is a control, format or unassigned one: not printable. A fast
+    # check in C first; what it lets through (a non-breaking space) is searched for.
+    return (not text.replace("\n", "").replace("\t", "").isprintable()
+            and _pattern(f"[{_HIDDEN}\x1b]").search(text) is not None)
+
+
+def _has_hidden_bytes(data: bytes) -> bool:
+    # Bytes that may start something hidden first (in C), then the search (a dash or a
+    # check mark starts like a zero-width space).
+    return (len(data.translate(None, _HIDDEN_LEADS + b"\x1b")) != len(data)
+            and _pattern(_HIDDEN_BYTES + rb"|\x1b").search(data) is not None)
+
+
+@functools.cache
+def _pattern(source: AnyStr) -> re.Pattern[AnyStr]:
+    return re.compile(source)
+
+
+TEXT = _Syntax(
+    # Sequences first then characters is one pass: a run of characters never holds an ESC.
+    readings=((f"{ANSI.pattern}|[{_HIDDEN}]+|\x1b",),
+              (f"[{_HIDDEN}]+", f"{CSI_OR_OSC}|{_ESCAPE}|\x1b"),
+              (f"{CSI_OR_OSC}|[{_HIDDEN}]+|\x1b",)),
+    has_hidden=_has_hidden,
+    value=_VALUE,
+    word_before=r"[\w$]",
+    name_chars=frozenset(_NAME_CHARS),
+    equals="=",
+    bar="|",
+    mask=MASK,
+    encode=str,
+    sequences=CSI_OR_OSC,
+    escape="\x1b",
+)
+BYTES = _Syntax(
+    readings=((ANSI.pattern.encode() + rb"|" + _HIDDEN_BYTES + rb"|\x1b",),
+              (_HIDDEN_BYTES, CSI_OR_OSC.encode() + rb"|" + _ESCAPE.encode() + rb"|\x1b"),
+              (CSI_OR_OSC.encode() + rb"|" + _HIDDEN_BYTES + rb"|\x1b",)),
+    has_hidden=_has_hidden_bytes,
+    value=_VALUE.encode(),
+    word_before=rb"[\w$]",
+    name_chars=frozenset(_NAME_CHARS.encode()),
+    equals=b"=",
+    bar=b"|",
+    mask=MASK.encode(),
+    encode=lambda text: text.encode("utf-8", "surrogatepass"),
+    sequences=CSI_OR_OSC.encode(),
+    escape=b"\x1b",
+)
+
+
+class Forms(Generic[AnyStr]):
+    """How a set of secrets looks in output, compiled for one kind of text."""
+
+    def __init__(self, syntax: _Syntax[AnyStr], visible: tuple[str, ...], literal: set[str],
+                 names: Iterable[str]) -> None:
+        self.syntax: _Syntax[AnyStr] = syntax
+        # The forms a reader sees (raw, JSON, URL-encoded, line by line), searched in the text
+        # as a reader sees it; secrets holding hidden characters are also searched as written.
+        self.visible = visible
+        self.pattern: re.Pattern[AnyStr] | None = self._alternation(visible)
+        self.literal: re.Pattern[AnyStr] | None = self._alternation(literal)
+        words = [*SECRET_WORDS, *(name for name in names
+                                  if name and set(name) <= set(_NAME_CHARS))]
+        self.words: re.Pattern[AnyStr] | None = self._alternation(words)
+        self.longest = max((len(form.encode("utf-8", "surrogatepass"))
+                            for form in (*visible, *literal)), default=0)
+
+    def _alternation(self, forms: Iterable[str]) -> re.Pattern[AnyStr] | None:
+        # Longest first, so a secret that contains another secret is masked as a whole.
+        ordered = sorted({self.syntax.encode(form) for form in forms}, key=len, reverse=True)
+        if not ordered:
+            return None
+        return re.compile(self.syntax.bar.join(re.escape(form) for form in ordered))
+
+    def may_hold(self, text: AnyStr, cut: bool) -> bool:
+        """Whether ``text`` (as a reader sees it) holds anything to mask."""
+        return ((self.pattern is not None and self.pattern.search(text) is not None)
+                or (self.words is not None and self.words.search(text) is not None)
+                or (cut and isinstance(text, str) and bool(_cut_start(text, self.visible))))
+
+    def find(self, text: AnyStr, secret_name: SecretName, *, cut: bool = False) -> list[Span]:
+        """Where ``text`` holds a secret: sorted, disjoint spans of ``text``.
+
+        ``cut``: ``text`` is the end of a longer output, so it may start inside a secret.
+        """
+        syntax = self.syntax
+        views: list[_View[AnyStr]] = []
+        if not syntax.has_hidden(text):
+            views = [_View(text)]
+        else:
+            readings = syntax.readings(text)
+            if any(self.may_hold(shown, cut) for _, shown in readings):
+                views = [_View.of(text, order) for order, _ in readings]
+        spans: list[Span] = []
+        for view in views:
+            shown = view.visible
+            if self.pattern is not None:
+                spans += [view.span(*match.span()) for match in self.pattern.finditer(shown)]
+            spans += [view.span(*span) for span in self._assignments(shown, secret_name)]
+            if cut and isinstance(shown, str):
+                spans += [view.span(*span) for span in _cut_start(shown, self.visible)]
+        if self.literal is not None:
+            spans += [match.span() for match in self.literal.finditer(text)]
+        return _merge(spans)
+
+    def _assignments(self, text: AnyStr, secret_name: SecretName) -> list[Span]:
+        """The values of ``NAME=value`` with a secret NAME, found from the names' words."""
+        if self.words is None:
+            return []
+        syntax = self.syntax
+        spans: list[Span] = []
+        done = 0  # the text before is examined: every character is walked over at most twice
+        for word in self.words.finditer(text):
+            if word.start() < done:
+                continue  # in a name already examined, or in the value of one found
+            start, end = word.start(), word.end()
+            while start > done and text[start - 1] in syntax.name_chars:
+                start -= 1
+            while end < len(text) and text[end] in syntax.name_chars:
+                end += 1
+            done = end
+            if text[end:end + 1] != syntax.equals:
+                continue
+            raw = text[start:end]
+            name = raw if isinstance(raw, str) else raw.decode()
+            # As the shell spells a name: not after a word character, not starting with a digit.
+            if name[0].isdigit() or (start and syntax.word_before.match(text, start - 1)):
+                continue
+            value = syntax.value.match(text, end + 1)
+            if value is None or not secret_name(name):
+                continue
+            if value.group() != syntax.mask:
+                spans.append(value.span())
+            done = value.end()
+        return spans
+
+
+class _View(Generic[AnyStr]):
+    """Text as a reader sees it once hidden parts are stripped, mapped back to the original.
+
+    A match in ``visible`` covers the span of the original from its first character to its
+    last, hidden parts in between included.
+    """
+
+    def __init__(self, text: AnyStr, starts: list[int] | None = None,
+                 sources: list[int] | None = None, inner: _View[AnyStr] | None = None) -> None:
+        self.visible: AnyStr = text
+        self._starts = starts or [0]  # where each kept run starts in ``visible``
+        self._sources = sources or [0]  # ... and in the text it was kept from
+        self._inner: _View[AnyStr] | None = inner
+
+    @classmethod
+    def of(cls, text: AnyStr, order: tuple[re.Pattern[AnyStr], ...]) -> _View[AnyStr]:
+        view: _View[AnyStr] = cls(text)
+        for hidden in order:
+            view = view._without(hidden)
+        return view
+
+    def _without(self, hidden: re.Pattern[AnyStr]) -> _View[AnyStr]:
+        text = self.visible
+        starts: list[int] = []
+        sources: list[int] = []
+        pieces: list[AnyStr] = []
+        position = kept = 0
+        for found in hidden.finditer(text):
+            if found.start() > position:
+                starts.append(kept)
+                sources.append(position)
+                pieces.append(text[position:found.start()])
+                kept += found.start() - position
+            position = found.end()
+        if position == 0:
+            return self  # nothing hidden
+        if position < len(text):
+            starts.append(kept)
+            sources.append(position)
+            pieces.append(text[position:])
+        return _View(text[:0].join(pieces), starts, sources, self)
+
+    def position(self, index: int) -> int:
+        run = bisect_right(self._starts, index) - 1
+        found = self._sources[run] + index - self._starts[run]
+        return found if self._inner is None else self._inner.position(found)
+
+    def span(self, start: int, end: int) -> Span:
+        return self.position(start), self.position(end - 1) + 1
+
+
+def _cut_start(text: str, forms: tuple[str, ...]) -> list[Span]:
+    """The longest end of a secret form (``MIN_CUT_SECRET_CHARS`` or more) ``text`` starts with."""
+    head = text[:MIN_CUT_SECRET_CHARS]
+    if len(head) < MIN_CUT_SECRET_CHARS:
+        return []
+    longest = 0
+    for form in forms:
+        at = form.find(head, 1)
+        while at != -1:  # each place the head occurs in the form may start its end
+            if len(form) - at > longest and text.startswith(form[at:]):
+                longest = len(form) - at
+            at = form.find(head, at + 1)
+    return [(0, longest)] if longest else []
+
+
+def _merge(spans: list[Span]) -> list[Span]:
+    merged: list[Span] = []
+    for start, end in sorted(spans):
+        if end <= start:
+            continue
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def apply(text: AnyStr, spans: list[Span], mask: AnyStr) -> AnyStr:
+    """``text`` with each of ``spans`` (sorted, disjoint) replaced by ``mask``."""
+    if not spans:
+        return text
+    parts: list[AnyStr] = []
+    position = 0
+    for start, end in spans:
+        parts += [text[position:start], mask]
+        position = end
+    parts.append(text[position:])
+    return text[:0].join(parts)
+
+
+@lru_cache(maxsize=16)
+def secret_forms(values: tuple[str, ...], names: frozenset[str]) -> Forms[str]:
+    """The compiled forms of ``values`` (and of ``NAME=`` for ``names``) for text."""
+    return Forms(TEXT, *_visible_forms(values), names)
+
+
+@lru_cache(maxsize=16)
+def secret_forms_bytes(values: tuple[str, ...], names: frozenset[str]) -> Forms[bytes]:
+    """The same, for a byte stream."""
+    return Forms(BYTES, *_visible_forms(values), names)
+
+
+def _visible_forms(values: tuple[str, ...]) -> tuple[tuple[str, ...], set[str]]:
+    """Every form a reader may see of ``values``, and the values with hidden characters."""
+    visible: set[str] = set()
+    literal: set[str] = set()
+    for value in values:
+        shown = TEXT.strip(value, TEXT.orders[0]) if TEXT.has_hidden(value) else value
+        if shown != value:
+            literal.add(value)  # as written, too: what shows of it may be too short to mask
+        if len(shown) < MIN_LISTED_SECRET_CHARS:
+            continue
+        visible.update(form for form in _encoded_forms(shown)
+                       if len(form) >= MIN_LISTED_SECRET_CHARS)
+        if "\n" in shown:
+            visible.update(line.strip() for line in shown.split("\n")
+                           if len(line.strip()) >= MIN_SECRET_LINE_CHARS)
+    return tuple(sorted(visible)), literal
+
+
+def _encoded_forms(value: str) -> set[str]:
+    """``value`` as printed, JSON-escaped (non-ASCII escaped or not) and URL-encoded."""
+    forms = {value, _json_escaped(value, "")}
+    for hex_case in ("x", "X"):
+        forms.add(_json_escaped(value, hex_case))
+        url = "".join(char if char in _URL_SAFE else "".join(
+            f"%{byte:02{hex_case}}" for byte in char.encode("utf-8", "surrogatepass"))
+            for char in value)
+        forms.update((url, url.replace("%20", "+")))
+    return forms
+
+
+def _json_escaped(value: str, hex_case: str) -> str:
+    """``value`` inside a JSON string; with ``hex_case`` ("x", "X") non-ASCII is escaped."""
+    out = []
+    for char in value:
+        if char in _JSON_ESCAPES:
+            out.append(_JSON_ESCAPES[char])
+        elif char < " " or (hex_case and ord(char) > 0x7E):
+            units = char.encode("utf-16-be", "surrogatepass")
+            out.extend(f"\\u{int.from_bytes(units[i:i + 2], 'big'):04{hex_case or 'x'}}"
+                       for i in range(0, len(units), 2))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+class LogMasker:
+    """Masks a gate's output as it streams to its log: ``feed`` each chunk, then ``flush``.
+
+    Works on bytes: output need not be UTF-8, and what is not passes through unchanged. The
+    last ``holdback`` bytes are kept back until more comes, so a secret split across two reads
+    is seen whole. Not caught: a secret spread over more than that (hundreds of escape
+    sequences between its characters), and the rest of one ``SECRET=value`` word longer than
+    ``MAX_PENDING`` (masked up to there).
+    """
+
+    MAX_PENDING = 1 << 20
+
+    def __init__(self, forms: Forms[bytes], secret_name: SecretName) -> None:
+        self._forms = forms
+        self._secret_name = secret_name
+        self.holdback = max(1024, 4 * forms.longest + 64)
+        self._pending = b""
+
+    def feed(self, data: bytes) -> bytes:
+        """What of ``data`` (and of what was kept back) can be written now, masked."""
+        buffer = self._pending + data if self._pending else data
+        if len(buffer) <= self.holdback:
+            self._pending = buffer
+            return b""
+        cut = len(buffer) - self.holdback
+        spans = self._forms.find(buffer, self._secret_name)
+        for start, end in spans:  # a secret across the cut waits for the rest of it
+            if start < cut and (cut < end or end == len(buffer)):
+                cut = start
+                break
+        if cut < len(buffer) - self.MAX_PENDING:
+            cut = len(buffer) - self.holdback  # one endless word: mask what is here
+        self._pending = buffer[cut:]
+        kept = [(start, min(end, cut)) for start, end in spans if start < cut]
+        masked: bytes = apply(buffer[:cut], kept, BYTES.mask)
+        return masked
+
+    def flush(self) -> bytes:
+        """The rest, masked: call once, when the output has ended."""
+        buffer, self._pending = self._pending, b""
+        masked: bytes = apply(buffer, self._forms.find(buffer, self._secret_name), BYTES.mask)
+        return masked

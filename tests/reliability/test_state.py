@@ -1,0 +1,313 @@
+"""What is read back from ``.git/verifygate`` cannot forge a pass, hang a run or crash it.
+
+Anything that can write the work tree can write ``.git``. Each test plants what such a writer
+would (a forged entry, a FIFO, a huge or deeply nested file) and runs the real command line.
+"""
+
+from __future__ import annotations
+
+import json
+import marshal
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_verifygate.engine import RunRequest, prepare
+from pytest_verifygate.storage import state_dir
+
+from .support import PY, verifygate
+from conftest import commit_all, git, write
+
+HOOK = [PY, "-m", "pytest_verifygate.cli", "agent-hook"]
+FAILING = f'[[gate]]\nname = "check"\ncommand = [{json.dumps(PY)}, "-c", "raise SystemExit(1)"]\n'
+
+
+def run_json(repo: Path, *args: str, timeout: float = 60) -> dict[str, Any]:
+    done = verifygate("run", "--all", "--format", "json", *args, cwd=repo, timeout=timeout)
+    assert b"Traceback" not in done.stderr, done.stderr.decode()
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
+
+
+# --------------------------------------------------------------------------------------------
+# the parsed-contract cache
+
+
+def test_a_forged_parse_under_git_cannot_run_commands_outside_the_contract(repo: Path) -> None:
+    """The cache once lived in .git: an entry whose text matches and whose data names other
+    commands made the run execute them."""
+    text = write(repo / "verify.toml", '[[gate]]\nname = "lint"\ncommand = "true"\n').read_text()
+    pwned = repo.parent / "pwned"
+    forged = {"gate": [{"name": "lint", "command": ["touch", str(pwned)]}]}
+    from pytest_verifygate.contract.cache import FORMAT
+
+    legacy = state_dir(repo) / "contracts.marshal"
+    legacy.parent.mkdir(parents=True)
+    legacy.write_bytes(marshal.dumps((FORMAT, {str(repo / "verify.toml"): {
+        "text": text, "data": forged, "pathspec": None, "translations": {}}})))
+    report = run_json(repo)
+    assert report["gates"][0]["command"] == ["true"]
+    assert not pwned.exists()
+
+
+@pytest.mark.parametrize("content", [
+    b"[\xff\xff\xff\x7f",  # marshal: a list of two billion items
+    b"\x00" * 64,
+    b"verifygate-contracts-1\n\x00\x00\x00\x00" + b"(" * 100_000,
+])
+def test_a_damaged_parse_cache_is_ignored(repo: Path, content: bytes) -> None:
+    from pytest_verifygate.contract.cache import cache_path
+
+    write(repo / "verify.toml", '[[gate]]\nname = "lint"\ncommand = "true"\n')
+    path = cache_path(repo)
+    assert path is not None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    for _ in range(2):  # ignored, then replaced by a good one
+        assert run_json(repo)["verdict"] == "passed"
+
+
+def test_fifos_in_place_of_state_files_never_hang_a_run(repo: Path) -> None:
+    from pytest_verifygate.contract.cache import cache_path
+
+    write(repo / "verify.toml", '[[gate]]\nname = "lint"\ncommand = "true"\ncache = true\n')
+    commit_all(repo)
+    plan = prepare(RunRequest(start=repo))
+    slot = plan.gate_plans()[0].cache
+    assert slot is not None
+    cached = cache_path(repo)
+    assert cached is not None
+    for fifo in (state_dir(repo) / "contracts.marshal", cached, slot.path):
+        fifo.parent.mkdir(parents=True, exist_ok=True)
+        if fifo.exists():
+            fifo.unlink()
+        os.mkfifo(fifo)
+    report = run_json(repo, timeout=30)
+    assert report["verdict"] == "passed" and report["gates"][0]["cached"] is False
+
+
+# --------------------------------------------------------------------------------------------
+# the result cache
+
+
+def forged_entry(repo: Path) -> Path:
+    """A pass for the failing gate's current key, written as an older version wrote one."""
+    plan = prepare(RunRequest(start=repo))
+    slot = plan.gate_plans()[0].cache
+    assert slot is not None
+    slot.path.parent.mkdir(parents=True, exist_ok=True)
+    slot.path.write_text(json.dumps({"version": 1, "key": slot.key, "gate": "check",
+                                     "output_tail": "all good\n", "output_truncated": False,
+                                     "output_bytes": 9}))
+    return slot.path
+
+
+def test_a_forged_cached_pass_does_not_pass_a_failing_gate(repo: Path) -> None:
+    write(repo / "verify.toml", FAILING + "cache = true\n")
+    commit_all(repo)
+    forged_entry(repo)
+    done = verifygate("run", "--all", "--format", "json", cwd=repo)
+    gate = json.loads(done.stdout)["gates"][0]
+    assert (gate["outcome"], gate["cached"]) == ("failed", False)
+    assert done.returncode == 1
+    assert done.stderr.decode().count("not written by this user's verifygate") == 1
+
+
+@pytest.mark.parametrize("content", [b"x" * (1 << 20), b"[" * 100_000, b"\xff\xfe\x00"])
+def test_oversized_nested_or_binary_entries_are_ignored(repo: Path, content: bytes) -> None:
+    write(repo / "verify.toml", FAILING + "cache = true\n")
+    commit_all(repo)
+    forged_entry(repo).write_bytes(content)
+    gate = run_json(repo)["gates"][0]
+    assert (gate["outcome"], gate["cached"]) == ("failed", False)
+
+
+# --------------------------------------------------------------------------------------------
+# inputs the cache did not see
+
+# Passes while ``input.txt`` (or the file named) says "good"; counts its runs.
+CHECK = ("import pathlib, sys; open(sys.argv[1], 'a').write('ran\\n'); "
+         "sys.exit(0 if 'good' in pathlib.Path(sys.argv[2]).read_text() else 1)")
+
+
+def cached_check(repo: Path, counter: Path, path: str, inputs: list[str]) -> None:
+    write(repo / "verify.toml", f'[[gate]]\nname = "check"\ncache = true\n'
+          f'inputs = {json.dumps(inputs)}\n'
+          f'command = [{json.dumps(PY)}, "-c", {json.dumps(CHECK)}, '
+          f'{json.dumps(str(counter))}, {json.dumps(path)}]\n')
+
+
+def outcome(repo: Path) -> tuple[str, bool]:
+    gate = run_json(repo)["gates"][0]
+    return gate["outcome"], gate["cached"]
+
+
+@pytest.mark.parametrize("flag", ["--skip-worktree", "--assume-unchanged"])
+def test_edits_git_is_told_to_ignore_still_run_the_gate(repo: Path, tmp_path: Path,
+                                                         flag: str) -> None:
+    cached_check(repo, tmp_path / "counter", "input.txt", ["input.txt"])
+    write(repo / "input.txt", "good\n")
+    commit_all(repo)
+    assert outcome(repo) == ("passed", False)
+    assert outcome(repo) == ("passed", True)
+    git(repo, "update-index", flag, "input.txt")
+    write(repo / "input.txt", "bad!\n")  # same size: git sees nothing at all
+    assert git(repo, "status", "--porcelain") == ""
+    assert outcome(repo) == ("failed", False)
+
+
+def test_an_ignored_file_named_in_inputs_is_hashed(repo: Path, tmp_path: Path) -> None:
+    cached_check(repo, tmp_path / "counter", "config/local.env", ["config/local.env", "src/**"])
+    write(repo / ".gitignore", "config/local.env\nbuild/\n")
+    write(repo / "config" / "local.env", "good\n")
+    commit_all(repo)
+    assert outcome(repo) == ("passed", False)
+    assert outcome(repo) == ("passed", True)
+    write(repo / "config" / "local.env", "bad!\n")
+    assert outcome(repo) == ("failed", False)
+
+
+def test_a_file_in_an_ignored_directory_named_in_inputs_is_hashed(repo: Path,
+                                                                   tmp_path: Path) -> None:
+    cached_check(repo, tmp_path / "counter", "build/out.txt", ["build/**"])
+    write(repo / ".gitignore", "build/\n")
+    write(repo / "build" / "out.txt", "good\n")
+    commit_all(repo)
+    assert outcome(repo) == ("passed", False)
+    assert outcome(repo) == ("passed", True)
+    write(repo / "build" / "out.txt", "bad!\n")
+    assert outcome(repo) == ("failed", False)
+
+
+@pytest.fixture
+def with_submodule(repo: Path, tmp_path: Path) -> Path:
+    library = tmp_path / "library"
+    library.mkdir()
+    git(library, "init", "-q", "-b", "main")
+    for key, value in (("user.email", "t@example.invalid"), ("user.name", "T"),
+                       ("commit.gpgsign", "false")):
+        git(library, "config", key, value)
+    write(library / "input.txt", "good\n")
+    commit_all(library)
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library), "lib")
+    return repo / "lib"
+
+
+@pytest.mark.parametrize("committed", [False, True])
+def test_a_changed_submodule_runs_the_gate_again(repo: Path, tmp_path: Path,
+                                                 with_submodule: Path, committed: bool) -> None:
+    cached_check(repo, tmp_path / "counter", "lib/input.txt", ["lib/**"])
+    commit_all(repo)
+    assert outcome(repo) == ("passed", False)
+    assert outcome(repo) == ("passed", True)
+    write(with_submodule / "input.txt", "bad!\n")
+    if committed:  # the submodule checks out another commit: the superproject's id is stale
+        commit_all(with_submodule)
+    assert outcome(repo) == ("failed", False)
+
+
+# --------------------------------------------------------------------------------------------
+# the agent hook's state
+
+
+def stop(repo: Path, session: str = "s") -> dict[str, Any]:
+    payload = json.dumps({"session_id": session, "cwd": str(repo), "stop_hook_active": False,
+                          "hook_event_name": "Stop"}).encode()
+    done = subprocess.run([*HOOK, "--max-rounds", "3"], input=payload, capture_output=True,
+                          timeout=60, cwd=repo.parent)
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+    answer: dict[str, Any] = json.loads(done.stdout) if done.stdout.strip() else {}
+    return answer
+
+
+@pytest.fixture
+def failing_project(repo: Path) -> Path:
+    write(repo / "verify.toml", FAILING)
+    write(repo / "a.py", "x = 1\n")
+    commit_all(repo)
+    write(repo / "a.py", "x = 2\n")  # a change for the hook to verify
+    return repo
+
+
+def agent_state(repo: Path, session: str = "s") -> Path:
+    from pytest_verifygate.agents.state import state_path
+
+    return state_path(repo, session)
+
+
+def test_a_forged_round_count_cannot_let_an_agent_stop(failing_project: Path) -> None:
+    assert stop(failing_project).get("decision") == "block"
+    path = agent_state(failing_project)
+    state = json.loads(path.read_text())
+    path.write_text(json.dumps({**state, "rounds": 99}))  # "a human already reviewed it"
+    answer = stop(failing_project)
+    assert answer.get("decision") == "block", answer
+
+
+@pytest.mark.parametrize("content", [b"[" * 100_000, b"{" * 5 + b"x" * (2 << 20)])
+def test_a_nested_or_huge_agent_state_is_ignored(failing_project: Path, content: bytes) -> None:
+    path = agent_state(failing_project)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    answer = stop(failing_project)
+    assert answer.get("decision") == "block", answer  # not "internal error: allowed"
+
+
+def test_a_fifo_as_agent_state_never_hangs_the_hook(failing_project: Path) -> None:
+    path = agent_state(failing_project)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+    assert stop(failing_project).get("decision") == "block"
+
+
+def test_no_state_file_breaks_a_run_in_process(repo: Path) -> None:
+    """The readers themselves, on the worst files, in this process: no exception at all."""
+    from pytest_verifygate.agents.state import load_state
+    from pytest_verifygate.contract import cache as contract_cache
+
+    bad = repo / "bad"
+    for content in (b"", b"\x00", b"[" * 200_000, b"{" * 200_000, b'{"rounds": "1"}'):
+        bad.write_bytes(content)
+        assert load_state(bad).rounds == 0
+    assert contract_cache.read(Path(sys.prefix)) == {}  # not a repository
+
+
+def test_without_a_private_directory_nothing_is_cached_and_all_still_runs(
+        repo: Path, tmp_path: Path) -> None:
+    blocker = write(tmp_path / "state-home", "a file where the state directory would be\n")
+    write(repo / "verify.toml", '[[gate]]\nname = "lint"\ncommand = "true"\ncache = true\n')
+    commit_all(repo)
+    for _ in range(2):
+        done = verifygate("run", "--all", "--format", "json", cwd=repo,
+                          env={"XDG_STATE_HOME": str(blocker)})
+        assert done.returncode == 0 and done.stderr == b"", done.stderr
+        assert json.loads(done.stdout)["gates"][0]["cached"] is False
+    assert not list((repo / ".git" / "verifygate").glob("cache/*.json"))
+
+
+def test_the_key_is_private_made_once_and_replaced_when_exposed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_verifygate import integrity
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    integrity._key_in.cache_clear()
+    key = integrity.user_key()
+    path = tmp_path / "state" / "verifygate" / "key"
+    assert key is not None and len(key) == 32 and path.read_bytes() == key
+    assert (os.stat(path).st_mode & 0o777, os.stat(path.parent).st_mode & 0o777) == (0o600, 0o700)
+    integrity._key_in.cache_clear()
+    assert integrity.user_key() == key  # made once: every run seals with the same key
+    sealed = integrity.seal(b"test", b"data")
+    assert sealed is not None and integrity.unseal(b"test", sealed) == b"data"
+    assert integrity.unseal(b"other purpose", sealed) is None
+    assert integrity.unseal(b"test", sealed.replace(b"data", b"date")) is None
+    os.chmod(path, 0o644)  # readable by others: no longer a secret
+    integrity._key_in.cache_clear()
+    assert integrity.user_key() not in (None, key)
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    assert integrity.unseal(b"test", sealed) is None
+    integrity._key_in.cache_clear()
