@@ -1,0 +1,248 @@
+"""``verifygate merge``: one report, with one verdict, from the JSON reports of a run's shards.
+
+Each shard's report (``verifygate run --shard K/N --json``, ``pytest --verify-shard K/N
+--verify-report``) says which shard it is and lists the contract's gates in order. The merge
+checks that the reports are every shard of one run, once each (same contract, same change
+set, same gates), puts the gates that ran back in contract order, recomputes the summary and
+the verdict (SPEC 5), and writes the merged report and, if asked, JUnit XML. A gate that no
+shard ran while another shard left it to it means the shards split differently (their
+durations files differed): an error, since the merged verdict would not cover it.
+
+It also records the gates' durations in the current repository's ``.git/verifygate`` (when
+run inside one), so that a CI job merging the shards can save them for the next build's split.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_verifygate import codes
+from pytest_verifygate.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from pytest_verifygate.errors import UsageError
+
+SHARD_REASON_PREFIX = "in shard "
+_SPLIT_HINT = ("the shards split the gates differently: give every shard the same "
+               ".git/verifygate/durations.json (see the README: Shards)")
+
+
+def main(args: argparse.Namespace) -> int:
+    from pytest_verifygate.report.console import verdict_line
+    from pytest_verifygate.report.document import dumps, write_report
+
+    merged, warnings = merge_reports([(path, load_report(path)) for path in args.reports])
+    for warning in warnings:
+        print(f"verifygate: warning: {warning}", file=sys.stderr)
+    _record_durations(merged)
+    problems = []
+    if args.json:
+        try:
+            write_report(args.json, merged)
+        except OSError as exc:
+            problems.append(f"cannot write the JSON report {args.json}: {exc.strerror or exc}")
+    if args.junit:
+        from pytest_verifygate.report.junit import write_junit
+
+        try:
+            write_junit(args.junit, merged)
+        except OSError as exc:
+            problems.append(f"cannot write the JUnit file {args.junit}: {exc.strerror or exc}")
+    if args.format == "json":
+        sys.stdout.write(dumps(merged))
+    else:
+        print(f"verifygate: {merged['contract']}: {len(args.reports)} shard report(s) merged, "
+              f"{len(merged['gates'])} gate(s) ran")
+        if any(gate["outcome"] == codes.FAILED for gate in merged["gates"]):
+            from pytest_verifygate.report.console import summary_table
+
+            print(summary_table([_result(gate) for gate in merged["gates"]]))
+        print(verdict_line(merged, report_path=args.json))
+    for problem in problems:
+        print(f"verifygate: error: {problem}", file=sys.stderr)
+    if problems:
+        return EXIT_USAGE
+    return EXIT_FAILED if merged["verdict"] == codes.VERDICT_FAILED else EXIT_OK
+
+
+def load_report(path: str) -> dict[str, Any]:
+    """A shard's JSON report, checked to be one; ``UsageError`` (one line) otherwise."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            report = json.load(handle)
+    except OSError as exc:
+        raise UsageError(f"cannot read the report {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise UsageError(f"{path} is not a JSON report ({exc})") from None
+    if not (isinstance(report, dict) and report.get("version") == 1
+            and isinstance(report.get("contract"), str)
+            and isinstance(report.get("changes"), dict)
+            and _entries(report.get("gates")) and _entries(report.get("not_selected"))
+            and all(gate.get("outcome") in codes.OUTCOMES for gate in report["gates"])):
+        raise UsageError(f"{path} is not a verifygate JSON report of version 1 "
+                         "(write one with verifygate run --json PATH)")
+    shard = report.get("shard")
+    if not isinstance(shard, dict):
+        raise UsageError(f'{path} is not the report of a shard (no "shard" key): write each '
+                         "shard's report with verifygate run --shard K/N --json PATH")
+    index, total, order = shard.get("index"), shard.get("total"), shard.get("order")
+    if not (isinstance(index, int) and isinstance(total, int) and 1 <= index <= total
+            and isinstance(order, list) and all(isinstance(name, str) for name in order)):
+        raise UsageError(f'{path}: its "shard" is not {{"index": K, "total": N, "order": '
+                         "[gate names]}} with 1 <= K <= N")
+    return report
+
+
+def _entries(value: object) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(item, dict) and isinstance(item.get("name"), str) for item in value)
+
+
+def merge_reports(
+    reports: Sequence[tuple[str, Mapping[str, Any]]],
+) -> tuple[dict[str, Any], list[str]]:
+    """The merged report of ``(path, report)`` pairs, one per shard, and warnings."""
+    _check_shards(reports)
+    first_path, first = reports[0]
+    for path, report in reports[1:]:
+        for key, what in (("contract", "contracts"), ("changes", "change sets")):
+            if report[key] != first[key]:
+                raise UsageError(f"{first_path} and {path} are reports of different {what} "
+                                 f"({_describe(first[key])} and {_describe(report[key])}): "
+                                 "merge the shards of one run")
+        if report["shard"]["order"] != first["shard"]["order"]:
+            raise UsageError(f"{first_path} and {path} list different gates for "
+                             f"{first['contract']}: the contract changed between the shards")
+    warnings: list[str] = []
+    ran: dict[str, Mapping[str, Any]] = {}
+    for path, report in reports:
+        for gate in report["gates"]:
+            name = gate["name"]
+            if name in ran:
+                warnings.append(f"gate {name!r} ran in more than one shard ({path} too): "
+                                f"{_SPLIT_HINT}")
+                if gate.get("outcome") != codes.FAILED:
+                    continue  # the merged report keeps the worse result
+            ran[name] = gate
+    order: list[str] = first["shard"]["order"]
+    # Each shard's reason for every gate it did not run, by shard number.
+    reasons: dict[str, dict[int, str]] = {}
+    for _, report in reports:
+        for entry in report["not_selected"]:
+            reasons.setdefault(entry["name"], {})[report["shard"]["index"]] = str(
+                entry.get("reason") or "not selected")
+    not_selected = []
+    for name in order:
+        if name not in ran:
+            not_selected.append({"name": name, "reason": _reason_left_out(name, reasons)})
+    position = {name: index for index, name in enumerate(order)}
+    gates = sorted(ran.values(), key=lambda gate: position.get(gate["name"], len(position)))
+    summary = dict.fromkeys(codes.OUTCOMES, 0)
+    for gate in gates:
+        summary[gate["outcome"]] = summary.get(gate["outcome"], 0) + 1
+    all_warnings = [warning for _, report in reports for warning in report.get("warnings", [])]
+    merged = {
+        "version": 1,
+        "verdict": merged_verdict(gates, [report["verdict"] for _, report in reports]),
+        "contract": first["contract"],
+        "interrupted": any(report.get("interrupted") for _, report in reports),
+        "changes": first["changes"],
+        "summary": summary,
+        "gates": gates,
+        "not_selected": not_selected,
+        "warnings": list(dict.fromkeys([*all_warnings, *warnings])),
+    }
+    return merged, warnings
+
+
+def _reason_left_out(name: str, reasons: Mapping[str, Mapping[int, str]]) -> str:
+    """Why no shard ran gate ``name``: the reason of the shard it was left to (deselected
+    there, say), or of every shard (not for this change set). ``UsageError`` when the shard
+    it was left to left it to yet another: the shards did not compute one split."""
+    by_shard = reasons.get(name, {})
+    own = {number: reason for number, reason in by_shard.items()
+           if not reason.startswith(SHARD_REASON_PREFIX)}
+    for reason in by_shard.values():
+        if reason.startswith(SHARD_REASON_PREFIX):
+            owner = reason[len(SHARD_REASON_PREFIX):].partition(" ")[0]
+            if not owner.isdigit() or int(owner) not in own:
+                raise UsageError(f"gate {name!r} ran in no shard, though a shard left it to "
+                                 f"another: {_SPLIT_HINT}")
+    return next(iter(own.values()), "not selected")
+
+
+def _check_shards(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+    """Every shard of one split, once: one line naming what is missing or doubled."""
+    first_path, first = reports[0]
+    total = first["shard"]["total"]
+    seen: dict[int, str] = {}
+    for path, report in reports:
+        shard = report["shard"]
+        if shard["total"] != total:
+            raise UsageError(f"{first_path} is shard {first['shard']['index']} of {total} but "
+                             f"{path} is shard {shard['index']} of {shard['total']}: merge the "
+                             "shards of one split")
+        if shard["index"] in seen:
+            raise UsageError(f"shard {shard['index']} of {total} is given twice: "
+                             f"{seen[shard['index']]} and {path}")
+        seen[shard["index"]] = path
+    missing = [str(index) for index in range(1, total + 1) if index not in seen]
+    if missing:
+        raise UsageError(f"shard{'s' if len(missing) > 1 else ''} {', '.join(missing)} of "
+                         f"{total} {'are' if len(missing) > 1 else 'is'} missing (given: "
+                         f"{', '.join(str(index) for index in sorted(seen))}): pass every "
+                         "shard's report")
+
+
+def merged_verdict(gates: Sequence[Mapping[str, Any]], verdicts: Sequence[str]) -> str:
+    """SPEC 5 over the gates of every shard: failed > pending > unverified > passed.
+
+    With no gate passed anywhere, a shard's ``failed`` verdict with no failed gate is
+    ``fail_when_unverified`` speaking: the merged run is failed too.
+    """
+    outcomes = {gate.get("outcome") for gate in gates}
+    if codes.FAILED in outcomes:
+        return codes.VERDICT_FAILED
+    if codes.PENDING in outcomes:
+        return codes.VERDICT_PENDING
+    if codes.PASSED not in outcomes:
+        if codes.VERDICT_FAILED in verdicts:
+            return codes.VERDICT_FAILED
+        return codes.VERDICT_UNVERIFIED
+    return codes.VERDICT_PASSED
+
+
+def _describe(value: object) -> str:
+    if isinstance(value, dict):
+        files = value.get("files")
+        count = len(files) if isinstance(files, list) else 0
+        return f"{value.get('source')} {value.get('ref') or ''} {count} file(s)".replace(
+            "  ", " ")
+    return str(value)
+
+
+def _result(gate: Mapping[str, Any]) -> Any:
+    """A ``GateResult`` back from a report entry (for the console's table)."""
+    from pytest_verifygate.runner.records import GateResult
+
+    values = {key: value for key, value in gate.items() if key in GateResult._fields}
+    values["command"] = tuple(values.get("command") or ())
+    return GateResult(**values)
+
+
+def _record_durations(merged: Mapping[str, Any]) -> None:
+    """The merged gates' durations, into this repository's state (if run inside one)."""
+    from pytest_verifygate.contract import find_repo_root
+    from pytest_verifygate.durations import measured_seconds, record_durations
+
+    root = find_repo_root(Path.cwd())
+    if root is not None:
+        order = [entry["name"] for entry in (*merged["gates"], *merged["not_selected"])]
+        record_durations(root, str(merged["contract"]), measured_seconds(merged["gates"]),
+                         order)

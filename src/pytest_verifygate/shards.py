@@ -1,0 +1,157 @@
+"""Shards: one deterministic, duration-balanced part of the selected gates per CI machine.
+
+Owns ``--shard K/N`` (and ``CI_NODE_INDEX``/``CI_NODE_TOTAL``, GitLab's ``parallel:``), the
+groups of gates that must share a shard (gates joined by ``needs``, directly or not), and the
+split itself: the longest-processing-time-first rule (the heaviest group goes to the least
+loaded shard) over each gate's duration in earlier runs (``durations.py``). Every input is the
+same on every machine of a build (the contract, the change set, the durations file restored
+from the CI cache), and every tie is broken by name, so each machine computes the same split
+and runs its own part; ``verifygate merge`` puts the parts' reports back together.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+from pytest_verifygate.contract import Contract, Gate
+from pytest_verifygate.errors import UsageError
+from pytest_verifygate.selection import Selection
+
+# ``Selection.left_out_by`` of a gate that another shard runs (beside selection's ``BY_*``):
+# like a role's, pytest does not collect it.
+BY_SHARD = "shard"
+# GitLab CI's ``parallel: N``: each job's 1-based index and the job count.
+INDEX_VARIABLE = "CI_NODE_INDEX"
+TOTAL_VARIABLE = "CI_NODE_TOTAL"
+
+
+class Shard(NamedTuple):
+    """Shard ``number`` (1-based) of ``total``."""
+
+    number: int
+    total: int
+
+    def __str__(self) -> str:
+        return f"{self.number}/{self.total}"
+
+    def to_dict(self) -> dict[str, int]:
+        """As reports say it (``CI_NODE_INDEX``'s word)."""
+        return {"index": self.number, "total": self.total}
+
+
+def parse_shard(text: str, flag: str = "--shard") -> Shard:
+    """``K/N`` with 1 <= K <= N; a one-line ``UsageError`` naming ``flag`` otherwise."""
+    index_text, slash, total_text = text.strip().partition("/")
+    try:
+        index, total = int(index_text), int(total_text)
+    except ValueError:
+        index = total = 0
+    if not slash or total < 1:
+        raise UsageError(f"{flag} {text!r}: expected K/N, shard K of N (e.g. 2/3)")
+    if not 1 <= index <= total:
+        raise UsageError(f"{flag} {text!r}: K must be between 1 and N ({total})")
+    return Shard(index, total)
+
+
+def shard_from_environment(environ: Mapping[str, str]) -> Shard | None:
+    """GitLab's ``parallel:`` job (``CI_NODE_INDEX`` of ``CI_NODE_TOTAL``), if both are set."""
+    index, total = environ.get(INDEX_VARIABLE, ""), environ.get(TOTAL_VARIABLE, "")
+    if not index.strip() or not total.strip():
+        return None
+    return parse_shard(f"{index}/{total}", f"{INDEX_VARIABLE}/{TOTAL_VARIABLE}")
+
+
+def requested_shard(text: str | None, environ: Mapping[str, str],
+                    flag: str = "--shard") -> Shard | None:
+    """The shard a front end asks for: its flag's ``K/N``, else the CI's, else none.
+
+    Not the CI's under pre-commit (``PRE_COMMIT`` set): a hook in a ``parallel:`` job checks
+    the commit whole, since no merge of its parts follows.
+    """
+    if text:
+        return parse_shard(text, flag)
+    if environ.get("PRE_COMMIT"):
+        return None
+    return shard_from_environment(environ)
+
+
+def gate_groups(gates: Sequence[Gate]) -> list[list[Gate]]:
+    """``gates`` in groups that must run in one shard: joined by ``needs``, directly or
+    through others among ``gates`` (a need outside them joins nothing). Each group keeps
+    contract order; groups are ordered by their first gate."""
+    position = {gate.name: index for index, gate in enumerate(gates)}
+    parent = list(range(len(gates)))
+
+    def root(index: int) -> int:
+        while parent[index] != index:
+            parent[index] = parent[parent[index]]
+            index = parent[index]
+        return index
+
+    for index, gate in enumerate(gates):
+        # ``needs`` lands on ``Gate`` with the ordering work; a gate without it joins nothing.
+        for need in getattr(gate, "needs", ()):
+            other = position.get(need)
+            if other is not None:
+                first, second = sorted((root(index), root(other)))
+                parent[second] = first
+    groups: dict[int, list[Gate]] = {}
+    for index, gate in enumerate(gates):
+        groups.setdefault(root(index), []).append(gate)
+    return list(groups.values())
+
+
+def split(groups: Sequence[Sequence[str]], seconds: Mapping[str, float],
+          total: int) -> list[int]:
+    """The shard (1-based) of each group: longest processing time first.
+
+    Groups are taken heaviest first (ties: by the smallest name in the group) and each goes
+    to the shard with the least load so far (ties: the lowest index). The longest shard is
+    then at most 4/3 of the best possible split's (Graham's bound).
+    """
+    weights = [sum(seconds.get(name, 0.0) for name in group) for group in groups]
+    order = sorted(range(len(groups)), key=lambda g: (-weights[g], min(groups[g], default="")))
+    loads = [0.0] * total
+    placed = [0] * len(groups)
+    for group in order:
+        lightest = min(range(total), key=lambda shard: (loads[shard], shard))
+        loads[lightest] += weights[group]
+        placed[group] = lightest + 1
+    return placed
+
+
+def shard_selections(contract: Contract, selections: Sequence[Selection],
+                     shard: Shard) -> tuple[list[Selection], str | None]:
+    """``selections`` cut to ``shard``, balanced by the durations recorded for ``contract``;
+    and a warning when the durations file had to be ignored."""
+    from pytest_verifygate.durations import contract_key, read_durations
+
+    recorded, warning = read_durations(contract.repo_root, contract_key(contract))
+    return assign(selections, shard, recorded), warning
+
+
+def assign(selections: Sequence[Selection], shard: Shard,
+           recorded: Mapping[str, float]) -> list[Selection]:
+    """``selections`` with the selected gates of other shards turned into not selected
+    (reason ``in shard J of N``). ``recorded``: the gates' durations in earlier runs."""
+    from pytest_verifygate.durations import estimates
+
+    selected = [selection.gate for selection in selections if selection.selected]
+    seconds = estimates((gate.name for gate in selected), recorded)
+    for gate in selected:
+        if gate.kind == "manual":  # never run: awaits sign-off wherever it is placed
+            seconds[gate.name] = 0.0
+    groups = gate_groups(selected)
+    places = split([[gate.name for gate in group] for group in groups], seconds, shard.total)
+    shard_of = {gate.name: place for group, place in zip(groups, places, strict=True)
+                for gate in group}
+    return [
+        selection if not selection.selected or shard_of[selection.gate.name] == shard.number
+        else selection._replace(selected=False, matched_files=None, left_out_by=BY_SHARD,
+                                reason=f"in shard {shard_of[selection.gate.name]} of "
+                                       f"{shard.total}")
+        for selection in selections
+    ]
