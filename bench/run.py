@@ -325,13 +325,120 @@ def scenario_cache(root: Path, count: int) -> list[Result]:
                     "verifygate run (first: cache cleared)", 0.15, second, first)]
 
 
+def scenario_no_bytecode(root: Path, count: int) -> list[Result]:
+    """Scenario 2 without bytecode writing (``PYTHONDONTWRITEBYTECODE=1``), as a read-only
+    site-packages or many container images run pytest.
+
+    What pytest's assertion-rewriting import hook loads it cannot cache then, and loads from
+    source on every start; ordinary imports still find the bytecode pip compiled at install.
+    One run of each with bytecode writing makes that bytecode (in a cache of this scenario's
+    own); the rewritten bytecode pytest wrote in it is removed, since without bytecode
+    writing it never exists.
+    """
+    repo = gate_repo(root / "no-bytecode", "true", 4)
+    bare = root / "bare-no-bytecode"
+    bare.mkdir()
+    (bare / "pytest.ini").write_text("[pytest]\n")
+    (bare / "test_one.py").write_text("def test_one():\n    assert True\n")
+    prefix = root / "pycache-no-bytecode"
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(prefix)}
+    ours_argv = [*PYTEST, "-q", "-p", "no:cacheprovider", "--verify-contract"]
+    bare_argv = [*PYTEST, "-q", "-p", "no:cacheprovider"]
+    sh(ours_argv, repo, env)
+    sh(bare_argv, bare, env)
+    for rewritten in prefix.rglob("*-pytest-*.pyc"):
+        rewritten.unlink()
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    ours = lambda: sh(ours_argv, repo, env)  # noqa: E731
+    theirs = lambda: sh(bare_argv, bare, env)  # noqa: E731
+    return [compare("8. pytest, 4 trivial gates, no bytecode writing",
+                    "pytest --verify-contract (PYTHONDONTWRITEBYTECODE=1)",
+                    "bare pytest, one trivial test (PYTHONDONTWRITEBYTECODE=1)", 1.15,
+                    *pairs(ours, theirs, count))]
+
+
+# One long gate declared last and many short ones: 1.2 s of short gates fit beside it on the
+# second job, so the best a scheduler can do is the long gate's own time.
+LONG_SECONDS = 1.5
+SHORT_SECONDS = (0.15,) * 8
+
+
+def scenario_longest_first(root: Path, count: int) -> list[Result]:
+    """The mixed set with ``--jobs 2``, against the longest gate's own time (``sleep 1.5``).
+
+    A first run records the durations the next runs start the longest gate first by. Started
+    in declared order instead (the durations removed before each such run), the long gate
+    would start only once the short ones are done: that median is reported beside.
+    """
+    repo = git_repo(root / "longest-first")
+    (repo / "verify.toml").write_text("".join(
+        f'[[gate]]\nname = "short{i}"\ncommand = "sleep {seconds}"\n'
+        for i, seconds in enumerate(SHORT_SECONDS))
+        + f'[[gate]]\nname = "long"\ncommand = "sleep {LONG_SECONDS}"\n')
+    commit(repo)
+    argv = [VERIFYGATE, "run", "--all", "--jobs", "2"]
+    durations = repo / ".git" / "verifygate" / "durations.json"
+    sh(argv, repo)
+    assert durations.exists(), "the run recorded no durations"
+    a, b = pairs(lambda: sh(argv, repo), lambda: sh(["sleep", str(LONG_SECONDS)], repo),
+                 count)
+    declared = []
+    for _ in range(max(3, count // 2)):
+        durations.unlink()
+        declared.append(sh(argv, repo))  # and records them again
+    result = compare("9. longest first: sleep 1.5 declared last + 8 x sleep 0.15",
+                     "verifygate run --jobs 2 (durations of earlier runs)",
+                     "sleep 1.5 (the longest gate alone)", 1.10, a, b)
+    result.extra = {"declared_order_median_s": round(statistics.median(declared), 3)}
+    return [result]
+
+
+# Mixed gate lengths, as a real contract has: 2.85 s of gates in all.
+SHARD_SECONDS = (0.6, 0.5, 0.4, 0.3, 0.25, 0.2, 0.15, 0.15, 0.1, 0.1, 0.05, 0.05)
+
+
+def scenario_shards(root: Path, count: int) -> list[Result]:
+    """12 gates of mixed ``sleep`` over 3 shards vs one machine, every run one gate at a time.
+
+    The shards run one after another here; on CI they are 3 machines at once, so what counts
+    is the longest shard. A first whole run records the durations the split is balanced by;
+    the three reports are merged at the end to check that every gate ran exactly once.
+    """
+    repo = git_repo(root / "shards")
+    (repo / "verify.toml").write_text("".join(
+        f'[[gate]]\nname = "g{i:02d}"\ncommand = "sleep {seconds}"\n'
+        for i, seconds in enumerate(SHARD_SECONDS)))
+    commit(repo)
+    one_machine = [VERIFYGATE, "run", "--all", "--jobs", "1"]
+    sh(one_machine, repo)
+
+    def longest_shard() -> float:
+        return max(sh([*one_machine, "--shard", f"{k}/3", "--json", f"shard-{k}.json"], repo)
+                   for k in (1, 2, 3))
+
+    a, b = pairs(longest_shard, lambda: sh(one_machine, repo), count)
+    done = subprocess.run([VERIFYGATE, "merge", *(f"shard-{k}.json" for k in (1, 2, 3)),
+                           "--format", "json"], cwd=repo, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    merged = json.loads(done.stdout)
+    assert len(merged["gates"]) == len(SHARD_SECONDS), merged["gates"]
+    shard_loads = [sum(gate["duration_s"] for gate in json.loads(
+        (repo / f"shard-{k}.json").read_text())["gates"]) for k in (1, 2, 3)]
+    result = compare("10. shards: 12 gates of mixed sleep, 3 machines",
+                     "longest of verifygate run --shard k/3 --jobs 1 (k = 1, 2, 3)",
+                     "verifygate run --jobs 1 (one machine)", 0.45, a, b)
+    result.extra = {"gate_seconds_per_shard": [round(load, 2) for load in shard_loads],
+                    "ideal_share": round(sum(SHARD_SECONDS) / 3, 2)}
+    return [result]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=7, help="measured pairs per comparison")
     parser.add_argument("--only", nargs="*", help="scenario numbers to run (default: all)")
     parser.add_argument("--out", default=str(Path(__file__).with_name("results.json")))
     args = parser.parse_args()
-    wanted = set(args.only or "1234567")
+    wanted = set(args.only or [*"123456789", "10"])
     with tempfile.TemporaryDirectory(prefix="verifygate-bench-") as temp:
         root = Path(temp)
         # Measure every tool as installed: pip compiles bytecode for the peers, so ours must
@@ -355,6 +462,12 @@ def main() -> int:
             results += scenario_startup(root)
         if "7" in wanted:
             results += scenario_cache(root, args.pairs)
+        if "8" in wanted:
+            results += scenario_no_bytecode(root, args.pairs)
+        if "9" in wanted:
+            results += scenario_longest_first(root, max(5, args.pairs // 2))
+        if "10" in wanted:
+            results += scenario_shards(root, max(3, args.pairs // 2))
     print(f"\n{'scenario':<52} {'ours':>10} {'theirs':>10} {'ratio':>7} {'target':>7}  met")
     for r in results:
         print(f"{r.scenario:<52} {r.ours_median_s:>10.3f} {r.theirs_median_s:>10.3f} "

@@ -257,3 +257,32 @@ def test_the_records_and_the_cache_load_without_the_scheduler() -> None:
     assert heavy.isdisjoint(with_records)
     assert {"pytest_verifygate.runner.process",
             "pytest_verifygate.runner.scheduler"}.isdisjoint(with_cache)
+
+
+def test_run_order_puts_needs_first_and_keeps_the_rest_in_place(repo: Path) -> None:
+    from pytest_verifygate.contract import Gate
+    from pytest_verifygate.runner.records import GatePlan
+    from pytest_verifygate.runner.scheduler import run_order
+
+    def plan(name: str, *needs: str) -> GatePlan:
+        return GatePlan(Gate(name, "true", needs=needs), repo)
+
+    plans = [plan("test", "build", "elsewhere"), plan("lint"), plan("build", "gen"),
+             plan("gen"), plan("docs")]
+    assert [p.gate.name for p in run_order(plans)] == ["lint", "gen", "build", "test", "docs"]
+
+
+def test_cancel_interrupts_gates_waiting_for_their_needs(repo: Path) -> None:
+    write(repo / "verify.toml", '[[gate]]\nname = "slow"\ncommand = "sleep 30"\n'
+                                '[[gate]]\nname = "after"\ncommand = "true"\nneeds = ["slow"]\n'
+                                '[[gate]]\nname = "other"\ncommand = "sleep 30"\n')
+    contract = load_contract(repo / "verify.toml")
+    changes = ChangeSet("all")
+    runner = GateRunner(plan_gates(contract, select_gates(contract, changes)), jobs=4)
+    runner.start()
+    threading.Timer(0.5, runner.cancel).start()
+    results = {result.name: result for result in runner.results()}
+    runner.close()
+    assert {name: (r.outcome, r.code) for name, r in results.items()} == dict.fromkeys(
+        ("slow", "after", "other"), ("failed", "interrupted"))
+    assert results["after"].attempts == 0  # it never started: not skipped, interrupted

@@ -2,6 +2,8 @@
 
 The public Python API (for orchestrators) is re-exported here lazily, so that importing the
 package (as the ``verifygate`` command and pytest's plugin loader do) stays cheap.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
@@ -16,7 +18,11 @@ if TYPE_CHECKING:  # type checkers see the real names; at run time they load on 
     from pytest_verifygate.contract import Gate as Gate
     from pytest_verifygate.contract import find_contract as find_contract
     from pytest_verifygate.contract import load_contract as load_contract
+    from pytest_verifygate.engine import Plan as Plan
+    from pytest_verifygate.engine import RunRequest as RunRequest
     from pytest_verifygate.engine import RunResult as RunResult
+    from pytest_verifygate.engine import prepare as prepare
+    from pytest_verifygate.engine import run as run
     from pytest_verifygate.engine import run_gates as run_gates
     from pytest_verifygate.engine import to_report as to_report
     from pytest_verifygate.errors import ContractError as ContractError
@@ -37,6 +43,10 @@ _API = {
     "ChangeRequest": "pytest_verifygate.changes",
     "ChangeSet": "pytest_verifygate.changes",
     "select_gates": "pytest_verifygate.selection",
+    "prepare": "pytest_verifygate.engine",
+    "run": "pytest_verifygate.engine",
+    "RunRequest": "pytest_verifygate.engine",
+    "Plan": "pytest_verifygate.engine",
     "run_gates": "pytest_verifygate.engine",
     "RunResult": "pytest_verifygate.engine",
     "GateResult": "pytest_verifygate.runner.records",

@@ -11,6 +11,8 @@ them loads a contract, computes changes, selects gates or builds a report by its
 Also the public Python API for orchestrators (re-exported from ``pytest_verifygate``). The
 runner is imported only when something runs: preparing a run (what ``verifygate list`` and a
 stop with no changes do) spawns nothing and imports no process machinery.
+
+PYTEST_DONT_REWRITE
 """
 
 import os
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     from pytest_verifygate.report.redact import Redactor
     from pytest_verifygate.runner.records import GatePlan, GateResult
     from pytest_verifygate.runner.scheduler import GateRunner
+    from pytest_verifygate.shards import Shard
 
 GateCallback = Callable[[Gate], None]
 ResultCallback = Callable[[Gate, "GateResult"], None]
@@ -46,11 +49,15 @@ class RunRequest(NamedTuple):
     contract: str | os.PathLike[str] | None = None
     start: Path | None = None
     changes: ChangeRequest | ChangeSet = ChangeRequest()
-    role: str | None = None
+    role: str | Sequence[str] | None = None  # the role or roles asked for
     phase: int | None = None
     jobs: int | None = None
     read_cache: bool = True
     contract_flag: str = "--contract"
+    shard: "Shard | None" = None  # run only this part of the selected gates (shards.py)
+    # A commit whose contract still binds the run (the agent hook's session start): the gates
+    # it had run as they were there, with those added since (``contract/revision.py``).
+    bound_by: str | None = None
 
 
 class Plan(NamedTuple):
@@ -61,6 +68,8 @@ class Plan(NamedTuple):
     selections: tuple[Selection, ...]
     jobs: int
     read_cache: bool = True
+    shard: "Shard | None" = None
+    shard_warnings: tuple[str, ...] = ()
 
     @property
     def selected(self) -> tuple[Selection, ...]:
@@ -69,7 +78,7 @@ class Plan(NamedTuple):
     @property
     def warnings(self) -> tuple[str, ...]:
         """What the user should know before the gates run (contract and change set)."""
-        return (*self.contract.warnings, *self.changes.warnings)
+        return (*self.contract.warnings, *self.changes.warnings, *self.shard_warnings)
 
     def gate_plans(self) -> list["GatePlan"]:
         """The selected gates as argvs to spawn (or why not to spawn them)."""
@@ -84,6 +93,7 @@ class RunResult(NamedTuple):
     selections: tuple[Selection, ...]
     results: tuple["GateResult", ...]
     interrupted: bool = False
+    shard: "Shard | None" = None
 
     @property
     def verdict(self) -> codes.Verdict:
@@ -95,7 +105,14 @@ def prepare(request: RunRequest) -> Plan:
 
     Raises ``ContractError`` / ``ChangeSetError`` (one line each) for what a user can fix.
     """
-    contract = load_contract(request.contract, start=request.start, flag=request.contract_flag)
+    if request.bound_by is None:
+        contract = load_contract(request.contract, start=request.start,
+                                 flag=request.contract_flag)
+    else:
+        from pytest_verifygate.contract.revision import load_contract_since
+
+        contract = load_contract_since(request.bound_by, request.contract, start=request.start,
+                                       flag=request.contract_flag)
     if isinstance(request.changes, ChangeSet):
         changes = request.changes
     else:
@@ -103,8 +120,14 @@ def prepare(request: RunRequest) -> Plan:
                                   settings_changed_from=contract.settings.changed_from,
                                   cwd=request.start)
     selections = select_gates(contract, changes, role=request.role, phase=request.phase)
+    shard_warnings: tuple[str, ...] = ()
+    if request.shard is not None:
+        from pytest_verifygate.shards import shard_selections
+
+        selections, warning = shard_selections(contract, selections, request.shard)
+        shard_warnings = (warning,) if warning else ()
     return Plan(contract, changes, tuple(selections), effective_jobs(request.jobs, contract),
-                request.read_cache)
+                request.read_cache, shard=request.shard, shard_warnings=shard_warnings)
 
 
 def effective_jobs(jobs: int | None, contract: Contract) -> int:
@@ -125,9 +148,12 @@ def start(
 ) -> "GateRunner":
     """Start the gates of ``gate_plans`` (default: every selected gate) and return the runner.
 
-    For front ends that take results one by one (pytest items): ``runner.result(name)``
-    waits for one gate; ``runner.close()`` kills what still runs. ``hook`` is a pluggy
-    ``HookRelay`` with our hookspecs: the classify, started and finished hooks are called.
+    They start in the contract's order (with more than one job, the longest first: see
+    ``start_order``), after the gates they need (a need that is not among ``gate_plans`` does
+    not hold a gate back), exclusive gates alone. For front ends that take results one by one
+    (pytest items): ``runner.result(name)`` waits for one gate; ``runner.close()`` kills what
+    still runs. ``hook`` is a pluggy ``HookRelay`` with our hookspecs: the classify, started
+    and finished hooks are called.
     """
     runner = _runner(plan, gate_plans, jobs=jobs, hook=hook, on_started=on_started,
                      on_finished=on_finished, log_dir=log_dir)
@@ -170,15 +196,42 @@ def _runner(
             on_finished(gate, result)
 
     contract = plan.contract
+    plans = plan.gate_plans() if gate_plans is None else in_contract_order(gate_plans, contract)
+    jobs = plan.jobs if jobs is None else jobs
     return GateRunner(
-        plan.gate_plans() if gate_plans is None else gate_plans,
-        jobs=plan.jobs if jobs is None else jobs,
+        plans,
+        jobs=jobs,
+        start_order=start_order(contract, plans, jobs),
         tail_bytes=contract.settings.output_tail_bytes,
         log_dir=log_dir if log_dir is not None else new_log_dir(contract.repo_root),
         classify_hook=classify_hook if hook is not None else None,
         on_started=started,
         on_finished=finished,
+        log_max_bytes=contract.settings.log_max_bytes,
     )
+
+
+def start_order(contract: Contract, gate_plans: Sequence["GatePlan"],
+                jobs: int) -> list[str] | None:
+    """The order to start gates in when more than one runs at once: the longest first, by
+    the durations earlier runs recorded (``durations.py``), so that a long gate is not left to
+    start when the others are done. None (declared order) with one job: then the order is
+    all a contract says (middle's and openTiger's files run that way by default), and the
+    total time is the same in any order."""
+    if jobs <= 1 or len(gate_plans) < 2:
+        return None
+    from pytest_verifygate.durations import planned_order
+
+    return planned_order(contract, [gate_plan.gate.name for gate_plan in gate_plans])
+
+
+def in_contract_order(gate_plans: Sequence["GatePlan"], contract: Contract) -> list["GatePlan"]:
+    """``gate_plans`` in the contract's order, whatever order a front end asked for them in
+    (pytest's items may be reordered): results come back in this order, and gates start in it
+    unless ``start_order`` says otherwise (see the scheduler)."""
+    position = {gate.name: index for index, gate in enumerate(contract.gates)}
+    return sorted(gate_plans, key=lambda gate_plan: position.get(gate_plan.gate.name,
+                                                                len(position)))
 
 
 def run(
@@ -194,19 +247,41 @@ def run(
     process group; the gates that had not finished are ``interrupted`` and the returned
     result says so (it is not re-raised).
     """
+    from pytest_verifygate.signals import hold_interrupts
+
     runner = _runner(plan, None, jobs=None, hook=hook, on_started=on_started,
                      on_finished=on_finished, log_dir=None)
     interrupted = False
     try:
         runner.start()
         results = runner.results()
+        hold_interrupts()  # the gates are done: a signal from here on must not cost the report
     except KeyboardInterrupt:
         interrupted = True
         runner.cancel()
         results = runner.results()
     finally:
         runner.close()
-    return RunResult(plan.contract, plan.changes, plan.selections, tuple(results), interrupted)
+    finished = RunResult(plan.contract, plan.changes, plan.selections, tuple(results),
+                         interrupted, shard=plan.shard)
+    record(finished)
+    return finished
+
+
+def record(run: RunResult) -> None:
+    """Remember what a finished run measured (each gate's duration) for the next runs' shards.
+
+    Not a shard's run: every shard of a split must read the same durations, also when they
+    run one after another on one machine (``verifygate merge`` records the whole run's).
+    """
+    if run.shard is not None:
+        return
+    from pytest_verifygate import durations
+
+    contract = run.contract
+    durations.record_durations(contract.repo_root, durations.contract_key(contract),
+                               durations.measured_seconds(r._asdict() for r in run.results),
+                               [gate.name for gate in contract.gates])
 
 
 def run_gates(
@@ -258,6 +333,10 @@ def report(run: RunResult, hook: Any = None, *,
     document = build_report(contract=run.contract, changes=run.changes,
                             selections=run.selections, results=run.results,
                             verdict=run.verdict, interrupted=run.interrupted, redactor=redactor)
+    if run.shard is not None:
+        # What ``verifygate merge`` checks the shards by, and puts their gates in order by.
+        document["shard"] = {**run.shard.to_dict(),
+                             "order": [gate.name for gate in run.contract.gates]}
     if hook is not None:
         hook.pytest_verifygate_modifyreport(report=document)
     return document

@@ -5,4 +5,6 @@
 - ``runner.scheduler``: ``GateRunner`` (concurrency, retries, classification, cancelling).
 
 Nothing is imported here: importing ``runner.records`` must never load the scheduler.
+
+PYTEST_DONT_REWRITE
 """

@@ -1,9 +1,19 @@
 """The scheduler: planned gates run on up to ``jobs`` threads, each result awaited by name.
 
-Owns what happens around each attempt: retries with backoff, turning how an attempt ended into
-an outcome and a code (the classifier, then the ``pytest_verifygate_classify`` hook, then the
-gate's ``on_missing``), storing a cacheable pass, the start/finish callbacks, and cancelling.
+Owns the order gates start in: declared order, or the start order the engine asks for (the
+longest gates first, ``durations.py``) between the ``exclusive`` gates, except that a gate
+starts only after the gates it ``needs`` (a need that failed skips it; one not in this run does
+not hold it back), and an ``exclusive`` gate runs alone, after the gates declared before it and
+before the gates declared after it. With ``jobs = 1`` the gates run one at a time in declared
+order. Every front end gets this order: the command line, the pytest plugin (which starts the
+gates its session will run) and the agent hooks.
+
+Also owns what happens around each attempt: retries with backoff, turning how an attempt ended
+into an outcome and a code (the classifier, then the ``pytest_verifygate_classify`` hook, then
+the gate's ``on_missing``), storing a cacheable pass, the start/finish callbacks, cancelling.
 The attempt itself (spawning, output, deadlines, signals) is ``runner.process``'s.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
@@ -12,13 +22,14 @@ import contextlib
 import os
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from pytest_verifygate import codes
+from pytest_verifygate.runner.logfile import DEFAULT_LOG_MAX_BYTES
 from pytest_verifygate.runner.process import run_attempt
 from pytest_verifygate.runner.records import GatePlan, GateResult, bare_result
+from pytest_verifygate.storage import claim_log_dir, log_file_name, make_private_dir
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -75,11 +86,17 @@ class GateRunner:
         classify_hook: ClassifyHook | None = None,
         on_started: StartCallback | None = None,
         on_finished: GateCallback | None = None,
+        log_max_bytes: int = DEFAULT_LOG_MAX_BYTES,
+        start_order: Sequence[str] | None = None,
     ) -> None:
-        self.plans = list(plans)
+        self.plans = list(plans)  # in contract order: the order results are returned in
+        # Gate names in the order to prefer starting them (None: declared); see ``run_order``.
+        self.start_order = None if start_order is None else tuple(start_order)
         self.jobs = max(1, jobs)
         self.tail_bytes = tail_bytes
         self.log_dir = log_dir
+        self.log_max_bytes = log_max_bytes  # per gate attempt's log (runner.logfile)
+        self._release_log_dir = claim_log_dir(None)
         self.classify_hook = classify_hook
         self.on_started = on_started
         self.on_finished = on_finished
@@ -87,14 +104,22 @@ class GateRunner:
         # Taken here, in the thread that makes the runner: see ``process.spawn_and_wait``.
         self.base_env = dict(os.environ)
         self._slots: dict[str, _ResultSlot] = {}
-        self._queue: deque[tuple[GatePlan, _ResultSlot]] = deque()
+        # The gates that wait for a worker, in run order (``run_order``), and what a worker
+        # must know to pick the next one; all guarded by ``_ready``, which is notified
+        # whenever a gate finishes.
+        self._ready = threading.Condition()
+        self._waiting: list[tuple[GatePlan, _ResultSlot]] = []
+        self._running: dict[str, bool] = {}  # name -> exclusive
+        self._ended: dict[str, GateResult | None] = {}  # None: its thread raised
+        self._needs: dict[str, tuple[str, ...]] = {}
         self._workers: list[threading.Thread] | None = None
         self._callback_lock = threading.Lock()
 
     # -- lifecycle -----------------------------------------------------------------------
 
     def start(self) -> None:
-        """Queue every gate; up to ``jobs`` run at once, the rest wait in contract order."""
+        """Queue every gate; up to ``jobs`` run at once, the rest wait their turn (see
+        ``run_order``)."""
         if self._workers is not None:
             return
         self._workers = []
@@ -102,32 +127,95 @@ class GateRunner:
             # Made once here; a directory that cannot be made fails each gate as it opens
             # its log, where the error is handed to whoever waits for that gate.
             with contextlib.suppress(OSError):
-                self.log_dir.mkdir(parents=True, exist_ok=True)
-        for plan in self.plans:
+                make_private_dir(self.log_dir)
+            # No run prunes it while this one may still write there (released by close).
+            self._release_log_dir = claim_log_dir(self.log_dir)
+        ordered = run_order(self.plans, self.start_order)
+        placed: set[str] = set()
+        names = {plan.gate.name for plan in ordered}
+        for plan in ordered:
+            name = plan.gate.name
+            # Only needs placed before this gate: a circle (which the contract loader refuses)
+            # can never hold a gate back for ever.
+            self._needs[name] = tuple(need for need in plan.gate.needs
+                                      if need in names and need in placed)
+            placed.add(name)
+        static = {plan.gate.name: _static_result(plan) for plan in self.plans
+                  if not _needs_process(plan)}
+        self._ended.update(static)  # known before any worker looks at a gate's needs
+        for plan in ordered:
             slot = self._slots[plan.gate.name] = _ResultSlot()
             if _needs_process(plan):
-                self._queue.append((plan, slot))
+                self._waiting.append((plan, slot))
         # Plain threads rather than a concurrent.futures executor, for the same start-up
         # cost as _ResultSlot's; nothing here needs more.
-        for index in range(min(self.jobs, len(self._queue))):
+        for index in range(min(self.jobs, len(self._waiting))):
             worker = threading.Thread(target=self._work, name=f"gate-{index}")
             self._workers.append(worker)
             worker.start()
         # Announced last: a Ctrl-C raised from the callback leaves every gate with a slot.
         for plan in self.plans:
-            if not _needs_process(plan):
-                self._slots[plan.gate.name].set(self._finish(plan, _static_result(plan)))
+            if plan.gate.name in static:
+                self._slots[plan.gate.name].set(self._finish(plan, static[plan.gate.name]))
 
     def _work(self) -> None:
         while True:
-            try:
-                plan, slot = self._queue.popleft()
-            except IndexError:
+            picked = self._next_gate()
+            if picked is None:
                 return
+            plan, slot, held_back = picked
+            result: GateResult | None = None
             try:
-                slot.set(self._run_plan(plan))
+                result = (self._run_plan(plan) if held_back is None
+                          else self._finish(plan, held_back))
             except BaseException as exc:  # handed to whoever waits for this gate
                 slot.fail(exc)
+            finally:
+                with self._ready:
+                    self._running.pop(plan.gate.name, None)
+                    self._ended[plan.gate.name] = result
+                    self._ready.notify_all()
+            if result is not None:
+                slot.set(result)
+
+    def _next_gate(self) -> tuple[GatePlan, _ResultSlot, GateResult | None] | None:
+        """The next gate this worker takes (None: no gate is left waiting), and the skip
+        result if a gate it needs did not pass. Blocks while every waiting gate must wait."""
+        with self._ready:
+            while self._waiting:
+                picked = self._pick()
+                if picked is not None:
+                    index, held_back = picked
+                    plan, slot = self._waiting.pop(index)
+                    if held_back is None:
+                        self._running[plan.gate.name] = plan.gate.exclusive
+                    return plan, slot, held_back
+                # Woken when a gate ends; the timeout re-checks a cancel made without a notify.
+                self._ready.wait(WAIT_STEP_SECONDS)
+            return None
+
+    def _pick(self) -> tuple[int, GateResult | None] | None:
+        """Which waiting gate may start now (its index), called with ``_ready`` held."""
+        if self.cancelled.is_set():
+            return 0, None  # it ends as interrupted without starting
+        if any(self._running.values()):
+            return None  # an exclusive gate runs alone
+        for index, (plan, _) in enumerate(self._waiting):
+            unfinished = False
+            for need in self._needs[plan.gate.name]:
+                if need not in self._ended:
+                    unfinished = True
+                    break
+                ended = self._ended[need]
+                if ended is None or ended.outcome != codes.PASSED:
+                    return index, _held_back(plan, need, ended)
+            if plan.gate.exclusive:
+                # After every gate before it; no gate after it starts first.
+                alone = index == 0 and not self._running and not unfinished
+                return (index, None) if alone else None
+            if not unfinished:
+                return index, None
+        return None
 
     def result(self, name: str) -> GateResult:
         """Wait for one gate's result (starting the run if needed)."""
@@ -150,6 +238,13 @@ class GateRunner:
     def cancel(self) -> None:
         """Stop everything: running gates are killed, waiting gates never start."""
         self.cancelled.set()
+        # Wake the workers waiting for a turn; never block here (this runs on Ctrl-C, maybe
+        # while this thread holds the lock): a worker re-checks within WAIT_STEP_SECONDS.
+        if self._ready.acquire(blocking=False):
+            try:
+                self._ready.notify_all()
+            finally:
+                self._ready.release()
 
     def close(self) -> None:
         """Cancel what is still running and wait for the worker threads to finish."""
@@ -159,6 +254,7 @@ class GateRunner:
             self.cancel()
         for worker in self._workers:
             worker.join()
+        self._release_log_dir()
 
     def __enter__(self) -> GateRunner:
         return self
@@ -212,7 +308,7 @@ class GateRunner:
         return result
 
     def _log_path(self, gate: Gate) -> Path | None:
-        return None if self.log_dir is None else self.log_dir / f"{gate.name}.log"
+        return None if self.log_dir is None else self.log_dir / log_file_name(gate.name)
 
     def _attempt(self, plan: GatePlan, log_path: Path | None, attempt_number: int) -> GateResult:
         if plan.unsupported is not None:
@@ -220,12 +316,12 @@ class GateRunner:
                                output=f"verifygate: {plan.unsupported}\n")
         end, sink = run_attempt(plan, log_path=log_path, attempt_number=attempt_number,
                                 tail_bytes=self.tail_bytes, cancelled=self.cancelled,
-                                base_env=self.base_env)
+                                base_env=self.base_env, log_max_bytes=self.log_max_bytes)
         output, truncated = sink.text()
         result = bare_result(
             plan, codes.PASSED, None, output=output, truncated=truncated, total=sink.total,
             exit_code=end.exit_code, signal_number=end.signal,
-            log_path=str(log_path) if log_path else None,
+            log_path=str(sink.log_path) if sink.log_path else None,  # None: no log was made
         )
         if end.interrupted:
             return result._replace(outcome=codes.FAILED, code=codes.INTERRUPTED)
@@ -259,6 +355,63 @@ class GateRunner:
             return result._replace(outcome=codes.SKIPPED,
                                    reason=f"{result.code} (on_missing = \"skip\")")
         return result
+
+
+def run_order(plans: Sequence[GatePlan],
+              start_order: Sequence[str] | None = None) -> list[GatePlan]:
+    """``plans`` (in contract order) in the order they start.
+
+    Between two ``exclusive`` gates, the gates go in ``start_order`` (names; a gate it does not
+    name goes after those it names); without one, as given. Then a gate comes after the gates
+    it needs (those among ``plans``), everything else keeping its place. An exclusive gate
+    keeps its place among the others: the gates declared before it still start before it,
+    those declared after it still after it.
+    """
+    names = {plan.gate.name for plan in plans}
+    remaining = _between_exclusive_gates(plans, start_order) if start_order else list(plans)
+    ordered: list[GatePlan] = []
+    placed: set[str] = set()
+    while remaining:
+        for index, plan in enumerate(remaining):
+            if all(need in placed or need not in names for need in plan.gate.needs):
+                ordered.append(remaining.pop(index))
+                placed.add(plan.gate.name)
+                break
+        else:  # a circle of needs (the contract loader refuses them): the rest as given
+            ordered += remaining
+            break
+    return ordered
+
+
+def _between_exclusive_gates(plans: Sequence[GatePlan],
+                             start_order: Sequence[str]) -> list[GatePlan]:
+    """``plans`` sorted by their place in ``start_order`` within each stretch between
+    exclusive gates (stable: gates of equal place keep their order)."""
+    place = {name: index for index, name in enumerate(start_order)}
+    ordered: list[GatePlan] = []
+    stretch: list[GatePlan] = []
+    for plan in [*plans, None]:
+        if plan is None or plan.gate.exclusive:
+            ordered += sorted(stretch, key=lambda each: place.get(each.gate.name, len(place)))
+            stretch = []
+            if plan is not None:
+                ordered.append(plan)
+        else:
+            stretch.append(plan)
+    return ordered
+
+
+def _held_back(plan: GatePlan, need: str, ended: GateResult | None) -> GateResult:
+    """The result of a gate that does not start because ``need`` did not pass."""
+    if ended is not None and ended.code == codes.INTERRUPTED:
+        how = "was interrupted"
+    elif ended is None or ended.outcome == codes.FAILED:
+        how = "failed"
+    elif ended.outcome == codes.PENDING:
+        how = "is pending"
+    else:
+        how = "was skipped"
+    return bare_result(plan, codes.SKIPPED, None)._replace(reason=f"needs {need!r}, which {how}")
 
 
 def _needs_process(plan: GatePlan) -> bool:

@@ -1,0 +1,326 @@
+"""How long each gate took in earlier runs: ``<git dir>/verifygate/durations.json``.
+
+Owns that state file (reading it, validated; recording a run's durations into it, bounded in
+size), the estimate for a gate it does not know, and the orders made from it: the weights
+``shards.py`` balances shards by, and ``longest_first``, the start order that keeps the longest
+gates off the end of a run.
+
+The file is JSON, so that CI can persist and share it (``actions/cache``) and people can read
+it, laid out one entry per line::
+
+    {"version": 1, "durations": [
+    ["verify.toml", "lint", 0.214],
+    ["verify.toml", "unit tests", 12.5]
+    ]}
+
+Each entry is the contract (its path relative to the repository), the gate's name and its
+seconds. A commit's run records durations, and it does not import ``json`` (see the README's
+Performance section): a file in this layout is read and written by the plain string code
+below; ``json`` is only imported for a file laid out otherwise (edited by hand) or a name that
+needs escaping. A file that is unreadable, too large or not of this shape is ignored with one
+warning, and replaced by the next run's record.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_verifygate import codes
+from pytest_verifygate.storage import git_state_dir, write_atomic
+
+if TYPE_CHECKING:
+    from pytest_verifygate.contract import Contract
+
+FILE_NAME = "durations.json"
+VERSION = 1
+# Bounds: entries kept (most recently recorded first; a contract's removed gates are dropped
+# when it records) and the size of a file that is read at all.
+MAX_ENTRIES = 2000
+MAX_FILE_BYTES = 1 << 20
+# What a gate no earlier run measured counts as, when no gate of its contract was measured
+# either: with no file at all every gate weighs the same, and shards split by count.
+DEFAULT_SECONDS = 1.0
+# A new measurement within this much of the recorded one is not written: a commit's run of
+# unchanged gates then leaves the file alone (absolute seconds, or relative to the old value).
+TOLERANCE_SECONDS = 0.05
+TOLERANCE_RATIO = 0.1
+# Longer than any gate runs (a year): what a hand-edited file may say, capped.
+MAX_SECONDS = 3.2e7
+
+_HEAD = '{"version": 1, "durations": ['
+_TAIL = "]}"
+# Failures that measured the gate's work; the others (not started, interrupted, a missing
+# tool or script) end at once and would make the gate look short.
+_MEASURED_FAILURES = frozenset({codes.COMMAND_FAILED, codes.TIMEOUT, codes.SEQUENCE_ISSUE})
+
+Entry = tuple[str, str, float]
+
+
+def durations_path(repo_root: Path) -> Path | None:
+    """``<git dir>/verifygate/durations.json``; None outside a git repository."""
+    state = git_state_dir(repo_root)
+    return None if state is None else state / FILE_NAME
+
+
+def contract_key(contract: Contract) -> str:
+    """How the file names a contract: its path relative to the repository, as reports do."""
+    from pytest_verifygate.contract import posix_relative
+
+    return posix_relative(contract.path, contract.repo_root)
+
+
+def read_durations(repo_root: Path, contract: str) -> tuple[dict[str, float], str | None]:
+    """The durations recorded for ``contract`` (its path relative to ``repo_root``): gate
+    name -> seconds, and a warning when the file had to be ignored."""
+    entries, warning = _read(durations_path(repo_root))
+    seconds: dict[str, float] = {}
+    for owner, name, value in entries:
+        if owner == contract:
+            seconds.setdefault(name, value)
+    return seconds, warning
+
+
+def record_durations(
+    repo_root: Path,
+    contract: str,
+    measured: Mapping[str, float],
+    gate_names: Iterable[str] | None = None,
+) -> bool:
+    """Record ``measured`` (gate name -> seconds) for ``contract``; whether the file was written.
+
+    ``gate_names``: every gate the contract has now; recorded gates it no longer has are
+    dropped. Unchanged durations (within the tolerance) leave the file as it is. A file that
+    cannot be written is left alone: durations only make later runs better balanced.
+    """
+    path = durations_path(repo_root) if measured else None
+    if path is None:
+        return False
+    old, _ = _read(path)
+    known = None if gate_names is None else frozenset(gate_names)
+    kept: list[Entry] = []
+    updated: dict[str, float] = {}
+    recorded: dict[str, float] = {}
+    changed = False
+    for owner, name, value in old:
+        if owner == contract:
+            if name in recorded or (known is not None and name not in known):
+                changed = True
+                continue
+            recorded[name] = value
+            if name in measured:
+                continue
+        kept.append((owner, name, value))
+    for name, value in measured.items():
+        value = round(min(max(value, 0.0), MAX_SECONDS), 3)
+        previous = recorded.get(name)
+        if previous is not None and abs(value - previous) <= max(
+                TOLERANCE_SECONDS, TOLERANCE_RATIO * previous):
+            value = previous
+        else:
+            changed = True
+        updated[name] = value
+    if not changed:
+        return False
+    fresh = [(contract, name, value) for name, value in updated.items()]
+    try:
+        write_atomic(path, render([*fresh, *kept][:MAX_ENTRIES]))
+    except OSError:
+        return False
+    return True
+
+
+def measured_seconds(gates: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+    """The durations worth recording: gates that ran (not reused from the cache, not stopped
+    before their work), from report entries or ``GateResult._asdict()``."""
+    measured: dict[str, float] = {}
+    for gate in gates:
+        outcome, code = gate.get("outcome"), gate.get("code")
+        ran = outcome == codes.PASSED or (outcome == codes.FAILED
+                                          and code in _MEASURED_FAILURES)
+        duration = gate.get("duration_s")
+        if (ran and not gate.get("cached") and (gate.get("attempts") or 0) > 0
+                and isinstance(duration, (int, float)) and _finite(duration)):
+            measured[str(gate.get("name"))] = float(duration)
+    return measured
+
+
+def estimates(names: Iterable[str], recorded: Mapping[str, float]) -> dict[str, float]:
+    """Seconds for each of ``names``: the recorded value, else the median of the recorded
+    values (``DEFAULT_SECONDS`` when there are none)."""
+    values = sorted(recorded.values())
+    if not values:
+        fallback = DEFAULT_SECONDS
+    elif len(values) % 2:
+        fallback = values[len(values) // 2]
+    else:
+        fallback = (values[len(values) // 2 - 1] + values[len(values) // 2]) / 2
+    return {name: recorded.get(name, fallback) for name in names}
+
+
+def longest_first(
+    names: Sequence[str],
+    recorded: Mapping[str, float],
+    needs: Mapping[str, Sequence[str]] | None = None,
+) -> list[str]:
+    """``names`` (in contract order) reordered to start the longest first; equal estimates
+    keep their order.
+
+    With ``needs`` (gate name -> the gates it needs), a gate counts as long as the longest
+    chain of gates that wait for it: a quick build that a long end-to-end gate needs starts
+    first, since the long gate cannot start before it. The order constraints themselves
+    (``needs``, ``exclusive``) are the scheduler's: it takes the first gate of this order that
+    it may start.
+    """
+    seconds = estimates(names, recorded)
+    waiting_for: dict[str, list[str]] = {name: [] for name in names}
+    for name in names:
+        for need in (needs or {}).get(name, ()):
+            if need in waiting_for and need != name:
+                waiting_for[need].append(name)
+    chains: dict[str, float] = {}
+
+    def chain(name: str, seen: frozenset[str]) -> float:
+        if name not in chains:
+            # ``seen`` guards against a circle, which the contract loader refuses anyway.
+            after = [chain(other, seen | {name}) for other in waiting_for[name]
+                     if other not in seen]
+            chains[name] = seconds[name] + max(after, default=0.0)
+        return chains[name]
+
+    return sorted(names, key=lambda name: -chain(name, frozenset()))
+
+
+def planned_order(contract: Contract, names: Sequence[str]) -> list[str]:
+    """``names`` (gates of ``contract``, in contract order) in the order to start them:
+    ``longest_first`` by the durations recorded for ``contract``, its gates' ``needs``
+    counted."""
+    recorded, _ = read_durations(contract.repo_root, contract_key(contract))
+    return longest_first(names, recorded, {gate.name: gate.needs for gate in contract.gates})
+
+
+# -- the file ---------------------------------------------------------------------------
+
+
+def _read(path: Path | None) -> tuple[list[Entry], str | None]:
+    """The file's entries, or none and a warning (none and no warning if there is no file)."""
+    if path is None:
+        return [], None
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        return [], None
+    except OSError as exc:
+        return [], _ignored(path, f"cannot be read ({exc.strerror or exc})")
+    if len(raw) > MAX_FILE_BYTES:
+        return [], _ignored(path, f"is larger than {MAX_FILE_BYTES} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return [], _ignored(path, "is not UTF-8 text")
+    entries = _parse_layout(text)
+    if entries is not None:
+        return entries, None
+    try:
+        return _parse_json(text), None
+    except ValueError as exc:
+        return [], _ignored(path, str(exc))
+
+
+def _finite(value: float) -> bool:
+    # Not ``math.isfinite``: a commit's run records durations, and imports nothing it can avoid.
+    return value - value == 0  # inf - inf and nan - nan are nan
+
+
+def _ignored(path: Path, problem: str) -> str:
+    return (f"{path}: this file of gate durations {problem}; ignored (shards split by count) "
+            "and rewritten by the next run")
+
+
+def _parse_layout(text: str) -> list[Entry] | None:
+    """The entries of a file in ``render``'s layout with no escaped name; None otherwise."""
+    lines = text.split("\n")
+    if "\\" in text or len(lines) < 3 or lines[0] != _HEAD or lines[-2:] != [_TAIL, ""]:
+        return None
+    body = lines[1:-2]
+    entries: list[Entry] = []
+    for number, line in enumerate(body, 1):
+        if number < len(body):
+            if not line.endswith(","):
+                return None
+            line = line[:-1]
+        # ["contract", "name", seconds]: with no backslash a string holds no quote, so the
+        # quotes and the separators between them are exactly where this expects them.
+        if not (line.startswith('["') and line.endswith("]")):
+            return None
+        strings, _, seconds = line[2:-1].rpartition(", ")
+        owner, separator, name = strings.partition('", "')
+        if not (separator and name.endswith('"')):
+            return None
+        name = name[:-1]
+        value = _seconds_text(seconds)
+        if value is None or '"' in owner or '"' in name or not (
+                owner.isprintable() and name.isprintable()):
+            return None  # a control character is not allowed unescaped: json decides
+        entries.append((owner, name, value))
+    return entries
+
+
+def _seconds_text(text: str) -> float | None:
+    if not text or not text[0].isdigit() or text.strip("0123456789.eE+-"):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if value <= MAX_SECONDS else None
+
+
+def _parse_json(text: str) -> list[Entry]:
+    """The entries of a file laid out otherwise; ``ValueError`` saying what is wrong."""
+    import json
+
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"is not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("version") != VERSION:
+        raise ValueError(f'is not of version {VERSION} (expected {{"version": {VERSION}, '
+                         '"durations": [...]}})')
+    items = data.get("durations")
+    if not isinstance(items, list):
+        raise ValueError('has no "durations" list')
+    entries: list[Entry] = []
+    for item in items:
+        if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str)
+                and isinstance(item[1], str) and isinstance(item[2], (int, float))
+                and not isinstance(item[2], bool) and _finite(item[2])
+                and 0 <= item[2] <= MAX_SECONDS):
+            raise ValueError(f"holds an entry that is not [contract, gate, seconds]: {item!r:.80}")
+        entries.append((item[0], item[1], float(item[2])))
+    return entries
+
+
+def render(entries: Sequence[Entry]) -> str:
+    """The file's text for ``entries``, in the layout ``_parse_layout`` reads."""
+    lines = [f"[{_string(owner)}, {_string(name)}, {value!r}]" for owner, name, value in entries]
+    return _HEAD + "\n" + "".join(line + ",\n" for line in lines[:-1]) + (
+        lines[-1] + "\n" if lines else "") + _TAIL + "\n"
+
+
+def _string(text: str) -> str:
+    """``text`` as a JSON string: as it is when nothing in it needs escaping."""
+    if '"' not in text and "\\" not in text and text.isprintable():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: json escapes it
+            pass
+        else:
+            return f'"{text}"'
+    import json
+
+    return json.dumps(text)
