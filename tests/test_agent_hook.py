@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_verifygate.agents.stop_hook import session_file_stem
+from pytest_verifygate.agents.state import session_file_stem
 from pytest_verifygate.report.digest import TOTAL_BYTES
 from test_digest import code_blocks
 
@@ -211,7 +211,8 @@ def test_repeated_failure_is_noted_and_the_cap_hands_over_to_a_human(project: Pa
     assert "still fail after 2 round(s)" in third.message
     assert "a human must review" in third.message
     assert "`check`" in third.message
-    assert "verifygate run --changed-from HEAD" in third.message
+    start = git(project, "rev-parse", "HEAD").strip()
+    assert f"verifygate run --changed-from {start[:12]}" in third.message
     assert "human must review" in third.stderr
     report = json.loads((project / ".git/verifygate/agent/session-1.report.json").read_text())
     assert report["verdict"] == "failed"
@@ -269,7 +270,8 @@ def test_state_lives_under_the_git_directory_never_in_the_work_tree(project: Pat
     agent_dir = project / ".git" / "verifygate" / "agent"
     states = sorted(p.name for p in agent_dir.iterdir())
     stem = session_file_stem(session)
-    assert states == [f"{stem}.json", f"{stem}.report.json"]
+    assert states == [f"{stem}.json", f"{stem}.report.json", "starts"]
+    assert [p.name for p in (agent_dir / "starts").iterdir()] == [f"{stem}.json"]
     assert "/" not in stem and not stem.startswith(".")
     state = saved_state(project, session)
     assert state["key"] == session
@@ -308,37 +310,61 @@ def test_megabytes_of_backticks_give_a_bounded_reason(project: Path) -> None:
 
 
 @pytest.mark.parametrize(("raw", "expected"), [
-    (b"", "empty input"),
-    (b"   \n", "empty input"),
-    (b"{not json", "input is not JSON"),
-    (b"\xff\xfe{}", "not UTF-8"),
-    (b'["session_id"]', "expected an object"),
-    (b'{"cwd": "/"}', "'session_id' is missing"),
+    (b"", "malformed hook input: empty input"),
+    (b"   \n", "malformed hook input: empty input"),
+    (b"{not json", "malformed hook input: input is not JSON"),
+    (b"\xff\xfe{}", "malformed hook input: input is not UTF-8"),
+    (b'["session_id"]', "malformed hook input: input is JSON list, expected an object"),
+    (b'{"cwd": "/"}', "unrecognised hook input: input without a known 'hook_event_name'"),
+    (b'{"session_id": "s", "cwd": "/", "hook_event_name": "PreToolUse"}',
+     "unrecognised hook input: hook event 'PreToolUse' is not a stop hook payload"),
+])
+def test_input_of_no_agent_lets_it_stop_with_one_line_and_no_answer(raw: bytes,
+                                                                    expected: str) -> None:
+    run = stop(Path("/"), raw=raw)
+    assert run.stdout == ""  # nobody's protocol: nothing on stdout, exit status 0
+    assert run.stderr.count("\n") == 1
+    assert run.stderr.startswith(f"verifygate agent-hook: {expected}")
+    assert run.stderr.rstrip().endswith("the stop is allowed without checking")
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
     (b'{"session_id": 7, "cwd": "/"}', "'session_id' is missing or not a non-empty string"),
     (b'{"session_id": "s"}', "'cwd' is missing"),
     (b'{"session_id": "s", "cwd": "relative/dir"}', "must be an absolute path"),
     (b'{"session_id": "s", "cwd": "/no/such/dir/anywhere"}', "is not a directory"),
     (b'{"session_id": "s", "cwd": "/", "stop_hook_active": "yes"}', "'stop_hook_active'"),
-    (b'{"session_id": "s", "cwd": "/", "hook_event_name": "PreToolUse"}', "'PreToolUse'"),
     (b'{"session_id": "s", "cwd": "/", "agent_id": 3}', "'agent_id' is not a string"),
+    (b'{"session_id": "s", "cwd": "/", "hook_event_name": "Stop", "agent_id": []}',
+     "'agent_id' is not a string"),
 ])
 def test_malformed_payload_allows_the_stop_with_a_clear_message(raw: bytes,
                                                                 expected: str) -> None:
     run = stop(Path("/"), raw=raw)
-    assert "malformed hook input" in run.stderr
+    assert "malformed Claude Code hook input" in run.stderr
     assert expected in run.stderr
     assert not run.blocked
     assert expected in run.message
+    assert "malformed Claude Code hook input" in run.message
 
 
-def test_contract_error_allows_the_stop_and_names_the_problem(project: Path) -> None:
+def test_a_malformed_payload_with_the_agent_named_is_answered_in_its_format() -> None:
+    run = stop(Path("/"), "--agent", "claude", raw=b"{not json")
+    assert "malformed hook input: input is not JSON" in run.message
+
+
+def test_contract_error_blocks_the_stop_and_names_the_problem(project: Path) -> None:
     write(project / "verify.toml", CHECK_GATE + "timeout_secnds = 5\n")
     write(project / "calc.py", BAD)
-    run = stop(project)
-    assert not run.blocked
-    assert "contract error" in run.stderr
-    assert "timeout_secnds" in run.stderr
-    assert "timeout_secnds" in run.message
+    run = stop(project, "--max-rounds", "1")
+    assert run.blocked  # fail closed: an agent that breaks the contract is not let go
+    assert "the verify contract cannot be loaded" in run.reason
+    assert "timeout_secnds" in run.reason
+    assert "contract error" in run.stderr and "timeout_secnds" in run.stderr
+    # The round cap holds for it as for failing gates: then a human decides.
+    handed_over = stop(project, "--max-rounds", "1")
+    assert "still cannot be loaded after 1 round(s)" in handed_over.message
+    assert "timeout_secnds" in handed_over.message
 
 
 def test_missing_contract_allows_the_stop(repo: Path) -> None:

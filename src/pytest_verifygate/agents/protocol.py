@@ -1,0 +1,174 @@
+"""What every agent protocol shares: the payload and decision records, and reading the payload.
+
+Each coding agent speaks its own hook protocol (``claude.py``, ``codex.py``, ``cursor.py``,
+``gemini.py``); ``protocols.py`` tells them apart. All of them are translated into one
+``HookPayload`` for the one verify-on-stop policy (``stop_hook.py``), whose ``Decision`` each
+adapter renders in its agent's format. An ``Adapter`` is what a protocol module offers: its
+payload parser, its renderer, and the hooks ``verifygate install-hook`` writes for it.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from pytest_verifygate.agents.state import SessionState
+
+MAX_PAYLOAD_BYTES = 1 << 20
+
+# The two moments the policy knows, whatever each agent calls them.
+STOP = "stop"
+SESSION_START = "session_start"
+
+
+class PayloadError(Exception):
+    """The hook input is not what the agent's stop hook receives."""
+
+
+class HookPayload(NamedTuple):
+    """What the policy needs from any agent's hook input.
+
+    ``loop_count``: how many times the agent itself says it was already sent back to work in
+    this run (Cursor); None where the agent does not count (the round count is then ours).
+    ``skip_reason``: why this stop must not be checked at all (Cursor: the user aborted it).
+    """
+
+    session_id: str
+    cwd: Path
+    agent: str = "claude"
+    event: str = STOP
+    stop_hook_active: bool = False
+    agent_id: str | None = None
+    loop_count: int | None = None
+    skip_reason: str | None = None
+
+    @property
+    def state_key(self) -> str:
+        """Whose rounds these are: the session, or one subagent of it (parallel subagents
+        share the session id, and must not use up each other's rounds)."""
+        return self.session_id if self.agent_id is None else f"{self.session_id}/{self.agent_id}"
+
+    def rounds_before(self, state: SessionState) -> int:
+        """The failing rounds already behind this stop: the agent's own count where it keeps
+        one (it survives a lost state file, and it restarts when a human prompts again), else
+        the count the policy keeps in ``state``."""
+        return state.rounds if self.loop_count is None else self.loop_count
+
+
+class Decision(NamedTuple):
+    """The policy's answer: block with a reason for the agent, or allow (maybe with a note
+    for the user). ``human_review``: the allow that ends the rounds, whose message says a human
+    must review (an agent without a channel to the user relays it)."""
+
+    block_reason: str | None = None
+    system_message: str | None = None
+    state: SessionState = SessionState()  # immutable, so one shared fresh state is safe
+    human_review: bool = False
+
+
+# (event name in the agent's configuration, the entry to add there): see ``config.py``.
+HookEntry = tuple[str, dict[str, Any]]
+
+
+class Adapter(NamedTuple):
+    """One agent protocol. ``parse``: its payload (a JSON object) into a ``HookPayload``, or
+    ``PayloadError``; ``render``: a ``Decision`` as the exact stdout the agent expects;
+    ``config_file``: its project configuration, relative to the repository root;
+    ``entries``: the hooks ``install-hook`` adds there for a ``verifygate agent-hook`` command
+    and a round cap; ``nested``: whether its events hold matcher groups with a ``hooks`` list
+    (Claude Code, Codex, Gemini CLI) or the commands themselves (Cursor);
+    ``top_level``: keys its configuration must have (Cursor's ``version``)."""
+
+    name: str
+    title: str
+    parse: Callable[[dict[str, Any]], HookPayload]
+    render: Callable[[Decision], str]
+    config_file: str
+    entries: Callable[[str, int], list[HookEntry]]
+    nested: bool = True
+    top_level: Mapping[str, Any] = {}
+    setup_note: str | None = None
+
+
+def json_object(raw: bytes) -> dict[str, Any]:
+    """The hook input as a JSON object; ``PayloadError`` says what is wrong with it."""
+    if not raw.strip():
+        raise PayloadError("empty input: expected the hook's JSON object on stdin")
+    if len(raw) > MAX_PAYLOAD_BYTES:
+        raise PayloadError(f"input larger than {MAX_PAYLOAD_BYTES} bytes: not a hook payload")
+    try:
+        # utf-8-sig: Cursor has been seen to start its payload with a byte-order mark.
+        data = json.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        raise PayloadError("input is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise PayloadError(f"input is not JSON ({exc.msg} at line {exc.lineno} column "
+                           f"{exc.colno})") from None
+    except RecursionError:
+        raise PayloadError("input is JSON nested too deeply to be a hook payload") from None
+    if not isinstance(data, dict):
+        raise PayloadError(f"input is JSON {type(data).__name__}, expected an object")
+    return data
+
+
+def dumps(data: Mapping[str, Any]) -> str:
+    """One JSON object on one line: what every agent reads from a hook's stdout."""
+    return json.dumps(data) + "\n"
+
+
+def session_text(data: Mapping[str, Any], key: str) -> str:
+    """A required, non-empty string field that identifies the session."""
+    value = data.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise PayloadError(f"'{key}' is missing or not a non-empty string")
+    return value
+
+
+def optional_text(data: Mapping[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise PayloadError(f"'{key}' is not a string")
+    return value or None
+
+
+def optional_bool(data: Mapping[str, Any], key: str) -> bool:
+    value = data.get(key, False)
+    if not isinstance(value, bool):
+        raise PayloadError(f"'{key}' is not true or false")
+    return value
+
+
+def directory(value: object, key: str = "cwd") -> Path:
+    """An absolute path to an existing directory, from the payload's ``key``."""
+    if not isinstance(value, str) or not value:
+        raise PayloadError(f"'{key}' is missing or not a string")
+    if not os.path.isabs(value):
+        raise PayloadError(f"'{key}' must be an absolute path, got {value!r}")
+    if not os.path.isdir(value):
+        raise PayloadError(f"'{key}' is not a directory: {value!r}")
+    return Path(value)
+
+
+def event_of(data: Mapping[str, Any], events: Mapping[str, str], default: str | None,
+             register: str) -> str:
+    """The policy's event (``STOP`` / ``SESSION_START``) for the payload's
+    ``hook_event_name``; ``register`` says where to register the hook instead."""
+    name = data.get("hook_event_name", default)
+    if name is None:
+        raise PayloadError("'hook_event_name' is missing")
+    if not isinstance(name, str):
+        raise PayloadError("'hook_event_name' is not a string")
+    if name not in events:
+        raise PayloadError(f"hook event {name!r} is not one this hook handles "
+                           f"({', '.join(events)}): register it for {register}")
+    return events[name]
+
+
+def command_hook(command: str, timeout: int, **extra: Any) -> dict[str, Any]:
+    """A ``{"type": "command", ...}`` hook, the shape Claude Code, Codex and Gemini CLI share."""
+    return {**extra, "type": "command", "command": command, "timeout": timeout}

@@ -1,0 +1,170 @@
+"""A session's starting point: the commit the agent hook compares the session's work with.
+
+Work counts from where the session began, committed or not: an agent that commits its broken
+work leaves a clean work tree, and must not be able to stop for that. The starting point is,
+first that applies:
+
+1. ``--changed-from REF``: the merge base of REF and HEAD, as ``verifygate run`` uses it;
+2. the one recorded for the session: HEAD when its ``SessionStart`` hook ran, or what the first
+   stop the hook saw of the session chose (3 or 4), so that later stops keep it;
+3. the merge base of HEAD with its upstream branch (``@{upstream}``), when there is one;
+4. HEAD (before the first commit: no commit at all, and every file counts).
+
+Records live in ``<git dir>/verifygate/agent/starts/<session>.json`` (never the work tree),
+one per session: a session's subagents share it. An existing record is never replaced, so a
+resumed or compacted session keeps its start.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+from pytest_verifygate.agents.state import session_file_stem
+from pytest_verifygate.changes import git_output
+from pytest_verifygate.errors import ChangeSetError
+from pytest_verifygate.storage import prune_oldest, state_dir, write_atomic
+
+START_VERSION = 1
+KEEP_STARTS = 200
+MAX_START_BYTES = 16 * 1024
+START_SEAL = b"agent-start"  # what a start record's MAC is for (integrity.signed)
+
+# How a starting point was chosen, as messages say it.
+FROM_SESSION_START = "HEAD when the session began"
+FROM_FIRST_STOP = "HEAD at the session's first stop"
+FROM_UPSTREAM = "the merge base with the upstream branch"
+FROM_CHANGED_FROM = "the merge base of --changed-from and HEAD"
+
+
+class StartPoint(NamedTuple):
+    """A session's starting point; ``commit`` None: the repository had no commit then."""
+
+    commit: str | None
+    source: str
+
+    @property
+    def short(self) -> str:
+        return self.commit[:12] if self.commit else "(no commit)"
+
+
+def start_path(repo_root: Path, session_id: str) -> Path:
+    """``<git dir>/verifygate/agent/starts/<session>.json``."""
+    return state_dir(repo_root) / "agent" / "starts" / f"{session_file_stem(session_id)}.json"
+
+
+def record_session_start(repo_root: Path, session_id: str) -> StartPoint:
+    """At ``SessionStart``: record HEAD as the session's start, unless one is recorded."""
+    path = start_path(repo_root, session_id)
+    recorded, problem = _read(path, session_id)
+    if recorded is not None:
+        return recorded
+    if problem is not None:
+        print(f"verifygate agent-hook: {problem}; recording HEAD", file=sys.stderr)
+    start = StartPoint(head_commit(repo_root), FROM_SESSION_START)
+    _write(path, session_id, start)
+    return start
+
+
+def session_start_point(repo_root: Path, session_id: str, changed_from: str | None = None
+                        ) -> tuple[StartPoint, str | None]:
+    """The starting point of a stop's checks, and a warning for the user, if any."""
+    if changed_from:
+        if changed_from.startswith("-"):
+            raise ChangeSetError(f"invalid git ref {changed_from!r}: a ref cannot start with '-'")
+        try:
+            base = git_output(repo_root, "merge-base", changed_from, "HEAD").decode().strip()
+        except ChangeSetError:
+            raise ChangeSetError(f"--changed-from {changed_from}: no merge base with HEAD (an "
+                                 "unknown ref, or no shared history)") from None
+        return StartPoint(base, FROM_CHANGED_FROM), None
+    path = start_path(repo_root, session_id)
+    recorded, warning = _read(path, session_id)
+    if recorded is not None:
+        if recorded.commit is None or _exists(repo_root, recorded.commit):
+            return recorded, None
+        warning = (f"the session's recorded start {recorded.short} is no longer in the "
+                   "repository")
+    if warning is not None:
+        warning += "; starting from the upstream merge base or HEAD instead"
+    start = _upstream_base(repo_root)
+    if start is None:
+        start = StartPoint(head_commit(repo_root), FROM_FIRST_STOP)
+    _write(path, session_id, start)
+    return start, warning
+
+
+def head_commit(repo_root: Path) -> str | None:
+    """HEAD's commit id; None before the first commit."""
+    try:
+        return git_output(repo_root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"
+                          ).decode().strip() or None
+    except ChangeSetError as exc:
+        if "not in a git repository" in str(exc):
+            raise
+        return None  # no commit yet
+
+
+def empty_tree(repo_root: Path) -> str:
+    """The empty tree's id (SHA-1 or SHA-256): the start of a repository without commits."""
+    return git_output(repo_root, "hash-object", "-t", "tree", "/dev/null").decode().strip()
+
+
+def _upstream_base(repo_root: Path) -> StartPoint | None:
+    try:
+        base = git_output(repo_root, "merge-base", "@{upstream}", "HEAD").decode().strip()
+    except ChangeSetError:
+        return None  # no upstream branch (or no shared history with it)
+    return StartPoint(base, FROM_UPSTREAM) if base else None
+
+
+def _exists(repo_root: Path, commit: str) -> bool:
+    try:
+        git_output(repo_root, "cat-file", "-e", f"{commit}^{{commit}}")
+    except ChangeSetError:
+        return False
+    return True
+
+
+def _read(path: Path, session_id: str) -> tuple[StartPoint | None, str | None]:
+    """The recorded start, or None with why it is not used (None: there is none).
+
+    The record decides what an agent's stop is checked against, and whatever can write the
+    work tree can write ``.git``: it is read bounded and never blocking, and believed only
+    with this user's seal (``integrity.signed``) and for this session.
+    """
+    from pytest_verifygate.integrity import StateFileError, is_signed, read_state_file
+
+    try:
+        raw = read_state_file(path, MAX_START_BYTES)
+        if raw is None:
+            return None, None
+        data = json.loads(raw.decode("utf-8"))
+    except (StateFileError, ValueError, RecursionError) as exc:
+        return None, f"ignoring the unreadable session start {path} ({exc})"
+    if not (isinstance(data, dict) and is_signed(START_SEAL, data)
+            and data.get("session_id") == session_id and isinstance(data.get("source"), str)):
+        return None, (f"ignoring the session start {path}: not written by this user's "
+                      "verifygate for this session")
+    commit = data.get("commit")
+    if commit is not None and not (isinstance(commit, str) and commit.isalnum()):
+        return None, f"ignoring the session start {path}: not a commit id"
+    return StartPoint(commit, data["source"]), None
+
+
+def _write(path: Path, session_id: str, start: StartPoint) -> None:
+    from pytest_verifygate.integrity import signed
+
+    data: dict[str, object] = {
+        "version": START_VERSION, "session_id": session_id, "commit": start.commit,
+        "source": start.source, "recorded": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    with contextlib.suppress(OSError):  # without a record, the next stop chooses again
+        write_atomic(path, json.dumps(signed(START_SEAL, data), indent=2) + "\n")
+        with contextlib.suppress(OSError):
+            prune_oldest(path.parent.glob("*.json"), KEEP_STARTS)

@@ -1,0 +1,114 @@
+"""``verifygate install-hook --agent NAME``: write or merge a coding agent's project
+configuration so that it runs ``verifygate agent-hook`` (``agents/config.py`` merges).
+
+The file is the agent's own, at the root of the current git repository
+(``.claude/settings.json``, ``.codex/hooks.json``, ``.cursor/hooks.json``,
+``.gemini/settings.json``). Every existing entry and key is kept; running it twice changes
+nothing the second time; a file that is not JSON (comments included), or not shaped as the
+agent's configuration, is refused with one line and exit status 2, and left as it was. The
+file is replaced atomically, keeping its permissions; it is written as 2-space-indented JSON.
+
+PYTEST_DONT_REWRITE
+"""
+
+import argparse
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from pytest_verifygate.cli.exits import EXIT_OK
+from pytest_verifygate.errors import UsageError
+
+MAX_CONFIG_BYTES = 4 << 20
+NEW_FILE_MODE = 0o644
+
+
+def main(args: argparse.Namespace) -> int:
+    from pytest_verifygate.agents.config import ConfigShapeError, hook_command, merge_hooks
+    from pytest_verifygate.agents.protocols import ADAPTERS
+    from pytest_verifygate.contract import find_repo_root
+
+    adapter = ADAPTERS[args.agent]
+    root = find_repo_root(Path.cwd())
+    if root is None:
+        raise UsageError("install-hook: not in a git repository: run it in the repository the "
+                         "agent works in")
+    path = root / adapter.config_file
+    shown = adapter.config_file
+    config, mode = _read(path, shown)
+    max_rounds = args.max_rounds if args.max_rounds is not None else 3
+    try:
+        merged = merge_hooks(config, adapter, hook_command(adapter.name, args.max_rounds),
+                             max_rounds)
+    except ConfigShapeError as exc:
+        raise UsageError(f"install-hook: {shown}: {exc}: not {adapter.title}'s configuration "
+                         "as documented; fix it by hand, then run install-hook again (the "
+                         "file was left unchanged)") from None
+    prefix = "verifygate install-hook:"
+    if not merged.added:
+        print(f"{prefix} {shown} ({adapter.title}): nothing changed, every hook is there")
+        for line in merged.kept:
+            print(f"  kept   {line}")
+        return EXIT_OK
+    _write(path, shown, json.dumps(config, indent=2, ensure_ascii=False) + "\n", mode)
+    print(f"{prefix} {'updated' if mode is not None else 'created'} {shown} ({adapter.title})")
+    for line in merged.added:
+        print(f"  added  {line}")
+    for line in merged.kept:
+        print(f"  kept   {line}")
+    if adapter.setup_note:
+        print(f"  note   {adapter.setup_note}")
+    return EXIT_OK
+
+
+def _read(path: Path, shown: str) -> tuple[Any, int | None]:
+    """The parsed configuration ({} when there is none) and the file's permissions (None:
+    no file yet). Anything that cannot be read as JSON is refused, never overwritten."""
+    def refuse(problem: str) -> UsageError:
+        return UsageError(f"install-hook: {shown}: {problem}; fix or move it, then run "
+                          "install-hook again (the file was left unchanged)")
+
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return {}, None
+    except OSError as exc:
+        raise refuse(f"cannot read it ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise refuse("not a regular file")
+    if info.st_size > MAX_CONFIG_BYTES:
+        raise refuse(f"larger than {MAX_CONFIG_BYTES} bytes: not a configuration file")
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except OSError as exc:
+        raise refuse(f"cannot read it ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise refuse("not UTF-8 text") from None
+    if not text.strip():
+        return {}, stat.S_IMODE(info.st_mode)
+    try:
+        return json.loads(text), stat.S_IMODE(info.st_mode)
+    except json.JSONDecodeError as exc:
+        raise refuse(f"cannot parse it as JSON ({exc.msg} at line {exc.lineno} column "
+                     f"{exc.colno})") from None
+    except RecursionError:
+        raise refuse("JSON nested too deeply") from None
+
+
+def _write(path: Path, shown: str, text: str, mode: int | None) -> None:
+    from pytest_verifygate.storage import write_atomic
+
+    target = path.resolve() if path.is_symlink() else path  # the link stays a link
+    try:
+        write_atomic(target, text)
+        os.chmod(target, mode if mode is not None else NEW_FILE_MODE & ~_umask())
+    except OSError as exc:
+        raise UsageError(f"install-hook: cannot write {shown}: {exc.strerror or exc}") from None
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current

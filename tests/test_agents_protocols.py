@@ -1,0 +1,318 @@
+"""``verifygate agent-hook`` in each agent's own protocol: Claude Code, Codex CLI, Cursor and
+Gemini CLI payloads, as their documentation shapes them, on real repositories with real gates.
+
+Every agent gets the same policy: the same gates and digest for the same change, the same round
+cap and hand-over to a human, the same fail-closed contract errors; only the wire format
+differs (``block``/``reason``, ``followup_message``, ``deny``/``reason``).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from test_agent_hook import BAD, CHECK, CHECK_GATE, GOOD, HOOK, contract
+
+from conftest import commit_all, git, write
+
+# A failing gate whose output is the same on every run: the digests of two agents can be
+# compared byte for byte.
+STEADY_GATE = contract('[[gate]]\nname = "steady"\ncommand = [PY, "-c", '
+                       '"import sys; print(\'calc.py:2: error: wrong sign\'); sys.exit(1)"]\n'
+                       'when_changed = ["*.py"]\n')
+
+
+def claude(cwd: Path, session: str, *, active: bool = False, event: str = "Stop",
+           **extra: Any) -> dict[str, Any]:
+    return {"session_id": session, "transcript_path": "/nonexistent/transcript.jsonl",
+            "cwd": str(cwd), "permission_mode": "default", "hook_event_name": event,
+            "stop_hook_active": active, **extra}
+
+
+def codex(cwd: Path, session: str, *, active: bool = False, event: str = "Stop",
+          **extra: Any) -> dict[str, Any]:
+    # Codex's stop.command.input schema: every key required.
+    return {"session_id": session, "turn_id": "turn-7", "transcript_path": None,
+            "cwd": str(cwd), "hook_event_name": event, "model": "gpt-5-codex",
+            "permission_mode": "default", "stop_hook_active": active,
+            "last_assistant_message": "Done: the sign is fixed.", **extra}
+
+
+def cursor(cwd: Path, session: str, *, loop_count: int = 0, status: str = "completed",
+           **extra: Any) -> dict[str, Any]:
+    return {"conversation_id": session, "generation_id": "gen-42", "model": "claude-4-sonnet",
+            "hook_event_name": "stop", "cursor_version": "1.7.2",
+            "workspace_roots": [str(cwd)], "user_email": "dev@example.invalid",
+            "status": status, "loop_count": loop_count, **extra}
+
+
+def gemini(cwd: Path, session: str, *, active: bool = False, event: str = "AfterAgent",
+           **extra: Any) -> dict[str, Any]:
+    payload = {"session_id": session, "transcript_path": "/nonexistent/session.json",
+               "cwd": str(cwd), "hook_event_name": event, "timestamp": "2025-12-01T10:30:00Z"}
+    if event == "AfterAgent":
+        payload |= {"prompt": "Fix the sign in calc.py", "prompt_response": "Done.",
+                    "stop_hook_active": active}
+    return payload | extra
+
+
+PAYLOADS: dict[str, Callable[..., dict[str, Any]]] = {
+    "claude": claude, "codex": codex, "cursor": cursor, "gemini": gemini}
+AGENTS = list(PAYLOADS)
+TITLES = {"claude": "Claude Code", "codex": "Codex CLI", "cursor": "Cursor", "gemini": "Gemini CLI"}
+
+
+class Answer:
+    """One run of the hook: exit status, stdout (parsed when it holds JSON), stderr."""
+
+    def __init__(self, done: subprocess.CompletedProcess[bytes]) -> None:
+        self.returncode = done.returncode
+        self.stdout = done.stdout.decode()
+        self.stderr = done.stderr.decode()
+        assert self.returncode == 0, self
+        assert "Traceback" not in self.stderr, self.stderr
+        self.json: dict[str, Any] | None = None
+        if self.stdout:
+            # One JSON object on one line, and nothing else (Gemini CLI requires it).
+            assert self.stdout.endswith("\n") and self.stdout.count("\n") == 1, self.stdout
+            self.json = json.loads(self.stdout)
+
+    def __repr__(self) -> str:
+        return f"Answer({self.returncode}, {self.stdout!r}, {self.stderr!r})"
+
+
+def run_hook(payload: dict[str, Any] | bytes, *args: str, cwd: Path | None = None) -> Answer:
+    raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    done = subprocess.run([*HOOK, *args], input=raw, capture_output=True, timeout=120,
+                          cwd=cwd or Path(__file__).parent, check=False)
+    return Answer(done)
+
+
+def stop(agent: str, repo: Path, *args: str, session: str = "s-1", **fields: Any) -> Answer:
+    return run_hook(PAYLOADS[agent](repo, session, **fields), *args)
+
+
+def blocking_reason(agent: str, answer: Answer) -> str:
+    """The reason an answer blocks with, checking the exact fields of the agent's format."""
+    data = answer.json
+    assert data is not None, answer
+    if agent in ("claude", "codex"):
+        assert set(data) == {"decision", "reason"} and data["decision"] == "block", data
+    elif agent == "gemini":
+        assert set(data) == {"decision", "reason"} and data["decision"] == "deny", data
+    else:
+        assert set(data) == {"followup_message"}, data
+        return str(data["followup_message"])
+    return str(data["reason"])
+
+
+def assert_allowed_silently(agent: str, answer: Answer) -> None:
+    if agent in ("claude", "codex"):
+        assert answer.stdout == "", answer
+    else:
+        assert answer.json == {}, answer
+
+
+@pytest.fixture
+def project(repo: Path) -> Path:
+    write(repo / "check.py", CHECK)
+    write(repo / "verify.toml", CHECK_GATE)
+    write(repo / "calc.py", GOOD)
+    commit_all(repo)
+    return repo
+
+
+# --------------------------------------------------------------------------------------------
+# failing, passing and capped rounds, in each agent's format
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_failing_round_blocks_in_the_agents_format(agent: str, project: Path) -> None:
+    write(project / "calc.py", BAD)
+    reason = blocking_reason(agent, stop(agent, project))
+    assert reason.startswith("verifygate blocked this stop (round 1 of 3): the verify contract's "
+                             "gates fail on your changes.")
+    assert "### `check` failed: command_failed, exit status 1" in reason
+    assert "calc.py:1: error: bug found" in reason
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_passing_round_lets_the_agent_stop(agent: str, project: Path) -> None:
+    write(project / "calc.py", GOOD + "# reviewed\n")
+    answer = stop(agent, project)
+    assert_allowed_silently(agent, answer)
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini"])
+def test_the_cap_hands_the_work_to_a_human(agent: str, project: Path) -> None:
+    write(project / "calc.py", BAD)
+    first = stop(agent, project, "--max-rounds", "2")
+    assert "round 1 of 2" in blocking_reason(agent, first)
+    second = stop(agent, project, "--max-rounds", "2", active=True)
+    assert "round 2 of 2" in blocking_reason(agent, second)
+    capped = stop(agent, project, "--max-rounds", "2", active=True)
+    assert capped.json is not None and set(capped.json) == {"systemMessage"}, capped
+    message = capped.json["systemMessage"]
+    assert "gates still fail after 2 round(s) of fixes (`check`)" in message
+    assert "a human must review" in message
+    assert "a human must review" in capped.stderr
+    # A human sends the agent back: a fresh set of rounds.
+    assert "round 1 of 2" in blocking_reason(agent, stop(agent, project, "--max-rounds", "2"))
+
+
+def test_cursor_counts_the_rounds_with_loop_count(project: Path) -> None:
+    write(project / "calc.py", BAD)
+    first = stop("cursor", project, "--max-rounds", "2", loop_count=0)
+    assert "round 1 of 2" in blocking_reason("cursor", first)
+    # Cursor's own count decides, whatever this conversation's state says: a conversation
+    # the hook never saw, one follow-up into its run, is in its second round.
+    other = stop("cursor", project, "--max-rounds", "2", session="s-2", loop_count=1)
+    assert "round 2 of 2" in blocking_reason("cursor", other)
+    assert "This is the last round" in blocking_reason("cursor", other)
+    # At the cap the hand-over goes to the agent, to relay: the stop hook's only channel.
+    capped = stop("cursor", project, "--max-rounds", "2", loop_count=2)
+    handed_over = blocking_reason("cursor", capped)
+    assert handed_over.startswith("verifygate: gates still fail after 2 round(s) of fixes")
+    assert "a human must review" in handed_over
+    assert "Do not try another fix for these failures. Stop now, and tell the user" in handed_over
+    # The agent relays it and stops again: let it go, without running the gates again.
+    write(project / "verify.toml", CHECK_GATE.replace('"check.py"', '"check.py", "ran.txt"'))
+    after = stop("cursor", project, "--max-rounds", "2", loop_count=3)
+    assert after.json == {}
+    assert "already sent back 3 time(s) in this run" in after.stderr
+    assert not (project / "ran.txt").exists()
+    # The user prompts again (Cursor's count restarts): fresh rounds.
+    assert "round 1 of 2" in blocking_reason(
+        "cursor", stop("cursor", project, "--max-rounds", "2", loop_count=0))
+
+
+@pytest.mark.parametrize("status", ["aborted", "error"])
+def test_cursor_never_overrules_a_stop_the_user_aborted(status: str, project: Path) -> None:
+    write(project / "calc.py", BAD)
+    write(project / "verify.toml", CHECK_GATE.replace('"check.py"', '"check.py", "ran.txt"'))
+    answer = stop("cursor", project, status=status)
+    assert answer.json == {}
+    assert f"status {status!r}" in answer.stderr
+    assert not (project / "ran.txt").exists()
+
+
+def test_every_agent_gets_the_same_digest_for_the_same_change(repo: Path) -> None:
+    write(repo / "verify.toml", STEADY_GATE)
+    write(repo / "calc.py", GOOD)
+    commit_all(repo)
+    write(repo / "calc.py", BAD)
+    reasons = {agent: blocking_reason(agent, stop(agent, repo, session=f"same-{agent}"))
+               for agent in AGENTS}
+    assert len(set(reasons.values())) == 1, reasons
+    assert "calc.py:2: error: wrong sign" in reasons["claude"]
+
+
+# --------------------------------------------------------------------------------------------
+# fail closed, and what is not a payload
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_an_unreadable_contract_blocks_every_agent(agent: str, project: Path) -> None:
+    write(project / "verify.toml", CHECK_GATE + "timeout_secnds = 5\n")
+    reason = blocking_reason(agent, stop(agent, project))
+    assert "the verify contract cannot be loaded" in reason
+    assert "timeout_secnds" in reason
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"hook_event_name": "PreToolUse", "session_id": "s", "cwd": "/"}',
+    b'{"event": "stop", "id": 3}',
+    b"[1, 2]",
+    b"not json at all",
+    b"",
+])
+def test_an_unknown_payload_gets_one_line_and_lets_the_agent_go(raw: bytes) -> None:
+    answer = run_hook(raw)
+    assert answer.stdout == ""
+    lines = answer.stderr.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("verifygate agent-hook: ")
+    assert "the stop is allowed" in lines[0]
+
+
+def test_the_unknown_event_is_named(tmp_path: Path) -> None:
+    answer = run_hook({"hook_event_name": "PreToolUse", "session_id": "s", "cwd": str(tmp_path)})
+    assert "unrecognised hook input: hook event 'PreToolUse'" in answer.stderr
+
+
+@pytest.mark.parametrize(("agent", "payload", "expected"), [
+    ("cursor", b'{"conversation_id": "c", "loop_count": -1}', "'loop_count' is not a count"),
+    ("cursor", b'{"hook_event_name": "stop", "loop_count": 0}', "'conversation_id' is missing"),
+    ("gemini", b'{"hook_event_name": "AfterAgent", "session_id": "s", "cwd": "/", '
+               b'"prompt_response": 7}', "'prompt_response' is not a string"),
+    ("codex", b'{"hook_event_name": "Stop", "turn_id": "t", "cwd": "/"}',
+     "'session_id' is missing"),
+])
+def test_a_malformed_payload_of_a_known_agent_is_answered_in_its_format(
+        agent: str, payload: bytes, expected: str) -> None:
+    answer = run_hook(payload)
+    assert f"malformed {TITLES[agent]} hook input: {expected}" in answer.stderr
+    if agent == "cursor":
+        assert answer.json == {}
+    elif agent == "gemini":
+        assert answer.json is not None and set(answer.json) == {"systemMessage"}
+    else:
+        assert answer.json is not None and expected in answer.json["systemMessage"]
+
+
+# --------------------------------------------------------------------------------------------
+# recognising the agent, and --agent
+
+
+def test_agent_overrides_what_the_payload_looks_like(project: Path) -> None:
+    write(project / "calc.py", BAD)
+    # A Claude-shaped payload, answered as Gemini CLI expects because the hook was told so.
+    answer = run_hook(claude(project, "told", event="AfterAgent"), "--agent", "gemini")
+    assert blocking_reason("gemini", answer).startswith("verifygate blocked this stop")
+    # A Cursor payload without an event name.
+    bare = {"conversation_id": "bare", "workspace_roots": [str(project)], "loop_count": 0}
+    assert "round 1 of 3" in blocking_reason("cursor", run_hook(bare, "--agent", "cursor"))
+
+
+def test_cursor_payload_with_a_byte_order_mark_and_no_roots(project: Path) -> None:
+    write(project / "calc.py", BAD)
+    payload = {"conversation_id": "bom", "hook_event_name": "stop", "status": "completed",
+               "loop_count": 0}
+    # Cursor runs project hooks from the project root: that is the repository then.
+    answer = run_hook(b"\xef\xbb\xbf" + json.dumps(payload).encode(), cwd=project)
+    assert "round 1 of 3" in blocking_reason("cursor", answer)
+
+
+@pytest.mark.parametrize("agent", ["codex", "gemini"])
+def test_session_start_records_the_start_in_each_protocol(agent: str, project: Path) -> None:
+    head = git(project, "rev-parse", "HEAD").strip()
+    started = stop(agent, project, event="SessionStart", source="startup")
+    if agent == "gemini":
+        assert started.json == {}  # stdout holds only JSON
+    else:
+        assert started.stdout == ""  # it would become the agent's context
+    write(project / "calc.py", BAD)
+    commit_all(project, "the agent commits broken work")
+    reason = blocking_reason(agent, stop(agent, project))
+    assert f"every change since HEAD when the session began ({head[:12]})" in reason
+
+
+def test_codex_subagents_get_their_own_rounds(project: Path) -> None:
+    write(project / "calc.py", BAD)
+    assert "round 1 of 3" in blocking_reason("codex", stop("codex", project))
+    sub = stop("codex", project, event="SubagentStop", agent_id="worker-1",
+               agent_type="default", agent_transcript_path=None)
+    assert "round 1 of 3" in blocking_reason("codex", sub)
+    assert "round 2 of 3" in blocking_reason("codex", stop("codex", project))
+
+
+def test_the_agent_flag_takes_only_known_agents(tmp_path: Path) -> None:
+    done = subprocess.run([*HOOK, "--agent", "copilot"], input=b"{}", capture_output=True,
+                          cwd=tmp_path, check=False)
+    assert done.returncode == 1  # a usage error the user sees, never a block
+    assert b"invalid choice: 'copilot'" in done.stderr

@@ -1,0 +1,215 @@
+"""``verifygate install-hook --agent NAME``: each agent's configuration written, or merged into
+a real file of that agent's documented shape, idempotently, never over a file it cannot parse.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_verifygate.agents.protocols import AGENT_NAMES
+from pytest_verifygate.cli.parser import AGENTS, build_parser
+from test_agent_hook import BAD, CHECK, CHECK_GATE, GOOD, HOOK
+from test_agents_protocols import PAYLOADS
+
+from conftest import commit_all, write
+
+_SCRIPT = Path(sys.executable).with_name("verifygate")
+VERIFYGATE = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m",
+                                                       "pytest_verifygate.cli"]
+FILES = {"claude": ".claude/settings.json", "codex": ".codex/hooks.json",
+         "cursor": ".cursor/hooks.json", "gemini": ".gemini/settings.json"}
+
+
+def install(cwd: Path, *args: str, status: int = 0) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([*VERIFYGATE, "install-hook", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == status, done
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+def config(repo: Path, agent: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((repo / FILES[agent]).read_text())
+    return data
+
+
+def claude_hook(timeout: int, agent: str = "claude") -> dict[str, Any]:
+    return {"hooks": [{"type": "command", "command": f"verifygate agent-hook --agent {agent}",
+                       "timeout": timeout}]}
+
+
+def gemini_hook(name: str, timeout: int) -> dict[str, Any]:
+    return {"matcher": "*", "hooks": [{"name": name, "type": "command",
+                                       "command": "verifygate agent-hook --agent gemini",
+                                       "timeout": timeout}]}
+
+
+# What a new configuration holds: each agent's documented shape.
+FRESH = {
+    "claude": {"hooks": {"SessionStart": [claude_hook(30)], "Stop": [claude_hook(900)],
+                         "SubagentStop": [claude_hook(900)]}},
+    "codex": {"hooks": {"SessionStart": [claude_hook(30, "codex")],
+                        "Stop": [claude_hook(900, "codex")]}},
+    "cursor": {"version": 1, "hooks": {"stop": [
+        {"command": "verifygate agent-hook --agent cursor", "loop_limit": 4}]}},
+    "gemini": {"hooks": {"SessionStart": [gemini_hook("verifygate-session-start", 30000)],
+                         "AfterAgent": [gemini_hook("verifygate", 900000)]}},
+}
+
+# Files as each agent's documentation shows them, with hooks and settings of their own.
+EXISTING = {
+    "claude": {
+        "permissions": {"allow": ["Bash(npm run lint)"], "deny": ["Read(./.env)"]},
+        "env": {"FOO": "bar"},
+        "hooks": {
+            "PreToolUse": [{"matcher": "Bash", "hooks": [
+                {"type": "command", "command": "./scripts/guard.sh"}]}],
+            "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+        },
+    },
+    "codex": {"hooks": {"Stop": [{"hooks": [
+        {"type": "command", "command": "uvx codhc ruff check --fix", "timeout": 30}]}]}},
+    "cursor": {"version": 1, "hooks": {
+        "afterFileEdit": [{"command": "./hooks/format.sh"}],
+        "stop": [{"command": "./hooks/audit.sh"}],
+    }},
+    "gemini": {
+        "general": {"vimMode": True},
+        "tools": {"enableHooks": True},
+        "hooks": {
+            "BeforeTool": [{"matcher": "write_file|replace", "hooks": [
+                {"name": "secret-scanner", "type": "command",
+                 "command": "$GEMINI_PROJECT_DIR/.gemini/hooks/scan.sh", "timeout": 5000}]}],
+            "disabled": ["secret-scanner"],
+        },
+    },
+}
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_new_configuration_has_the_agents_documented_shape(agent: str, repo: Path) -> None:
+    done = install(repo, "--agent", agent)
+    assert config(repo, agent) == FRESH[agent]
+    assert done.stdout.startswith(f"verifygate install-hook: created {FILES[agent]}")
+    assert "added" in done.stdout
+    assert oct((repo / FILES[agent]).stat().st_mode & 0o777) == oct(0o644 & ~_umask())
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_merging_keeps_every_existing_entry_and_key(agent: str, repo: Path) -> None:
+    path = write(repo / FILES[agent], json.dumps(EXISTING[agent], indent=4))
+    path.chmod(0o640)
+    install(repo, "--agent", agent)
+    merged = config(repo, agent)
+    for key, value in EXISTING[agent].items():
+        if key != "hooks":
+            assert merged[key] == value
+    for event, entries in EXISTING[agent]["hooks"].items():
+        assert merged["hooks"][event][:len(entries)] == entries  # kept, first, unchanged
+    for event, entries in FRESH[agent]["hooks"].items():
+        assert merged["hooks"][event][-1] == entries[-1]  # ours, appended
+    assert path.stat().st_mode & 0o777 == 0o640
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_installing_twice_is_installing_once(agent: str, repo: Path) -> None:
+    write(repo / FILES[agent], json.dumps(EXISTING[agent]))
+    install(repo, "--agent", agent)
+    once = (repo / FILES[agent]).read_bytes()
+    again = install(repo, "--agent", agent)
+    assert (repo / FILES[agent]).read_bytes() == once
+    assert "nothing changed" in again.stdout
+    assert "kept" in again.stdout and "added" not in again.stdout
+
+
+def test_an_existing_agent_hook_with_other_flags_is_kept(repo: Path) -> None:
+    mine = "/opt/venv/bin/verifygate agent-hook --max-rounds 5"
+    write(repo / FILES["claude"], json.dumps({"hooks": {"Stop": [
+        {"hooks": [{"type": "command", "command": mine}]}]}}))
+    done = install(repo, "--agent", "claude")
+    hooks = config(repo, "claude")["hooks"]
+    assert [hook["command"] for entry in hooks["Stop"] for hook in entry["hooks"]] == [mine]
+    assert f"kept   Stop: already runs `{mine}`" in done.stdout
+    assert "added  SessionStart" in done.stdout and "added  SubagentStop" in done.stdout
+
+
+def test_the_round_cap_reaches_the_command_and_cursors_loop_limit(repo: Path) -> None:
+    install(repo, "--agent", "cursor", "--max-rounds", "5")
+    (stop,) = config(repo, "cursor")["hooks"]["stop"]
+    assert stop == {"command": "verifygate agent-hook --agent cursor --max-rounds 5",
+                    "loop_limit": 6}
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ('{"hooks": ', "cannot parse it as JSON (Expecting value at line 1 column 11)"),
+    ('{\n  // comments are not JSON\n  "hooks": {}\n}', "cannot parse it as JSON"),
+    ("[1, 2]", "it holds a JSON list, not an object"),
+    ('{"hooks": []}', "'hooks' is not an object"),
+    ('{"hooks": {"Stop": {"command": "x"}}}', "'hooks.Stop' is not a list"),
+])
+def test_a_file_it_cannot_parse_is_refused_and_left_unchanged(text: str, problem: str,
+                                                              repo: Path) -> None:
+    path = write(repo / FILES["codex"], text)
+    done = install(repo, "--agent", "codex", status=2)
+    assert path.read_text() == text
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1
+    assert done.stderr.startswith(f"verifygate: error: install-hook: .codex/hooks.json: "
+                                  f"{problem}")
+    assert "the file was left unchanged" in done.stderr
+
+
+def test_it_writes_at_the_repository_root_and_only_in_a_repository(repo: Path,
+                                                                   tmp_path: Path) -> None:
+    (repo / "sub" / "dir").mkdir(parents=True)
+    install(repo / "sub" / "dir", "--agent", "gemini")
+    assert (repo / ".gemini" / "settings.json").is_file()
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    done = install(outside, "--agent", "gemini", status=2)
+    assert "not in a git repository" in done.stderr
+    assert not (outside / ".gemini").exists()
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_the_installed_command_is_the_hook_that_blocks(agent: str, repo: Path) -> None:
+    """The command written into the configuration, run as the agent would run it."""
+    install(repo, "--agent", agent)
+    write(repo / "check.py", CHECK)
+    write(repo / "verify.toml", CHECK_GATE)
+    write(repo / "calc.py", GOOD)
+    commit_all(repo)
+    write(repo / "calc.py", BAD)
+    data = config(repo, agent)["hooks"]
+    event = {"claude": "Stop", "codex": "Stop", "cursor": "stop", "gemini": "AfterAgent"}[agent]
+    entry = data[event][-1]
+    command = (entry["hooks"][0] if "hooks" in entry else entry)["command"]
+    words = shlex.split(command)
+    assert words[:2] == ["verifygate", "agent-hook"]
+    build_parser("agent-hook").parse_args(words[1:])
+    payload = PAYLOADS[agent](repo, "s")
+    done = subprocess.run([*HOOK, *words[2:]], input=json.dumps(payload), text=True,
+                          capture_output=True, cwd=repo, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    key = {"claude": "reason", "codex": "reason", "cursor": "followup_message",
+           "gemini": "reason"}[agent]
+    assert answer[key].startswith("verifygate blocked this stop (round 1 of 3)")
+
+
+def test_the_parser_knows_every_agent_the_hook_speaks() -> None:
+    assert AGENTS == AGENT_NAMES
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
