@@ -1,0 +1,164 @@
+"""What the MCP server's tools do, without the MCP SDK: plans, reports and their texts.
+
+``verifygate mcp`` (``mcp_server.py``) binds these to the protocol. Every call reads the
+contract from the repository again (``engine.prepare``), so an edited contract counts at
+once. Gates are asked for by name and looked up in the contract, never run as commands: a
+name the contract does not have is refused with the names it has. The change set of a call
+is, with ``changed_only`` (the default): everything since ``merge-base(changed_from, HEAD)``
+when ``changed_from`` is given, else the working tree against HEAD plus untracked files; with
+``changed_only`` false, every gate applies (``verifygate run --all``).
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from pytest_verifygate import codes
+from pytest_verifygate.errors import UsageError
+
+if TYPE_CHECKING:
+    from pytest_verifygate.engine import Plan
+    from pytest_verifygate.runner.records import GateResult
+
+NOT_ASKED_FOR = "not among the gates asked for"
+EXPLAIN_BYTES = 16384  # one gate's explanation: a whole digest's worth of its output's end
+
+
+class Answer(NamedTuple):
+    """A tool's answer: text for the agent, and the same as data (structured content)."""
+
+    text: str
+    data: dict[str, Any]
+    is_error: bool = False
+
+
+class GateTools:
+    """The tools of one server: its repository, its contract option, its last report."""
+
+    def __init__(self, root: Path, contract: str | None = None) -> None:
+        self.root = root
+        self.contract = contract
+        self.last_report: dict[str, Any] | None = None
+
+    # -- planning ------------------------------------------------------------------------
+
+    def plan(self, *, names: Sequence[str] | None = None, roles: Sequence[str] | None = None,
+             changed_only: bool = True, changed_from: str | None = None) -> Plan:
+        """The engine's plan for a call; with ``names``, only those gates stay selected."""
+        from pytest_verifygate.changes import ChangeRequest
+        from pytest_verifygate.engine import RunRequest, prepare
+        from pytest_verifygate.selection import asked_roles
+
+        if not changed_only:
+            changes = ChangeRequest(all=True)
+        elif changed_from:
+            changes = ChangeRequest(changed_from=changed_from)
+        else:
+            changes = ChangeRequest(worktree=True)
+        plan = prepare(RunRequest(contract=self.contract, start=self.root, changes=changes,
+                                  role=asked_roles(roles, os.environ)))
+        if not names:
+            return plan
+        known = [gate.name for gate in plan.contract.gates]
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            raise UsageError(f"no gate named {', '.join(map(repr, unknown))} in "
+                             f"{_contract_name(plan)}; its gates: {', '.join(known)}")
+        wanted = set(names)
+        return plan._replace(selections=tuple(
+            selection._replace(selected=False, reason=NOT_ASKED_FOR)
+            if selection.selected and selection.gate.name not in wanted else selection
+            for selection in plan.selections))
+
+    def list_gates(self, plan: Plan) -> Answer:
+        """Every gate: whether it applies to the change, and why (``verifygate list``)."""
+        from pytest_verifygate.cli.listing import listed_gates
+
+        rows = listed_gates(plan)
+        changes = plan.changes
+        head = (f"{_contract_name(plan)}: {len(plan.selected)} of {len(plan.selections)} "
+                f"gate(s) apply (changes: {changes.describe()})")
+        lines = [head, *(f"- {row['mark']} {row['name']}: {row['reason']}" for row in rows)]
+        data = {"contract": _contract_name(plan),
+                "changes": {"source": changes.source, "ref": changes.ref,
+                            "files": list(changes.files)},
+                "gates": [{key: row[key] for key in ("name", "selected", "runs", "reason")}
+                          for row in rows]}
+        return Answer("\n".join(lines) + "\n", data)
+
+    # -- running -------------------------------------------------------------------------
+
+    def finish(self, plan: Plan, results: Sequence[GateResult], hook: Any,
+               interrupted: bool = False) -> dict[str, Any]:
+        """The JSON report of a finished run (remembered for ``explain_failure``)."""
+        from pytest_verifygate import engine
+
+        run = engine.RunResult(plan.contract, plan.changes, plan.selections, tuple(results),
+                               interrupted)
+        engine.record(run)
+        report = engine.report(run, hook)
+        self.last_report = report
+        return report
+
+    def run_answer(self, plan: Plan, report: dict[str, Any],
+                   names: Sequence[str] | None = None) -> Answer:
+        """The verdict, each gate's outcome and code, and the agent digest."""
+        from pytest_verifygate.report.digest import to_digest
+        from pytest_verifygate.report.words import outcome_counts
+
+        lines = [f"verdict: {report['verdict']} ({outcome_counts(report['summary'])})"]
+        for gate in report["gates"]:
+            code = f" [{gate['code']}]" if gate.get("code") else ""
+            reason = f" ({gate['reason']})" if gate.get("reason") else ""
+            lines.append(f"- {gate['name']}: {gate['outcome']}{code}{reason}")
+        ran = {gate["name"] for gate in report["gates"]}
+        for selection in plan.selections:
+            if names and selection.gate.name in names and selection.gate.name not in ran:
+                lines.append(f"- {selection.gate.name}: not run: {selection.reason}")
+        digest = to_digest(report, root=str(plan.contract.repo_root))
+        return Answer("\n".join(lines) + "\n\n" + digest, report)
+
+    def explain(self, name: str, report: dict[str, Any], root: Path,
+                source: str) -> Answer:
+        """One gate's classified failure and the end of its output, from ``report``."""
+        from pytest_verifygate.report.digest import gate_digest
+
+        entry = next((gate for gate in report["gates"] if gate["name"] == name), None)
+        if entry is None:
+            reason = next((item["reason"] for item in report.get("not_selected", [])
+                           if item["name"] == name), "it was not selected")
+            return Answer(f"gate `{name}` did not run ({source}): {reason}. Pass "
+                          "changed_only=false to run it whatever changed.\n",
+                          {"name": name, "ran": False, "reason": reason})
+        if entry["outcome"] != codes.FAILED:
+            why = f": {entry['reason']}" if entry.get("reason") else ""
+            return Answer(f"gate `{name}` {entry['outcome']} ({source}){why}: nothing to "
+                          "explain.\n", entry)
+        text = gate_digest(entry, root=str(root), budget=EXPLAIN_BYTES)
+        if entry.get("log_path"):
+            text += f"\nFull log: {entry['log_path']}"
+        return Answer(f"gate `{name}` failed ({source}).\n\n{text}\n", entry)
+
+    def remembered(self, name: str) -> dict[str, Any] | None:
+        """The last report this server produced, if it has an entry for gate ``name``."""
+        report = self.last_report
+        if report is not None and any(gate["name"] == name for gate in report["gates"]):
+            return report
+        return None
+
+
+def progress_message(result: GateResult) -> str:
+    """What one finished gate's progress notification says."""
+    code = f" [{result.code}]" if result.outcome == codes.FAILED and result.code else ""
+    return f"{result.name}: {result.outcome}{code}"
+
+
+def _contract_name(plan: Plan) -> str:
+    from pytest_verifygate.contract import posix_relative
+
+    return posix_relative(plan.contract.path, plan.contract.repo_root)
