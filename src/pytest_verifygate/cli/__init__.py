@@ -5,6 +5,8 @@ the engine's one door (``engine.prepare`` / ``engine.run`` / ``engine.report``);
 holds every option, ``exits`` the statuses (0 passed/pending/unverified, 1 a gate failed,
 2 contract or usage error, 130 interrupted). It never imports pytest: this is what pre-commit
 and coding agents call, so start-up time matters.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn, TextIO, cast
 
 from pytest_verifygate.cli.exits import EXIT_FLUSH_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from pytest_verifygate.cli.parser import COMMANDS, build_parser
@@ -27,6 +29,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pytest_verifygate.errors import VerifyGateError
 
     command = importlib.import_module(f"pytest_verifygate.cli.{COMMANDS[args.command]}")
+    stdout = sys.stdout
+    sys.stdout = cast(TextIO, QuietPipe(stdout))
     try:
         code: int = command.main(args)
     except VerifyGateError as exc:
@@ -35,7 +39,55 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("verifygate: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    finally:
+        sys.stdout = stdout
     return code
+
+
+class QuietPipe:
+    """stdout that ends quietly when its reader goes away (``verifygate list | head``).
+
+    The first write or flush that meets a closed pipe points the descriptor at /dev/null
+    (what Python's documentation advises for SIGPIPE), so that neither later writes, nor a
+    progress line written by a gate's thread, nor the flush at exit raise ``BrokenPipeError``:
+    the gates still finish, reports are still written and the exit status is the verdict's.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self.closed_by_reader = False
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._reader_gone()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._reader_gone()
+
+    def _reader_gone(self) -> None:
+        self.closed_by_reader = True
+        silence(self._stream)
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, ...
+        return getattr(self._stream, name)
+
+
+def silence(stream: TextIO) -> None:
+    """Point ``stream``'s descriptor at /dev/null: what is still buffered goes nowhere."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, stream.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError):  # no descriptor (a test's StringIO): nothing to point
+        pass
 
 
 def console_main() -> NoReturn:
@@ -52,7 +104,7 @@ def console_main() -> NoReturn:
         try:
             stream.flush()
         except BrokenPipeError:  # the reader went away: nothing is left to deliver
-            pass
+            silence(stream)  # nor left to fail again at the interpreter's exit
         except (OSError, ValueError):  # output lost (a full disk): the status says so
             status = status or EXIT_FLUSH_FAILED
     if _teardown_needed():

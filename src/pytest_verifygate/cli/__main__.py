@@ -1,4 +1,7 @@
-"""``python -m pytest_verifygate.cli``: the ``verifygate`` command."""
+"""``python -m pytest_verifygate.cli``: the ``verifygate`` command.
+
+PYTEST_DONT_REWRITE
+"""
 
 from pytest_verifygate.cli import console_main
 

@@ -1,4 +1,7 @@
-"""The ``verifygate`` command's exit statuses (SPEC 6.2), named once for every subcommand."""
+"""The ``verifygate`` command's exit statuses (SPEC 6.2), named once for every subcommand.
+
+PYTEST_DONT_REWRITE
+"""
 
 EXIT_OK = 0  # verdict passed, pending or unverified
 EXIT_FAILED = 1  # a gate failed (or fail_when_unverified)

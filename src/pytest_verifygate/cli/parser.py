@@ -2,6 +2,8 @@
 
 Each subcommand names the module of ``pytest_verifygate.cli`` that carries it out (as
 pre-commit's ``commands/``); ``main`` imports only that one.
+
+PYTEST_DONT_REWRITE
 """
 
 import argparse
@@ -13,7 +15,12 @@ from pytest_verifygate import __version__, options
 from pytest_verifygate.cli.exits import EXIT_USAGE, HOOK_USAGE_STATUS
 
 # Subcommand -> the module under ``pytest_verifygate.cli`` whose ``main(args)`` runs it.
-COMMANDS = {"run": "run", "list": "listing", "agent-hook": "agent_hook"}
+COMMANDS = {"run": "run", "list": "listing", "agent-hook": "agent_hook", "merge": "merge",
+            "install-hook": "install_hook", "mcp": "mcp"}
+# The coding agents whose hook protocols ``agent-hook`` speaks (``agents.protocols``).
+AGENTS = ("claude", "codex", "cursor", "gemini")
+ROLE_HELP = ("select the gates for role R (repeatable; default: $VERIFYGATE_ROLE, "
+             "comma-separated); gates with roles run only for one of theirs")
 
 
 class Parser(argparse.ArgumentParser):
@@ -82,6 +89,20 @@ def build_parser(command: str | None = None) -> Parser:
     hook.error_status = HOOK_USAGE_STATUS
     if "agent-hook" in wanted:
         _add_agent_hook_options(hook)
+    merge = commands.add_parser("merge", help="one report from the reports of a run's shards")
+    if "merge" in wanted:
+        _add_merge_options(merge)
+    install = commands.add_parser("install-hook",
+                                  help="add the agent hook to a coding agent's configuration")
+    if "install-hook" in wanted:
+        install.add_argument("--agent", choices=AGENTS, required=True,
+                             help="the agent whose project configuration to write or merge")
+        install.add_argument("--max-rounds", type=options.positive_int, metavar="N",
+                             help="failing rounds before the hook stops blocking (default 3)")
+    mcp = commands.add_parser("mcp", help="serve the gates as MCP tools over stdio")
+    if "mcp" in wanted:
+        mcp.add_argument("--contract", metavar="PATH",
+                         help="the contract file (default: found from the current directory up)")
     if command == "agent-hook":  # argparse reports stray arguments on the top-level parser
         parser.error_status = HOOK_USAGE_STATUS
     return parser
@@ -90,9 +111,12 @@ def build_parser(command: str | None = None) -> Parser:
 def _add_selection_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--contract", metavar="PATH",
                         help="the contract file (default: found from the current directory up)")
-    parser.add_argument("--role", metavar="R", help="select the gates for this role")
+    parser.add_argument("--role", metavar="R", action="append", help=ROLE_HELP)
     parser.add_argument("--phase", metavar="N", type=options.positive_int,
                         help="select the gates for this phase")
+    parser.add_argument("--shard", metavar="K/N",
+                        help="only shard K of N of the selected gates, balanced by earlier "
+                        "durations (default: $CI_NODE_INDEX/$CI_NODE_TOTAL when set)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--staged", action="store_true",
                         help="the change set is the index against HEAD")
@@ -122,14 +146,30 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--no-cache", action="store_true",
                      help="run gates with cache = true even if they passed on these inputs "
                      "(a pass is still stored)")
+    run.add_argument("--color", choices=("auto", "yes", "no"), default="auto",
+                     help="color the text output: auto (default) on a terminal, as pytest "
+                     "does: PY_COLORS=1/0 and NO_COLOR/FORCE_COLOR (non-empty) decide first")
 
 
 def _add_agent_hook_options(hook: argparse.ArgumentParser) -> None:
     hook.add_argument("--max-rounds", type=options.positive_int, default=3, metavar="N",
                       help="failing rounds per session before it stops blocking (default 3)")
     hook.add_argument("--contract", metavar="PATH")
-    hook.add_argument("--role", metavar="R")
+    hook.add_argument("--agent", choices=AGENTS,
+                      help="the agent whose protocol to speak (default: told by the payload)")
+    hook.add_argument("--role", metavar="R", action="append", help=ROLE_HELP)
+    hook.add_argument("--jobs", type=options.jobs, metavar="N",
+                      help="gates run at once (0 = one per CPU; default from the contract)")
     hook.add_argument("--changed-from", metavar="REF",
-                      help="judge the changes since REF instead of the working tree vs HEAD")
+                      help="judge the changes since REF instead of the session's starting point")
     hook.add_argument("--no-cache", action="store_true",
                       help="run gates with cache = true even if they passed on these inputs")
+
+
+def _add_merge_options(merge: argparse.ArgumentParser) -> None:
+    merge.add_argument("reports", nargs="+", metavar="REPORT.json",
+                       help="the JSON reports of every shard (verifygate run --shard K/N --json)")
+    merge.add_argument("--json", metavar="PATH", help="write the merged JSON report here")
+    merge.add_argument("--junit", metavar="PATH", help="write JUnit XML of the merged report here")
+    merge.add_argument("--format", choices=("text", "json"), default="text",
+                       help="what to print: text (default) or the merged JSON report")

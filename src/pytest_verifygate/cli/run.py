@@ -1,37 +1,59 @@
-"""``verifygate run``: run the selected gates, print progress and the outcome, write reports."""
+"""``verifygate run``: run the selected gates, print progress and the outcome, write reports.
+
+PYTEST_DONT_REWRITE
+"""
 
 import argparse
 import os
 import sys
 import time
-from typing import Any, TextIO
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TextIO
 
 from pytest_verifygate import codes, options
 from pytest_verifygate.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from pytest_verifygate.cli.request import prepare_from_args
+from pytest_verifygate.cli.request import output_paths, prepare_from_args
 from pytest_verifygate.contract import Contract, display_path
+from pytest_verifygate.pushed import run_in_pushed_commit
 from pytest_verifygate.signals import Interruptible
+
+if TYPE_CHECKING:
+    from pytest_verifygate.report.github import CommandStop
+    from pytest_verifygate.selection import Selection
 
 
 def main(args: argparse.Namespace) -> int:
+    if not options.github_annotations(args.annotations, os.environ):
+        return _main(args, None)
+    from pytest_verifygate.report.github import CommandStop
+
+    # Gate output, file and gate names are not ours: GitHub honours no workflow command in
+    # them (resumed for our annotations; json and agent output on stdout are made inert).
+    with CommandStop.on_stream(sys.stdout if args.format == "text" else sys.stderr) as stop:
+        return _main(args, stop)
+
+
+def _main(args: argparse.Namespace, stop: "CommandStop | None") -> int:
     from pytest_verifygate import engine
     from pytest_verifygate.plugins import plugin_hook
-    from pytest_verifygate.report.console import Progress, run_summary
+    from pytest_verifygate.report.console import Progress, color_wanted, run_summary
     from pytest_verifygate.report.document import dumps, write_report
 
     started, clock = time.time(), time.monotonic()
     problems: list[str] = []
-    with Interruptible():
+    with Interruptible() as guard, run_in_pushed_commit(args):  # a push: the pushed commit's files
         plan = prepare_from_args(args, jobs=args.jobs, read_cache=not args.no_cache)
         contract, selected = plan.contract, plan.selected
         text = args.format == "text"
         stream = sys.stdout if text else sys.stderr
         live = stream.isatty()
+        # Only the text lines are colored: JSON and the agent digest on stdout never are.
+        color = color_wanted(args.color, stream, os.environ)
         if text:
             print(f"verifygate: {display_path(contract.path)}: {len(selected)} of "
                   f"{len(plan.selections)} gate(s) selected "
                   f"(changes: {plan.changes.describe()})")
-        progress = Progress(stream, [s.gate.name for s in selected], live=live)
+        progress = Progress(stream, [s.gate.name for s in selected], live=live, color=color)
         quiet = not text and not live
         hook = plugin_hook()
         run = engine.run(plan, hook=hook,
@@ -47,49 +69,71 @@ def main(args: argparse.Namespace) -> int:
                                 f"{exc.strerror or exc}")
         if args.junit:
             problems += _write_junit(args.junit, report, contract, started,
-                                     time.monotonic() - clock)
+                                     time.monotonic() - clock, plan.selections)
+        if args.json or args.junit:
+            from pytest_verifygate.outputs import remember_outputs
+
+            # Not changes for the next run (an agent's stop, the next commit) while unedited.
+            remember_outputs(output_paths(args))
     if args.format == "json":
-        sys.stdout.write(dumps(report))
+        sys.stdout.write(stop.inert_json(dumps(report)) if stop else dumps(report))
     elif args.format == "agent":
         from pytest_verifygate.report.digest import to_digest
 
-        sys.stdout.write(to_digest(report, root=str(contract.repo_root)))
+        digest = to_digest(report, root=str(contract.repo_root))
+        sys.stdout.write(stop.inert_text(digest) if stop else digest)
     else:
         sys.stdout.write(run_summary(report, run.results, root=contract.repo_root,
-                                     report_path=args.json))
+                                     report_path=args.json, color=color,
+                                     timeouts={gate.name: gate.timeout_seconds
+                                               for gate in contract.gates}))
     sys.stdout.flush()
     if options.github_annotations(args.annotations, os.environ):
         # On stdout where GitHub reads workflow commands, unless stdout is the report/digest.
-        _github_outputs(report, contract, stream)
+        _github_outputs(report, contract, stream, hook, stop)
     for problem in problems:
         print(f"verifygate: error: {problem}", file=sys.stderr)
     if problems:
         return EXIT_USAGE
-    if run.interrupted:
+    if run.interrupted or guard.fired:  # fired: a signal held while the report was written
         print("verifygate: interrupted; unfinished gates are marked interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_FAILED if report["verdict"] == codes.VERDICT_FAILED else EXIT_OK
 
 
 def _write_junit(path: str, report: dict[str, Any], contract: Contract, started: float,
-                 seconds: float) -> list[str]:
-    """Write the JUnit XML; a problem to report (exit status 2) instead of a traceback."""
-    from pytest_verifygate.report.junit import write_junit
+                 seconds: float, selections: Sequence["Selection"]) -> list[str]:
+    """Write the JUnit XML; a problem to report (exit status 2) instead of a traceback.
 
+    Its cases are what pytest's would be: the selected gates, and the gates left out because
+    nothing they watch changed as skipped cases, in contract order, under their item names.
+    """
+    from pytest_verifygate.names import item_names
+    from pytest_verifygate.report.junit import unchanged_entry, write_junit
+    from pytest_verifygate.selection import BY_CHANGES
+
+    entries = {gate["name"]: gate for gate in report["gates"]}
+    cases = [entries[s.gate.name] if s.gate.name in entries else
+             unchanged_entry(s.gate.name, s.reason)
+             for s in selections if s.gate.name in entries or s.left_out_by == BY_CHANGES]
     try:
         write_junit(path, report, suite_seconds=seconds, started_at=started,
-                    timeouts={gate.name: gate.timeout_seconds for gate in contract.gates})
+                    timeouts={gate.name: gate.timeout_seconds for gate in contract.gates},
+                    cases=cases, names=item_names(gate.name for gate in contract.gates))
     except OSError as exc:
         return [f"cannot write the JUnit file {path}: {exc.strerror or exc}"]
     return []
 
 
-def _github_outputs(report: dict[str, Any], contract: Contract, stream: TextIO) -> None:
+def _github_outputs(report: dict[str, Any], contract: Contract, stream: TextIO, hook: Any,
+                    stop: "CommandStop | None") -> None:
     """GitHub Actions: error annotations for failed gates, and the step summary."""
     from pytest_verifygate.report.github import github_outputs
 
     lines, warnings = github_outputs(report, os.environ, repo_root=contract.repo_root,
-                                     project_root=contract.root)
+                                     project_root=contract.root, hook=hook)
+    if stop is not None:
+        stop.resume()
     for line in lines:
         print(line, file=stream)
     for warning in warnings:

@@ -5,7 +5,19 @@ pipe (CI logs, pre-commit) every finished gate is one plain line and nothing is 
 follows the gate lines is kept short, because pre-commit and CI logs are read by people in a
 hurry: on success only the verdict line; on failure the digest of the failed gates (the end of
 their output), a recap table in contract order, and the verdict line naming each failed gate
-with its code.
+with its code. Gates cut short (Ctrl-C, SIGTERM, pytest's ``-x``) are ``interrupted``: in the
+report they are failed with code ``interrupted`` (SPEC 5), but these lines count them apart
+("1 failed, 2 interrupted") since nothing is known to be wrong with them. After a failure, two
+short lists close the output, as pytest's ``--durations`` and short test summary do: the
+slowest gates and the failed gates.
+
+Color follows pytest's conventions (``color_wanted``): on a terminal, unless ``--color`` or
+``PY_COLORS`` / ``NO_COLOR`` / ``FORCE_COLOR`` say otherwise. Only these lines are colored:
+the digest, the JSON report, JUnit and GitHub's annotations are not this module's and never
+are. Lines are built as styled segments (``Styled``), so that the pytest plugin can hand the
+same lines to pytest's terminal writer, whose markup follows pytest's own ``--color``.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
@@ -13,7 +25,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from pytest_verifygate import codes
 from pytest_verifygate.contract import Gate
@@ -22,11 +34,87 @@ from pytest_verifygate.runner.records import GateResult
 
 LABELS = {codes.PASSED: "PASS", codes.FAILED: "FAIL", codes.SKIPPED: "SKIP",
           codes.PENDING: "PEND"}
+INTERRUPTED_LABEL = "STOP"
+# Styles are pytest's terminal-writer markup names; on our own terminal, these SGR codes.
+# By outcome, and for a gate cut short (failed with code ``interrupted``) by that code.
+STYLES = {codes.PASSED: "green", codes.FAILED: "red", codes.SKIPPED: "yellow",
+          codes.PENDING: "cyan", codes.INTERRUPTED: "yellow"}
+VERDICT_STYLES = {codes.VERDICT_PASSED: "green", codes.VERDICT_FAILED: "red"}
+_SGR = {"red": "31", "green": "32", "yellow": "33", "cyan": "36", "bold": "1"}
+_RESET = "\x1b[0m"
+# The closing summary's "slowest gates": at most this many.
+SLOWEST_SHOWN = 5
+
+# A line as segments of text, each with a style (a key of ``_SGR``) or None.
+Styled = tuple[tuple[str, str | None], ...]
 
 
-def gate_line(result: GateResult, width: int) -> str:
+class _Stream(Protocol):
+    def isatty(self) -> bool: ...
+
+
+def color_wanted(choice: str | None, stream: _Stream, environ: Mapping[str, str]) -> bool:
+    """Whether to color what goes to ``stream``: pytest's rules, in pytest's order.
+
+    ``--color yes|no`` decides; with ``auto`` (or None): ``PY_COLORS=1`` colors and
+    ``PY_COLORS=0`` does not, then a non-empty ``NO_COLOR`` does not and a non-empty
+    ``FORCE_COLOR`` does; otherwise a terminal (not ``TERM=dumb``) is colored and a pipe or
+    file is not.
+    """
+    if choice in ("yes", "no"):
+        return choice == "yes"
+    if environ.get("PY_COLORS") in ("0", "1"):
+        return environ["PY_COLORS"] == "1"
+    if environ.get("NO_COLOR"):
+        return False
+    if environ.get("FORCE_COLOR"):
+        return True
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError, OSError):  # closed, or not a file at all
+        return False
+    return terminal and environ.get("TERM") != "dumb"
+
+
+def paint(text: str, style: str | None, color: bool) -> str:
+    """``text`` in ``style`` when ``color``; as it is otherwise."""
+    if not color or style is None or not text:
+        return text
+    return f"\x1b[{_SGR[style]}m{text}{_RESET}"
+
+
+def render(line: Styled, color: bool) -> str:
+    """A styled line as text, with ANSI colors when ``color``."""
+    return "".join(paint(text, style, color) for text, style in line)
+
+
+def outcome_style(gate: Mapping[str, Any]) -> str | None:
+    """The style of a gate's outcome (a report entry or a result's dict)."""
+    return STYLES.get(codes.INTERRUPTED if is_interrupted(gate) else str(gate.get("outcome")))
+
+
+def verdict_style(report: Mapping[str, Any]) -> str:
+    """The verdict line's style: green passed, red failed, yellow otherwise (pending, or
+    unverified: nothing ran)."""
+    return VERDICT_STYLES.get(str(report["verdict"]), "yellow")
+
+
+def is_interrupted(gate: Mapping[str, Any]) -> bool:
+    """Whether a report entry (or a result's dict) is a gate cut short, not a failure."""
+    return gate.get("outcome") == codes.FAILED and gate.get("code") == codes.INTERRUPTED
+
+
+def _label(gate: Mapping[str, Any]) -> str:
+    if is_interrupted(gate):
+        return INTERRUPTED_LABEL
+    outcome = str(gate.get("outcome"))
+    return LABELS.get(outcome, outcome.upper())
+
+
+def gate_line(result: GateResult, width: int, *, color: bool = False) -> str:
     """``  FAIL  tests   1.20s  command_failed``: label, name, time, then code or reason."""
-    label = LABELS.get(result.outcome, result.outcome.upper())
+    entry = {"outcome": result.outcome, "code": result.code}
+    label = paint(_label(entry), outcome_style(entry), color)
     detail = result.code or result.reason or ""
     if result.outcome == codes.FAILED and result.reason:
         detail = f"{result.code}: {result.reason}"
@@ -41,9 +129,11 @@ def gate_line(result: GateResult, width: int) -> str:
 class Progress:
     """Prints one line per finished gate; on a terminal also a live 'running: ...' line."""
 
-    def __init__(self, stream: TextIO, names: Sequence[str], *, live: bool) -> None:
+    def __init__(self, stream: TextIO, names: Sequence[str], *, live: bool,
+                 color: bool = False) -> None:
         self.stream = stream
         self.live = live
+        self.color = color
         self.width = max((len(name) for name in names), default=4)
         self.total = len(names)
         self.running: list[str] = []
@@ -61,7 +151,7 @@ class Progress:
                 self.running.remove(gate.name)
             self.done += 1
             self._clear()
-            self.stream.write(gate_line(result, self.width) + "\n")
+            self.stream.write(gate_line(result, self.width, color=self.color) + "\n")
             self._status()
             self.stream.flush()
 
@@ -83,17 +173,42 @@ class Progress:
 
 def summary_table(results: Sequence[GateResult]) -> str:
     """A plain-text table: gate, outcome, code, time."""
-    rows = [("gate", "outcome", "code", "time")]
+    return "\n".join(render(line, False) for line in table_lines(results))
+
+
+def table_lines(results: Sequence[GateResult]) -> list[Styled]:
+    """``summary_table``'s lines, the outcome cells styled."""
+    rows: list[tuple[str, ...]] = [("gate", "outcome", "code", "time")]
+    styles: list[str | None] = [None, None]  # the heading and its rule
     for result in results:
         timing = format_seconds(result.duration_s) if result.attempts else "-"
         outcome = result.outcome + (" (flaky)" if result.flaky else "")
+        if result.outcome == codes.FAILED and result.code == codes.INTERRUPTED:
+            outcome = codes.INTERRUPTED  # cut short: not counted as a failure
         outcome += " (cached)" if result.cached else ""
         rows.append((result.name, outcome, result.code or "-", timing))
+        styles.append(outcome_style({"outcome": result.outcome, "code": result.code}))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
-             for row in rows]
-    lines.insert(1, "  ".join("-" * width for width in widths))
-    return "\n".join(lines)
+    rows.insert(1, tuple("-" * width for width in widths))
+    lines: list[Styled] = []
+    for row, style in zip(rows, styles, strict=True):
+        name, outcome, code, timing = (cell.ljust(widths[i]) for i, cell in enumerate(row))
+        # The padding stays outside the styled text: a colored cell is as wide as a plain one.
+        cells = ((name, None), ("  ", None), (outcome.rstrip(), style),
+                 (outcome[len(outcome.rstrip()):] + "  ", None), (f"{code}  {timing}", None))
+        lines.append(_rstrip(cells))
+    return lines
+
+
+def _rstrip(line: Styled) -> Styled:
+    """``line`` without trailing blanks (a plain rendering ``.rstrip()``s the same)."""
+    segments = list(line)
+    while segments and not segments[-1][0].rstrip():
+        segments.pop()
+    if segments:
+        text, style = segments[-1]
+        segments[-1] = (text.rstrip(), style)
+    return tuple(segments)
 
 
 def _names(gates: Sequence[Mapping[str, Any]], limit: int = 6) -> str:
@@ -109,14 +224,23 @@ def verdict_line(report: Mapping[str, Any], *, report_path: str | None = None) -
     nothing ran.
     """
     verdict = report["verdict"]
-    line = f"verdict: {verdict} ({outcome_counts(report['summary'])})"
     gates: list[Mapping[str, Any]] = list(report.get("gates", []))
-    failed = [gate for gate in gates if gate.get("outcome") == codes.FAILED]
+    interrupted = [gate for gate in gates if is_interrupted(gate)]
+    failed = [gate for gate in gates
+              if gate.get("outcome") == codes.FAILED and not is_interrupted(gate)]
     pending = [gate for gate in gates if gate.get("outcome") == codes.PENDING]
-    if failed:
+    summary = dict(report["summary"])
+    if interrupted:
+        summary[codes.FAILED] = max(0, int(summary.get(codes.FAILED, 0)) - len(interrupted))
+    counts = outcome_counts(summary)
+    counts += f", {len(interrupted)} {codes.INTERRUPTED}" if interrupted else ""
+    line = f"verdict: {verdict} ({counts})"
+    if failed or interrupted:
         shown = [f"{gate['name']} [{failure_code(gate)}]" for gate in failed[:6]]
         more = f" (+{len(failed) - 6} more)" if len(failed) > 6 else ""
-        line += ": " + ", ".join(shown) + more
+        line += ": " + ", ".join(shown) + more if failed else ":"
+        if interrupted:
+            line += (";" if failed else "") + f" {codes.INTERRUPTED}: {_names(interrupted)}"
     elif verdict == codes.VERDICT_FAILED:
         line += f": {codes.UNVERIFIED_FAILURE}"
     elif pending:
@@ -128,22 +252,65 @@ def verdict_line(report: Mapping[str, Any], *, report_path: str | None = None) -
     return line
 
 
+def closing_summary(
+    report: Mapping[str, Any], timeouts: Mapping[str, float] | None = None,
+) -> list[tuple[str, list[Styled]]]:
+    """After a failure, as pytest's ``--durations`` and short test summary: ``slowest gates``
+    (the longest of the gates that ran, longest first) and ``failed gates`` (each with its
+    code and how it ended), as (title, lines); nothing when no gate failed.
+
+    ``timeouts``: gate name -> its timeout, to say after how long a gate timed out.
+    """
+    gates: list[Mapping[str, Any]] = list(report.get("gates", []))
+    failed = [gate for gate in gates if gate.get("outcome") == codes.FAILED]
+    if not failed:
+        return []
+    from pytest_verifygate.report.junit import gate_status  # only when something failed
+
+    ran = [gate for gate in gates if gate.get("attempts") and not gate.get("cached")]
+    slowest = sorted(ran, key=lambda gate: -float(gate.get("duration_s") or 0))[:SLOWEST_SHOWN]
+    times = [format_seconds(float(gate.get("duration_s") or 0)) for gate in slowest]
+    time_width = max((len(text) for text in times), default=0)
+    width = max(len(str(gate["name"])) for gate in failed)
+    sections: list[tuple[str, list[Styled]]] = []
+    if slowest:
+        sections.append(("slowest gates", [
+            ((f"  {text:>{time_width}}  {gate['name']}", None),)
+            for text, gate in zip(times, slowest, strict=True)]))
+    timeouts = timeouts or {}
+    sections.append(("failed gates", [
+        (("  ", None), (_label(gate), outcome_style(gate)),
+         (f"  {gate['name']!s:<{width}}  [{failure_code(gate)}] "
+          f"{gate_status(gate, timeouts.get(str(gate['name'])))}", None))
+        for gate in failed]))
+    return sections
+
+
 def run_summary(
     report: Mapping[str, Any],
     results: Sequence[GateResult],
     *,
     root: str | os.PathLike[str] | None = None,
     report_path: str | None = None,
+    color: bool = False,
+    timeouts: Mapping[str, float] | None = None,
 ) -> str:
     """What ``verifygate run`` prints after the gate lines (text format), newline-terminated.
 
-    Nothing failed: the verdict line alone. Something failed: the digest of the failed gates,
-    the recap table of ``results`` (in contract order, as ``run_gates`` returns them), then the
-    verdict line.
+    Nothing failed: the verdict line alone. Something failed: the digest of the failed gates
+    (never colored: it is Markdown, for people and agents alike), the recap table of
+    ``results`` (in contract order, as ``run_gates`` returns them), the slowest and the failed
+    gates (``closing_summary``), then the verdict line.
     """
-    verdict = verdict_line(report, report_path=report_path)
-    if not any(gate.get("outcome") == codes.FAILED for gate in report.get("gates", [])):
+    verdict = paint(verdict_line(report, report_path=report_path), verdict_style(report), color)
+    sections = closing_summary(report, timeouts)
+    if not sections:
         return verdict + "\n"
     from pytest_verifygate.report.digest import to_digest  # only when something failed
+
     digest = to_digest(report, root=root).rstrip()
-    return f"\n{digest}\n\n{summary_table(results)}\n{verdict}\n"
+    table = "\n".join(render(line, color) for line in table_lines(results))
+    closing = "".join(paint(f"{title}:", "bold", color) + "\n"
+                      + "".join(render(line, color) + "\n" for line in lines)
+                      for title, lines in sections)
+    return f"\n{digest}\n\n{table}\n\n{closing}{verdict}\n"
