@@ -79,6 +79,7 @@ def test_without_the_option_nothing_is_collected_and_the_engine_is_not_imported(
 def test_one_item_per_selected_gate_in_contract_order(project: pytest.Pytester) -> None:
     standard_contract(project.path)
     project.makepyfile(test_one="def test_one(): pass")
+    project.makeini("[pytest]\nverify_role = implementer\n")  # lint is for implementers
     listed = project.runpytest("--verify-contract", "--co", "-q")
     assert collected_ids(listed) == [
         "test_one.py::test_one",
@@ -138,7 +139,8 @@ def test_keyword_and_marker_selection_with_strict_markers(project: pytest.Pytest
         {"name": "build", "command": passing()},
     )
     project.makepyfile(test_one="def test_one(): pass")
-    strict = ("--verify-contract", "--strict-markers", "--co", "-q")
+    strict = ("--verify-contract", "--verify-role", "implementer", "--verify-role",
+              "code-reviewer", "--strict-markers", "--co", "-q")
     assert collected_ids(project.runpytest(*strict, "-k", "lint")) == ["verify.toml::lint"]
     assert collected_ids(project.runpytest(*strict, "-m", "integration")) == [
         "verify.toml::types"
@@ -152,7 +154,8 @@ def test_keyword_and_marker_selection_with_strict_markers(project: pytest.Pytest
     assert collected_ids(project.runpytest(*strict, "-m", "verifygate and not unit")) == [
         "verify.toml::types", "verify.toml::build"
     ]
-    result = project.runpytest("--verify-contract", "--strict-markers", "-k", "types")
+    result = project.runpytest("--verify-contract", "--strict-markers", "-k", "types",
+                               "--verify-role", "code-reviewer")
     result.assert_outcomes(passed=1, deselected=3)
 
 
@@ -298,7 +301,7 @@ def test_ctrl_c_writes_a_report_with_unfinished_gates_interrupted(
 
 def test_junitxml_properties_and_short_message(project: pytest.Pytester) -> None:
     standard_contract(project.path)
-    project.runpytest("--verify-contract", "--junitxml=junit.xml")
+    project.runpytest("--verify-contract", "--verify-role", "implementer", "--junitxml=junit.xml")
     cases = junit_cases(project.path / "junit.xml")
     lint = junit_properties(cases["lint"])
     assert lint["verifygate.outcome"] == "passed"
@@ -374,19 +377,23 @@ def test_change_set_selects_gates_and_expands_files(project: pytest.Pytester) ->
 
     listed = project.runpytest("--verify-contract", "--verify-changed-from", "HEAD",
                                "--co", "-q")
-    assert collected_ids(listed) == ["verify.toml::py"]
+    # Gates whose files did not change are items too, skipped with the reason.
+    assert collected_ids(listed) == ["verify.toml::py", "verify.toml::docs"]
     result = project.runpytest("--verify-contract", "--verify-changed-from", "HEAD",
-                               "--verify-report", "report.json")
-    result.assert_outcomes(passed=1)
+                               "--verify-report", "report.json", "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] verify.toml:1: no changed file matches "
+                                 "when_changed [[]docs/**[]]"])
     report = load_json(project.path / "report.json")
     validate_report(report)
     assert report["changes"] == {"source": "ref", "ref": "HEAD", "files": ["src/app.py"]}
     assert "files: ['src/app.py']" in gates_by_name(report)["py"]["output_tail"]
     assert [entry["name"] for entry in report["not_selected"]] == ["docs"]
 
-    explicit = project.runpytest("--verify-contract", "--verify-files", "docs/index.md",
-                                 "--co", "-q")
-    assert collected_ids(explicit) == ["verify.toml::docs"]
+    explicit = project.runpytest("--verify-contract", "--verify-files", "docs/index.md")
+    explicit.assert_outcomes(passed=1, skipped=1)
+    assert [report.nodeid for report in explicit.reprec.getreports("pytest_runtest_logreport")
+            if report.when == "call" and report.passed] == ["verify.toml::docs"]
 
 
 def test_fail_when_unverified_fails_the_session(project: pytest.Pytester) -> None:
@@ -525,3 +532,93 @@ def test_the_failure_repr_still_fits_pytest() -> None:
     assert isinstance(shown, TerminalRepr)
     assert shown.reprcrash.message == "[command_failed] lint: exit 1"
     assert "E501 line too long" in str(shown)
+
+
+# -- honest numbers: JUnit times, and the plugin's modules loaded as they are -----------------
+
+
+def sleeping(seconds: float) -> list[str]:
+    return python(f"import time; time.sleep({seconds})")
+
+
+@pytest.mark.parametrize("extra", [("--verify-jobs", "4"), ("-n", "2", "-p", "no:cacheprovider")],
+                         ids=["verify-jobs", "xdist"])
+def test_junit_time_is_the_gate_s_own_duration(project: pytest.Pytester,
+                                               extra: tuple[str, ...]) -> None:
+    if "-n" in extra:
+        pytest.importorskip("xdist")
+    # Running at once, the first item waits for its gate and the others find theirs done:
+    # pytest alone would time those at a millisecond.
+    write_contract(project.path, *({"name": f"g{i}", "command": sleeping(0.4)}
+                                   for i in range(3)))
+    result = project.runpytest("--verify-contract", "--junitxml=junit.xml", *extra)
+    result.assert_outcomes(passed=3)
+    for name, case in junit_cases(project.path / "junit.xml").items():
+        duration = float(junit_properties(case)["verifygate.duration_s"])
+        assert duration >= 0.4, (name, duration)
+        assert float(case.attrib["time"]) >= duration, (name, case.attrib)
+
+
+def test_durations_shows_each_gate_s_own_time(project: pytest.Pytester) -> None:
+    write_contract(project.path, *({"name": f"g{i}", "command": sleeping(0.4)}
+                                   for i in range(3)))
+    result = project.runpytest("--verify-contract", "--verify-jobs", "4", "--durations=0",
+                               "-vv")
+    result.assert_outcomes(passed=3)
+    lines = [line for line in result.outlines if line.endswith(tuple(
+        f"call     verify.toml::g{i}" for i in range(3)))]
+    assert len(lines) == 3, result.outlines
+    assert all(float(line.split("s", 1)[0]) >= 0.4 for line in lines), lines
+
+
+LOADER_PROBE = """
+import json, sys
+
+def pytest_sessionfinish(session):
+    loaded = {name: type(module.__loader__).__name__ + "|" + (module.__doc__ or "")
+              for name, module in list(sys.modules.items())
+              if name.split(".")[0] == "pytest_verifygate"}
+    with open("loaders.json", "w") as handle:
+        json.dump(loaded, handle)
+"""
+
+
+@pytest.mark.parametrize("bytecode", [True, False], ids=["bytecode", "no-bytecode"])
+def test_the_plugin_s_modules_are_not_assertion_rewritten(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, bytecode: bool,
+) -> None:
+    # pytest rewrites every module of a plugin's distribution; without bytecode writing
+    # (PYTHONDONTWRITEBYTECODE, a read-only site-packages) it would parse and compile each of
+    # them again on every start. Only the two modules pytest itself imports to load the
+    # plugin go through its import hook, and their docstrings tell it not to rewrite them.
+    if not bytecode:
+        monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    write_contract(project.path, {"name": "lint", "command": passing()},
+                   {"name": "types", "command": failing()})
+    project.makeconftest(LOADER_PROBE)
+    result = project.runpytest_subprocess("--verify-contract", "--junitxml=junit.xml")
+    result.assert_outcomes(passed=1, failed=1)
+    loaded = load_json(project.path / "loaders.json")
+    assert {"pytest_verifygate.engine", "pytest_verifygate.pytest_plugin.session",
+            "pytest_verifygate.runner.scheduler", "pytest_verifygate.report.junit"} <= set(
+        loaded)
+    through_hook = {name for name, value in loaded.items()
+                    if value.split("|", 1)[0] == "AssertionRewritingHook"}
+    assert through_hook <= {"pytest_verifygate", "pytest_verifygate.pytest_plugin"}, loaded
+    for name in through_hook:
+        assert "PYTEST_DONT_REWRITE" in loaded[name].split("|", 1)[1], name
+    assert "PytestAssertRewriteWarning" not in result.stdout.str()
+
+
+def test_every_module_of_the_package_says_pytest_dont_rewrite() -> None:
+    import ast
+
+    import pytest_verifygate
+
+    root = Path(pytest_verifygate.__file__).parent
+    missing = [str(path.relative_to(root)) for path in sorted(root.rglob("*.py"))
+               if "PYTEST_DONT_REWRITE" not in (ast.get_docstring(ast.parse(
+                   path.read_text(encoding="utf-8"))) or "")]
+    assert not missing, (
+        "add PYTEST_DONT_REWRITE to the docstring of these modules (pytest would "
+        f"assertion-rewrite them otherwise): {missing}")

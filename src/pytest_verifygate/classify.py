@@ -14,6 +14,8 @@ Two checks keep a message from being taken out of context:
 * what a failing pytest test printed (its "Captured stdout/stderr/log" sections) is not read,
   and a pytest traceback's ``E`` line counts only as the first line of an exception, never as
   a later line of an assertion message or a diff.
+
+PYTEST_DONT_REWRITE
 """
 
 import re

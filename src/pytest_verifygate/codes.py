@@ -5,6 +5,8 @@ them through these constants (and ``Outcome`` / ``Verdict`` / ``Code`` for the t
 instead of bare literals. Kept apart from ``classify`` (which compiles its rule table on import)
 so that the runner and the command line can name codes without paying for the rules until a
 gate actually fails.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ syntax that only a shell would understand, ``NAME=value`` prefixes, ``{files}`` 
 splitting over-long argument lists into chunks the OS accepts. Also owns reading a command for
 display or inspection rather than for running it (``shell_words``, ``command_text``): lenient
 where ``parse_command`` is strict, since nothing is spawned from what they return.
+
+PYTEST_DONT_REWRITE
 """
 
 import os

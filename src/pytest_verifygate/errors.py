@@ -2,6 +2,8 @@
 
 A traceback is for bugs in this package; everything a user can get wrong (a contract, a flag, a
 git ref) raises one of these, and the front ends print ``str(error)`` and exit with status 2.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ Everything this module asks of pathspec is in ``_translate``, through its public
 ``include``). The matching rules are a copy of pathspec's, so tests/test_patterns.py compares
 ``Matcher`` with ``GitIgnoreSpec.match_file`` on many patterns and paths: a pathspec whose
 meaning changes fails there, not silently in a user's selection.
+
+PYTEST_DONT_REWRITE
 """
 
 import functools

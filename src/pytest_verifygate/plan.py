@@ -3,6 +3,8 @@
 Owns parsing a gate's command without a shell, expanding ``{files}`` relative to the gate's
 ``cwd`` (chunked for the OS's argument limit), the command shown in reports, and attaching a
 result-cache slot to gates with ``cache = true``.
+
+PYTEST_DONT_REWRITE
 """
 
 import os

@@ -3,6 +3,8 @@
 Inside pytest, plugins implement our hooks as ordinary pytest plugins. The ``verifygate``
 command and the agent hooks load the distributions that declare a ``verifygate`` entry point
 into a pluggy manager of their own, so the same hook implementations run there too.
+
+PYTEST_DONT_REWRITE
 """
 
 import os

@@ -2,6 +2,8 @@
 
 The amount of output follows pytest's verbosity (``-v`` shows more, ``-vv`` all that was
 kept); the whole output is always in the gate's log file.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -2,13 +2,20 @@
 
 An item does not run its gate: the gates start together when the run begins (see
 ``session.py``), and each item waits for its own gate's result, then passes, fails with the
-gate's classified failure, or skips with the reason (skipped and pending gates). What an item
-needs from the session is the ``GateSource`` protocol, found in the config's stash.
+gate's classified failure, or skips with the reason (skipped and pending gates). A gate left
+out because nothing it watches changed is an item too, skipped with that reason: a change that
+no gate watches is not "no tests". What an item needs from the session is the ``GateSource``
+protocol, found in the config's stash.
+
+An item's name is the gate's name made safe for a node id (``names.item_name``: the same for
+ordinary names); ``-k`` also matches the gate's own name.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -16,9 +23,10 @@ import pytest
 
 from pytest_verifygate import codes
 from pytest_verifygate.contract import Contract, Gate
+from pytest_verifygate.names import role_marker
 from pytest_verifygate.pytest_plugin.failure import failure_repr
 from pytest_verifygate.runner.records import GateResult
-from pytest_verifygate.selection import Selection
+from pytest_verifygate.selection import BY_CHANGES, Selection
 
 if TYPE_CHECKING:
     from pytest_verifygate.report.redact import Redactor
@@ -29,6 +37,7 @@ class GateSource(Protocol):
 
     contract: Contract
     selections: Sequence[Selection]
+    item_names: Mapping[str, str]  # gate name -> item name
 
     def result_for(self, name: str) -> GateResult: ...
 
@@ -36,16 +45,20 @@ class GateSource(Protocol):
 
 
 SOURCE_KEY = pytest.StashKey[GateSource]()
+# Why a gate the run stopped before it finished did not pass (-x, --maxfail, a worker lost).
+INTERRUPTED_REASON = "the run stopped (-x, --maxfail or Ctrl-C) before this gate finished"
 
 
 class ContractFile(pytest.File):
-    """The contract file as a collector: one ``GateItem`` per selected gate, in file order."""
+    """The contract file as a collector: one ``GateItem`` per selected gate, and per gate left
+    out by the change set (skipped), in file order."""
 
     def collect(self) -> Iterator[GateItem]:
         session = self.config.stash[SOURCE_KEY]
         for selection in session.selections:
-            if selection.selected:
-                yield GateItem.from_parent(self, name=selection.gate.name, gate=selection.gate)
+            if selection.selected or selection.left_out_by == BY_CHANGES:
+                yield GateItem.from_parent(self, name=session.item_names[selection.gate.name],
+                                           gate=selection.gate, selection=selection)
 
 
 class GateFailed(Exception):
@@ -58,29 +71,50 @@ class GateFailed(Exception):
 
 
 class GateItem(pytest.Item):
-    """One selected gate. Its outcome is the gate's: passed, failed, or skipped (also pending)."""
+    """One gate, selected or left out by the change set. A selected gate's outcome is the
+    gate's: passed, failed, or skipped (also pending, and interrupted); the other is skipped."""
 
-    def __init__(self, *, gate: Gate, **kwargs: Any) -> None:
+    def __init__(self, *, gate: Gate, selection: Selection, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.gate = gate
+        self.selection = selection
         self.gate_entry: dict[str, Any] | None = None
+        self.extra_keyword_matches.add(gate.name)  # -k finds the name as the contract has it
         self.add_marker("verifygate")
         if gate.category is not None:
             self.add_marker(gate.category)
         for role in gate.roles or ():
-            self.add_marker(f"verify_role_{role}")
+            self.add_marker(role_marker(role))
+
+    @property
+    def runs(self) -> bool:
+        """Whether the gate runs (it is selected), rather than being skipped unchanged."""
+        return self.selection.selected
 
     def runtest(self) -> None:
         # The same properties, messages and reasons as ``verifygate run --junit`` writes.
         from pytest_verifygate.report.document import gate_entry
-        from pytest_verifygate.report.junit import failure_message, properties, skip_message
+        from pytest_verifygate.report.junit import (
+            failure_message,
+            properties,
+            skip_message,
+            unchanged_entry,
+        )
 
+        if not self.runs:
+            # Stays in the report's not_selected, as ``verifygate run`` reports it.
+            self.user_properties.extend(properties(unchanged_entry(self.gate.name,
+                                                                   self.selection.reason)))
+            pytest.skip(self.selection.reason)
         session = self.config.stash[SOURCE_KEY]
         entry = self.gate_entry = gate_entry(session.result_for(self.gate.name),
                                              session.contract, session.redactor())
         # Shown from the report entry, not the raw result: JUnit XML and CI logs leave the
         # machine like the report does, so they get the same redaction of secrets.
         self.user_properties.extend(properties(entry))
+        if entry["outcome"] == codes.FAILED and entry["code"] == codes.INTERRUPTED:
+            # Cut short (-x, --maxfail): not a failure of its own; the report says interrupted.
+            pytest.skip(f"{codes.INTERRUPTED}: {entry.get('reason') or INTERRUPTED_REASON}")
         if entry["outcome"] == codes.FAILED:
             raise GateFailed(result_from_entry(entry),
                              failure_message(entry, self.gate.timeout_seconds))
@@ -103,7 +137,7 @@ class GateItem(pytest.Item):
         )
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, 0, f"gate {self.name}"
+        return self.path, 0, f"gate {self.gate.name}"
 
 
 def result_from_entry(entry: dict[str, Any]) -> GateResult:

@@ -2,15 +2,20 @@
 
 Owns registering them and reading them back as one ``VerifyOptions`` (command line over ini;
 paths made absolute), with the same value checks as the ``verifygate`` command.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import pytest
+
+if TYPE_CHECKING:
+    from pytest_verifygate.shards import Shard
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -24,10 +29,15 @@ def add_options(parser: pytest.Parser) -> None:
         help="collect one item per selected gate of the verify contract: PATH, or the "
         "contract found from the current directory up (default: ini verify_contract)",
     )
-    group.addoption("--verify-role", dest="verify_role", metavar="R",
-                    help="select the gates for this role (ini: verify_role)")
+    group.addoption("--verify-role", dest="verify_role", metavar="R", action="append",
+                    help="select the gates for role R (repeatable; default: $VERIFYGATE_ROLE, "
+                    "then ini verify_role, comma-separated); gates with roles are collected "
+                    "only for one of theirs")
     group.addoption("--verify-phase", dest="verify_phase", type=options.positive_int, metavar="N",
                     help="select the gates for this phase (ini: verify_phase)")
+    group.addoption("--verify-shard", dest="verify_shard", metavar="K/N",
+                    help="collect only shard K of N of the selected gates, balanced by earlier "
+                    "durations (default: $CI_NODE_INDEX/$CI_NODE_TOTAL when set)")
     group.addoption("--verify-staged", dest="verify_staged", action="store_true", default=False,
                     help="the change set is the index against HEAD")
     group.addoption("--verify-changed-from", dest="verify_changed_from", metavar="REF",
@@ -53,7 +63,8 @@ def add_options(parser: pytest.Parser) -> None:
                     "these inputs (a pass is still stored)")
     parser.addini("verify_contract", "contract file used by a bare --verify-contract "
                   "(relative to the ini file)", default="")
-    parser.addini("verify_role", "default for --verify-role", default="")
+    parser.addini("verify_role", "default for --verify-role (comma-separated roles)",
+                  default="")
     parser.addini("verify_phase", "default for --verify-phase", default="")
     parser.addini("verify_changed_from", "default for --verify-changed-from", default="")
     parser.addini("verify_jobs", "default for --verify-jobs", default="")
@@ -67,7 +78,7 @@ class VerifyOptions(NamedTuple):
     """The ``--verify-*`` options with their ini defaults applied."""
 
     contract: Path | None
-    role: str | None
+    roles: tuple[str, ...]
     phase: int | None
     staged: bool
     changed_from: str | None
@@ -76,6 +87,7 @@ class VerifyOptions(NamedTuple):
     jobs: int | None
     report: Path | None
     digest: Path | None
+    shard: Shard | None = None
 
 
 def read_options(config: pytest.Config) -> VerifyOptions:
@@ -122,7 +134,7 @@ def read_options(config: pytest.Config) -> VerifyOptions:
     contract_option: str = config.getoption("verify_contract") or ""
     return VerifyOptions(
         contract=cli_path(contract_option) or ini_path("verify_contract"),
-        role=config.getoption("verify_role") or ini("verify_role") or None,
+        roles=_roles(config.getoption("verify_role"), ini("verify_role")),
         phase=phase,
         staged=bool(config.getoption("verify_staged")),
         changed_from=changed_from or None,
@@ -131,7 +143,33 @@ def read_options(config: pytest.Config) -> VerifyOptions:
         jobs=jobs,
         report=cli_path(config.getoption("verify_report")) or ini_path("verify_report"),
         digest=cli_path(config.getoption("verify_digest")) or ini_path("verify_digest"),
+        shard=_shard(config.getoption("verify_shard")),
     )
+
+
+def _roles(given: list[str] | None, ini_value: str) -> tuple[str, ...]:
+    """``--verify-role`` (every one given), else ``VERIFYGATE_ROLE``, else the ini's roles."""
+    import os
+
+    from pytest_verifygate.selection import ROLE_ENV, asked_roles
+
+    environ = dict(os.environ)
+    if not environ.get(ROLE_ENV, "").strip():
+        environ[ROLE_ENV] = ini_value
+    return asked_roles(given, environ)
+
+
+def _shard(given: str | None) -> Shard | None:
+    """``--verify-shard K/N``, else GitLab's ``CI_NODE_INDEX``/``CI_NODE_TOTAL``."""
+    import os
+
+    from pytest_verifygate.errors import UsageError
+    from pytest_verifygate.shards import requested_shard
+
+    try:
+        return requested_shard(given, os.environ, "--verify-shard")
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _ini_number(text: str, name: str, check: Callable[[str], int]) -> int:

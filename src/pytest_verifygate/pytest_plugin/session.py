@@ -5,13 +5,14 @@ the controller's change set), making sure the contract is collected exactly once
 gates together once pytest knows which items will run, handing each item its gate's result,
 cancelling on ``-x``, and at the end the report (assembled by the engine), the digest, the
 GitHub outputs and the terminal summary.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
 
 import os
-import signal
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,12 +22,16 @@ from pytest_verifygate import codes, engine
 from pytest_verifygate.changes import ChangeRequest, ChangeSet
 from pytest_verifygate.contract import posix_relative
 from pytest_verifygate.engine import Plan, RunRequest, prepare
-from pytest_verifygate.pytest_plugin.items import ContractFile, GateItem, result_from_entry
+from pytest_verifygate.names import item_names, role_marker
+from pytest_verifygate.pytest_plugin.collection import ContractCollection
+from pytest_verifygate.pytest_plugin.items import INTERRUPTED_REASON, GateItem, result_from_entry
 from pytest_verifygate.pytest_plugin.options import VerifyOptions, read_options
 from pytest_verifygate.runner.records import GateResult
 from pytest_verifygate.signals import Interruptible
 
 if TYPE_CHECKING:
+    from pytest_verifygate.report.console import Styled
+    from pytest_verifygate.report.github import CommandStop
     from pytest_verifygate.report.redact import Redactor
     from pytest_verifygate.runner.records import GatePlan
     from pytest_verifygate.runner.scheduler import GateRunner
@@ -40,7 +45,7 @@ REPORT_ATTRIBUTE = "verifygate"
 DESELECTED_REASON = "deselected in this pytest run (-k, -m, --lf, --deselect or node ids)"
 
 
-class VerifyGateSession:
+class VerifyGateSession(ContractCollection):
     """One pytest run with ``--verify-contract``: contract, change set, selection, runner,
     the gate results received, and the report. Registered as a plugin while active.
     """
@@ -60,6 +65,7 @@ class VerifyGateSession:
         self.contract = contract
         self.changes = plan.changes
         self.selections: Sequence[Selection] = plan.selections
+        self.item_names: Mapping[str, str] = item_names(gate.name for gate in contract.gates)
         self.is_worker = hasattr(config, "workerinput")
         self.contract_path = _pytest_view(contract.path, config.rootpath)
         self.contract_nodeid = posix_relative(self.contract_path, config.rootpath)
@@ -76,8 +82,9 @@ class VerifyGateSession:
         self.results: list[GateResult] | None = None
         self.report: dict[str, Any] | None = None
         self.messages: list[str] = []
-        self.interruptible = Interruptible((signal.SIGTERM,), keep_others=True)
+        self.interruptible = Interruptible(keep_others=True)  # pytest keeps its own SIGINT
         self._redactor: Redactor | None = None
+        self.command_stop: CommandStop | None = None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> VerifyGateSession:
@@ -90,19 +97,21 @@ class VerifyGateSession:
         log_dir: Path | None = None
         if shared is not None:
             # An xdist worker: the controller already decided; select exactly as it did.
-            options = options._replace(role=shared["role"], phase=shared["phase"])
+            options = options._replace(roles=tuple(shared["roles"]), phase=shared["phase"])
             request = RunRequest(contract=_from_rootdir(shared["contract"], config.rootpath),
                                  changes=ChangeSet.from_dict(shared["changes"]),
-                                 role=options.role, phase=options.phase, jobs=options.jobs,
-                                 read_cache=read_cache, contract_flag="--verify-contract")
+                                 role=options.roles, phase=options.phase, jobs=options.jobs,
+                                 read_cache=read_cache, contract_flag="--verify-contract",
+                                 shard=options.shard)
             log_dir = Path(shared["log_dir"]) if shared.get("log_dir") else None
         else:
             changes = ChangeRequest(files=options.files, staged=options.staged,
-                                    changed_from=options.changed_from, all=options.all)
+                                    changed_from=options.changed_from, all=options.all,
+                                    outputs=_output_paths(config, options))
             request = RunRequest(contract=options.contract, start=config.invocation_params.dir,
-                                 changes=changes, role=options.role, phase=options.phase,
+                                 changes=changes, role=options.roles, phase=options.phase,
                                  jobs=options.jobs, read_cache=read_cache,
-                                 contract_flag="--verify-contract")
+                                 contract_flag="--verify-contract", shard=options.shard)
         session = cls(config, options, prepare(request), shared_log_dir=log_dir)
         session.register_markers()
         session.arrange_collection()
@@ -118,53 +127,10 @@ class VerifyGateSession:
             )
         roles = sorted({role for gate in self.contract.gates for role in gate.roles or ()})
         for role in roles:
+            # The marker is a safe form of the role; the description names the role itself.
             self.config.addinivalue_line(
-                "markers", f"verify_role_{role}: verify contract gates for role {role!r}"
+                "markers", f"{role_marker(role)}: verify contract gates for role {role!r}"
             )
-
-    def arrange_collection(self) -> None:
-        """Make sure the contract is collected exactly once, whatever the paths given.
-
-        A path argument naming the contract is used as given (``verify.toml::lint``). A
-        directory argument that contains it would walk to it, but ``norecursedirs`` (``.*``)
-        or ``--ignore`` may skip ``.middle/``: those directories are let through. Otherwise
-        (``testpaths = tests``, or test files named) the contract is added as an argument.
-        """
-        rootpath = self.config.rootpath
-        if not self.contract_path.is_relative_to(rootpath):
-            # Node ids are relative to the rootdir; a contract outside it would get none.
-            raise pytest.UsageError(
-                f"the contract {self.contract.path} is outside pytest's rootdir {rootpath}: "
-                "run pytest from the project root, or pass --rootdir=<project root>"
-            )
-        invocation_dir = self.config.invocation_params.dir
-        argument_paths = [
-            Path(os.path.abspath(invocation_dir / arg.split("::")[0])) for arg in self.config.args
-        ]
-        if self.contract_path in argument_paths:
-            return
-        for argument in argument_paths:
-            if argument.is_dir() and self.contract_path.is_relative_to(argument):
-                between = [
-                    parent for parent in self.contract_path.parents
-                    if parent.is_relative_to(argument) and parent != argument
-                ]
-                self.forced_paths = frozenset([self.contract_path, *between])
-                return
-        self.config.args.append(str(self.contract_path))
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
-        if collection_path in self.forced_paths:
-            return False
-        return None
-
-    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> ContractFile | None:
-        if file_path == self.contract_path or (
-            file_path.name == self.contract_path.name and file_path.samefile(self.contract.path)
-        ):
-            return ContractFile.from_parent(parent, path=file_path)
-        return None
 
     def pytest_report_header(self) -> list[str]:
         selected = sum(1 for selection in self.selections if selection.selected)
@@ -177,7 +143,21 @@ class VerifyGateSession:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.session = session
-        self.interruptible.__enter__()  # SIGTERM ends the session like Ctrl-C
+        self.interruptible.__enter__()  # SIGTERM, SIGHUP, SIGQUIT end the session like Ctrl-C
+        if not self.is_worker and self.github_annotations():
+            from pytest_verifygate.report.github import CommandStop
+
+            self.command_stop = CommandStop.on_terminal(self.config)  # test output isn't ours
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_collection(self, session: pytest.Session) -> Generator[None, object, object]:
+        try:
+            return (yield)
+        except BaseException:
+            # Cut short (Ctrl-C, SIGTERM): which gates would have been collected is unknown,
+            # so every selected gate counts (as interrupted), none as deselected.
+            self.collected_names = None
+            raise
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.collected_names = _unique(
@@ -193,7 +173,7 @@ class VerifyGateSession:
         node.workerinput[WORKERINPUT_KEY] = {
             "contract": self.contract_nodeid,
             "changes": self.changes.to_dict(),
-            "role": self.options.role,
+            "roles": list(self.options.roles),
             "phase": self.options.phase,
             "log_dir": str(self._log_dir()),
         }
@@ -202,8 +182,10 @@ class VerifyGateSession:
     def pytest_xdist_node_collection_finished(self, node: Any, ids: Sequence[str]) -> None:
         if self.collected_names is None:
             prefix = self.contract_nodeid + "::"
+            gate_names = {item: gate for gate, item in self.item_names.items()}
             self.collected_names = _unique(
-                nodeid[len(prefix):] for nodeid in ids if nodeid.startswith(prefix)
+                gate_names[nodeid[len(prefix):]] for nodeid in ids
+                if nodeid.startswith(prefix) and nodeid[len(prefix):] in gate_names
             )
 
     # -- running -------------------------------------------------------------------------
@@ -223,7 +205,8 @@ class VerifyGateSession:
         option = self.config.option
         if self.is_worker or option.setuponly or option.setupplan:
             return
-        names = _unique(item.gate.name for item in session.items if isinstance(item, GateItem))
+        names = _unique(item.gate.name for item in session.items
+                        if isinstance(item, GateItem) and item.runs)
         if not names:
             return
         plans = self._plans()
@@ -261,6 +244,15 @@ class VerifyGateSession:
                 self.log_dir = new_log_dir(self.contract.repo_root)
         return self.log_dir
 
+    def remember_outputs(self) -> None:
+        """Once every file is written (pytest's JUnit at its session finish too): remember
+        them, so that the next run does not take them for changes while they stay as written."""
+        if self.is_worker or self.report is None:
+            return
+        from pytest_verifygate.outputs import remember_outputs
+
+        remember_outputs(_output_paths(self.config, self.options))
+
     def close_runner(self) -> None:
         """Kill the gates still running (``-x``, Ctrl-C) and wait for the runner's threads."""
         if self.runner is not None:
@@ -279,9 +271,16 @@ class VerifyGateSession:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
-        if call.when == "call" and isinstance(item, GateItem) and item.gate_entry is not None:
-            # Basic types only: the entry travels to the xdist controller on the report.
-            report.verifygate = item.gate_entry  # type: ignore[attr-defined]
+        if call.when == "call" and isinstance(item, GateItem):
+            entry = item.gate_entry
+            if entry is not None:
+                # Basic types only: the entry travels to the xdist controller on the report.
+                report.verifygate = entry  # type: ignore[attr-defined]
+                if entry.get("attempts") and not entry.get("cached"):
+                    # The gate's own time, not the item's wait for it: gates run at once, and
+                    # an item whose gate finished while another item waited took no time.
+                    # JUnit's time= and --durations read this.
+                    report.duration = float(entry["duration_s"])
             if report.skipped and isinstance(report.longrepr, tuple):
                 # A skipped gate is reported at its location (the contract), not at the line
                 # of this package that skipped it (what -rs and JUnit show).
@@ -314,6 +313,7 @@ class VerifyGateSession:
     # -- the end -------------------------------------------------------------------------
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self.interruptible.hold()  # a signal from here on is noted, not raised: whole report
         self.close_runner()
         if self.is_worker or self.config.option.collectonly:
             return
@@ -322,7 +322,8 @@ class VerifyGateSession:
             result.code == codes.INTERRUPTED for result in results
         )
         run = engine.RunResult(self.contract, self.changes, tuple(selections), tuple(results),
-                               interrupted)
+                               interrupted, shard=self.plan.shard)
+        engine.record(run)
         report = engine.report(run, self.config.hook, redactor=self.redactor())
         verdict = report["verdict"]
         self.results, self.report = results, report
@@ -330,7 +331,8 @@ class VerifyGateSession:
         if self.github_annotations():
             from pytest_verifygate.report.github import append_step_summary
 
-            warning = append_step_summary(report, os.environ, repo_root=self.contract.repo_root)
+            warning = append_step_summary(report, os.environ, repo_root=self.contract.repo_root,
+                                          project_root=self.contract.root, hook=self.config.hook)
             self.messages += [warning] if warning else []
         deselected = any(s.reason == DESELECTED_REASON for s in selections)
         if (
@@ -379,7 +381,7 @@ class VerifyGateSession:
             code=codes.INTERRUPTED,
             command=plan.display_command if plan is not None else (),
             cwd=self.contract.gate(name).cwd,
-            reason="the run stopped before this gate finished",
+            reason=INTERRUPTED_REASON,
         )
 
     def write_outputs(self, report: dict[str, Any], session: pytest.Session) -> None:
@@ -410,25 +412,54 @@ class VerifyGateSession:
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.results is None or self.report is None:
             return
-        from pytest_verifygate.report.console import summary_table, verdict_line
+        from pytest_verifygate.report.console import (
+            closing_summary,
+            table_lines,
+            verdict_line,
+            verdict_style,
+        )
 
+        # pytest's markup: colored as pytest's --color, PY_COLORS, NO_COLOR... decide.
         reporter = terminalreporter
         reporter.write_sep("=", "verifygate")
         if self.results:
-            for line in summary_table(self.results).splitlines():
-                reporter.write_line(line)
+            for styled in table_lines(self.results):
+                _write_styled(reporter, styled)
         else:
             reporter.write_line("no gate ran")
+        timeouts = {gate.name: gate.timeout_seconds for gate in self.contract.gates}
+        for title, lines in closing_summary(self.report, timeouts):
+            reporter.write_sep("-", title)
+            for styled in lines:
+                _write_styled(reporter, styled)
         report_path = str(self.options.report) if self.options.report else None
-        reporter.write_line(verdict_line(self.report, report_path=report_path))
+        reporter.write_line(verdict_line(self.report, report_path=report_path),
+                            **{verdict_style(self.report): True})
         if self.github_annotations():
             from pytest_verifygate.report.github import error_annotations
 
             for line in error_annotations(self.report, repo_root=self.contract.repo_root,
-                                          project_root=self.contract.root):
+                                          project_root=self.contract.root, hook=self.config.hook,
+                                          stop=self.command_stop):
                 reporter.write_line(line)
         for message in self.messages:
             reporter.write_line(f"verifygate: {message}", red=True)
+
+
+def _write_styled(reporter: pytest.TerminalReporter, line: Styled) -> None:
+    """One line of the console's styled segments, in pytest's markup."""
+    reporter.ensure_newline()
+    for text, style in line:
+        reporter.write(text, **({style: True} if style else {}))
+    reporter.line("")
+
+
+def _output_paths(config: pytest.Config, options: VerifyOptions) -> list[str | Path]:
+    """The files this run writes: never changes themselves (``--junitxml`` is pytest's,
+    relative to the current directory as pytest takes it)."""
+    paths: list[str | Path] = [path for path in (options.report, options.digest) if path]
+    xmlpath = getattr(config.option, "xmlpath", None)
+    return [*paths, xmlpath] if xmlpath else paths
 
 
 def _unique(names: Iterator[str] | Sequence[str]) -> list[str]:
