@@ -276,6 +276,34 @@ def test_a_contract_that_was_invalid_at_the_start_binds_nothing(project: Path) -
     assert "only the current contract's gates run" in run.stderr
 
 
+def test_a_contract_broken_before_the_session_that_changed_nothing_allows_the_stop(
+    project: Path,
+) -> None:
+    write(project / "verify.toml", CHECK_GATE.replace("command", "comand"))
+    commit_all(project, "a mistyped key, before the session")
+    session_start(project)
+    run = stop(project)
+    assert not run.blocked
+    assert "nothing changed since HEAD when the session began" in run.message
+    assert "'comand'" in run.message
+    write(project / "calc.py", BAD)  # once the session changes something, it fails closed
+    assert stop(project).blocked
+
+
+def test_a_state_directory_that_cannot_be_written_still_blocks(project: Path) -> None:
+    session_start(project)
+    agent_dir = project / ".git/verifygate/agent"
+    for path in sorted(agent_dir.rglob("*"), reverse=True):
+        path.rmdir() if path.is_dir() else path.unlink()
+    agent_dir.rmdir()
+    agent_dir.write_text("not a directory\n")  # every state write now fails
+    write(project / "calc.py", BAD)
+    run = stop(project)
+    assert run.blocked
+    assert "calc.py" in run.reason
+    assert "cannot record the session's rounds" in run.stderr
+
+
 def test_no_contract_now_and_none_at_the_start_allows_the_stop(repo: Path) -> None:
     write(repo / "calc.py", GOOD)
     commit_all(repo)

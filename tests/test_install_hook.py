@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_verifygate.agents.protocols import AGENT_NAMES
+from pytest_verifygate.agents.detect import AGENT_NAMES
 from pytest_verifygate.cli.parser import AGENTS, build_parser
 from test_agent_hook import BAD, CHECK, CHECK_GATE, GOOD, HOOK
 from test_agents_protocols import PAYLOADS

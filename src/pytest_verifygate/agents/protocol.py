@@ -1,7 +1,7 @@
 """What every agent protocol shares: the payload and decision records, and reading the payload.
 
 Each coding agent speaks its own hook protocol (``claude.py``, ``codex.py``, ``cursor.py``,
-``gemini.py``); ``protocols.py`` tells them apart. All of them are translated into one
+``gemini.py``); ``detect.py`` tells them apart. All of them are translated into one
 ``HookPayload`` for the one verify-on-stop policy (``stop_hook.py``), whose ``Decision`` each
 adapter renders in its agent's format. An ``Adapter`` is what a protocol module offers: its
 payload parser, its renderer, and the hooks ``verifygate install-hook`` writes for it.

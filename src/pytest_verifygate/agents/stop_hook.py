@@ -2,7 +2,7 @@
 
 Owns the decisions. Each agent's protocol (its payload, its answer's format, its
 configuration) is an adapter's (``claude.py``, ``codex.py``, ``cursor.py``, ``gemini.py``;
-``protocols.py`` tells them apart); the per-session files are ``state.py``'s and the starting
+``detect.py`` tells them apart); the per-session files are ``state.py``'s and the starting
 point ``session_start.py``'s. The gates run through the one engine, exactly as
 ``verifygate run`` runs them. The exit status is always 0: every agent reads a non-zero status
 as a block or an error, and neither must come from a problem the agent cannot fix. A
@@ -147,7 +147,7 @@ def block_round(
 def run_agent_hook(args: argparse.Namespace) -> int:
     """Read the payload, check the gates, print the decision in the agent's format. Always
     returns 0. Every message for the user is also said on stderr, one line each."""
-    from pytest_verifygate.agents.protocols import UnreadPayload, read_payload
+    from pytest_verifygate.agents.detect import UnreadPayload, read_payload
 
     adapter: Adapter | None = None
     try:
@@ -200,6 +200,10 @@ def _run(args: argparse.Namespace, payload: HookPayload) -> Decision:
     except ContractError as exc:
         if start is None:  # outside git: nothing can be checked anyway
             return _allow(f"contract error: {exc}; the stop is allowed without checking")
+        if start.commit is not None and not _changed_since(args, start, repo_root):
+            # Broken before the session began, and untouched by it: not the agent's to fix.
+            return _allow(f"contract error: {exc}; nothing changed since {start.source} "
+                          f"({start.short}), so the stop is allowed")
         return _contract_error(args, payload, exc, repo_root or Path.cwd(), start)
     except VerifyGateError as exc:
         return _allow(f"{exc}; the stop is allowed without checking")
@@ -208,6 +212,17 @@ def _run(args: argparse.Namespace, payload: HookPayload) -> Decision:
     for warning in plan.warnings:
         _warn(warning)
     return _check(args, payload, plan, start)
+
+
+def _changed_since(args: argparse.Namespace, start: StartPoint, repo_root: Path | None) -> bool:
+    """Whether anything (committed or not, untracked included) changed since ``start``: what
+    a stop is judged on, asked without a contract to select gates."""
+    from pytest_verifygate.changes import compute_changes
+
+    changes = compute_changes(repo_root or Path.cwd(),
+                              ChangeRequest(changed_from=args.changed_from or start.commit),
+                              cwd=Path.cwd())
+    return bool(changes.files)
 
 
 def _session_started(payload: HookPayload, repo_root: Path | None) -> Decision:
@@ -264,7 +279,7 @@ def _contract_error(args: argparse.Namespace, payload: HookPayload, error: Contr
     )
     _warn(f"contract error: {text}")
     if decision.state != stored:
-        save_state(path, payload.state_key, decision.state)
+        _save(path, payload.state_key, decision.state)
     return decision
 
 
@@ -277,7 +292,7 @@ def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
     if plan.changes.filtering and not plan.changes.files:
         # Nothing changed: nothing to verify, and nothing left of earlier failures.
         if stored != SessionState():
-            save_state(path, payload.state_key, SessionState())
+            _save(path, payload.state_key, SessionState())
         return Decision()
     # Imported once there is something to run: most stops change nothing, or hit a contract
     # error, and need none of it.
@@ -292,7 +307,10 @@ def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
     report = engine.report(run, hook)
     root = str(contract.repo_root)
     report_path = path.with_suffix(".report.json")
-    write_report(report_path, report)
+    try:
+        write_report(report_path, report)
+    except OSError as exc:
+        _warn(f"cannot write the report {report_path}: {exc.strerror or exc}")
     digest, signature = "", None
     # A pass needs neither digest nor signature: most stops pass.
     if report["verdict"] in (codes.VERDICT_FAILED, codes.VERDICT_PENDING):
@@ -317,7 +335,7 @@ def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
         notes=notes,
     )
     if decision.state != stored:
-        save_state(path, payload.state_key, decision.state)
+        _save(path, payload.state_key, decision.state)
     if changed is not None and decision.block_reason is None:
         # The user should know the contract changed, whatever the verdict (stderr has it).
         message = f"verifygate agent-hook: {changed}"
@@ -336,6 +354,17 @@ def _rerun_command(args: argparse.Namespace, start: StartPoint | None = None) ->
     if args.role:
         words += [word for role in args.role for word in ("--role", role)]
     return shlex.join(words)
+
+
+def _save(path: Path, key: str, state: SessionState) -> None:
+    """Remember the session's rounds; a state directory that cannot be written costs the
+    count, never the decision: a failing stop is still blocked (the agent's own caps, such as
+    Claude Code's and Cursor's, still bound the rounds), and stderr says why."""
+    try:
+        save_state(path, key, state)
+    except OSError as exc:
+        _warn(f"cannot record the session's rounds in {path}: {exc.strerror or exc}; "
+              "the round cap cannot count this stop")
 
 
 def _allow(message: str) -> Decision:

@@ -27,7 +27,7 @@ NEW_FILE_MODE = 0o644
 
 def main(args: argparse.Namespace) -> int:
     from pytest_verifygate.agents.config import ConfigShapeError, hook_command, merge_hooks
-    from pytest_verifygate.agents.protocols import ADAPTERS
+    from pytest_verifygate.agents.detect import ADAPTERS
     from pytest_verifygate.contract import find_repo_root
 
     adapter = ADAPTERS[args.agent]

@@ -17,7 +17,7 @@ from pytest_verifygate.cli.exits import EXIT_USAGE, HOOK_USAGE_STATUS
 # Subcommand -> the module under ``pytest_verifygate.cli`` whose ``main(args)`` runs it.
 COMMANDS = {"run": "run", "list": "listing", "agent-hook": "agent_hook", "merge": "merge",
             "install-hook": "install_hook", "mcp": "mcp"}
-# The coding agents whose hook protocols ``agent-hook`` speaks (``agents.protocols``).
+# The coding agents whose hook protocols ``agent-hook`` speaks (``agents.detect``).
 AGENTS = ("claude", "codex", "cursor", "gemini")
 ROLE_HELP = ("select the gates for role R (repeatable; default: $VERIFYGATE_ROLE, "
              "comma-separated); gates with roles run only for one of theirs")
