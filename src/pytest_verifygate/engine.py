@@ -130,6 +130,15 @@ def prepare(request: RunRequest) -> Plan:
                 request.read_cache, shard=request.shard, shard_warnings=shard_warnings)
 
 
+def change_set(request: RunRequest, root: Path) -> ChangeSet:
+    """The change set ``request`` asks for, for the project at ``root``, without a contract:
+    what a front end still needs to know when the contract cannot be loaded (the agent hook
+    fails closed only if the session changed something)."""
+    if isinstance(request.changes, ChangeSet):
+        return request.changes
+    return compute_changes(root, request.changes, cwd=request.start)
+
+
 def effective_jobs(jobs: int | None, contract: Contract) -> int:
     """``--jobs`` if given, else the contract's setting; 0 means one per CPU."""
     value = contract.settings.jobs if jobs is None else jobs

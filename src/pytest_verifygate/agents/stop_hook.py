@@ -200,7 +200,7 @@ def _run(args: argparse.Namespace, payload: HookPayload) -> Decision:
     except ContractError as exc:
         if start is None:  # outside git: nothing can be checked anyway
             return _allow(f"contract error: {exc}; the stop is allowed without checking")
-        if start.commit is not None and not _changed_since(args, start, repo_root):
+        if start.commit is not None and not _changed_since(args, payload, start, repo_root):
             # Broken before the session began, and untouched by it: not the agent's to fix.
             return _allow(f"contract error: {exc}; nothing changed since {start.source} "
                           f"({start.short}), so the stop is allowed")
@@ -214,15 +214,14 @@ def _run(args: argparse.Namespace, payload: HookPayload) -> Decision:
     return _check(args, payload, plan, start)
 
 
-def _changed_since(args: argparse.Namespace, start: StartPoint, repo_root: Path | None) -> bool:
+def _changed_since(args: argparse.Namespace, payload: HookPayload, start: StartPoint,
+                   repo_root: Path | None) -> bool:
     """Whether anything (committed or not, untracked included) changed since ``start``: what
     a stop is judged on, asked without a contract to select gates."""
-    from pytest_verifygate.changes import compute_changes
+    from pytest_verifygate.engine import change_set
 
-    changes = compute_changes(repo_root or Path.cwd(),
-                              ChangeRequest(changed_from=args.changed_from or start.commit),
-                              cwd=Path.cwd())
-    return bool(changes.files)
+    request = _request(args, payload, start)
+    return bool(change_set(request, repo_root or Path.cwd()).files)
 
 
 def _session_started(payload: HookPayload, repo_root: Path | None) -> Decision:
