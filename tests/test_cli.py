@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 import os
 import signal
 import subprocess
@@ -131,7 +132,7 @@ command = "sleep 300"
 """)
     process = subprocess.Popen(
         [sys.executable, "-m", "pytest_verifygate.cli", "run", "--all", "--jobs", "2",
-         "--json", "report.json"],
+         "--json", "report.json", "--junit", "junit.xml"],
         cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     end = time.monotonic() + 20
@@ -145,6 +146,14 @@ command = "sleep 300"
     outcomes = {g["name"]: (g["outcome"], g["code"]) for g in report["gates"]}
     assert outcomes["hang"] == ("failed", "interrupted")
     assert outcomes["waiting"] == ("failed", "interrupted")
+    assert report["summary"] == {"passed": 1, "failed": 0, "skipped": 0, "pending": 0,
+                                 "interrupted": 2}
+    # JUnit: a gate cut short could not finish, an <error>; nothing failed.
+    suite = ET.parse(repo / "junit.xml").getroot().find("testsuite")
+    assert suite is not None
+    assert (suite.get("failures"), suite.get("errors")) == ("0", "2")
+    assert [case.get("name") for case in suite.iter("testcase")
+            if case.find("error") is not None] == ["hang", "waiting"]
     pid = int((repo / "bg.pid").read_text())
     end = time.monotonic() + 5
     while Path(f"/proc/{pid}").exists() and time.monotonic() < end:

@@ -156,6 +156,9 @@ def test_exitfirst_counts_cut_short_gates_as_interrupted(project: pytest.Pyteste
     validate_report(report)
     assert [(gate["outcome"], gate["code"]) for gate in report["gates"]] == [
         ("failed", "command_failed"), *[("failed", "interrupted")] * 3]
+    # Machine-readable counts agree with the verdict line: cut short is not failed.
+    assert report["summary"] == {"passed": 0, "failed": 1, "skipped": 0, "pending": 0,
+                                 "interrupted": 3}
 
 
 def test_files_pytest_writes_are_not_changes_on_the_next_run(project: pytest.Pytester) -> None:

@@ -25,6 +25,7 @@ from typing import Any
 from pytest_verifygate import codes
 from pytest_verifygate.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from pytest_verifygate.errors import UsageError
+from pytest_verifygate.report.words import summary_counts
 
 SHARD_REASON_PREFIX = "in shard "
 _SPLIT_HINT = ("the shards split the gates differently: give every shard the same "
@@ -143,9 +144,7 @@ def merge_reports(
             not_selected.append({"name": name, "reason": _reason_left_out(name, reasons)})
     position = {name: index for index, name in enumerate(order)}
     gates = sorted(ran.values(), key=lambda gate: position.get(gate["name"], len(position)))
-    summary = dict.fromkeys(codes.OUTCOMES, 0)
-    for gate in gates:
-        summary[gate["outcome"]] = summary.get(gate["outcome"], 0) + 1
+    summary = summary_counts((gate["outcome"], gate.get("code")) for gate in gates)
     all_warnings = [warning for _, report in reports for warning in report.get("warnings", [])]
     merged = {
         "version": 1,

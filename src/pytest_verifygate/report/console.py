@@ -29,7 +29,12 @@ from typing import Any, Protocol, TextIO
 
 from pytest_verifygate import codes
 from pytest_verifygate.contract import Gate
-from pytest_verifygate.report.words import failure_code, format_seconds, outcome_counts
+from pytest_verifygate.report.words import (
+    failure_code,
+    format_seconds,
+    is_interrupted,
+    outcome_counts,
+)
 from pytest_verifygate.runner.records import GateResult
 
 LABELS = {codes.PASSED: "PASS", codes.FAILED: "FAIL", codes.SKIPPED: "SKIP",
@@ -97,11 +102,6 @@ def verdict_style(report: Mapping[str, Any]) -> str:
     """The verdict line's style: green passed, red failed, yellow otherwise (pending, or
     unverified: nothing ran)."""
     return VERDICT_STYLES.get(str(report["verdict"]), "yellow")
-
-
-def is_interrupted(gate: Mapping[str, Any]) -> bool:
-    """Whether a report entry (or a result's dict) is a gate cut short, not a failure."""
-    return gate.get("outcome") == codes.FAILED and gate.get("code") == codes.INTERRUPTED
 
 
 def _label(gate: Mapping[str, Any]) -> str:
@@ -229,12 +229,7 @@ def verdict_line(report: Mapping[str, Any], *, report_path: str | None = None) -
     failed = [gate for gate in gates
               if gate.get("outcome") == codes.FAILED and not is_interrupted(gate)]
     pending = [gate for gate in gates if gate.get("outcome") == codes.PENDING]
-    summary = dict(report["summary"])
-    if interrupted:
-        summary[codes.FAILED] = max(0, int(summary.get(codes.FAILED, 0)) - len(interrupted))
-    counts = outcome_counts(summary)
-    counts += f", {len(interrupted)} {codes.INTERRUPTED}" if interrupted else ""
-    line = f"verdict: {verdict} ({counts})"
+    line = f"verdict: {verdict} ({outcome_counts(report['summary'])})"
     if failed or interrupted:
         shown = [f"{gate['name']} [{failure_code(gate)}]" for gate in failed[:6]]
         more = f" (+{len(failed) - 6} more)" if len(failed) > 6 else ""

@@ -19,6 +19,7 @@ from pytest_verifygate import codes
 from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import Contract, Gate, posix_relative
 from pytest_verifygate.report.redact import Redactor, gate_environment, redactor_for
+from pytest_verifygate.report.words import summary_counts
 from pytest_verifygate.runner.records import GateResult
 from pytest_verifygate.selection import Selection
 from pytest_verifygate.storage import write_atomic
@@ -84,11 +85,9 @@ def build_report(
     """
     order = {gate.name: index for index, gate in enumerate(contract.gates)}
     ordered = sorted(results, key=lambda result: order.get(result.name, len(order)))
-    summary = dict.fromkeys(codes.OUTCOMES, 0)
+    summary = summary_counts((result.outcome, result.code) for result in ordered)
     if redactor is None:
         redactor = redactor_for(contract.gates)
-    for result in ordered:
-        summary[result.outcome] = summary.get(result.outcome, 0) + 1
     return {
         "version": REPORT_VERSION,
         "verdict": verdict,

@@ -26,7 +26,7 @@ from typing import Any
 from pytest_verifygate import codes
 from pytest_verifygate.commands import command_text
 from pytest_verifygate.names import item_name
-from pytest_verifygate.report.words import failure_code
+from pytest_verifygate.report.words import failure_code, is_interrupted
 
 SUITE_NAME = "verifygate"
 # Everything XML 1.0 allows (https://www.w3.org/TR/xml/#charsets); the rest is dropped.
@@ -188,13 +188,16 @@ def to_junit(
     import xml.etree.ElementTree as ET
 
     gates: list[Mapping[str, Any]] = list(report.get("gates", []) if cases is None else cases)
-    failures = sum(1 for gate in gates if gate.get("outcome") == codes.FAILED)
+    # A gate cut short is an <error> (it could not finish), not a <failure>, as the report's
+    # summary counts it apart from the failed ones.
+    errors = sum(1 for gate in gates if is_interrupted(gate))
+    failures = sum(1 for gate in gates if gate.get("outcome") == codes.FAILED) - errors
     skipped = sum(1 for gate in gates if gate.get("outcome") in (codes.SKIPPED, codes.PENDING))
     if suite_seconds is None:
         suite_seconds = sum(float(gate.get("duration_s") or 0.0) for gate in gates)
     attributes = {
         "name": SUITE_NAME,
-        "errors": "0",
+        "errors": str(errors),
         "failures": str(failures),
         "skipped": str(skipped),
         "tests": str(len(gates)),
@@ -222,7 +225,8 @@ def to_junit(
         if outcome == codes.FAILED:
             timeout = (timeouts or {}).get(str(gate.get("name")))
             headline = failure_message(gate, timeout)
-            failure = ET.SubElement(case, "failure", message=xml_text(headline))
+            element = "error" if is_interrupted(gate) else "failure"
+            failure = ET.SubElement(case, element, message=xml_text(headline))
             failure.text = xml_text(failure_text(gate, headline))
         elif outcome in (codes.SKIPPED, codes.PENDING):
             message = xml_text(skip_message(gate))

@@ -9,18 +9,38 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pytest_verifygate import codes
 
 
+def is_interrupted(gate: Mapping[str, Any]) -> bool:
+    """Whether a report entry (or a result's dict) is a gate cut short, not a failure."""
+    return gate.get("outcome") == codes.FAILED and gate.get("code") == codes.INTERRUPTED
+
+
+def summary_counts(gates: Iterable[tuple[str, str | None]]) -> dict[str, int]:
+    """A report's ``summary`` from each gate's (outcome, code): a count per outcome, and the
+    gates cut short (failed with code ``interrupted``: Ctrl-C, SIGTERM, pytest's ``-x``)
+    counted apart as ``interrupted``, not as ``failed``, since nothing is known to be wrong
+    with them. The counts add up to the number of gates."""
+    summary = dict.fromkeys((*codes.OUTCOMES, codes.INTERRUPTED), 0)
+    for outcome, code in gates:
+        key = codes.INTERRUPTED if (outcome, code) == (codes.FAILED, codes.INTERRUPTED) else outcome
+        summary[key] = summary.get(key, 0) + 1
+    return summary
+
+
 def outcome_counts(summary: Mapping[str, Any]) -> str:
-    """``2 passed, 1 failed, 0 skipped, 0 pending``: a report's summary, every outcome named.
+    """``2 passed, 1 failed, 0 skipped, 0 pending``: a report's summary, every outcome named,
+    then ``, 2 interrupted`` when gates were cut short.
 
     Zero counts are kept so the shape never changes: scripts and people grep for it.
     """
-    return ", ".join(f"{summary.get(outcome, 0)} {outcome}" for outcome in codes.OUTCOMES)
+    counts = ", ".join(f"{summary.get(outcome, 0)} {outcome}" for outcome in codes.OUTCOMES)
+    interrupted = summary.get(codes.INTERRUPTED, 0)
+    return counts + (f", {interrupted} {codes.INTERRUPTED}" if interrupted else "")
 
 
 def format_seconds(seconds: float, *, prose: bool = False) -> str:
