@@ -247,6 +247,14 @@ def test_files_the_package_writes_are_never_changes(repo: Path) -> None:
     assert selected(files=["out/next.json"], outputs=[repo / "out" / "next.json"]) == []
     # Nothing under .git/ is a change, even when named.
     assert selected(files=[".git/config", "nested/.git/HEAD"]) == []
+    # So are the files verifygate merge writes from shard reports.
+    git(repo, "reset", "-q")
+    shard = verifygate("run", "--all", "--shard", "1/1", "--json", str(repo.parent / "s1.json"))
+    assert shard.returncode == 0, shard.stderr
+    merged = verifygate("merge", str(repo.parent / "s1.json"), "--json", "merged/report.json",
+                        "--junit", "merged/junit.xml")
+    assert merged.returncode == 0, merged.stderr
+    assert selected(worktree=True) == []
     # Edited since it was written, a report is a change like any file.
     write(repo / "out" / "report.json", "{}\n")
     assert selected(worktree=True) == ["everything"]

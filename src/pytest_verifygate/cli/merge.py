@@ -53,6 +53,11 @@ def main(args: argparse.Namespace) -> int:
             write_junit(args.junit, merged)
         except OSError as exc:
             problems.append(f"cannot write the JUnit file {args.junit}: {exc.strerror or exc}")
+    if args.json or args.junit:
+        from pytest_verifygate.cli.request import output_paths
+        from pytest_verifygate.outputs import remember_outputs
+
+        remember_outputs(output_paths(args))  # not changes for the next run, as run's own
     if args.format == "json":
         sys.stdout.write(dumps(merged))
     else:
