@@ -122,10 +122,15 @@ def test_each_shell_line_parses_and_names_hooks_that_exist(text: str) -> None:
         parses(argv)
 
 
-def test_no_placeholder_is_left_for_the_reader_to_guess() -> None:
-    text = README.read_text(encoding="utf-8")
+@pytest.mark.parametrize("document", [README, README.parent / "example-repo" / "README.md",
+                                      README.parent / "example-repo" / ".pre-commit-config.yaml"],
+                         ids=lambda path: path.name)
+def test_no_placeholder_is_left_for_the_reader_to_guess(document: Path) -> None:
+    text = document.read_text(encoding="utf-8")
     for placeholder in ("<owner>", "<your", "TODO", "XXX"):
         assert placeholder not in text
+    # A pre-commit `rev:` needs a tag or commit the reader can look up; none is published.
+    assert not re.search(r"^\s*#?\s*rev:", text, re.MULTILINE)
 
 
 @pytest.mark.parametrize("text", blocks("python"))
