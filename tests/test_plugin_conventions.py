@@ -132,6 +132,22 @@ def test_fail_when_unverified_still_fails_in_both(project: pytest.Pytester) -> N
     assert verifygate("run", "--files", "docs/guide.md", cwd=project.path).returncode == 1
 
 
+def test_no_gate_for_the_roles_asked_exits_0_as_the_cli_does(project: pytest.Pytester) -> None:
+    write_contract(project.path, {"name": "review", "command": failing(), "roles": ["reviewer"]},
+                   {"name": "late", "command": failing(), "phases": [3]})
+    result = project.runpytest("--verify-contract", "--verify-all", "--verify-phase", "1")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["verdict: unverified (*"])
+    assert verifygate("run", "--all", "--phase", "1", cwd=project.path).returncode == 0
+    # The role asked for: its gate runs and fails in both.
+    failed = project.runpytest("--verify-contract", "--verify-all", "--verify-role", "reviewer")
+    assert failed.ret == pytest.ExitCode.TESTS_FAILED
+    assert verifygate("run", "--all", "--role", "reviewer", cwd=project.path).returncode == 1
+    # Deselected by -k, pytest's own "no tests ran" stands.
+    assert project.runpytest("--verify-contract", "--verify-all", "--verify-role", "reviewer",
+                             "-k", "nothing").ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
 def test_exitfirst_counts_cut_short_gates_as_interrupted(project: pytest.Pytester) -> None:
     slow = python("import time; time.sleep(30)")
     write_contract(
