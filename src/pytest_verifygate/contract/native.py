@@ -27,6 +27,7 @@ from pytest_verifygate.contract.model import (
 from pytest_verifygate.contract.settings import load_settings
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C0 and C1 controls, DEL
 
 
 def load_native(
@@ -90,6 +91,12 @@ def _load_gate(
     # Any text is a name, as in middle ("unit tests", "Type check (mypy)"); the spaces
     # around it are not part of it.
     name = reader.string(raw["name"], gate=label, key="name").strip()
+    control = _CONTROL.search(name)
+    if control is not None:
+        # A name is shown on one line everywhere (progress, tables, headings, annotations).
+        raise reader.error(f"must be one line of text, not hold the control character "
+                           f"U+{ord(control.group()):04X}", gate=label, key="name",
+                           hint="write the name without line breaks, tabs or escapes")
     reader.check_keys(raw, GATE_KEYS, gate=name, where="[[gate]]")
     kind = reader.choice(raw.get("kind", "command"), KINDS, gate=name, key="kind")
     command = _command(raw, kind, name, reader)
