@@ -146,6 +146,30 @@ def test_the_round_cap_reaches_the_command_and_cursors_loop_limit(repo: Path) ->
     (stop,) = config(repo, "cursor")["hooks"]["stop"]
     assert stop == {"command": "verifygate agent-hook --agent cursor --max-rounds 5",
                     "loop_limit": 6}
+    # Asked again with another cap, the installed hook takes it (and nothing else changes).
+    installed = config(repo, "cursor")
+    installed["hooks"]["stop"][0]["timeout"] = 120
+    write(repo / FILES["cursor"], json.dumps(installed))
+    done = install(repo, "--agent", "cursor", "--max-rounds", "2")
+    (stop,) = config(repo, "cursor")["hooks"]["stop"]
+    assert stop == {"command": "verifygate agent-hook --agent cursor --max-rounds 2",
+                    "loop_limit": 3, "timeout": 120}
+    assert "now runs `verifygate agent-hook --agent cursor --max-rounds 2` (loop_limit 3)" in (
+        done.stdout)
+
+
+@pytest.mark.parametrize("command", ["echo verifygate agent-hook",
+                                     "verifygate agent-hook --agent codex",
+                                     "verifygate run --format agent"])
+def test_a_command_that_only_mentions_the_hook_is_not_taken_for_it(command: str,
+                                                                   repo: Path) -> None:
+    write(repo / FILES["claude"], json.dumps({"hooks": {"Stop": [
+        {"hooks": [{"type": "command", "command": command}]}]}}))
+    done = install(repo, "--agent", "claude")
+    commands = [hook["command"] for entry in config(repo, "claude")["hooks"]["Stop"]
+                for hook in entry["hooks"]]
+    assert commands == [command, "verifygate agent-hook --agent claude"]
+    assert "added  Stop" in done.stdout
 
 
 @pytest.mark.parametrize(("text", "problem"), [

@@ -39,22 +39,38 @@ def hook_command(agent: str, max_rounds: int | None = None) -> str:
     return shlex.join(words)
 
 
-def is_agent_hook(command: object) -> bool:
+def is_agent_hook(command: object, agent: str | None = None) -> bool:
     """Whether a configured command runs ``verifygate agent-hook`` (as a program on PATH, by
-    its path, or as ``python -m pytest_verifygate.cli``)."""
+    its path, or as ``python -m pytest_verifygate.cli``), for ``agent`` when one is named: a
+    command that names another agent with ``--agent`` is not this agent's hook."""
     if not isinstance(command, str):
         return False
     try:
         words = shlex.split(command)
     except ValueError:  # unbalanced quotes: not a command of ours
         return False
-    return "agent-hook" in words and any(
-        os.path.basename(word) == "verifygate" or word == "pytest_verifygate.cli"
-        for word in words)
+    while words and "=" in words[0] and not words[0].startswith("="):
+        words = words[1:]  # NAME=value assignments before the program
+    if words[:1] and os.path.basename(words[0]) == "verifygate":
+        arguments = words[1:]
+    elif words[1:3] == ["-m", "pytest_verifygate.cli"]:
+        arguments = words[3:]
+    else:
+        return False
+    if arguments[:1] != ["agent-hook"]:
+        return False
+    named = [arguments[i + 1] for i, word in enumerate(arguments[:-1]) if word == "--agent"]
+    named += [word.split("=", 1)[1] for word in arguments if word.startswith("--agent=")]
+    return agent is None or not named or named[-1] == agent
 
 
-def merge_hooks(config: object, adapter: Adapter, command: str, max_rounds: int) -> Merged:
-    """Add ``adapter``'s hooks running ``command`` to ``config`` (changed in place)."""
+def merge_hooks(config: object, adapter: Adapter, command: str, max_rounds: int,
+                *, replace: bool = False) -> Merged:
+    """Add ``adapter``'s hooks running ``command`` to ``config`` (changed in place).
+
+    An event that already runs the agent hook is kept as it is, unless ``replace`` (the user
+    asked for other options, such as ``--max-rounds``): then that hook's command becomes
+    ``command``, and nothing else of it changes."""
     if not isinstance(config, dict):
         raise ConfigShapeError(f"it holds a JSON {type(config).__name__}, not an object")
     added: list[str] = []
@@ -69,27 +85,37 @@ def merge_hooks(config: object, adapter: Adapter, command: str, max_rounds: int)
         entries = hooks.setdefault(event, [])
         if not isinstance(entries, list):
             raise ConfigShapeError(f"'hooks.{event}' is not a list")
-        existing = next((found for found in _commands(entries, adapter.nested)
-                         if is_agent_hook(found)), None)
+        existing = next((hook for hook in _hooks(entries, adapter.nested)
+                         if is_agent_hook(hook.get("command"), adapter.name)), None)
         if existing is not None:
-            kept.append(f"{event}: already runs `{existing}`")
+            wanted = entry["hooks"][0] if adapter.nested else entry
+            # What the options decide (the command, Cursor's loop_limit); a timeout the user
+            # set stays.
+            update = {key: wanted[key] for key in ("command", "loop_limit")
+                      if key in wanted and existing.get(key) != wanted[key]}
+            if replace and update:
+                added.append(f"{event}: `{existing['command']}` now runs `{command}`"
+                             f"{_details(update)}")
+                existing.update(update)
+            else:
+                kept.append(f"{event}: already runs `{existing['command']}`")
             continue
         entries.append(entry)
         added.append(f"{event}: `{command}`{_details(entry)}")
     return Merged(added, kept)
 
 
-def _commands(entries: list[Any], nested: bool) -> list[object]:
-    """The commands an event's entries run: each entry's own (Cursor) or those of each
-    matcher group's ``hooks`` (Claude Code, Codex, Gemini CLI)."""
-    commands: list[object] = []
+def _hooks(entries: list[Any], nested: bool) -> list[dict[str, Any]]:
+    """The hooks an event's entries hold: each entry itself (Cursor) or each matcher group's
+    ``hooks`` (Claude Code, Codex, Gemini CLI)."""
+    found: list[dict[str, Any]] = []
     for entry in entries:
         if not isinstance(entry, dict):
             continue
         hooks = entry.get("hooks") if nested else [entry]
         if isinstance(hooks, list):
-            commands += [hook.get("command") for hook in hooks if isinstance(hook, dict)]
-    return commands
+            found += [hook for hook in hooks if isinstance(hook, dict)]
+    return found
 
 
 def _details(entry: dict[str, Any]) -> str:

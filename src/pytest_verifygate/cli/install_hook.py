@@ -41,7 +41,7 @@ def main(args: argparse.Namespace) -> int:
     max_rounds = args.max_rounds if args.max_rounds is not None else 3
     try:
         merged = merge_hooks(config, adapter, hook_command(adapter.name, args.max_rounds),
-                             max_rounds)
+                             max_rounds, replace=args.max_rounds is not None)
     except ConfigShapeError as exc:
         raise UsageError(f"install-hook: {shown}: {exc}: not {adapter.title}'s configuration "
                          "as documented; fix it by hand, then run install-hook again (the "
