@@ -92,7 +92,8 @@ command = [{PY}, "-c", "print('fine')"]
 
     report = to_report(run)
     jsonschema.validate(report, load_schema())
-    assert report["summary"] == {"passed": 1, "failed": 1, "skipped": 0, "pending": 0, "interrupted": 0}
+    assert report["summary"] == {"passed": 1, "failed": 1, "skipped": 0,
+                                 "pending": 0, "interrupted": 0}
     assert report["changes"] == {"source": "worktree", "ref": "HEAD", "files": ["calc.py"]}
     assert report["not_selected"][0]["name"] == "docs"
     (failed,) = [gate for gate in report["gates"] if gate["outcome"] == "failed"]

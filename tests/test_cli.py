@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import xml.etree.ElementTree as ET
 import os
 import signal
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import jsonschema

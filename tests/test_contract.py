@@ -138,7 +138,7 @@ def test_any_non_empty_gate_name_is_accepted_and_trimmed(repo: Path, where: str)
     assert [gate.name for gate in contract.gates] == [name.strip() for name in names]
 
 
-@pytest.mark.parametrize("name", ["two\nlines", "tab\tbed", "bell\a", "csi\x9b2J"])
+@pytest.mark.parametrize("name", ["two\nlines", "carriage\rreturn", "bell\a", "csi\x9b2J"])
 def test_a_gate_name_is_one_line_of_text(repo: Path, name: str) -> None:
     write(repo / "verify.toml", f"[[gate]]\nname = {json.dumps(name)}\ncommand = \"true\"\n")
     with pytest.raises(ContractError, match=r"gate '#1': key 'name': must be one line of text, "

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import load_contract
@@ -104,9 +105,15 @@ def test_pre_commit_config_is_valid_and_runs_verifygate_from_the_project_environ
     assert (hook["pass_filenames"], hook["always_run"], hook["require_serial"]) == (
         False, True, True)
     assert hook["stages"] == ["pre-commit", "pre-push", "manual"]
-    # The alternative (the published hook by repo: + rev:) is shown, commented out.
+    # The alternative (pytest-verifygate from PyPI, pinned) is shown, commented out, and
+    # valid once uncommented.
     text = config_path.read_text(encoding="utf-8")
-    assert "#   rev: " in text and "#     - id: verifygate" in text
+    assert "#       additional_dependencies: [pytest-verifygate==" in text
+    start = text.index("  # - repo: local")
+    uncommented = "repos:\n" + "\n".join(line.replace("# ", "", 1) for line in
+                                           text[start:].splitlines() if line.strip())
+    [alternative] = yaml.safe_load(uncommented)["repos"]
+    assert alternative["hooks"][0]["language"] == "python"
 
 
 def test_the_example_project_passes_its_own_gates(tmp_path: Path) -> None:

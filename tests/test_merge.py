@@ -120,7 +120,8 @@ def test_a_passing_merge_and_its_json_on_stdout(project: Path) -> None:
     assert done.returncode == 0, done.stderr
     merged = json.loads(done.stdout)
     assert merged["verdict"] == "pending"  # the manual gate awaits sign-off
-    assert merged["summary"] == {"passed": 7, "failed": 0, "skipped": 0, "pending": 1, "interrupted": 0}
+    assert merged["summary"] == {"passed": 7, "failed": 0, "skipped": 0,
+                                 "pending": 1, "interrupted": 0}
 
 
 def one_error_line(done: subprocess.CompletedProcess[str]) -> str:

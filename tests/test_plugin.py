@@ -333,7 +333,8 @@ def test_report_and_digest(project: pytest.Pytester) -> None:
     assert report["contract"] == "verify.toml"
     assert report["changes"]["source"] == "all"
     assert [gate["name"] for gate in report["gates"]] == ["lint", "types", "release"]
-    assert report["summary"] == {"passed": 1, "failed": 1, "skipped": 0, "pending": 1, "interrupted": 0}
+    assert report["summary"] == {"passed": 1, "failed": 1, "skipped": 0,
+                                 "pending": 1, "interrupted": 0}
     gates = gates_by_name(report)
     assert gates["types"]["exit_code"] == 3
     assert "E999" in gates["types"]["output_tail"]

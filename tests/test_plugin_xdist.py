@@ -66,7 +66,8 @@ def test_same_items_and_outcomes_and_one_complete_report(project: pytest.Pyteste
     assert gates["types"]["code"] == "command_failed"
     assert gates["release"]["outcome"] == "pending"
     assert gates["docs"]["reason"] == "no matching files for {files}"
-    assert report["summary"] == {"passed": 2, "failed": 1, "skipped": 1, "pending": 1, "interrupted": 0}
+    assert report["summary"] == {"passed": 2, "failed": 1, "skipped": 1,
+                                 "pending": 1, "interrupted": 0}
     assert "`types` failed: command_failed" in (project.path / "digest.md").read_text()
     cases = junit_cases(project.path / "junit.xml")
     assert junit_properties(cases["types"])["verifygate.code"] == "command_failed"

@@ -209,15 +209,16 @@ def _read(path: Path | None) -> tuple[list[Entry], str | None]:
     """The file's entries, or none and a warning (none and no warning if there is no file)."""
     if path is None:
         return [], None
+    from pytest_verifygate.integrity import StateFileError, read_state_file
+
+    # Not sealed: CI shares the file between machines (actions/cache), and it only orders and
+    # balances gates, never passes one. Read bounded and never blocking (a FIFO in its place).
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_FILE_BYTES + 1)
-    except FileNotFoundError:
+        raw = read_state_file(path, MAX_FILE_BYTES)
+    except StateFileError as exc:
+        return [], _ignored(path, f"cannot be read ({exc})")
+    if raw is None:
         return [], None
-    except OSError as exc:
-        return [], _ignored(path, f"cannot be read ({exc.strerror or exc})")
-    if len(raw) > MAX_FILE_BYTES:
-        return [], _ignored(path, f"is larger than {MAX_FILE_BYTES} bytes")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

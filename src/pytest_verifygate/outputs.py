@@ -17,9 +17,12 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-# The record's name under the state directory, and how many files it keeps (the newest).
+# The record's name under the state directory, how many files it keeps (the newest), the most
+# it may hold, and what its MAC is for: a forged record would hide real changes.
 OUTPUTS_RECORD = "outputs"
 KEEP_OUTPUTS = 50
+MAX_RECORD_BYTES = KEEP_OUTPUTS * 4200
+OUTPUTS_SEAL = b"outputs"
 
 
 def own_files(root: Path, outputs: Iterable[str | os.PathLike[str]], cwd: Path) -> set[str]:
@@ -38,6 +41,7 @@ def remember_outputs(paths: Iterable[str | os.PathLike[str]]) -> None:
     """Record files the package just wrote, so that later runs do not take them for changes
     while they stay as written. Best effort: a file outside a git repository, or a record that
     cannot be written, is simply not remembered."""
+    from pytest_verifygate.integrity import seal
     from pytest_verifygate.storage import write_atomic
 
     by_record: dict[Path, list[str]] = {}
@@ -58,8 +62,11 @@ def remember_outputs(paths: Iterable[str | os.PathLike[str]]) -> None:
         kept = list(entries.items())[-KEEP_OUTPUTS:]
         data = b"".join(f"{size} {mtime} ".encode() + os.fsencode(path) + b"\0"
                         for path, (size, mtime) in kept)
+        sealed = seal(OUTPUTS_SEAL, data)
+        if sealed is None or len(data) > MAX_RECORD_BYTES:
+            continue  # no key to seal it with: an unsealed record would not be believed
         with contextlib.suppress(OSError):  # best effort: see the docstring
-            write_atomic(record, data)
+            write_atomic(record, sealed)
 
 
 def _under_root(root: Path, path: Path) -> str | None:
@@ -82,10 +89,15 @@ def _record_path(start: Path) -> Path | None:
 
 
 def _read_record(record: Path) -> dict[str, tuple[int, int]]:
-    """The record's absolute paths, each with the (size, mtime in ns) it had when written."""
-    try:
-        data = record.read_bytes()
-    except OSError:
+    """The record's absolute paths, each with the (size, mtime in ns) it had when written.
+
+    Whatever can write the work tree can write ``.git``: the record is believed only with this
+    user's seal, read bounded and never blocking (``integrity.read_sealed``, which warns once
+    about a record it ignores)."""
+    from pytest_verifygate.integrity import read_sealed
+
+    data = read_sealed(record, OUTPUTS_SEAL, MAX_RECORD_BYTES)
+    if data is None:
         return {}
     entries: dict[str, tuple[int, int]] = {}
     for line in data.split(b"\0"):

@@ -333,6 +333,36 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
         raise
 
 
+def write_output(path: str | os.PathLike[str], data: str | bytes) -> None:
+    """Write a file the user named (``--json``, ``--junit``, ``--verify-digest``) as users of
+    such options expect: a regular file (or a new one) is replaced atomically; a symbolic link
+    is followed, and its target replaced (the link stays); a device or FIFO (``/dev/stdout``,
+    ``/dev/null``) is written into, never replaced; a directory is an ``IsADirectoryError``.
+
+    Only for paths a user gave: state files use ``write_atomic``, which never follows a link.
+    """
+    import errno
+    import stat
+
+    text = os.fspath(path)
+    if not text or text.endswith(("/", os.sep)) or os.path.basename(text) in ("", ".", ".."):
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file name", text)
+    try:
+        info = os.stat(text)
+    except (FileNotFoundError, NotADirectoryError):
+        info = None
+    if info is not None and stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file name", text)
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        # Non-blocking open: a FIFO with no reader is an error (ENXIO), not a hang.
+        fd = os.open(text, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+        return
+    write_atomic(os.path.realpath(text) if os.path.islink(text) else text, data)
+
+
 # The longest part of a gate's name kept in its log file's name (the name is any text).
 LOG_NAME_CHARS = 60
 

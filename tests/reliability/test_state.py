@@ -81,13 +81,34 @@ def test_fifos_in_place_of_state_files_never_hang_a_run(repo: Path) -> None:
     assert slot is not None
     cached = cache_path(repo)
     assert cached is not None
-    for fifo in (state_dir(repo) / "contracts.marshal", cached, slot.path):
+    for fifo in (state_dir(repo) / "contracts.marshal", cached, slot.path,
+                 state_dir(repo) / "outputs", state_dir(repo) / "durations.json"):
         fifo.parent.mkdir(parents=True, exist_ok=True)
         if fifo.exists():
             fifo.unlink()
         os.mkfifo(fifo)
     report = run_json(repo, timeout=30)
     assert report["verdict"] == "passed" and report["gates"][0]["cached"] is False
+    write(repo / "new.py", "x = 1\n")  # a change: the record of outputs is read too
+    assert run_json(repo, "--jobs", "2", timeout=30)["verdict"] == "passed"
+
+
+def test_a_forged_record_of_outputs_cannot_hide_a_change(repo: Path) -> None:
+    """The record of the package's own outputs, forged to name a real change, hides nothing:
+    only a record sealed with this user's key is believed."""
+    write(repo / "verify.toml", FAILING.replace('[[gate]]', '[[gate]]\nwhen_changed = ["*.py"]'))
+    commit_all(repo)
+    write(repo / "app.py", "broken\n")
+    git(repo, "add", "app.py")
+    path = os.path.abspath(repo / "app.py")
+    info = os.stat(path)
+    record = state_dir(repo) / "outputs"
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_bytes(f"{info.st_size} {info.st_mtime_ns} ".encode() + path.encode() + b"\0")
+    done = verifygate("run", "--staged", "--format", "json", cwd=repo, timeout=60)
+    assert done.returncode == 1, done.stderr.decode()
+    assert json.loads(done.stdout)["changes"]["files"] == ["app.py"]
+    assert b"ignoring" in done.stderr and b"outputs" in done.stderr
 
 
 # --------------------------------------------------------------------------------------------

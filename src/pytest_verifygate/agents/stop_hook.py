@@ -297,7 +297,8 @@ def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
     # error, and need none of it.
     from pytest_verifygate import engine
     from pytest_verifygate.plugins import plugin_hook
-    from pytest_verifygate.report.document import write_report
+    from pytest_verifygate.report.document import dumps
+    from pytest_verifygate.storage import write_atomic
 
     hook = plugin_hook()
     run = engine.run(plan, hook=hook)
@@ -307,7 +308,7 @@ def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
     root = str(contract.repo_root)
     report_path = path.with_suffix(".report.json")
     try:
-        write_report(report_path, report)
+        write_atomic(report_path, dumps(report))  # state: never through a planted link
     except OSError as exc:
         _warn(f"cannot write the report {report_path}: {exc.strerror or exc}")
     digest, signature = "", None

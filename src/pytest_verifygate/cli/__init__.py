@@ -12,6 +12,7 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import importlib
+import io
 import os
 import sys
 from collections.abc import Sequence
@@ -29,6 +30,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pytest_verifygate.errors import VerifyGateError
 
     command = importlib.import_module(f"pytest_verifygate.cli.{COMMANDS[args.command]}")
+    for stream in (sys.stdout, sys.stderr):
+        # A file name that is not valid in the output's encoding is shown escaped (as
+        # ``\udcff`` or ``\xff``), never a UnicodeEncodeError halfway through a run.
+        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+            stream.reconfigure(errors="backslashreplace")
     stdout = sys.stdout
     sys.stdout = cast(TextIO, QuietPipe(stdout))
     try:

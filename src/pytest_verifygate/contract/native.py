@@ -27,7 +27,7 @@ from pytest_verifygate.contract.model import (
 from pytest_verifygate.contract.settings import load_settings
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C0 and C1 controls, DEL
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")  # C0 (but tab), DEL and C1
 
 
 def load_native(
@@ -96,7 +96,7 @@ def _load_gate(
         # A name is shown on one line everywhere (progress, tables, headings, annotations).
         raise reader.error(f"must be one line of text, not hold the control character "
                            f"U+{ord(control.group()):04X}", gate=label, key="name",
-                           hint="write the name without line breaks, tabs or escapes")
+                           hint="write the name without line breaks or escapes")
     reader.check_keys(raw, GATE_KEYS, gate=name, where="[[gate]]")
     kind = reader.choice(raw.get("kind", "command"), KINDS, gate=name, key="kind")
     command = _command(raw, kind, name, reader)

@@ -30,6 +30,11 @@ def failure_repr(result: GateResult, head: str, *, path: str, verbosity: int) ->
         ReprTracebackNative,
     )
 
-    text = failure_text(result._asdict(), head, verbosity=verbosity)
+    from pytest_verifygate.text import terminal_safe
+
+    # Gate output is untrusted: no escape sequence, control or bidi character reaches the
+    # terminal (an OSC 52 clipboard write, a title, a query answered into the input).
+    head = terminal_safe(head)
+    text = terminal_safe(failure_text(result._asdict(), head, verbosity=verbosity))
     crash = ReprFileLocation(path=path, lineno=1, message=head)
     return ExceptionChainRepr([(ReprTracebackNative([text + "\n"]), crash, None)])

@@ -399,7 +399,7 @@ class VerifyGateSession(ContractCollection):
                 continue
             # Imported only when asked for: most runs write neither file.
             from pytest_verifygate.report.document import write_report
-            from pytest_verifygate.storage import write_atomic
+            from pytest_verifygate.storage import write_output
 
             try:
                 if kind == "report":
@@ -407,7 +407,7 @@ class VerifyGateSession(ContractCollection):
                 else:
                     from pytest_verifygate.report.digest import to_digest
 
-                    write_atomic(path, to_digest(report, root=str(self.contract.repo_root)))
+                    write_output(path, to_digest(report, root=str(self.contract.repo_root)))
             except OSError as exc:
                 self.messages.append(f"cannot write the {kind} {path}: {exc.strerror or exc}")
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR

@@ -24,7 +24,7 @@ from pytest_verifygate import codes
 from pytest_verifygate.commands import command_text
 from pytest_verifygate.report.junit import gate_status
 from pytest_verifygate.report.words import failure_code, outcome_counts
-from pytest_verifygate.text import CURSOR_CONTROL, strip_ansi
+from pytest_verifygate.text import CURSOR_CONTROL, UNSAFE_CHARACTERS, strip_ansi
 
 PER_GATE_BYTES = 4096
 TOTAL_BYTES = 16384
@@ -81,7 +81,7 @@ _ERROR_LINE = re.compile(
     r".*\berror TS\d+:|[\u2717\u2715\u00d7] "  # tsc, test reporters
     r")"
 )
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_CONTROL = UNSAFE_CHARACTERS  # what no terminal, Markdown view or agent should be sent
 _REPLACEMENT_RUN = re.compile("\ufffd{2,}")
 _BACKTICK_RUN = re.compile(f"`{{{MAX_BACKTICK_RUN + 1},}}")
 
@@ -141,8 +141,9 @@ def _shorten_middle(line: str, limit: int) -> str:
 def normalize_paths(text: str, root: str | os.PathLike[str] | None) -> str:
     """Absolute paths under the repository become relative, so the text is reproducible.
 
-    ``root/src/a.py`` becomes ``src/a.py`` and ``root`` alone becomes ``.``; ``root2/x`` and
-    ``x<root>/a`` are left alone. The root's real path (symlinks resolved) is treated the same way.
+    ``root/src/a.py`` becomes ``src/a.py`` and ``root`` alone becomes ``.``; ``root2/x``,
+    ``x<root>/a`` and ``x/<root>/a`` are left alone. The root's real path (symlinks resolved)
+    is treated the same way.
     """
     if not root:
         return text
@@ -153,9 +154,10 @@ def normalize_paths(text: str, root: str | os.PathLike[str] | None) -> str:
     for variant in variants:
         if variant not in text:
             continue
-        # Not inside a word: dropping ``root/`` from ``TO<root>/KEN`` would join a masked
-        # secret back together.
-        pattern = re.compile(r"(?<!\w)" + re.escape(variant) + r"(?:(/)|(?![\w.\-]))")
+        # Not inside a word, nor inside a longer path: dropping ``root/`` from ``TO<root>/KEN``
+        # or ``ab/<root>/cd`` would join a masked secret back together (and ``x/<root>/a`` is
+        # not under the root anyway).
+        pattern = re.compile(r"(?<![\w/])" + re.escape(variant) + r"(?:(/)|(?![\w.\-]))")
         text = pattern.sub(lambda match: "" if match.group(1) else ".", text)
     return text
 

@@ -22,7 +22,7 @@ from pytest_verifygate.report.redact import Redactor, gate_environment, redactor
 from pytest_verifygate.report.words import summary_counts
 from pytest_verifygate.runner.records import GateResult
 from pytest_verifygate.selection import Selection
-from pytest_verifygate.storage import write_atomic
+from pytest_verifygate.storage import write_output
 
 REPORT_VERSION = 1
 SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
@@ -117,8 +117,8 @@ def dumps(report: dict[str, Any]) -> str:
 
 
 def write_report(path: str | os.PathLike[str], report: dict[str, Any]) -> None:
-    """Write the report atomically."""
-    write_atomic(path, dumps(report))
+    """Write the report where the user asked, atomically (``storage.write_output``)."""
+    write_output(path, dumps(report))
 
 
 def load_schema() -> dict[str, Any]:

@@ -456,7 +456,8 @@ def append_step_summary(
     if not path:
         return None
     try:
-        with open(path, "a", encoding="utf-8") as handle:
+        # File names that are not UTF-8 (surrogate escapes) are shown escaped, never a crash.
+        with open(path, "a", encoding="utf-8", errors="backslashreplace") as handle:
             handle.write(step_summary(report, repo_root=repo_root, project_root=project_root,
                                       hook=hook, planned=planned))
     except OSError as exc:

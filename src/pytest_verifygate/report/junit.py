@@ -239,6 +239,6 @@ def to_junit(
 
 def write_junit(path: str | os.PathLike[str], report: Mapping[str, Any], **options: Any) -> None:
     """Write ``to_junit(report, **options)`` to ``path`` atomically."""
-    from pytest_verifygate.storage import write_atomic
+    from pytest_verifygate.storage import write_output
 
-    write_atomic(path, to_junit(report, **options))
+    write_output(path, to_junit(report, **options))

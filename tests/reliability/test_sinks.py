@@ -1,0 +1,96 @@
+"""Where reports go and what reaches a terminal: the paths a user names for outputs, file names
+no encoding can show, and gate output full of terminal control sequences.
+
+Each ends with one clear line (or the output it promises) and never a traceback; nothing the
+user named is replaced by something else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .support import PY, verifygate
+from conftest import commit_all, git, write
+
+PASSING = '[[gate]]\nname = "ok"\ncommand = "true"\n'
+
+
+@pytest.mark.parametrize("target", ["/", ".", "./", "sub/"])
+def test_a_directory_as_the_report_path_is_one_clear_line(repo: Path, target: str) -> None:
+    write(repo / "verify.toml", PASSING)
+    (repo / "sub").mkdir()
+    for flag in ("--json", "--junit"):
+        done = verifygate("run", "--all", flag, target, cwd=repo)
+        assert done.returncode == 2, done.stderr.decode()
+        assert b"Traceback" not in done.stderr
+        assert b"is a directory" in done.stderr
+
+
+def test_a_link_device_or_fifo_named_for_the_report_is_written_through(repo: Path) -> None:
+    write(repo / "verify.toml", PASSING)
+    write(repo / "real.json", "")
+    os.symlink("real.json", repo / "link.json")
+    # /dev/null through a link of the test's own: a regression replaces the link, never the
+    # machine's device.
+    os.symlink(os.devnull, repo / "null.xml")
+    done = verifygate("run", "--all", "--json", "link.json", "--junit", "null.xml", cwd=repo)
+    assert done.returncode == 0, done.stderr.decode()
+    assert (repo / "link.json").is_symlink()  # the link stays a link
+    assert json.loads((repo / "real.json").read_text())["verdict"] == "passed"
+    assert (repo / "null.xml").is_symlink()  # a device is written into, never replaced
+    assert stat.S_ISCHR(os.stat(repo / "null.xml").st_mode)
+    os.mkfifo(repo / "no-reader.json")
+    done = verifygate("run", "--all", "--json", "no-reader.json", cwd=repo, timeout=30)
+    assert done.returncode == 2 and b"Traceback" not in done.stderr  # an error, not a hang
+    assert stat.S_ISFIFO(os.lstat(repo / "no-reader.json").st_mode)
+
+
+def test_file_names_no_encoding_can_show_never_crash_the_output(repo: Path) -> None:
+    write(repo / "verify.toml", '[[gate]]\nname = "files"\ncommand = "false {files}"\n')
+    commit_all(repo)
+    (repo / os.fsdecode(b"bad\xff.py")).write_text("x = 1\n")
+    git(repo, "add", "-A")
+    summary = repo.parent / "summary.md"
+    for output in ("text", "agent"):
+        done = verifygate("run", "--staged", "--format", output, cwd=repo,
+                          env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary),
+                               "PYTHONIOENCODING": "utf-8"})
+        assert done.returncode == 1, done.stderr.decode()
+        assert b"Traceback" not in done.stderr
+        assert b"bad" in done.stdout
+    assert "bad" in summary.read_text(encoding="utf-8")
+
+
+HOSTILE = (
+    "import sys\n"
+    "sys.stdout.write('title\\x1b]0;owned\\x07 clip\\x1b]52;c;cGF5bG9hZA==\\x1b\\\\ '\n"
+    "                 'dcs\\x1bP$q\"p\\x1b\\\\ query\\x1b[6n c1\\x9b2J osc8\\x9d0;t\\x07 '\n"
+    "                 'bidi\\u202eexe.txt bell\\x07 end\\n')\n"
+    "sys.exit(1)\n"
+)
+
+
+def test_terminal_control_sequences_never_reach_a_terminal(repo: Path) -> None:
+    write(repo / "hostile.py", HOSTILE)
+    write(repo / "verify.toml", f'[[gate]]\nname = "hostile"\ncommand = [{json.dumps(PY)}, '
+                                '"hostile.py"]\n')
+    unsafe = ("\x1b", "\x07", "\x9b", "\x9d", "\u202e")
+    done = verifygate("run", "--all", cwd=repo)
+    shown = done.stdout.decode()
+    assert "clip" in shown and "bidi" in shown and "end" in shown
+    assert not any(character in shown for character in unsafe), repr(shown)
+    for verbosity in ((), ("-vv",)):
+        pytest_run = subprocess.run(
+            [sys.executable, "-m", "pytest", "--verify-contract", "verify.toml", "-p",
+             "no:cacheprovider", "--color=no", *verbosity], cwd=repo, capture_output=True,
+            timeout=120, check=False)
+        shown = pytest_run.stdout.decode()
+        assert "clip" in shown and "end" in shown, shown
+        assert not any(character in shown for character in unsafe), repr(shown)
