@@ -26,14 +26,18 @@ from pytest_verifygate.contract import Contract, Gate, load_contract
 from pytest_verifygate.plan import plan_gates
 from pytest_verifygate.selection import Selection, select_gates
 
+# The records' annotations are real ones (see runner/records.py): names of modules a run
+# may never load stand for ``object`` at run time, for the type checker only.
 if TYPE_CHECKING:
     from pytest_verifygate.report.redact import Redactor
     from pytest_verifygate.runner.records import GatePlan, GateResult
     from pytest_verifygate.runner.scheduler import GateRunner
     from pytest_verifygate.shards import Shard
+else:
+    Redactor = GatePlan = GateResult = GateRunner = Shard = object
 
 GateCallback = Callable[[Gate], None]
-ResultCallback = Callable[[Gate, "GateResult"], None]
+ResultCallback = Callable[[Gate, GateResult], None]
 
 
 class RunRequest(NamedTuple):
@@ -54,7 +58,7 @@ class RunRequest(NamedTuple):
     jobs: int | None = None
     read_cache: bool = True
     contract_flag: str = "--contract"
-    shard: "Shard | None" = None  # run only this part of the selected gates (shards.py)
+    shard: Shard | None = None  # run only this part of the selected gates (shards.py)
     # A commit whose contract still binds the run (the agent hook's session start): the gates
     # it had run as they were there, with those added since (``contract/revision.py``).
     bound_by: str | None = None
@@ -68,7 +72,7 @@ class Plan(NamedTuple):
     selections: tuple[Selection, ...]
     jobs: int
     read_cache: bool = True
-    shard: "Shard | None" = None
+    shard: Shard | None = None
     shard_warnings: tuple[str, ...] = ()
 
     @property
@@ -91,9 +95,9 @@ class RunResult(NamedTuple):
     contract: Contract
     changes: ChangeSet
     selections: tuple[Selection, ...]
-    results: tuple["GateResult", ...]
+    results: tuple[GateResult, ...]
     interrupted: bool = False
-    shard: "Shard | None" = None
+    shard: Shard | None = None
 
     @property
     def verdict(self) -> codes.Verdict:

@@ -17,7 +17,6 @@ submodule content.
 PYTEST_DONT_REWRITE
 """
 
-from __future__ import annotations
 
 import argparse
 import contextlib

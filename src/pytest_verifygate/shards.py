@@ -11,7 +11,6 @@ and runs its own part; ``verifygate merge`` puts the parts' reports back togethe
 PYTEST_DONT_REWRITE
 """
 
-from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple

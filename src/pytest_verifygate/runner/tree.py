@@ -20,7 +20,6 @@ a pid reused by an unrelated process is never signalled.
 PYTEST_DONT_REWRITE
 """
 
-from __future__ import annotations
 
 import contextlib
 import os
