@@ -65,11 +65,12 @@ def _terminal_columns() -> int:
 
 
 def build_parser(command: str | None = None) -> Parser:
-    """The command line's parser; with ``command``, only that subcommand gets its options.
+    """The command line's parser; with ``command``, only that subcommand's.
 
-    Every subcommand is still listed (``--help`` and a mistyped name show them all), but
-    building the options of those that will not run is skipped: argparse's building is a
-    noticeable share of a commit's start-up.
+    Without one (``--help``, ``--version``, a mistyped name) every subcommand is there and
+    listed. With one, the others are not built at all: argparse's building (a parser, a help
+    action and translated strings each) is a noticeable share of a commit's start-up, and a
+    usage error names only the subcommand given.
     """
     parser = Parser(prog="verifygate", description="Run the verify contract's gates.")
     parser.add_argument("--version", action="version", version=f"verifygate {__version__}")
@@ -77,30 +78,29 @@ def build_parser(command: str | None = None) -> Parser:
     commands.required = True
     wanted = tuple(COMMANDS) if command is None else (command,)
 
-    run = commands.add_parser("run", help="run the selected gates")
     if "run" in wanted:
-        _add_run_options(run)
-    listing = commands.add_parser("list", help="show every gate, selected or not, and why")
+        _add_run_options(commands.add_parser("run", help="run the selected gates"))
     if "list" in wanted:
+        listing = commands.add_parser("list", help="show every gate, selected or not, and why")
         _add_selection_flags(listing)
         listing.add_argument("--format", choices=("text", "json"), default="text")
-    hook = commands.add_parser("agent-hook",
-                               help="coding-agent Stop hook: block while gates fail")
-    hook.error_status = HOOK_USAGE_STATUS
     if "agent-hook" in wanted:
+        hook = commands.add_parser("agent-hook",
+                                   help="coding-agent Stop hook: block while gates fail")
+        hook.error_status = HOOK_USAGE_STATUS
         _add_agent_hook_options(hook)
-    merge = commands.add_parser("merge", help="one report from the reports of a run's shards")
     if "merge" in wanted:
-        _add_merge_options(merge)
-    install = commands.add_parser("install-hook",
-                                  help="add the agent hook to a coding agent's configuration")
+        _add_merge_options(commands.add_parser(
+            "merge", help="one report from the reports of a run's shards"))
     if "install-hook" in wanted:
+        install = commands.add_parser("install-hook",
+                                      help="add the agent hook to a coding agent's configuration")
         install.add_argument("--agent", choices=AGENTS, required=True,
                              help="the agent whose project configuration to write or merge")
         install.add_argument("--max-rounds", type=options.positive_int, metavar="N",
                              help="failing rounds before the hook stops blocking (default 3)")
-    mcp = commands.add_parser("mcp", help="serve the gates as MCP tools over stdio")
     if "mcp" in wanted:
+        mcp = commands.add_parser("mcp", help="serve the gates as MCP tools over stdio")
         mcp.add_argument("--contract", metavar="PATH",
                          help="the contract file (default: found from the current directory up)")
     if command == "agent-hook":  # argparse reports stray arguments on the top-level parser

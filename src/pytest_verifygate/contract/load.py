@@ -22,7 +22,6 @@ from pytest_verifygate.contract.discover import (
 from pytest_verifygate.contract.fields import FieldReader
 from pytest_verifygate.contract.model import Contract, Gate
 from pytest_verifygate.contract.native import load_native
-from pytest_verifygate.contract.opentiger import load_opentiger
 from pytest_verifygate.contract.parse import parse_json, parse_toml, read_text
 from pytest_verifygate.errors import ContractError
 
@@ -74,6 +73,8 @@ def load_contract(
     else:
         parsed = parse_json(text, shown) if fmt == "opentiger" else parse_toml(text, shown)
     if fmt == "opentiger":
+        from pytest_verifygate.contract.opentiger import load_opentiger  # JSON contracts only
+
         settings, gates, warnings = load_opentiger(parsed, reader)
     else:
         settings, gates = load_native(parsed, reader, fmt)
