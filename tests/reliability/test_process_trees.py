@@ -253,3 +253,21 @@ def test_signals_to_the_cli_leave_no_process_and_a_complete_report(repo: Path, h
         if cli.poll() is None:
             cli.kill()
             cli.wait()
+
+
+def test_an_unreachable_process_holding_the_output_is_reported(repo: Path) -> None:
+    """Out of the group, with an empty environment, orphaned at once: nothing but the kernel
+    can find it. The gate still ends (its output is given up on after the grace) and its
+    output says that something it started was left running."""
+    command = ("(setsid env -i sh -c 'echo $$ > orphan.pid; exec sleep 300' &); "
+               "i=0; while [ ! -s orphan.pid ] && [ $i -lt 1000 ]; do sleep 0.01; "
+               "i=$((i+1)); done; echo started")
+    (result,) = run_contract(repo, _escape_gate("orphan", command, marker=uuid.uuid4().hex,
+                                                timeout=30)).results
+    pid = int((repo / "orphan.pid").read_text())
+    try:
+        assert result.outcome == "passed"
+        assert result.output_tail.startswith("started\n")
+        assert "holds its output open and is out of reach" in result.output_tail
+    finally:
+        kill_all([pid])

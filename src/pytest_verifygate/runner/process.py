@@ -3,7 +3,8 @@
 Each command is spawned in a new session (its own process group) with stdin closed and
 stdout+stderr merged into one pipe, and with a mark of its own in its environment
 (``runner.tree``). The pipe is read without blocking into an ``OutputSink``, which streams every
-byte to the gate's log (``runner.logfile``: capped, private) and keeps only the last
+byte to the gate's log (``runner.logfile``: capped, private), through the caller's
+``OutputFilter`` (the secret masker) when one is given, and keeps only the last
 ``tail_bytes`` in memory. The process itself is watched, not only the pipe: a gate that closes
 its output and keeps running still meets its deadline and a cancel. A deadline, a cancel
 (Ctrl-C, ``-x``) or the gate's first process exiting while others still hold the pipe all end
@@ -24,7 +25,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from pytest_verifygate.runner.logfile import DEFAULT_LOG_MAX_BYTES, GateLog
 from pytest_verifygate.runner.tree import (
@@ -50,19 +51,38 @@ LEFTOVER_GRACE_SECONDS = 0.5
 MAX_TIMEOUT_SECONDS = 365 * 24 * 3600.0
 # How long the gate's first process is waited for after SIGKILL before it counts as a survivor.
 REAP_SECONDS = 5.0
+# A process holds the gate's output open but none of the ways ``runner.tree`` finds a gate's
+# processes reaches it: it left the group, cleared its environment and lost its parent.
+HELD_OUTPUT_NOTE = ("verifygate: a process this gate started still holds its output open and "
+                    "is out of reach (it left the process group, cleared its environment and "
+                    "was orphaned); it was not killed and may still be running\n")
 # Set in every gate's environment to the gate's name (so a gate can tell it runs under us).
 GATE_ENV = "VERIFYGATE_GATE"
+
+
+class OutputFilter(Protocol):
+    """What a gate's output goes through on its way to the log (``redact.LogMasker``)."""
+
+    def feed(self, data: bytes) -> bytes:
+        """What of ``data`` (and of what was held back) can be written now."""
+
+    def flush(self) -> bytes:
+        """The rest, once the output has ended."""
 
 
 class OutputSink:
     """Everything a gate prints: streamed to its log, the last ``tail_bytes`` kept in memory.
 
-    ``log_path`` is the log file if one was created (the result names it), else None.
+    ``log_path`` is the log file if one was created (the result names it), else None. The
+    log gets what ``log_filter`` lets through (secrets masked); the tail is the output as
+    printed, masked when the report is made (a tail window needs its own, cut-aware search).
     """
 
-    def __init__(self, log: GateLog | None, tail_bytes: int) -> None:
+    def __init__(self, log: GateLog | None, tail_bytes: int,
+                 log_filter: OutputFilter | None = None) -> None:
         self.log = log
         self.log_path: Path | None = log.path if log is not None and log.created else None
+        self.log_filter = log_filter
         self.tail_bytes = tail_bytes
         self.tail = bytearray()
         self.total = 0
@@ -70,8 +90,18 @@ class OutputSink:
     def write(self, data: bytes) -> None:
         self.total += len(data)
         if self.log is not None:
-            self.log.write(data)
+            self.log.write(data if self.log_filter is None else self.log_filter.feed(data))
         self._keep(data)
+
+    def close_log(self) -> None:
+        """Write what the filter held back and close the log; a problem it met is noted."""
+        if self.log is None:
+            return
+        if self.log_filter is not None:
+            self.log.write(self.log_filter.flush())
+        self.log.close()
+        if self.log.problem is not None:
+            self.note(self.log.problem_note())
 
     def note(self, text: str) -> None:
         """A line of ours at the end of the tail: not output of the gate, not in the log."""
@@ -104,7 +134,8 @@ class OutputSink:
 class AttemptEnd:
     """How one attempt (or one of its commands) ended, filled in while it is supervised."""
 
-    __slots__ = ("exit_code", "interrupted", "signal", "spawn_failed", "timed_out")
+    __slots__ = ("exit_code", "interrupted", "output_held", "signal", "spawn_failed",
+                 "timed_out")
 
     def __init__(self, spawn_failed: bool = False) -> None:
         self.exit_code: int | None = None
@@ -112,6 +143,8 @@ class AttemptEnd:
         self.timed_out = False
         self.interrupted = False
         self.spawn_failed = spawn_failed
+        # Something still held the output open after everything found was killed.
+        self.output_held = False
 
     @property
     def failed(self) -> bool:
@@ -128,18 +161,20 @@ def run_attempt(
     cancelled: threading.Event,
     base_env: Mapping[str, str],
     log_max_bytes: int = DEFAULT_LOG_MAX_BYTES,
+    log_filter: OutputFilter | None = None,
 ) -> tuple[AttemptEnd, OutputSink]:
     """Run the plan's commands one after another until one fails, all within one deadline.
 
     Attempt 0 starts the log afresh; later attempts append to it under a header line. Each
-    attempt's part of the log holds at most ``log_max_bytes`` (head and tail).
+    attempt's part of the log holds at most ``log_max_bytes`` (head and tail), of the output
+    as ``log_filter`` passes it.
     """
     log = None
     if log_path is not None:
         header = f"\n--- verifygate: attempt {attempt_number + 1} ---\n" if attempt_number else ""
         log = GateLog(log_path, append=attempt_number > 0, max_bytes=log_max_bytes,
                       header=header.encode())
-    sink = OutputSink(log, tail_bytes)
+    sink = OutputSink(log, tail_bytes, log_filter)
     deadline = time.monotonic() + clamp_timeout(plan.gate.timeout_seconds)
     end = AttemptEnd()
     try:
@@ -151,10 +186,7 @@ def run_attempt(
             if step.timed_out or step.interrupted or step.spawn_failed:
                 break
     finally:
-        if log is not None:
-            log.close()
-            if log.problem is not None:
-                sink.note(log.problem_note())
+        sink.close_log()
     return end, sink
 
 
@@ -238,6 +270,8 @@ def supervise(
         survivors = _end_tree(process, tree)
     if survivors:
         sink.note(survivors)
+    if end.output_held:
+        sink.note(HELD_OUTPUT_NOTE)
     returncode = process.returncode
     if returncode is not None and returncode < 0:
         end.signal = -returncode
@@ -295,8 +329,8 @@ def _watch(
                     kill_at = now + KILL_GRACE_SECONDS
             elif now >= kill_at:
                 tree.signal(signal.SIGKILL)
-                if pipe_open:
-                    _drain_after_kill(fd, sink, selector)
+                if pipe_open and not _drain_after_kill(fd, sink, selector):
+                    end.output_held = True
                 return
 
 

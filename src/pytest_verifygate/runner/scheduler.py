@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from pytest_verifygate import codes
 from pytest_verifygate.runner.logfile import DEFAULT_LOG_MAX_BYTES
-from pytest_verifygate.runner.process import run_attempt
+from pytest_verifygate.runner.process import OutputFilter, run_attempt
 from pytest_verifygate.runner.records import GatePlan, GateResult, bare_result
 from pytest_verifygate.storage import claim_log_dir, log_file_name, make_private_dir
 
@@ -88,6 +88,7 @@ class GateRunner:
         on_finished: GateCallback | None = None,
         log_max_bytes: int = DEFAULT_LOG_MAX_BYTES,
         start_order: Sequence[str] | None = None,
+        log_filter: Callable[[], OutputFilter] | None = None,
     ) -> None:
         self.plans = list(plans)  # in contract order: the order results are returned in
         # Gate names in the order to prefer starting them (None: declared); see ``run_order``.
@@ -96,6 +97,8 @@ class GateRunner:
         self.tail_bytes = tail_bytes
         self.log_dir = log_dir
         self.log_max_bytes = log_max_bytes  # per gate attempt's log (runner.logfile)
+        # A fresh filter for each attempt's log (the secret masker: logs are sinks too).
+        self.log_filter = log_filter
         self._release_log_dir = claim_log_dir(None)
         self.classify_hook = classify_hook
         self.on_started = on_started
@@ -316,7 +319,8 @@ class GateRunner:
                                output=f"verifygate: {plan.unsupported}\n")
         end, sink = run_attempt(plan, log_path=log_path, attempt_number=attempt_number,
                                 tail_bytes=self.tail_bytes, cancelled=self.cancelled,
-                                base_env=self.base_env, log_max_bytes=self.log_max_bytes)
+                                base_env=self.base_env, log_max_bytes=self.log_max_bytes,
+                                log_filter=self.log_filter() if self.log_filter else None)
         output, truncated = sink.text()
         result = bare_result(
             plan, codes.PASSED, None, output=output, truncated=truncated, total=sink.total,
