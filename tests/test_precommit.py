@@ -868,4 +868,9 @@ def test_a_named_contract_is_read_from_the_pushed_commit(project: Project) -> No
                    check=False)
         assert done.returncode == 2, done.stdout + done.stderr
         assert "gate 'x': key 'command': is required" in done.stderr
+        # ``list`` shows what ``run`` would do: the pushed commit's contract, not the fix.
+        listed = run([str(VERIFYGATE), "list", "--contract", named], project.path, env,
+                     check=False)
+        assert listed.returncode == 2, listed.stdout + listed.stderr
+        assert "gate 'x': key 'command': is required" in listed.stderr
     assert worktrees(project) == [str(project.path)]

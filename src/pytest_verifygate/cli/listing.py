@@ -2,7 +2,8 @@
 
 What it shows is what ``verifygate run`` would do for the same change, taken from the engine's
 plan (``Plan.gate_plans``): a selected gate whose ``{files}`` expands to nothing is shown as
-skipped, a manual gate as pending, a gate whose pass is cached as reusing it.
+skipped, a manual gate as pending, a gate whose pass is cached as reusing it. Under a push, as
+for ``run``, that is the pushed commit's contract (``pushed.run_in_pushed_commit``).
 
 PYTEST_DONT_REWRITE
 """
@@ -14,12 +15,18 @@ from typing import TYPE_CHECKING, Any
 from pytest_verifygate.cli.exits import EXIT_OK
 from pytest_verifygate.cli.request import prepare_from_args
 from pytest_verifygate.contract import display_path
+from pytest_verifygate.pushed import run_in_pushed_commit
 
 if TYPE_CHECKING:
     from pytest_verifygate.engine import Plan
 
 
 def main(args: argparse.Namespace) -> int:
+    with run_in_pushed_commit(args):
+        return _show(args)
+
+
+def _show(args: argparse.Namespace) -> int:
     plan = prepare_from_args(args)
     contract, changes, selections = plan.contract, plan.changes, plan.selections
     rows = listed_gates(plan)
