@@ -255,6 +255,23 @@ def test_text_output_into_a_reader_that_stops_early_ends_quietly(repo: Path, com
         assert report["summary"]["passed"] == gates
 
 
+@pytest.mark.parametrize("closed", [">&-", "2>&-", ">&- 2>&-"])
+@pytest.mark.parametrize(("command", "status"), [("true", 0), ("false", 1)])
+def test_a_closed_stdout_or_stderr_still_runs_reports_and_exits_with_the_verdict(
+        repo: Path, closed: str, command: str, status: int) -> None:
+    """Started with a standard stream closed (not a pipe: no descriptor at all), the run still
+    happens, the report is still written and the status is the verdict's."""
+    write(repo / "verify.toml", f'[[gate]]\nname = "g"\ncommand = "{command}"\n')
+    script = (f"{sys.executable} -m pytest_verifygate.cli run --all --json report.json {closed};"
+              " echo $? > status")
+    done = subprocess.run(["sh", "-c", script], cwd=repo, capture_output=True, text=True,
+                          timeout=120)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert (repo / "status").read_text().strip() == str(status), done.stderr
+    report = json.loads((repo / "report.json").read_text())
+    assert report["verdict"] == ("passed" if status == 0 else "failed")
+
+
 def test_list_shows_what_run_would_do(repo: Path) -> None:
     write(repo / "verify.toml", f"""
 [[gate]]

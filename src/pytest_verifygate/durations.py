@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate import codes
-from pytest_verifygate.storage import git_state_dir, write_atomic
+from pytest_verifygate.storage import blocked, first_time, git_state_dir, warn_once, write_atomic
 
 if TYPE_CHECKING:
     from pytest_verifygate.contract import Contract
@@ -75,13 +75,20 @@ def contract_key(contract: Contract) -> str:
 
 def read_durations(repo_root: Path, contract: str) -> tuple[dict[str, float], str | None]:
     """The durations recorded for ``contract`` (its path relative to ``repo_root``): gate
-    name -> seconds, and a warning when the file had to be ignored."""
+    name -> seconds, and a warning when the file had to be ignored, for the caller to show
+    (the run's own reads of the file then do not repeat it)."""
     entries, warning = _read(durations_path(repo_root))
+    if warning is not None:
+        first_time(warning)
+    return _of_contract(entries, contract), warning
+
+
+def _of_contract(entries: Iterable[Entry], contract: str) -> dict[str, float]:
     seconds: dict[str, float] = {}
     for owner, name, value in entries:
         if owner == contract:
             seconds.setdefault(name, value)
-    return seconds, warning
+    return seconds
 
 
 def record_durations(
@@ -99,7 +106,7 @@ def record_durations(
     path = durations_path(repo_root) if measured else None
     if path is None:
         return False
-    old, _ = _read(path)
+    old = _read_or_warn(path)
     known = None if gate_names is None else frozenset(gate_names)
     kept: list[Entry] = []
     updated: dict[str, float] = {}
@@ -198,15 +205,26 @@ def planned_order(contract: Contract, names: Sequence[str]) -> list[str]:
     """``names`` (gates of ``contract``, in contract order) in the order to start them:
     ``longest_first`` by the durations recorded for ``contract``, its gates' ``needs``
     counted."""
-    recorded, _ = read_durations(contract.repo_root, contract_key(contract))
+    # An ignored file is said once: here, unless a sharded plan's warnings said it already.
+    entries = _read_or_warn(durations_path(contract.repo_root))
+    recorded = _of_contract(entries, contract_key(contract))
     return longest_first(names, recorded, {gate.name: gate.needs for gate in contract.gates})
 
 
 # -- the file ---------------------------------------------------------------------------
 
 
+def _read_or_warn(path: Path | None) -> list[Entry]:
+    """The file's entries; a file that had to be ignored is said on stderr, once."""
+    entries, warning = _read(path)
+    if warning is not None:
+        warn_once(warning)
+    return entries
+
+
 def _read(path: Path | None) -> tuple[list[Entry], str | None]:
-    """The file's entries, or none and a warning (none and no warning if there is no file)."""
+    """The file's entries, or none and a warning (none and no warning if there is no file,
+    nor when a file in place of its directory was warned about already: ``blocked``)."""
     if path is None:
         return [], None
     from pytest_verifygate.integrity import StateFileError, read_state_file
@@ -216,7 +234,7 @@ def _read(path: Path | None) -> tuple[list[Entry], str | None]:
     try:
         raw = read_state_file(path, MAX_FILE_BYTES)
     except StateFileError as exc:
-        return [], _ignored(path, f"cannot be read ({exc})")
+        return [], None if blocked(path) else _ignored(path, f"cannot be read ({exc})")
     if raw is None:
         return [], None
     try:

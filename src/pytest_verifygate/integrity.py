@@ -197,12 +197,13 @@ def _check(info: os.stat_result, limit: int) -> None:
 def read_sealed(path: Path, purpose: bytes, limit: int) -> bytes | None:
     """The sealed data in ``path``, or None: missing, unreadable, or not sealed by this user
     (the last two with one warning on stderr, naming the file)."""
-    from pytest_verifygate.storage import warn_once
+    from pytest_verifygate.storage import blocked, warn_once
 
     try:
         sealed = read_state_file(path, limit + len(_SEAL) + 2 * MAC_BYTES + 1)
     except StateFileError as exc:
-        warn_once(f"ignoring {path}: {exc}")
+        if not blocked(path):  # a file in place of its directory has one warning of its own
+            warn_once(f"ignoring {path}: {exc}")
         return None
     if sealed is None:
         return None

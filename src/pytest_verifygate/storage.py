@@ -18,6 +18,9 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+# ``<git dir>/verifygate``, and the per-run log directories' home in it.
+STATE_DIR_NAME = "verifygate"
+LOGS_DIR_NAME = "logs"
 KEEP_LOG_RUNS = 10
 # The logs of all kept runs together: past it, the oldest runs go (the newest always stays).
 KEEP_LOG_BYTES = 256 * 1024 * 1024
@@ -55,7 +58,7 @@ def git_dir(repo_root: Path) -> Path | None:
 def git_state_dir(repo_root: Path) -> Path | None:
     """``<git dir>/verifygate``; None outside a git repository."""
     found = git_dir(repo_root)
-    return None if found is None else found / "verifygate"
+    return None if found is None else found / STATE_DIR_NAME
 
 
 def state_dir(repo_root: Path) -> Path:
@@ -100,7 +103,7 @@ def new_log_dir(repo_root: Path) -> Path:
     go to the per-user temp directory instead, with one warning on stderr: a run never fails
     for want of a place for its logs.
     """
-    logs = state_dir(repo_root) / "logs"
+    logs = state_dir(repo_root) / LOGS_DIR_NAME
     try:
         return _new_run_dir(logs)
     except OSError as exc:
@@ -108,15 +111,16 @@ def new_log_dir(repo_root: Path) -> Path:
     import hashlib
 
     digest = hashlib.sha256(str(repo_root.resolve()).encode()).hexdigest()[:16]
-    fallback = Path("<temp>") / digest / "logs"
+    fallback = Path("<temp>") / digest / LOGS_DIR_NAME
     try:
-        fallback = _private_temp_dir() / digest / "logs"
+        fallback = _private_temp_dir() / digest / LOGS_DIR_NAME
         run_dir = _new_run_dir(fallback)
     except OSError as second:  # nowhere at all: each gate says so in its output
         warn_once(f"cannot keep gate logs in {logs} ({problem}) nor in {fallback} "
                   f"({second.strerror or second}); reports keep each gate's output tail only")
         return logs / "unavailable"
-    warn_once(f"cannot keep gate logs in {logs} ({problem}); they go to {fallback} instead")
+    if not blocked(logs / "run"):  # a file in the way: its one warning says where logs go
+        warn_once(f"cannot keep gate logs in {logs} ({problem}); they go to {fallback} instead")
     return run_dir
 
 
@@ -161,13 +165,54 @@ def _make_private(directory: Path) -> None:
 
 def warn_once(message: str) -> None:
     """One line on stderr, once per process, for what the user should know about storage."""
-    if message in _warned:
+    if not first_time(message):
         return
-    _warned.add(message)
     import sys
 
     with contextlib.suppress(OSError, ValueError):
         print(f"verifygate: warning: {message}", file=sys.stderr, flush=True)
+
+
+def first_time(message: str) -> bool:
+    """Whether ``message`` is new to this process; from now on it is not. A caller that shows
+    a warning in its own place (a plan's warnings) notes it here, so ``warn_once`` does not
+    repeat it."""
+    if message in _warned:
+        return False
+    _warned.add(message)
+    return True
+
+
+def blocked(path: Path) -> bool:
+    """Whether ``path`` cannot be used because something other than a directory (a file)
+    sits where one of its parents should be: then one warning, naming that, stands for every
+    path under it (the cache entries, the durations, the record of outputs, the logs), once.
+
+    Only for a path that just failed: this looks at the file system."""
+    blocker = _not_a_directory(path)
+    if blocker is None:
+        return False
+    message = f"{blocker} is not a directory: nothing verifygate keeps under it is used"
+    if blocker.name == STATE_DIR_NAME or (blocker.name == LOGS_DIR_NAME
+                                          and blocker.parent.name == STATE_DIR_NAME):
+        message += f"; gate logs go to {_private_temp_dir()} instead"
+    warn_once(message)
+    return True
+
+
+def _not_a_directory(path: Path) -> Path | None:
+    """The nearest existing parent of ``path`` if it is not a directory, else None."""
+    import stat
+
+    for parent in path.parents:
+        try:
+            info = os.stat(parent)
+        except (FileNotFoundError, NotADirectoryError):  # missing, or itself under a file
+            continue
+        except OSError:  # unreadable: not a file in the way
+            return None
+        return None if stat.S_ISDIR(info.st_mode) else parent
+    return None
 
 
 def claim_log_dir(run_dir: Path | None) -> Callable[[], None]:

@@ -21,7 +21,7 @@ from pytest_verifygate.engine import run_gates
 from pytest_verifygate.selection import select_gates
 
 from .support import PY, kill_all, validate, verifygate, wait_dead
-from conftest import commit_all, write
+from conftest import commit_all, git, write
 
 
 @pytest.mark.parametrize("timeout", [10**400, 1e308, float("inf")],
@@ -137,3 +137,28 @@ def test_a_full_disk_under_the_logs_is_a_note_not_a_crash(repo: Path) -> None:
     assert gate["outcome"] == "passed" and gate["output_bytes"] >= 1 << 20
     assert "the end\n" in gate["output_tail"]
     assert "No space left on device" in gate["output_tail"]
+
+
+def test_a_file_in_place_of_the_state_directory_is_one_warning(repo: Path) -> None:
+    """The logs, the cached passes, the durations and the record of outputs all live in the
+    state directory: a file in its place is one line, whichever of them meets it first."""
+    write(repo / "verify.toml", '[[gate]]\nname = "a"\ncommand = "true"\ncache = true\n'
+          '[[gate]]\nname = "b"\ncommand = "echo b"\n')
+    commit_all(repo)
+    write(repo / "new.py", "x = 1\n")
+    git(repo, "add", "new.py")  # a change: the record of outputs is read too
+    state = write(repo / ".git" / "verifygate", "a file where the state directory should be\n")
+    for args in (["--all", "--jobs", "2"], ["--staged", "--jobs", "2"]):
+        done = verifygate("run", *args, "--json", "report.json", cwd=repo)
+        stderr = done.stderr.decode()
+        assert done.returncode == 0, stderr
+        (line,) = stderr.splitlines()  # nothing else on stderr
+        assert line.startswith(f"verifygate: warning: {state} ") and "logs" in line, line
+        assert json.loads((repo / "report.json").read_text())["verdict"] == "passed"
+    plugin = subprocess.run(
+        [PY, "-m", "pytest", "--verify-contract", "--verify-staged", "--verify-report",
+         "pytest.json", "-p", "no:cacheprovider", "verify.toml"],
+        cwd=repo, capture_output=True, text=True, timeout=120)
+    output = plugin.stdout + plugin.stderr
+    assert plugin.returncode == 0, output
+    assert [line for line in output.splitlines() if "warning" in line] == [line], output

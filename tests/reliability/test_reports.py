@@ -200,3 +200,27 @@ def test_a_signal_while_pytest_writes_the_report_still_writes_it(
     assert report["hook_finished"] is True
     assert [(g["name"], g["outcome"]) for g in report["gates"]] == [("ok", "passed")]
     assert b"report: " in done.stdout
+    # Held, not forgotten: the session ends interrupted, as `verifygate run` does (130).
+    assert done.returncode == pytest.ExitCode.INTERRUPTED, output.decode()
+    assert f"verifygate: interrupted by {name}".encode() in done.stdout
+
+
+@pytest.mark.parametrize("target", [".", "sub/"])
+def test_a_report_path_that_is_a_directory_is_never_named_as_written(
+    repo: Path, target: str
+) -> None:
+    """The summary names the report's file only when it was written; the error is one line."""
+    write(repo / "verify.toml", '[[gate]]\nname = "ok"\ncommand = "true"\n')
+    (repo / "sub").mkdir()
+    plugin = subprocess.run(
+        [PY, "-m", "pytest", "--verify-contract", "--verify-report", target,
+         "-p", "no:cacheprovider", "verify.toml"],
+        cwd=repo, capture_output=True, text=True, timeout=120)
+    cli = verifygate("run", "--all", "--json", target, cwd=repo)
+    for status, output in ((plugin.returncode, plugin.stdout + plugin.stderr),
+                           (cli.returncode, (cli.stdout + cli.stderr).decode())):
+        assert status in (pytest.ExitCode.USAGE_ERROR, 2), output
+        assert "Traceback" not in output and "INTERNALERROR" not in output, output
+        assert "report: " not in output, output  # no claim that a report was written
+        errors = [line for line in output.splitlines() if "is a directory" in line]
+        assert len(errors) == 1 and "cannot write" in errors[0], output

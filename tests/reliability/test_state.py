@@ -111,6 +111,34 @@ def test_a_forged_record_of_outputs_cannot_hide_a_change(repo: Path) -> None:
     assert b"ignoring" in done.stderr and b"outputs" in done.stderr
 
 
+@pytest.mark.parametrize("name", ["durations.json", "outputs"])
+@pytest.mark.parametrize("content", [
+    b"\x00\xff\xfe\x80 not text" * 64,
+    b'{"version": 1, "durations": {"a": 1}}',
+    b"[1, 2, 3]\n",
+], ids=["bytes", "wrong-shape", "list"])
+def test_a_bad_state_file_is_ignored_with_one_warning_naming_it(
+        repo: Path, name: str, content: bytes) -> None:
+    """Read more than once in a run (to order the gates, to record; to find the changes, to
+    remember the outputs): still one line, then the run replaces the file."""
+    write(repo / "verify.toml",
+          '[[gate]]\nname = "a"\ncommand = "true"\n[[gate]]\nname = "b"\ncommand = "true"\n')
+    commit_all(repo)
+    write(repo / "new.py", "x = 1\n")
+    git(repo, "add", "new.py")  # a change: the record of outputs is read too
+    path = state_dir(repo) / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    args = ("run", "--staged", "--jobs", "2", "--json", "report.json")
+    done = verifygate(*args, cwd=repo, timeout=60)
+    stderr = done.stderr.decode()
+    assert done.returncode == 0, stderr
+    (line,) = stderr.splitlines()  # one line, and nothing else: no traceback
+    assert line.startswith("verifygate: warning: ") and str(path) in line, line
+    again = verifygate(*args, cwd=repo, timeout=60)
+    assert again.returncode == 0 and again.stderr == b"", again.stderr.decode()
+
+
 # --------------------------------------------------------------------------------------------
 # the result cache
 

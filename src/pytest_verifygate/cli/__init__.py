@@ -23,6 +23,7 @@ from pytest_verifygate.cli.parser import COMMANDS, build_parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    open_closed_streams()  # first: before anything opens a file that could take fd 1 or 2
     arguments = sys.argv[1:] if argv is None else list(argv)
     named = arguments[0] if arguments else None
     parser = build_parser(named if named in COMMANDS else None)
@@ -82,6 +83,38 @@ class QuietPipe:
 
     def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, ...
         return getattr(self._stream, name)
+
+
+def open_closed_streams() -> None:
+    """Give stdout and stderr, when they were closed before the command started (``>&-``,
+    ``2>&-``: Python then has None for them), a /dev/null of their own.
+
+    Then what the command prints goes nowhere instead of raising, the gates still run, the
+    reports are still written and the exit status is the verdict's. And the descriptor stays
+    taken: a file opened later (a report, a log) never becomes descriptor 1 or 2, where a
+    program started without redirecting its output (a plugin's) would write into it.
+    """
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        if getattr(sys, name) is None:
+            setattr(sys, name, _discarding(fd))
+
+
+def _discarding(fd: int) -> TextIO:
+    """A text stream into /dev/null, on descriptor ``fd`` if that is still closed."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    if devnull != fd and not _is_open(fd):
+        os.dup2(devnull, fd)
+        os.close(devnull)
+        devnull = fd
+    return open(devnull, "w", encoding="utf-8", errors="backslashreplace")
+
+
+def _is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
 
 
 def silence(stream: TextIO) -> None:

@@ -41,6 +41,7 @@ def _main(args: argparse.Namespace, stop: "CommandStop | None") -> int:
 
     started, clock = time.time(), time.monotonic()
     problems: list[str] = []
+    report_path: str | None = None  # named in the summary only once the report is written
     with Interruptible() as guard, run_in_pushed_commit(args):  # a push: the pushed commit's files
         plan = prepare_from_args(args, jobs=args.jobs, read_cache=not args.no_cache)
         contract, selected = plan.contract, plan.selected
@@ -64,6 +65,7 @@ def _main(args: argparse.Namespace, stop: "CommandStop | None") -> int:
         if args.json:
             try:
                 write_report(args.json, report)
+                report_path = args.json
             except OSError as exc:
                 problems.append(f"cannot write the JSON report {args.json}: "
                                 f"{exc.strerror or exc}")
@@ -84,7 +86,7 @@ def _main(args: argparse.Namespace, stop: "CommandStop | None") -> int:
         sys.stdout.write(stop.inert_text(digest) if stop else digest)
     else:
         sys.stdout.write(run_summary(report, run.results, root=contract.repo_root,
-                                     report_path=args.json, color=color,
+                                     report_path=report_path, color=color,
                                      timeouts={gate.name: gate.timeout_seconds
                                                for gate in contract.gates}))
     sys.stdout.flush()

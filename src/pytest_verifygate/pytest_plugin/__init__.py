@@ -149,6 +149,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         session.close_runner()
         session.remember_outputs()
         session.interruptible.__exit__()
+        session.end_interrupted_if_signalled()  # a signal during the summary counts too
         del config.stash[_SESSION_KEY]
         from pytest_verifygate.pytest_plugin.items import SOURCE_KEY
 

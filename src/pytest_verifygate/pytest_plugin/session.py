@@ -12,6 +12,7 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,6 +82,7 @@ class VerifyGateSession(ContractCollection):
         self.entries: dict[str, dict[str, Any]] = {}
         self.results: list[GateResult] | None = None
         self.report: dict[str, Any] | None = None
+        self.report_written = False  # the summary names the report's file only once it is
         self.messages: list[str] = []
         self.interruptible = Interruptible(keep_others=True)  # pytest keeps its own SIGINT
         self._redactor: Redactor | None = None
@@ -315,8 +317,21 @@ class VerifyGateSession(ContractCollection):
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.interruptible.hold()  # a signal from here on is noted, not raised: whole report
         self.close_runner()
-        if self.is_worker or self.config.option.collectonly:
-            return
+        if not self.is_worker and not self.config.option.collectonly:
+            self.finish(session, exitstatus)
+        received = self.interruptible.received
+        if received is not None and session.exitstatus != pytest.ExitCode.INTERRUPTED:
+            self.messages.append(f"interrupted by {signal.Signals(received).name}")
+        self.end_interrupted_if_signalled()
+
+    def end_interrupted_if_signalled(self) -> None:
+        """A terminating signal noted while the report was written (``Interruptible.hold``)
+        still ends the session as interrupted, as it ends ``verifygate run`` (status 130)."""
+        if self.interruptible.fired and self.session is not None:
+            self.session.exitstatus = pytest.ExitCode.INTERRUPTED
+
+    def finish(self, session: pytest.Session, exitstatus: int) -> None:
+        """The run's report: recorded, written where asked, and the session's exit status."""
         results, selections = self.final_results()
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or any(
             result.code == codes.INTERRUPTED for result in results
@@ -404,6 +419,7 @@ class VerifyGateSession(ContractCollection):
             try:
                 if kind == "report":
                     write_report(path, report)
+                    self.report_written = True
                 else:
                     from pytest_verifygate.report.digest import to_digest
 
@@ -441,7 +457,7 @@ class VerifyGateSession(ContractCollection):
             reporter.write_sep("-", title)
             for styled in lines:
                 _write_styled(reporter, styled)
-        report_path = str(self.options.report) if self.options.report else None
+        report_path = str(self.options.report) if self.report_written else None
         reporter.write_line(verdict_line(self.report, report_path=report_path),
                             **{verdict_style(self.report): True})
         if self.github_annotations():
