@@ -12,6 +12,7 @@ import pytest
 from pytest_verifygate.storage import (
     KEEP_LOG_RUNS,
     _private_temp_dir,
+    finish_pruning,
     new_log_dir,
     prune_oldest,
     state_dir,
@@ -25,6 +26,7 @@ def test_log_dirs_are_pruned_to_the_newest_runs(repo: Path) -> None:
         (run_dir / "lint.log").write_text(f"run {index}\n")
         (run_dir / "tests.log").write_text("output\n")
         created.append(run_dir)
+    finish_pruning()  # older runs are pruned while a run starts its gates
     logs = state_dir(repo) / "logs"
     left = sorted(logs.iterdir())
     assert left == created[-KEEP_LOG_RUNS:]
@@ -37,6 +39,7 @@ def test_pruning_removes_a_log_dir_with_unexpected_contents(repo: Path) -> None:
     (first / "nested" / "deeper" / "x.log").write_text("x\n")
     for _ in range(KEEP_LOG_RUNS):
         new_log_dir(repo)
+    finish_pruning()
     assert not first.exists()
     assert len(list((state_dir(repo) / "logs").iterdir())) == KEEP_LOG_RUNS
 
@@ -50,6 +53,7 @@ def test_pruning_never_follows_a_link_out_of_the_log_directory(repo: Path, tmp_p
     (logs / "00000000-000000.000000000-1").symlink_to(victim)  # sorts as the oldest run
     for _ in range(KEEP_LOG_RUNS + 1):
         new_log_dir(repo)
+    finish_pruning()
     assert (victim / "keep.txt").read_text() == "precious\n"
 
 

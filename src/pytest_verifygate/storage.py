@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -29,6 +30,8 @@ KEEP_LOG_BYTES = 256 * 1024 * 1024
 # other processes are known by the pid in the directory's name (see ``_in_use``).
 _claimed: dict[str, int] = {}
 _warned: set[str] = set()
+# Pruning of older log directories still going on (``_prune_meanwhile``).
+_pruning: list[threading.Thread] = []
 
 
 def git_dir(repo_root: Path) -> Path | None:
@@ -134,8 +137,28 @@ def _new_run_dir(logs: Path) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now // 1_000_000_000))
     run_dir = logs / f"{stamp}.{now % 1_000_000_000:09d}-{os.getpid()}"
     run_dir.mkdir(mode=0o700)
-    _prune(logs, run_dir)
+    _prune_meanwhile(logs, run_dir)
     return run_dir
+
+
+def _prune_meanwhile(logs: Path, current: Path) -> None:
+    """Prune older runs in a thread while this one starts its gates: removing a directory
+    takes a millisecond or two on some file systems (ext4 on a virtual disk), about what a
+    commit's gates take. ``finish_pruning`` waits for it."""
+
+    def prune() -> None:
+        with contextlib.suppress(OSError):  # a run never fails for want of tidying up
+            _prune(logs, current)
+
+    thread = threading.Thread(target=prune, name="verifygate-prune-logs")
+    thread.start()
+    _pruning.append(thread)
+
+
+def finish_pruning() -> None:
+    """Wait until the pruning this process started is done (a runner closing, an exit)."""
+    while _pruning:
+        _pruning.pop().join()
 
 
 def make_private_dir(path: Path) -> None:

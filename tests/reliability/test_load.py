@@ -16,7 +16,7 @@ import pytest
 
 from pytest_verifygate.changes import ChangeRequest
 from pytest_verifygate.engine import RunRequest, prepare, start, to_report
-from pytest_verifygate.storage import KEEP_LOG_RUNS, new_log_dir, state_dir
+from pytest_verifygate.storage import KEEP_LOG_RUNS, finish_pruning, new_log_dir, state_dir
 
 from .support import PY, children_of, open_fds, run_contract, validate
 
@@ -83,6 +83,7 @@ def test_a_run_keeps_its_logs_while_others_prune(repo: Path, how: str) -> None:
         if how == "other runs prune":
             for _ in range(KEEP_LOG_RUNS + 2):
                 new_log_dir(repo)  # another process's run, each pruning the oldest
+            finish_pruning()
             assert running.is_dir()
         else:
             shutil.rmtree(running)
@@ -116,6 +117,7 @@ def test_a_run_in_this_process_keeps_its_logs_while_this_process_prunes(repo: Pa
             time.sleep(0.05)
         for _ in range(KEEP_LOG_RUNS + 2):
             new_log_dir(repo)
+        finish_pruning()
         (repo / "go").touch()
         results = {result.name: result for result in runner.results()}
     finally:

@@ -29,7 +29,12 @@ from pytest_verifygate import codes
 from pytest_verifygate.runner.logfile import DEFAULT_LOG_MAX_BYTES
 from pytest_verifygate.runner.process import OutputFilter, run_attempt
 from pytest_verifygate.runner.records import GatePlan, GateResult, bare_result
-from pytest_verifygate.storage import claim_log_dir, log_file_name, make_private_dir
+from pytest_verifygate.storage import (
+    claim_log_dir,
+    finish_pruning,
+    log_file_name,
+    make_private_dir,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -250,13 +255,16 @@ class GateRunner:
                 self._ready.release()
 
     def close(self) -> None:
-        """Cancel what is still running and wait for the worker threads to finish."""
+        """Cancel what is still running and wait for the worker threads (and the pruning of
+        older logs) to finish."""
         if self._workers is None:
+            finish_pruning()
             return
         if any(not slot.done.is_set() for slot in self._slots.values()):
             self.cancel()
         for worker in self._workers:
             worker.join()
+        finish_pruning()
         self._release_log_dir()
 
     def __enter__(self) -> GateRunner:
