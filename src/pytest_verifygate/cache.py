@@ -45,7 +45,13 @@ from pytest_verifygate.inputs import RepoFiles
 from pytest_verifygate.integrity import read_sealed, seal
 from pytest_verifygate.report.redact import Redactor, redactor_for
 from pytest_verifygate.runner.records import CacheSlot, GatePlan, GateResult
-from pytest_verifygate.storage import make_private_dir, prune_oldest, state_dir, write_atomic
+from pytest_verifygate.storage import (
+    make_private_dir,
+    prune_oldest,
+    state_dir,
+    warn_once,
+    write_atomic,
+)
 
 __all__ = ["KEEP_ENTRIES", "RepoFiles", "attach", "cache_dir", "lookup", "prune",
            "script_programs", "store", "tool_identities"]
@@ -155,14 +161,16 @@ def _key(definition: str, inputs_digest: str) -> str:
 def attach(contract: Contract, plan: GatePlan, files: RepoFiles, *, read: bool) -> GatePlan:
     """The plan with its cache slot; with ``read``, a stored pass for these inputs as ``hit``.
 
-    A gate whose inputs cannot be read is planned without a slot: it runs, uncached.
+    A gate whose inputs cannot be hashed is planned without a slot: it runs, uncached, with
+    one warning on stderr saying which input and why.
     """
     gate = plan.gate
     patterns = gate.inputs if gate.inputs is not None else gate.when_changed
     definition = _definition(contract, plan, patterns)
     try:
         key = _key(definition, files.digest(patterns))
-    except OSError:
+    except OSError as exc:
+        warn_once(f"gate {gate.name!r} runs uncached: {exc.strerror or exc}")
         return plan
     slot = CacheSlot(cache_dir(contract.repo_root), key, contract.root, definition, patterns,
                      redactor=_redactor(contract))

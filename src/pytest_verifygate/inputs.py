@@ -9,8 +9,13 @@ directory that a pattern names by its path (``build/**``, not ``**/*.py``: a vir
 git's blob format, with its mode. Git does not vouch for a file marked ``assume-unchanged`` or
 ``skip-worktree`` (edits to it are invisible to git) nor for a submodule (an id names its
 recorded commit, not what is checked out or edited there): those are hashed as they are on
-disk, a submodule as a repository of its own. What cannot be read, or an ignored directory
-too large to hash, leaves the gate without a key: it runs, uncached.
+disk, a submodule as a repository of its own. Nor does git vouch for what a link points to
+(its id names the target's path): a link is hashed with the content it resolves to, in the
+project or outside it, a linked directory as every file under it, a dangling link as its
+missing target. What cannot be hashed leaves the gate without a key, and it runs, uncached: a
+file that cannot be read, a link loop, a FIFO, socket or device (never opened: reading one may
+block or never end), a file over ``MAX_HASHED_BYTES``, a directory walked here holding over
+``MAX_WALKED_FILES`` files.
 
 PYTEST_DONT_REWRITE
 """
@@ -20,18 +25,24 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from pytest_verifygate.changes import git_output, walk_files
+from pytest_verifygate.changes import git_output
 from pytest_verifygate.errors import ChangeSetError
 
 READ_SIZE = 1 << 20
-# Files hashed in ignored directories that a pattern names; past this the gate is not cached.
-MAX_IGNORED_FILES = 10_000
+# Files hashed in a directory walked here (an ignored directory a pattern names, a linked
+# directory); past this the gate is not cached: walking and hashing it would cost more.
+MAX_WALKED_FILES = 10_000
+# Past this a file is not hashed and the gate not cached: hashing it costs seconds every run.
+MAX_HASHED_BYTES = 1 << 30
 _GITLINK = "160000"
+_SYMLINK = "120000"
 _GLOB = frozenset("*?[\\")
+_SPECIAL = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"),
+            (stat.S_ISBLK, "a device"))  # what a file that is not regular is called
 
 
 class _Listing(NamedTuple):
@@ -39,6 +50,8 @@ class _Listing(NamedTuple):
     ids: dict[str, str]  # "mode oid" of tracked files git vouches for
     algorithm: str
     gitlinks: frozenset[str] = frozenset()  # submodules
+    links: frozenset[str] = frozenset()  # tracked symbolic links
+    others: frozenset[str] = frozenset()  # untracked files, not ignored
 
 
 class RepoFiles:
@@ -53,23 +66,20 @@ class RepoFiles:
         self._ignored: tuple[str, ...] | None = None
         self._digests: dict[tuple[str, ...] | None, str] = {}
         self._hashed: dict[str, str] = {}  # files hashed here, shared by every gate's digest
+        self._unhashable: dict[str, OSError] = {}  # and those that could not be
 
     def digest(self, patterns: tuple[str, ...] | None) -> str:
         """A fingerprint of the content of the files matching ``patterns`` (None: every file).
 
-        Raises ``OSError`` when a matching file cannot be read, or an ignored directory a
-        pattern names holds too many files to hash.
+        Raises ``OSError``, naming the file and why, when a matching file cannot be hashed
+        (see the module's docstring).
         """
         if patterns in self._digests:
             return self._digests[patterns]
         listing = self._listing = self._listing or _list_files(self.root)
         paths: Sequence[str] = listing.paths
         if patterns is not None:
-            from pytest_verifygate.patterns import matcher
-
-            candidates = [*listing.paths, *self._ignored_files(patterns)]
-            paths = sorted(set(matcher(patterns).match_files(candidates)) | {
-                link for link in listing.gitlinks if _may_reach(patterns, link)})
+            paths = self._matching(patterns, listing)
         digest = hashlib.sha256()
         for path in paths:
             identity = listing.ids.get(path) or self._hashed.get(path)
@@ -79,11 +89,40 @@ class RepoFiles:
         self._digests[patterns] = result = digest.hexdigest()
         return result
 
+    def _matching(self, patterns: tuple[str, ...], listing: _Listing) -> list[str]:
+        """The files ``patterns`` match, and the directories git does not look into that they
+        may reach: submodules, and links to directories (git lists the link alone)."""
+        from pytest_verifygate.patterns import matcher
+
+        ignored = self._ignored_files(patterns)
+        matched = set(matcher(patterns).match_files([*listing.paths, *ignored]))
+        reached = {link for link in listing.gitlinks if _may_reach(patterns, link)}
+        # Git's listing names tracked links by their mode; untracked and ignored ones are
+        # looked at, only where a pattern may reach into them.
+        for path in (*listing.links, *listing.others, *ignored):
+            if path not in matched and _may_reach(patterns, path) and self._linked_dir(path):
+                reached.add(path)
+        return sorted(matched | reached)
+
+    def _linked_dir(self, path: str) -> bool:
+        full = self.root / path
+        return os.path.islink(full) and os.path.isdir(full)
+
     def _identity(self, path: str, listing: _Listing) -> str:
-        if path in listing.gitlinks:
-            # What is checked out and edited there, not the commit the superproject records.
-            return f"{_GITLINK} {RepoFiles(self.root / path).digest(None)}"
-        return _file_id(self.root / path, listing.algorithm)
+        if path in self._unhashable:
+            raise self._unhashable[path]
+        try:
+            if path in listing.gitlinks:
+                # What is checked out and edited there, not the commit the superproject records.
+                return f"{_GITLINK} {RepoFiles(self.root / path).digest(None)}"
+            return _file_id(self.root / path, listing.algorithm)
+        except _Located as exc:  # met under a linked directory: named from the root
+            failure = OSError(f"{Path(os.path.relpath(exc.where, self.root)).as_posix()}: "
+                              f"{exc.reason}")
+        except OSError as exc:
+            failure = OSError(f"{path}: {exc.strerror or exc}")
+        self._unhashable[path] = failure
+        raise failure
 
     def _ignored_files(self, patterns: tuple[str, ...]) -> list[str]:
         """Ignored files git lists one by one, and the files of ignored directories that one
@@ -98,9 +137,9 @@ class RepoFiles:
         files = [item for item in self._ignored if not item.endswith("/")]
         for directory in (item for item in self._ignored if item.endswith("/")):
             if any(_names(pattern, directory) for pattern in patterns):
-                found = [f"{directory}{path}" for path in walk_files(self.root / directory)]
-                if len(found) > MAX_IGNORED_FILES:
-                    raise OSError(f"{directory} holds more than {MAX_IGNORED_FILES} files")
+                found = [f"{directory}{path}" for path in _files_under(self.root / directory)]
+                if len(found) > MAX_WALKED_FILES:
+                    raise OSError(f"{directory} holds more than {MAX_WALKED_FILES} files")
                 files += found
         return files
 
@@ -147,16 +186,18 @@ def _list_files(root: Path) -> _Listing:
         out = git_output(root, "ls-files", "-z", "-v", "--stage", "--modified", "--others",
                          "--exclude-standard")
     except ChangeSetError:
-        return _Listing(tuple(sorted(walk_files(root))), {}, "sha1")  # no git: hash every file
+        return _Listing(tuple(sorted(_files_under(root))), {}, "sha1")  # no git: hash them all
     ids: dict[str, str] = {}
     paths: set[str] = set()
     dirty: set[str] = set()
     gitlinks: set[str] = set()
+    links: set[str] = set()
+    others: set[str] = set()
     algorithm = "sha1"
     for record in out.split(b"\0"):
         tag, _, rest = record.partition(b" ")
         if tag == b"?":
-            paths.add(os.fsdecode(rest))
+            others.add(os.fsdecode(rest))
             continue
         meta, _, raw_path = rest.partition(b"\t")
         fields = meta.split(b" ")
@@ -167,35 +208,140 @@ def _list_files(root: Path) -> _Listing:
         paths.add(path)
         if len(oid) == 64:
             algorithm = "sha256"
-        if mode.decode() == _GITLINK:
+        kind = mode.decode()
+        if kind == _GITLINK:
             gitlinks.add(path)
+        elif kind == _SYMLINK:
+            links.add(path)
         # Only "H" at stage 0 is a file git checked: modified, deleted, in conflict, marked
-        # skip-worktree or assume-unchanged, or a submodule, its content is read here.
-        if tag != b"H" or stage_number != b"0" or mode.decode() == _GITLINK:
+        # skip-worktree or assume-unchanged, a submodule or a link (git's id names its target,
+        # not what is there), its content is read here.
+        if tag != b"H" or stage_number != b"0" or kind in (_GITLINK, _SYMLINK):
             dirty.add(path)
         else:
-            ids[path] = f"{mode.decode()} {oid.decode()}"
+            ids[path] = f"{kind} {oid.decode()}"
     for path in dirty:
         ids.pop(path, None)
-    return _Listing(tuple(sorted(paths)), ids, algorithm, frozenset(gitlinks))
+    return _Listing(tuple(sorted(paths | others)), ids, algorithm, frozenset(gitlinks),
+                    frozenset(links), frozenset(others))
+
+
+def _files_under(top: Path) -> Iterator[str]:
+    """Every file under ``top`` (hidden directories skipped), as POSIX relative paths; a link
+    to a directory is listed as a file, to be hashed as what it points to."""
+    for directory, subdirs, names in os.walk(top):
+        linked = [name for name in subdirs if os.path.islink(os.path.join(directory, name))]
+        subdirs[:] = [name for name in subdirs if not name.startswith(".") and name not in linked]
+        for name in (*names, *(name for name in linked if not name.startswith("."))):
+            yield Path(os.path.relpath(os.path.join(directory, name), top)).as_posix()
 
 
 def _file_id(full: Path, algorithm: str) -> str:
-    """``"<mode> <oid>"`` as git would record the file now (an id git would give it)."""
+    """``"<mode> <oid>"`` as git would record the file now (an id git would give it); for a
+    link, followed by what it resolves to."""
     try:
         info = os.lstat(full)
     except FileNotFoundError:
         return "deleted"
-    digest = hashlib.new(algorithm)
     if stat.S_ISLNK(info.st_mode):
-        target = os.fsencode(os.readlink(full))
-        digest.update(b"blob %d\0" % len(target) + target)
-        return f"120000 {digest.hexdigest()}"
+        target = _blob_id(os.fsencode(os.readlink(full)), algorithm)
+        return f"{_SYMLINK} {target} -> {_Tree(algorithm).resolved(full)}"
+    if stat.S_ISDIR(info.st_mode):
+        return "other"  # a nested repository: present, content its own
+    return _content_id(full, info, algorithm)
+
+
+def _blob_id(data: bytes, algorithm: str) -> str:
+    return hashlib.new(algorithm, b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _content_id(full: Path, info: os.stat_result, algorithm: str) -> str:
+    """``"<mode> <oid>"`` of the regular file ``full`` (``info`` its ``stat``), read to its end.
+
+    Raises ``OSError`` for anything else, unopened, or for a file too large to hash.
+    """
     if not stat.S_ISREG(info.st_mode):
-        return "other"  # a nested repository or a special file: present, content unknown
-    digest.update(b"blob %d\0" % info.st_size)
-    with open(full, "rb") as handle:
-        while chunk := handle.read(READ_SIZE):
+        kind = next((kind for test, kind in _SPECIAL if test(info.st_mode)), "not a file")
+        raise OSError(f"{kind}, not read")
+    if info.st_size > MAX_HASHED_BYTES:
+        raise OSError(f"over {MAX_HASHED_BYTES >> 20} MiB, not hashed")
+    # Non-blocking: a FIFO put in the file's place since it was looked at cannot hang the open.
+    with open(os.open(full, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY), "rb") as handle:
+        opened = os.fstat(handle.fileno())
+        if not stat.S_ISREG(opened.st_mode) or opened.st_size > MAX_HASHED_BYTES:
+            raise OSError("replaced while it was read")
+        digest = hashlib.new(algorithm)
+        digest.update(b"blob %d\0" % opened.st_size)
+        remaining = opened.st_size
+        # One byte past the size: a file growing meanwhile is caught, and never read to its end.
+        while remaining >= 0 and (chunk := handle.read(min(READ_SIZE, remaining + 1))):
             digest.update(chunk)
-    mode = "100755" if info.st_mode & stat.S_IXUSR else "100644"
+            remaining -= len(chunk)
+    if remaining != 0:
+        raise OSError("changed while it was read")
+    mode = "100755" if opened.st_mode & stat.S_IXUSR else "100644"
     return f"{mode} {digest.hexdigest()}"
+
+
+class _Located(OSError):
+    """Why a file reached through a linked directory cannot be hashed, and which file."""
+
+    def __init__(self, where: Path, reason: str) -> None:
+        super().__init__(reason)
+        self.where = where
+        self.reason = reason
+
+
+class _Tree:
+    """What links resolve to: a file's content, a directory's files (followed the same way,
+    ``.git`` aside), or ``missing``; at most ``MAX_WALKED_FILES`` files, no loop."""
+
+    def __init__(self, algorithm: str) -> None:
+        self.algorithm = algorithm
+        self.files = 0
+        self.top: Path | None = None  # the link followed first
+
+    def resolved(self, link: Path, inside: frozenset[tuple[int, int]] = frozenset()) -> str:
+        """The identity of what ``link`` points to, ``inside`` the directories being walked."""
+        self.top = self.top or link
+        try:
+            info = os.stat(link)  # ELOOP, for a loop of links, is raised
+        except (FileNotFoundError, NotADirectoryError):
+            return "missing"  # dangling: the gate finds nothing there either
+        if stat.S_ISDIR(info.st_mode):
+            return f"tree {self._directory(link, info, inside)}"
+        return self._file(link, info)
+
+    def _directory(self, top: Path, info: os.stat_result,
+                   inside: frozenset[tuple[int, int]]) -> str:
+        node = (info.st_dev, info.st_ino)
+        if node in inside:
+            raise OSError("a link loop")
+        inside = inside | {node}
+        with os.scandir(top) as scan:
+            names = sorted(entry.name for entry in scan if entry.name != ".git")
+        digest = hashlib.sha256()
+        for name in names:
+            identity = self._entry(top / name, inside)
+            digest.update(os.fsencode(name) + b"\0" + identity.encode() + b"\n")
+        return digest.hexdigest()
+
+    def _entry(self, full: Path, inside: frozenset[tuple[int, int]]) -> str:
+        """The identity of ``full``, a file or directory met walking a linked directory."""
+        try:
+            info = os.lstat(full)
+            if stat.S_ISLNK(info.st_mode):
+                return f"link {os.readlink(full)!r} -> {self.resolved(full, inside)}"
+            if stat.S_ISDIR(info.st_mode):
+                return f"tree {self._directory(full, info, inside)}"
+            return self._file(full, info)
+        except _Located:
+            raise
+        except OSError as exc:
+            raise _Located(full, exc.strerror or str(exc)) from exc
+
+    def _file(self, full: Path, info: os.stat_result) -> str:
+        self.files += 1
+        if self.files > MAX_WALKED_FILES:
+            raise _Located(self.top or full, f"leads to more than {MAX_WALKED_FILES} files")
+        return _content_id(full, info, self.algorithm)

@@ -11,6 +11,7 @@ import marshal
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -183,9 +184,10 @@ CHECK = ("import pathlib, sys; open(sys.argv[1], 'a').write('ran\\n'); "
          "sys.exit(0 if 'good' in pathlib.Path(sys.argv[2]).read_text() else 1)")
 
 
-def cached_check(repo: Path, counter: Path, path: str, inputs: list[str]) -> None:
-    write(repo / "verify.toml", f'[[gate]]\nname = "check"\ncache = true\n'
-          f'inputs = {json.dumps(inputs)}\n'
+def cached_check(repo: Path, counter: Path, path: str, inputs: list[str] | None) -> None:
+    """The gate ``check`` on ``path``, keyed by ``inputs`` (None: every file)."""
+    keyed = f'inputs = {json.dumps(inputs)}\n' if inputs is not None else ""
+    write(repo / "verify.toml", f'[[gate]]\nname = "check"\ncache = true\n{keyed}'
           f'command = [{json.dumps(PY)}, "-c", {json.dumps(CHECK)}, '
           f'{json.dumps(str(counter))}, {json.dumps(path)}]\n')
 
@@ -257,6 +259,151 @@ def test_a_changed_submodule_runs_the_gate_again(repo: Path, tmp_path: Path,
     if committed:  # the submodule checks out another commit: the superproject's id is stale
         commit_all(with_submodule)
     assert outcome(repo) == ("failed", False)
+
+
+# --------------------------------------------------------------------------------------------
+# inputs reached through links, and inputs that cannot be hashed
+
+
+def fifo(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+
+
+def link(path: Path, target: Path | str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(target)
+
+
+@pytest.mark.parametrize("tracked", [True, False], ids=["tracked", "untracked"])
+@pytest.mark.parametrize(("links", "target", "path", "inputs"), [
+    ({"data.txt": "../elsewhere/input.txt"}, "elsewhere/input.txt", "data.txt", ["data.txt"]),
+    ({"data": "../elsewhere"}, "elsewhere/input.txt", "data/input.txt", ["data/**"]),
+    ({"data": "../elsewhere"}, "elsewhere/input.txt", "data/input.txt", None),
+    ({"data": "../elsewhere"}, "elsewhere/deep/input.txt", "data/deep/input.txt", ["*.txt"]),
+    ({"a.txt": "b.txt", "b.txt": "../elsewhere/input.txt"}, "elsewhere/input.txt", "a.txt",
+     ["a.txt"]),
+    ({"data.txt": "shared/input.txt"}, "repo/shared/input.txt", "data.txt", ["data.txt"]),
+    ({"build/data": "../../elsewhere"}, "elsewhere/input.txt", "build/data/input.txt",
+     ["build/**"]),
+], ids=["file-outside", "directory-outside", "every-file", "unanchored-pattern", "chain",
+        "file-inside", "in-ignored-directory"])
+def test_a_link_is_keyed_by_what_it_points_to(
+    repo: Path, tmp_path: Path, links: dict[str, str], target: str, path: str,
+    inputs: list[str] | None, tracked: bool,
+) -> None:
+    """Git's id of a link is its target's name: the content there, read by the gate through
+    the link, must key the pass too (here or outside the repository)."""
+    write(tmp_path / target, "good\n")
+    write(repo / ".gitignore", "build/\n")
+    cached_check(repo, tmp_path / "counter", path, inputs)
+    for name, pointed in links.items():
+        link(repo / name, pointed)
+    if tracked:
+        commit_all(repo)
+    else:
+        git(repo, "add", "verify.toml")
+        git(repo, "commit", "-q", "-m", "contract")
+    assert outcome(repo) == ("passed", False)
+    assert outcome(repo) == ("passed", True)
+    write(tmp_path / target, "bad!\n")  # same size, same link: only the content differs
+    assert outcome(repo) == ("failed", False)
+
+
+# Always passes, reading none of its inputs; counts its runs.
+COUNT = "import sys; open(sys.argv[1], 'a').write('r')"
+
+
+def counted(repo: Path, counter: Path, inputs: list[str]) -> None:
+    """The gate ``count``, keyed by ``inputs``, committed with whatever the repository holds."""
+    write(repo / "verify.toml", f'[[gate]]\nname = "count"\ncache = true\n'
+          f'inputs = {json.dumps(inputs)}\n'
+          f'command = [{json.dumps(PY)}, "-c", {json.dumps(COUNT)}, {json.dumps(str(counter))}]\n')
+    commit_all(repo)
+
+
+def test_a_dangling_link_is_keyed_by_its_missing_target(repo: Path, tmp_path: Path) -> None:
+    counter = tmp_path / "counter"
+    counted(repo, counter, ["data.txt"])
+    (repo / "data.txt").symlink_to(tmp_path / "elsewhere" / "data.txt")
+    git(repo, "add", "data.txt")
+    assert outcome(repo) == ("passed", False)
+    assert outcome(repo) == ("passed", True)  # a missing target is a state like any other
+    write(tmp_path / "elsewhere" / "data.txt", "now here\n")
+    assert outcome(repo) == ("passed", False)
+    assert counter.read_text() == "rr"
+
+
+def loop_of_links(repo: Path, elsewhere: Path) -> None:
+    link(repo / "in" / "a", "b")
+    link(repo / "in" / "b", "a")
+
+
+def directory_in_itself(repo: Path, elsewhere: Path) -> None:
+    write(elsewhere / "input.txt", "x\n")
+    link(elsewhere / "again", elsewhere)
+    link(repo / "in" / "data", elsewhere)
+
+
+def fifo_outside(repo: Path, elsewhere: Path) -> None:
+    fifo(elsewhere / "pipe")
+    link(repo / "in" / "pipe", elsewhere / "pipe")
+
+
+def fifo_in_ignored_directory(repo: Path, elsewhere: Path) -> None:
+    write(repo / ".gitignore", "in/\n")
+    write(repo / "in" / "plain.txt", "x\n")
+    fifo(repo / "in" / "pipe")
+
+
+def tracked_file_now_a_fifo(repo: Path, elsewhere: Path) -> None:
+    write(repo / "in" / "pipe", "x\n")
+    commit_all(repo)
+    (repo / "in" / "pipe").unlink()
+    fifo(repo / "in" / "pipe")
+
+
+def device(repo: Path, elsewhere: Path) -> None:
+    link(repo / "in" / "zero", "/dev/zero")
+
+
+def huge_linked_directory(repo: Path, elsewhere: Path) -> None:
+    from pytest_verifygate.inputs import MAX_WALKED_FILES
+
+    elsewhere.mkdir()
+    for index in range(MAX_WALKED_FILES + 1):
+        (elsewhere / str(index)).touch()
+    link(repo / "in" / "data", elsewhere)
+
+
+def too_large(repo: Path, elsewhere: Path) -> None:
+    from pytest_verifygate.inputs import MAX_HASHED_BYTES
+
+    big = write(elsewhere / "big", "")
+    os.truncate(big, MAX_HASHED_BYTES + 1)  # sparse: nothing is written
+    link(repo / "in" / "big", big)
+
+
+@pytest.mark.parametrize("make", [loop_of_links, directory_in_itself, fifo_outside,
+                                  fifo_in_ignored_directory, tracked_file_now_a_fifo, device,
+                                  huge_linked_directory, too_large])
+def test_an_input_that_cannot_be_hashed_runs_the_gate_and_says_why(
+    repo: Path, tmp_path: Path, make: Callable[[Path, Path], None]
+) -> None:
+    """When in doubt, run the gate: never read a FIFO or a device, never follow a loop."""
+    counter = tmp_path / "counter"
+    write(repo / "plain.txt", "x\n")
+    counted(repo, counter, ["in/**"])
+    make(repo, tmp_path / "elsewhere")
+    warnings = []
+    for runs in (1, 2):
+        done = verifygate("run", "--all", "--format", "json", cwd=repo, timeout=30)
+        gate = json.loads(done.stdout)["gates"][0]
+        assert (gate["outcome"], gate["cached"]) == ("passed", False)
+        assert counter.read_text() == "r" * runs
+        warnings.append(done.stderr.decode())
+    assert all("runs uncached" in text and "in/" in text for text in warnings), warnings
+    assert "Traceback" not in "".join(warnings)
 
 
 # --------------------------------------------------------------------------------------------
