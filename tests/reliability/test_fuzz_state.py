@@ -30,6 +30,7 @@ from pytest_verifygate.report.github import error_annotations, step_summary
 from pytest_verifygate.report.junit import to_junit
 from pytest_verifygate.report.redact import MASK, redactor_for
 from pytest_verifygate.runner.records import GatePlan, GateResult
+from pytest_verifygate.text import strip_ansi, terminal_safe
 
 from .support import examples
 from conftest import commit_all, git, write
@@ -126,10 +127,15 @@ MARKERS = {"API_TOKEN": "Mk-SECRET_tok3n.value", "DB_PASSWORD": "p@ss w/rd+Zq&9\
            "TLS_PRIVATE_KEY": "-----BEGIN KEY-----\nQUJDREVGR0hJSktMTU5P\nUFFSU1RVVldYWVo=\n"}
 REDACTOR = redactor_for((), MARKERS)
 ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
-HIDDEN = re.compile("[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u202a-\u202e"
-                    "\u2060-\u2064\u2066-\u206f\ufeff]")
+# Controls, C1, and Unicode's default-ignorable code points (what a terminal draws as nothing).
+HIDDEN = re.compile("[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160"
+                    "\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164"
+                    "\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
+                    "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
 NOISE = st.sampled_from(["\x1b[0m", "\x1b[31;1m", "\x1b]8;;u\x07", "\x1b]0;t\x1b\\", "\x00",
-                         "\r", "\x85", "\u200b", "\u202e", "\ufeff", "\x1b", "\x1bc"])
+                         "\r", "\x85", "\u200b", "\u202e", "\ufeff", "\x1b", "\x1bc",
+                         "\ufe0f", "\u034f", "\U000e0041", "\U000e0100", "\u3164", "\u115f",
+                         "\uffa0", "\u180b", "\u2064", "\u00ad", "\u200d", "\U0001d173"])
 FILLER = st.text(st.characters(codec="utf-8", exclude_characters="*"), max_size=12)
 
 
@@ -174,14 +180,28 @@ def test_no_marker_survives_the_redactor(output: str) -> None:
     assert_no_marker(REDACTOR.text(output))
 
 
+CUT_END = "-- end of the cut marker --"
+
+
+@st.composite
+def cut_marker(draw: st.DrawFn) -> tuple[str, str]:
+    """A marker split by noise and cut anywhere, inside a piece of noise too (``0m`` of
+    ``\\x1b[0m``): the output's start, and what is left of the marker (enough to mask)."""
+    secret = draw(st.sampled_from([MARKERS["API_TOKEN"], MARKERS["DB_PASSWORD"]]))
+    pieces = [char + (draw(NOISE) if draw(st.integers(0, 2)) == 0 else "") for char in secret]
+    kept = draw(st.integers(1, len(secret) - 6))  # the cut falls after the kept-th character
+    noise = pieces[kept - 1][1:]
+    start = noise[draw(st.integers(0, len(noise))):] + "".join(pieces[kept:])
+    return start, secret[kept:]
+
+
 @examples(100)
-@given(output=leaking_output(), data=st.data())
-def test_a_cut_output_hides_what_is_left_of_a_marker(output: str, data: st.DataObject) -> None:
-    secret = data.draw(st.sampled_from([MARKERS["API_TOKEN"], MARKERS["DB_PASSWORD"]]))
-    start = data.draw(st.integers(1, len(secret) - 6))
-    masked = REDACTOR.text(secret[start:] + "\n" + output, cut=True)
-    for shown in readable(masked):
-        assert not shown.startswith(secret[start:])
+@given(output=leaking_output(), cut=cut_marker())
+def test_a_cut_output_hides_what_is_left_of_a_marker(output: str, cut: tuple[str, str]) -> None:
+    start, left = cut
+    masked = REDACTOR.text(f"{start}\n{CUT_END}\n{output}", cut=True)
+    for shown in [*readable(masked), terminal_safe(masked), strip_ansi(masked)]:
+        assert CUT_END in shown and left not in shown.split(CUT_END)[0], (start, shown)
     assert_no_marker(masked)
 
 

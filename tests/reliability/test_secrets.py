@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from pytest_verifygate.report.redact import MASK, Redactor, redactor_for
+from pytest_verifygate.text import plain_output, strip_ansi, terminal_safe
 
 from .support import PY, verifygate
 from conftest import commit_all, write
@@ -28,8 +29,16 @@ PEM = ("-----BEGIN PRIVATE KEY-----\n"
        "-----END PRIVATE KEY-----\n")
 PASSWORD = 'pa ss/wo"rd+&=?\u00e9'  # changes under JSON and URL encoding
 ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
-INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u202a-\u202e"
-                       "\u2060-\u2064\u2066-\u206f\ufeff]")
+# Unicode's default-ignorable code points (DerivedCoreProperties.txt): renderers and terminals
+# draw them as nothing (variation selectors, tag characters, Hangul fillers, joiners, ...).
+DEFAULT_IGNORABLE = ((0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160),
+                     (0x17B4, 0x17B5), (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E),
+                     (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF),
+                     (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
+                     (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF))
+INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f"
+                       + "".join(f"{chr(low)}-{chr(high)}" for low, high in DEFAULT_IGNORABLE)
+                       + "]")
 
 
 def visible(text: str) -> str:
@@ -37,8 +46,14 @@ def visible(text: str) -> str:
     return INVISIBLE.sub("", ANSI.sub("", text))
 
 
-# What a sink strips: colour codes, NUL, zero-width and bidi characters, OSC links, C1 controls.
-NOISE = ["\x1b[0m", "\x00", "\u200b", "\x1b[31;1m", "\u202e", "\x1b]8;;x\x07", "\r", "\x85"]
+# What a sink strips: colour codes, NUL, zero-width and bidi characters, OSC links, C1 controls,
+# and what a terminal draws as nothing: variation selectors, tag characters, Hangul fillers.
+NOISE = ["\x1b[0m", "\x00", "\u200b", "\x1b[31;1m", "\u202e", "\x1b]8;;x\x07", "\r", "\x85",
+         "\ufe0f", "\U000e0041", "\u3164"]
+
+# Only what a terminal draws as nothing: no sink removes these, so a secret split by them
+# reaches every sink as it was printed.
+DRAWN_AS_NOTHING = ["\ufe0f", "\U000e0041", "\u3164", "\u034f", "\u180b", "\uffa0", "\u00ad"]
 
 
 def interleave(secret: str) -> str:
@@ -74,6 +89,9 @@ token, pem, password = env["API_TOKEN"], env["TLS_PRIVATE_KEY"], env["DB_PASSWOR
 noise = {NOISE!r}
 split = "".join(c + noise[i % len(noise)] for i, c in enumerate(token))
 sys.stdout.write("error: bad token " + split + "\\n")
+nothing = {DRAWN_AS_NOTHING!r}
+unseen = "".join(c + nothing[i % len(nothing)] for i, c in enumerate(token))
+sys.stdout.write("error: unseen token " + unseen + "\\n")
 sys.stdout.write(pem.replace("\\n", "\\r\\n"))
 sys.stdout.write("error: " + json.dumps({{"password": password}}) + "\\n")
 sys.stdout.write("error: GET https://db/?p=" + quote(password, safe="") + "\\n")
@@ -119,19 +137,25 @@ def test_the_pytest_failure_text_hides_split_secrets(pytester: pytest.Pytester,
     assert_hidden((pytester.path / "junit.xml").read_text(), TOKEN, PEM, PASSWORD)
 
 
-def test_a_secret_cut_by_the_tail_window_is_masked(repo: Path) -> None:
-    """The tail starts inside the secret: what is left of it is still a secret."""
+@pytest.mark.parametrize(("split", "cut_into"), [("", 0), ("\x1b[0m", 2)],
+                         ids=["in-the-secret", "in-an-escape-splitting-it"])
+def test_a_secret_cut_by_the_tail_window_is_masked(repo: Path, split: str, cut_into: int) -> None:
+    """The tail starts inside the secret, or inside an escape sequence splitting it (what is
+    left of the sequence, ``0m``, reads as text): what is left of the secret is still one."""
     cut_at = 11
     tail = 256  # output_tail_bytes's minimum
-    script = (f"import os, sys; t = os.environ['API_TOKEN']; sys.stdout.write('x' * 5000 + t + "
-              f"'\\n' + 'y' * {tail - (len(TOKEN) - cut_at) - 2} + '\\n'); sys.exit(1)")
+    left = (split + TOKEN[cut_at:])[cut_into:]
+    script = (f"import os, sys; t = os.environ['API_TOKEN']; sys.stdout.write('x' * 5000 + "
+              f"t[:{cut_at}] + {split!r} + t[{cut_at}:] + '\\n' + "
+              f"'y' * {tail - len(left) - 2} + '\\n'); sys.exit(1)")
     write(repo / "verify.toml", f'[settings]\noutput_tail_bytes = {tail}\n\n[[gate]]\n'
           f'name = "cut"\ncommand = [{json.dumps(PY)}, "-c", {json.dumps(script)}]\n')
     done = verifygate("run", "--all", "--format", "json", cwd=repo, env={"API_TOKEN": TOKEN})
     gate = json.loads(done.stdout)["gates"][0]
     assert gate["output_truncated"] is True
     assert gate["output_tail"].startswith(MASK + "\n"), gate["output_tail"][:60]
-    assert TOKEN[cut_at:] not in gate["output_tail"]
+    for sink in (terminal_safe, strip_ansi, visible):
+        assert TOKEN[cut_at:] not in sink(gate["output_tail"])
 
 
 def test_a_cached_pass_never_shows_a_rotated_token(repo: Path) -> None:
@@ -162,6 +186,35 @@ def test_secrets_split_by_anything_a_sink_strips_are_masked() -> None:
                  TOKEN[:5] + "\x00\x00" + TOKEN[5:]):
         masked = redactor.text(f"token: {form} end")
         assert visible(masked) == f"token: {MASK} end", repr(masked)
+
+
+def test_secrets_split_by_any_default_ignorable_character_are_masked_whole() -> None:
+    """A terminal draws none of these, so the secret reads whole: masked, with what splits it,
+    in a report and in a log."""
+    redactor = redactor_for((), {"API_TOKEN": TOKEN})
+    for low, high in DEFAULT_IGNORABLE:
+        for char in map(chr, range(low, high + 1)):
+            printed = f"token: {TOKEN[:4]}{char}{TOKEN[4:9]}{char * 2}{TOKEN[9:]} end"
+            assert redactor.text(printed) == f"token: {MASK} end", hex(ord(char))
+            masker = redactor.log_masker()
+            logged = masker.feed(printed.encode()) + masker.flush()
+            assert logged == f"token: {MASK} end".encode(), hex(ord(char))
+
+
+@pytest.mark.parametrize("sequence", ["\x1b[0m", "\x1b[38;5;208m", "\x1b]8;;https://x.invalid/\x07",
+                                      "\x1b]0;title\x1b\\", "\x1bc", "\x1b(B"])
+def test_a_cut_inside_an_escape_sequence_splitting_a_secret_masks_its_end(sequence: str) -> None:
+    """What the cut left of the sequence (``[0m``, ``0m``, ``m``) reads as text to every sink,
+    right before the end of the secret: that end is masked all the same."""
+    redactor = redactor_for((), {"API_TOKEN": TOKEN})
+    split_at = 11
+    printed = f"{TOKEN[:split_at]}{sequence}{TOKEN[split_at:]}\nrest\n"
+    for cut in range(split_at + 1, split_at + len(sequence)):
+        masked = redactor.text(printed[cut:], cut=True)
+        for sink in (terminal_safe, strip_ansi, plain_output, visible):
+            shown = sink(masked)
+            assert TOKEN[split_at:] not in shown, (printed[cut:], shown)
+            assert shown.startswith(MASK) and shown.endswith("\nrest\n"), (printed[cut:], shown)
 
 
 def test_a_split_assignment_loses_its_value() -> None:

@@ -1,15 +1,17 @@
 """Finding secrets in output as a reader will see it, for ``redact``: the search behind the mask.
 
 Masking happens once, before any sink, so it must hold whatever a sink does afterwards. Sinks
-strip ANSI sequences and characters nothing shows (controls, C1, zero-width and bidi format
-characters), some sequences first (the digest, JUnit), some characters first (a terminal
-ignores a NUL inside an escape sequence); they cut output to a window. So a secret is searched
-for in the text as it reads after each way of stripping (``TO\\x1b[0mKEN`` is ``TOKEN``),
-and a match masks the whole stretch of the original it came from. Its forms: as printed, with
-CRLF or LF line ends, line by line when it spans lines (a PEM key), JSON-escaped and
-URL-encoded; and, at the start of a cut output, its last characters. ``NAME=value`` with a
-secret name is found from the name's secret word (``TOKEN``, ...), so plain output costs a
-fast literal search rather than a regular expression tried at every character.
+strip ANSI sequences and characters nothing shows (controls, C1, and Unicode's default-ignorable
+code points: zero-width, bidi and variation selectors, fillers, tags), some sequences first
+(the digest, JUnit), some characters first (a terminal ignores a NUL inside an escape
+sequence); they cut output to a window. So a secret is searched for in the text as it reads
+after each way of stripping (``TO\\x1b[0mKEN`` is ``TOKEN``), and a match masks the whole
+stretch of the original it came from. Its forms: as printed, with CRLF or LF line ends, line
+by line when it spans lines (a PEM key), JSON-escaped and URL-encoded; and, at the start of a
+cut output, its last characters, also after what the cut left of an escape sequence (the
+``[0m`` of ``\\x1b[0m``). ``NAME=value`` with a secret name is found from the name's secret
+word (``TOKEN``, ...), so plain output costs a fast literal search rather than a regular
+expression tried at every character.
 
 Works on ``str`` (reports) and on ``bytes`` (``LogMasker``, for a log as it is written).
 
@@ -43,22 +45,45 @@ SECRET_WORDS = ("PRIVATE_KEY", "PRIVATEKEY", "PASSWORD", "API_KEY", "SECRET", "P
 # A value after ``NAME=``: quoted (bounded, so matching stays linear) or one shell word.
 _VALUE = r"\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'|[^\s\"';&|]+"
 _NAME_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
+# Unicode's default-ignorable code points (Default_Ignorable_Code_Point in
+# DerivedCoreProperties.txt, as of Unicode 14): what renderers and terminals draw as
+# nothing, and so what can sit inside a secret that still reads whole. The soft hyphen, the
+# combining grapheme joiner, the Arabic letter mark, Hangul fillers, Khmer inherent vowels,
+# Mongolian variation selectors and vowel separator, zero-width, joiner, bidi and invisible
+# operator characters, variation selectors, the BOM, shorthand and musical format controls,
+# tag characters, and the reserved code points kept ignorable for what is assigned later.
+_IGNORABLE = ("\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f"
+              "\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
+              "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff")
 # Characters nothing shows, but ESC (which starts a sequence): controls but tab and newline
-# (CR too, so CRLF and LF line ends read the same), C1 controls, the soft hyphen, zero-width
-# and bidi format characters, the BOM and noncharacters. Three readings are searched: escape
-# sequences removed before the characters, as the digest and JUnit do; the characters before
-# any ECMA-48 escape sequence, as a terminal does (it runs a NUL inside a sequence, and takes
-# ``ESC 7`` away whole); and only the ESC of a two-character escape, as a sink that drops
-# control characters alone does (``SECR\x1bET`` shows ``SECRET``).
-_HIDDEN = ("\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064"
-           "\u2066-\u206f\ufeff\ufff9-\ufffb\ufffe\uffff")
+# (CR too, so CRLF and LF line ends read the same), C1 controls, the default-ignorable code
+# points, interlinear annotation characters and noncharacters. Three readings are searched:
+# escape sequences removed before the characters, as the digest and JUnit do; the characters
+# before any ECMA-48 escape sequence, as a terminal does (it runs a NUL inside a sequence, and
+# takes ``ESC 7`` away whole); and only the ESC of a two-character escape, as a sink that
+# drops control characters alone does (``SECR\x1bET`` shows ``SECRET``).
+_HIDDEN = f"\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f{_IGNORABLE}\ufff9-\ufffb\ufffe\uffff"
 _ESCAPE = r"\x1b[\x20-\x2f]*[\x30-\x7e]"
-# The same as UTF-8, each alternative led by a byte class so the search can skip ahead.
-_HIDDEN_BYTES = (rb"[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f]+|\xc2[\x80-\x9f\xad]"
-                 rb"|\xe2(?:\x80[\x8b-\x8f\xaa-\xae]|\x81[\xa0-\xa4\xa6-\xaf])"
-                 rb"|\xef(?:\xbb\xbf|\xbf[\xb9-\xbb\xbe\xbf])")
+# The same as bytes: the C0 controls (each byte hidden by itself), then the rest as UTF-8.
+_CONTROL_BYTES = bytes([*range(0x00, 0x09), *range(0x0B, 0x1B), *range(0x1C, 0x20), 0x7F])
+_IGNORABLE_BYTES = (rb"\xc2[\x80-\x9f\xad]|\xcd\x8f|\xd8\x9c"
+                    rb"|\xe1(?:\x85[\x9f\xa0]|\x9e[\xb4\xb5]|\xa0[\x8b-\x8f])"
+                    rb"|\xe2(?:\x80[\x8b-\x8f\xaa-\xae]|\x81[\xa0-\xaf])|\xe3\x85\xa4"
+                    rb"|\xef(?:\xb8[\x80-\x8f]|\xbb\xbf|\xbe\xa0|\xbf[\xb0-\xbb\xbe\xbf])"
+                    rb"|\xf0(?:\x9b\xb2[\xa0-\xa3]|\x9d\x85[\xb3-\xba])|\xf3\xa0[\x80-\xbf]{2}")
+_HIDDEN_BYTES = b"[" + _CONTROL_BYTES + b"]+|" + _IGNORABLE_BYTES
 # Bytes that start something hidden (a superset): output without any is read as it is.
-_HIDDEN_LEADS = bytes([*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F, 0xC2, 0xE2, 0xEF])
+_HIDDEN_LEADS = _CONTROL_BYTES + b"\xc2\xcd\xd8\xe1\xe2\xe3\xef\xf0\xf3"
+# Whether output hides anything (or holds an ESC): every alternative starts with a literal byte,
+# so the search skips ahead in C to where one of them is, not trying each at every byte.
+_HIDDEN_SEARCH = b"|".join([*(re.escape(bytes([byte])) for byte in _CONTROL_BYTES + b"\x1b"),
+                            _IGNORABLE_BYTES])
+# What a cut may leave of an escape sequence at the start of a tail, each read alike by every
+# sink (no ESC left to start a sequence): the rest of a CSI (``[0m``, ``0m``, ``m``); of a
+# two-character or nF escape (``c``, ``(B``, the ``\\`` of a string terminator); of an OSC or
+# a device control, privacy or application string, up to its terminator.
+_ESCAPE_REMAINDERS = (r"\[?[0-?]*[ -/]*[@-~]", r"[ -/]*[0-~]",
+                      r"[^\x07\x1b\x9c]{0,4096}(?:\x07|\x1b\\|\x9c)")
 _URL_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _JSON_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b",
                  "\f": "\\f"}
@@ -123,17 +148,19 @@ class _Syntax(Generic[AnyStr]):
 
 
 def _has_hidden(text: str) -> bool:
-    # Every hidden character is a control, format or unassigned one: not printable. A fast
-    # check in C first; what it lets through (a non-breaking space) is searched for.
-    return (not text.replace("\n", "").replace("\t", "").isprintable()
-            and _pattern(f"[{_HIDDEN}\x1b]").search(text) is not None)
+    # Printable ASCII text (tab and newline aside) hides nothing: a fast check in C first.
+    # Anything else is searched: some ignorable characters count as printable (variation
+    # selectors are marks, Hangul fillers letters), and a non-breaking space is not printable.
+    if text.isascii() and text.replace("\n", "").replace("\t", "").isprintable():
+        return False
+    return _pattern(f"[{_HIDDEN}\x1b]").search(text) is not None
 
 
 def _has_hidden_bytes(data: bytes) -> bool:
     # Bytes that may start something hidden first (in C), then the search (a dash or a
-    # check mark starts like a zero-width space).
+    # check mark starts like a zero-width space, an emoji like a musical format control).
     return (len(data.translate(None, _HIDDEN_LEADS + b"\x1b")) != len(data)
-            and _pattern(_HIDDEN_BYTES + rb"|\x1b").search(data) is not None)
+            and _pattern(_HIDDEN_SEARCH).search(data) is not None)
 
 
 @functools.cache
@@ -198,11 +225,10 @@ class Forms(Generic[AnyStr]):
             return None
         return re.compile(self.syntax.bar.join(re.escape(form) for form in ordered))
 
-    def may_hold(self, text: AnyStr, cut: bool) -> bool:
-        """Whether ``text`` (as a reader sees it) holds anything to mask."""
+    def may_hold(self, text: AnyStr) -> bool:
+        """Whether ``text`` (as a reader sees it) holds a secret form or a secret word."""
         return ((self.pattern is not None and self.pattern.search(text) is not None)
-                or (self.words is not None and self.words.search(text) is not None)
-                or (cut and isinstance(text, str) and bool(_cut_start(text, self.visible))))
+                or (self.words is not None and self.words.search(text) is not None))
 
     def find(self, text: AnyStr, secret_name: SecretName, *, cut: bool = False) -> list[Span]:
         """Where ``text`` holds a secret: sorted, disjoint spans of ``text``.
@@ -210,24 +236,37 @@ class Forms(Generic[AnyStr]):
         ``cut``: ``text`` is the end of a longer output, so it may start inside a secret.
         """
         syntax = self.syntax
-        views: list[_View[AnyStr]] = []
-        if not syntax.has_hidden(text):
-            views = [_View(text)]
-        else:
-            readings = syntax.readings(text)
-            if any(self.may_hold(shown, cut) for _, shown in readings):
-                views = [_View.of(text, order) for order, _ in readings]
+        readings = syntax.readings(text) if syntax.has_hidden(text) else [((), text)]
         spans: list[Span] = []
-        for view in views:
-            shown = view.visible
+        for order, shown in readings:
+            ends: list[int] = []
+            if cut and isinstance(text, str) and isinstance(shown, str):
+                ends = self._cut_ends(text, order, shown)
+            if order and not ends and not self.may_hold(shown):
+                continue  # a view maps what is kept back to the text: built only when needed
+            view = _View.of(text, order)
             if self.pattern is not None:
                 spans += [view.span(*match.span()) for match in self.pattern.finditer(shown)]
             spans += [view.span(*span) for span in self._assignments(shown, secret_name)]
-            if cut and isinstance(shown, str):
-                spans += [view.span(*span) for span in _cut_start(shown, self.visible)]
+            spans += [(0, view.position(end - 1) + 1) for end in ends]
         if self.literal is not None:
             spans += [match.span() for match in self.literal.finditer(text)]
         return _merge(spans)
+
+    def _cut_ends(self: Forms[str], text: str, order: tuple[re.Pattern[str], ...],
+                  shown: str) -> list[int]:
+        """Where in ``shown`` (``text`` read in ``order``) the end of a secret that the cut
+        ``text`` starts with ends; ``text`` is masked from its start to there.
+
+        That end starts the text, or follows what the cut left of an escape sequence that
+        split the secret: no sink can tell that rest (``[0m``, ``8;;url\\x07``) from text.
+        No sequence runs on from the rest, so it reads alone as it does in ``shown``.
+        """
+        ends: list[int] = []
+        for start in (0, *_escape_remainders(text)):
+            offset = len(self.syntax.strip(text[:start], order))
+            ends += _cut_start(shown, offset, self.visible)
+        return ends
 
     def _assignments(self, text: AnyStr, secret_name: SecretName) -> list[Span]:
         """The values of ``NAME=value`` with a secret NAME, found from the names' words."""
@@ -312,19 +351,26 @@ class _View(Generic[AnyStr]):
         return self.position(start), self.position(end - 1) + 1
 
 
-def _cut_start(text: str, forms: tuple[str, ...]) -> list[Span]:
-    """The longest end of a secret form (``MIN_CUT_SECRET_CHARS`` or more) ``text`` starts with."""
-    head = text[:MIN_CUT_SECRET_CHARS]
+def _cut_start(text: str, at: int, forms: tuple[str, ...]) -> list[int]:
+    """Where the longest end of a secret form (``MIN_CUT_SECRET_CHARS`` or more) that
+    ``text`` holds at ``at`` ends in ``text``: none, or one place."""
+    head = text[at:at + MIN_CUT_SECRET_CHARS]
     if len(head) < MIN_CUT_SECRET_CHARS:
         return []
     longest = 0
     for form in forms:
-        at = form.find(head, 1)
-        while at != -1:  # each place the head occurs in the form may start its end
-            if len(form) - at > longest and text.startswith(form[at:]):
-                longest = len(form) - at
-            at = form.find(head, at + 1)
-    return [(0, longest)] if longest else []
+        found = form.find(head, 1)
+        while found != -1:  # each place the head occurs in the form may start its end
+            if len(form) - found > longest and text.startswith(form[found:], at):
+                longest = len(form) - found
+            found = form.find(head, found + 1)
+    return [at + longest] if longest else []
+
+
+def _escape_remainders(text: str) -> set[int]:
+    """Where each thing a cut may have left of an escape sequence at ``text``'s start ends."""
+    found = (_pattern(remainder).match(text) for remainder in _ESCAPE_REMAINDERS)
+    return {match.end() for match in found if match is not None}
 
 
 def _merge(spans: list[Span]) -> list[Span]:
