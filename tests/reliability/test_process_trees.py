@@ -9,6 +9,7 @@ second signal while the first is being handled.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -172,7 +173,15 @@ def test_processes_that_cannot_be_killed_are_named_in_the_output(
             raise PermissionError(1, "Operation not permitted")
         real_send(pid, signum)
 
+    real_group_send = tree.send_group_signal
+
+    def send_group_signal(pgid: int, signum: int) -> None:
+        survivor = repo / "survivor.pid"  # ``setsid``: the survivor leads a group of its own
+        if not (survivor.exists() and survivor.read_text().strip() == str(pgid)):
+            real_group_send(pgid, signum)
+
     monkeypatch.setattr(tree, "send_signal", send_signal)
+    monkeypatch.setattr(tree, "send_group_signal", send_group_signal)
     try:
         (result,) = run_contract(repo, _escape_gate("survivor", command, marker=marker,
                                                     timeout=1)).results
@@ -271,3 +280,51 @@ def test_an_unreachable_process_holding_the_output_is_reported(repo: Path) -> No
         assert "holds its output open and is out of reach" in result.output_tail
     finally:
         kill_all([pid])
+
+
+HOPPER = """
+import os, sys, time
+if os.fork():
+    print("started", flush=True)
+    time.sleep(300)
+    sys.exit(0)
+os.setsid()
+with open("hopper.pgid", "w") as handle:
+    handle.write(str(os.getpgrp()))
+while True:  # a new pid at once, again and again: gone before /proc is read and a kill sent
+    if os.fork():
+        os._exit(0)
+    with open("hopper.last", "w") as handle:  # who hops now: how a test tells it lives
+        handle.write(str(os.getpid()))
+"""
+
+
+def _hopping(repo: Path, seconds: float = 0.3) -> bool:
+    """Whether the hopper still hops: /proc cannot tell (no pid of it lives long enough to
+    be seen), the pid it writes each time it hops can."""
+    last = repo / "hopper.last"
+    before = last.read_text() if last.exists() else ""
+    time.sleep(seconds)
+    return (last.read_text() if last.exists() else "") != before
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="finding a hopper needs /proc")
+def test_a_hopper_that_left_the_group_dies_with_its_gate(repo: Path) -> None:
+    """A process in a session of its own that forks and exits at once, again and again, is
+    never at one pid long enough to be killed by pid: its process group is signalled whole."""
+    (repo / "hopper.py").write_text(HOPPER)
+    contract = (f'[[gate]]\nname = "hopper"\ntimeout_seconds = 1\n'
+                f'command = [{json.dumps(PY)}, "hopper.py"]\n')
+    try:
+        (result,) = run_contract(repo, contract).results
+        assert (result.outcome, result.code) == ("failed", "timeout")
+        assert not _hopping(repo)
+    finally:
+        if (repo / "hopper.pgid").exists():  # never leave a hopper behind, pass or fail
+            pgid = int((repo / "hopper.pgid").read_text())
+            end = time.monotonic() + 10
+            while time.monotonic() < end:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pgid, signal.SIGKILL)
+                if not _hopping(repo, 0.05):
+                    break

@@ -168,6 +168,12 @@ def send_signal(pid: int, signum: int) -> None:
     os.kill(pid, signum)
 
 
+def send_group_signal(pgid: int, signum: int) -> None:
+    """``killpg(pgid, signum)``; a group gone, or none of it ours to signal, is passed over."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
+
+
 class GateTree:
     """The processes of one gate command, from its first process (the group leader) on."""
 
@@ -180,6 +186,9 @@ class GateTree:
         self.since = found.start if found is not None else 0
         self.started = time.monotonic()
         self.known: dict[int, int] = {}  # pid -> start of every process found so far
+        # The process groups of those found outside the gate's own: each is signalled whole,
+        # which reaches a member that appeared since the look (see ``signal``).
+        self.groups: set[int] = set()
         self.refused: set[int] = set()  # pids a signal was refused for
 
     def members(self, *, quick: bool = False) -> list[Proc]:
@@ -209,6 +218,9 @@ class GateTree:
                     found.add(child)
                     pending.append(child)
         self.known.update((pid, candidates[pid].start) for pid in found)
+        # Exited members (zombies) count too: their group lives on in what they started.
+        self.groups.update(candidates[pid].pgrp for pid in found)
+        self.groups -= {self.leader, os.getpgrp(), 0, 1}
         return [candidates[pid] for pid in sorted(found) if candidates[pid].running]
 
     def _since_start(self) -> range | None:
@@ -221,18 +233,26 @@ class GateTree:
         return range(self.leader, last + 1)
 
     def signal(self, signum: int) -> list[Proc]:
-        """Send ``signum`` to the whole group and to every member found outside it; return
-        the members found."""
+        """Send ``signum`` to the whole group, to every group a member found made of its own
+        (``setsid``), and to every member found outside those; return the members found.
+
+        A group is signalled by the kernel at once, so a process that forks and exits
+        faster than ``/proc`` can be read (a "hopper") is reached wherever it has got to:
+        its children stay in its group. A group made by a gate's process holds only
+        processes it started (a group never spans sessions, and the session is the gate's or
+        one it made).
+        """
         members = self.members()
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.leader, signum)
+        for group in (self.leader, *sorted(self.groups)):
+            send_group_signal(group, signum)
         self._send(members, signum)
         return members
 
     def _send(self, members: Iterable[Proc], signum: int) -> None:
         for proc in members:
             if proc.pgrp == self.leader:
-                continue  # reached by killpg
+                continue  # reached by killpg (one in a group of its own is signalled
+                # again by itself, which tells a process that refuses signals)
             try:
                 send_signal(proc.pid, signum)
             except ProcessLookupError:
