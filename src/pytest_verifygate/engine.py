@@ -189,6 +189,7 @@ def _runner(
     log_dir: Path | None,
 ) -> "GateRunner":
     """A runner for ``gate_plans``, wired to the pluggy hooks, not started yet."""
+    from pytest_verifygate.report.redact import redactor_for
     from pytest_verifygate.runner.scheduler import GateRunner
     from pytest_verifygate.storage import new_log_dir
 
@@ -211,6 +212,8 @@ def _runner(
     contract = plan.contract
     plans = plan.gate_plans() if gate_plans is None else in_contract_order(gate_plans, contract)
     jobs = plan.jobs if jobs is None else jobs
+    # Logs are sinks too: a gate's log holds its output with the report's secrets masked.
+    redactor = redactor_for(contract.gates)
     return GateRunner(
         plans,
         jobs=jobs,
@@ -221,6 +224,7 @@ def _runner(
         on_started=started,
         on_finished=finished,
         log_max_bytes=contract.settings.log_max_bytes,
+        log_filter=redactor.log_masker,
     )
 
 

@@ -11,14 +11,15 @@ from __future__ import annotations
 import re
 
 # Control sequences (CSI: colours, cursor moves) and operating system commands (OSC: titles,
-# links), which run on; and two-character escapes (``ESC E``, ``ESC c``).
+# links), which run on; and the other escape sequences, which a terminal takes away whole:
+# two characters (``ESC E``, ``ESC c``, ``ESC 7``, ``ESC =``) or more (``ESC ( B``).
 CSI_OR_OSC = r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\))"
 # Device control, start-of-string, privacy and application strings (DCS, SOS, PM, APC: queries,
 # terminal-specific payloads), terminated; and the 8-bit (C1) forms of CSI and of those strings.
 STRINGS = (r"\x1b[PX^_][^\x07\x1b\x9c]{0,4096}(?:\x07|\x1b\\|\x9c)"
            r"|\x9b[0-?]*[ -/]*[@-~]"
            r"|[\x90\x98\x9d\x9e\x9f][^\x07\x1b\x9c]{0,4096}(?:\x07|\x1b\\|\x9c)")
-ANSI = re.compile(CSI_OR_OSC + "|" + STRINGS + r"|\x1b[@-Z\\-_]")
+ANSI = re.compile(CSI_OR_OSC + "|" + STRINGS + r"|\x1b[ -/]*[0-~]")
 # What a terminal must not be sent from untrusted text once sequences are gone: C0 controls
 # but tab and newline, DEL and C1 controls, and the bidi marks, embeddings, overrides and
 # isolates that reorder what is shown (U+202E).

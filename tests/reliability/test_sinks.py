@@ -94,3 +94,32 @@ def test_terminal_control_sequences_never_reach_a_terminal(repo: Path) -> None:
         shown = pytest_run.stdout.decode()
         assert "clip" in shown and "end" in shown, shown
         assert not any(character in shown for character in unsafe), repr(shown)
+
+
+def test_gate_logs_hold_no_secret_in_clear(repo: Path, tmp_path: Path) -> None:
+    """Logs are sinks too: the "full log" a report names is masked like the report, for a
+    secret split by escape codes, a PEM key, encoded forms and one across a read boundary,
+    through a retry's appended attempt and a log cut to its cap."""
+    from .test_secrets import PEM, PRINTER, TOKEN, assert_hidden, secret_environment
+
+    boundary = ("import os, sys; t = os.environ['API_TOKEN']; "
+                "sys.stdout.buffer.write(b'x' * ((1 << 20) - 7) + t.encode() + b'\\n'); "
+                "sys.stdout.flush(); sys.exit(1)")
+    write(repo / "verify.toml",
+          f'[settings]\nlog_max_bytes = 65536\n\n'
+          f'[[gate]]\nname = "leak"\nretries = 1\n'
+          f'command = [{json.dumps(PY)}, "-c", {json.dumps(PRINTER)}]\n\n'
+          f'[[gate]]\nname = "boundary"\n'
+          f'command = [{json.dumps(PY)}, "-c", {json.dumps(boundary)}]\n')
+    report = tmp_path / "report.json"
+    done = verifygate("run", "--all", "--json", str(report), cwd=repo,
+                      env=secret_environment())
+    assert done.returncode == 1, done.stderr.decode()
+    gates = {gate["name"]: gate for gate in json.loads(report.read_text())["gates"]}
+    leak = Path(gates["leak"]["log_path"]).read_text(errors="replace")
+    assert leak.count("error: bad token") == 2  # both attempts are in the log
+    assert "***" in leak
+    assert_hidden(leak, TOKEN, PEM)
+    cut = Path(gates["boundary"]["log_path"]).read_text(errors="replace")
+    assert "bytes cut here" in cut  # over the cap: head and tail
+    assert TOKEN not in cut and cut.rstrip().endswith("***")

@@ -84,6 +84,9 @@ _HIDDEN_SEARCH = b"|".join([*(re.escape(bytes([byte])) for byte in _CONTROL_BYTE
 # a device control, privacy or application string, up to its terminator.
 _ESCAPE_REMAINDERS = (r"\[?[0-?]*[ -/]*[@-~]", r"[ -/]*[0-~]",
                       r"[^\x07\x1b\x9c]{0,4096}(?:\x07|\x1b\\|\x9c)")
+# Every byte that is not in an upper-case variable name: removed in C, what is left of most
+# output is short, and a secret word is searched for there first.
+_NOT_NAME_BYTES = bytes(byte for byte in range(256) if chr(byte) not in _NAME_CHARS)
 _URL_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _JSON_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b",
                  "\f": "\\f"}
@@ -99,7 +102,8 @@ class _Syntax(Generic[AnyStr]):
                  has_hidden: Callable[[AnyStr], bool], value: AnyStr, word_before: AnyStr,
                  name_chars: frozenset[str] | frozenset[int], equals: AnyStr, bar: AnyStr,
                  mask: AnyStr, encode: Callable[[str], AnyStr], sequences: AnyStr,
-                 escape: AnyStr) -> None:
+                 escape: AnyStr, most_shown: Callable[[AnyStr], int] = len,
+                 name_only: Callable[[AnyStr], AnyStr] | None = None) -> None:
         # The ways text is read once stripped: each a sequence of patterns removed in turn.
         self._readings: tuple[tuple[AnyStr, ...], ...] = readings
         self._sequences: AnyStr = sequences  # CSI and OSC: what every reading removes alike
@@ -112,6 +116,12 @@ class _Syntax(Generic[AnyStr]):
         self.bar: AnyStr = bar
         self.mask: AnyStr = mask
         self.encode: Callable[[str], AnyStr] = encode
+        # The most any reading of a text can keep of it (a bound, cheap to compute): a text
+        # that keeps less than the shortest secret form holds none, however it is read.
+        self.most_shown: Callable[[AnyStr], int] = most_shown
+        # The text with only what names are made of left (a cheap prefilter): a secret word
+        # in the text is in what is left, since all its characters are kept.
+        self.name_only: Callable[[AnyStr], AnyStr] = name_only or _unchanged
 
     # Compiled on first use: most output has nothing hidden, and a commit's run should not
     # pay for compiling large character classes it never uses.
@@ -145,6 +155,15 @@ class _Syntax(Generic[AnyStr]):
             if self.escape not in shown:
                 return [(self.sequences, shown)]
         return [(order, self.strip(text, order)) for order in self.orders]
+
+
+def _unchanged(text: AnyStr) -> AnyStr:
+    return text
+
+
+def _characters(text: AnyStr) -> tuple[AnyStr, ...]:
+    """The distinct characters (or bytes) of ``text``, each as a text of its own."""
+    return tuple({text[index:index + 1] for index in range(len(text))})
 
 
 def _has_hidden(text: str) -> bool:
@@ -198,6 +217,9 @@ BYTES = _Syntax(
     encode=lambda text: text.encode("utf-8", "surrogatepass"),
     sequences=CSI_OR_OSC.encode(),
     escape=b"\x1b",
+    # Every reading drops each C0 control and ESC (in C: a flood of NULs costs no search).
+    most_shown=lambda data: len(data.translate(None, _CONTROL_BYTES + b"\x1b")),
+    name_only=lambda data: data.translate(None, _NOT_NAME_BYTES),
 )
 
 
@@ -212,11 +234,18 @@ class Forms(Generic[AnyStr]):
         self.visible = visible
         self.pattern: re.Pattern[AnyStr] | None = self._alternation(visible)
         self.literal: re.Pattern[AnyStr] | None = self._alternation(literal)
-        words = [*SECRET_WORDS, *(name for name in names
-                                  if name and set(name) <= set(_NAME_CHARS))]
+        words: list[str] = [*SECRET_WORDS, *(name for name in names
+                                              if name and set(name) <= set(_NAME_CHARS))]
         self.words: re.Pattern[AnyStr] | None = self._alternation(words)
-        self.longest = max((len(form.encode("utf-8", "surrogatepass"))
-                            for form in (*visible, *literal)), default=0)
+        self.longest: int = max((len(form.encode("utf-8", "surrogatepass"))
+                                 for form in (*visible, *literal)), default=0)
+        self.shortest: int = min((len(syntax.encode(form)) for form in (*visible, *words)),
+                                 default=0)
+        # The characters of each word and form, for ``_may_show``.
+        self._word_chars: tuple[tuple[AnyStr, ...], ...] = tuple(
+            _characters(syntax.encode(word)) for word in words)
+        self._form_chars: tuple[tuple[AnyStr, ...], ...] = tuple(
+            _characters(syntax.encode(form)) for form in visible)
 
     def _alternation(self, forms: Iterable[str]) -> re.Pattern[AnyStr] | None:
         # Longest first, so a secret that contains another secret is masked as a whole.
@@ -228,7 +257,24 @@ class Forms(Generic[AnyStr]):
     def may_hold(self, text: AnyStr) -> bool:
         """Whether ``text`` (as a reader sees it) holds a secret form or a secret word."""
         return ((self.pattern is not None and self.pattern.search(text) is not None)
-                or (self.words is not None and self.words.search(text) is not None))
+                or self._has_word(text))
+
+    def _may_show(self, text: AnyStr) -> bool:
+        """Whether some reading of ``text`` may hold a secret form or word. Readings only
+        remove, so each character of one must be in ``text`` (on what is left of names, for
+        a word): found with ``in``, in C. Spares stripping output that holds escape sequences
+        everywhere (coloured, redrawn) and no secret, which costs more than the rest."""
+        if self.syntax.most_shown(text) < self.shortest:
+            return False
+        names = self.syntax.name_only(text)
+        return (any(all(char in names for char in chars) for chars in self._word_chars)
+                or any(all(char in text for char in chars) for chars in self._form_chars))
+
+    def _has_word(self, text: AnyStr) -> bool:
+        """Whether a secret word is in ``text``: most output holds none, and for bytes that is
+        found in what is left of the text once all but name characters are removed."""
+        return self.words is not None and self.words.search(
+            self.syntax.name_only(text)) is not None
 
     def find(self, text: AnyStr, secret_name: SecretName, *, cut: bool = False) -> list[Span]:
         """Where ``text`` holds a secret: sorted, disjoint spans of ``text``.
@@ -236,7 +282,9 @@ class Forms(Generic[AnyStr]):
         ``cut``: ``text`` is the end of a longer output, so it may start inside a secret.
         """
         syntax = self.syntax
-        readings = syntax.readings(text) if syntax.has_hidden(text) else [((), text)]
+        readings: list[tuple[tuple[re.Pattern[AnyStr], ...], AnyStr]] = [((), text)]
+        if syntax.has_hidden(text):
+            readings = syntax.readings(text) if cut or self._may_show(text) else []
         spans: list[Span] = []
         for order, shown in readings:
             ends: list[int] = []
@@ -270,7 +318,7 @@ class Forms(Generic[AnyStr]):
 
     def _assignments(self, text: AnyStr, secret_name: SecretName) -> list[Span]:
         """The values of ``NAME=value`` with a secret NAME, found from the names' words."""
-        if self.words is None:
+        if self.words is None or not self._has_word(text):
             return []
         syntax = self.syntax
         spans: list[Span] = []
