@@ -180,3 +180,11 @@ def _ini_number(text: str, name: str, check: Callable[[str], int]) -> int:
         return check(text)
     except argparse.ArgumentTypeError as exc:
         raise pytest.UsageError(f"ini option {name}: {exc}") from None
+
+
+def output_paths(config: pytest.Config, options: VerifyOptions) -> list[str | Path]:
+    """The files this run writes: never changes themselves (``--junitxml`` is pytest's,
+    relative to the current directory as pytest takes it)."""
+    paths: list[str | Path] = [path for path in (options.report, options.digest) if path]
+    xmlpath = getattr(config.option, "xmlpath", None)
+    return [*paths, xmlpath] if xmlpath else paths

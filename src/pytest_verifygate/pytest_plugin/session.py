@@ -26,7 +26,7 @@ from pytest_verifygate.engine import Plan, RunRequest, prepare
 from pytest_verifygate.names import item_names, role_marker
 from pytest_verifygate.pytest_plugin.collection import ContractCollection
 from pytest_verifygate.pytest_plugin.items import INTERRUPTED_REASON, GateItem, result_from_entry
-from pytest_verifygate.pytest_plugin.options import VerifyOptions, read_options
+from pytest_verifygate.pytest_plugin.options import VerifyOptions, output_paths, read_options
 from pytest_verifygate.runner.records import GateResult
 from pytest_verifygate.signals import Interruptible
 
@@ -109,7 +109,7 @@ class VerifyGateSession(ContractCollection):
         else:
             changes = ChangeRequest(files=options.files, staged=options.staged,
                                     changed_from=options.changed_from, all=options.all,
-                                    outputs=_output_paths(config, options))
+                                    outputs=output_paths(config, options))
             request = RunRequest(contract=options.contract, start=config.invocation_params.dir,
                                  changes=changes, role=options.roles, phase=options.phase,
                                  jobs=options.jobs, read_cache=read_cache,
@@ -253,7 +253,7 @@ class VerifyGateSession(ContractCollection):
             return
         from pytest_verifygate.outputs import remember_outputs
 
-        remember_outputs(_output_paths(self.config, self.options))
+        remember_outputs(output_paths(self.config, self.options))
 
     def close_runner(self) -> None:
         """Kill the gates still running (``-x``, Ctrl-C) and wait for the runner's threads."""
@@ -477,14 +477,6 @@ def _write_styled(reporter: pytest.TerminalReporter, line: Styled) -> None:
     for text, style in line:
         reporter.write(text, **({style: True} if style else {}))
     reporter.line("")
-
-
-def _output_paths(config: pytest.Config, options: VerifyOptions) -> list[str | Path]:
-    """The files this run writes: never changes themselves (``--junitxml`` is pytest's,
-    relative to the current directory as pytest takes it)."""
-    paths: list[str | Path] = [path for path in (options.report, options.digest) if path]
-    xmlpath = getattr(config.option, "xmlpath", None)
-    return [*paths, xmlpath] if xmlpath else paths
 
 
 def _unique(names: Iterator[str] | Sequence[str]) -> list[str]:
