@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -277,6 +278,22 @@ def test_state_lives_under_the_git_directory_never_in_the_work_tree(project: Pat
     assert state["key"] == session
     assert state["rounds"] == 3
     assert state["failed_gates"] == ["check"]
+
+
+def test_a_file_in_place_of_the_state_directory_is_one_line_each_time(project: Path) -> None:
+    """Session start, round count, report: none can be kept, and the hook says so once, not
+    once a file; a failing stop is still blocked, and says its round was not counted."""
+    shutil.rmtree(project / ".git" / "verifygate", ignore_errors=True)
+    (project / ".git" / "verifygate").write_text("not a directory\n")
+    start = stop(project, event="SessionStart")
+    write(project / "calc.py", BAD)
+    run = stop(project)
+    assert run.blocked
+    (warning,) = start.stderr.splitlines()
+    assert "verifygate is not a directory" in warning
+    assert run.stderr.splitlines()[0] == warning
+    assert "the round cap cannot count this stop" in run.stderr.splitlines()[1]
+    assert len(run.stderr.splitlines()) == 2, run.stderr
 
 
 def test_unreadable_state_starts_over(project: Path) -> None:

@@ -147,6 +147,10 @@ def _read(path: Path, session_id: str) -> tuple[StartPoint | None, str | None]:
             return None, None
         data = json.loads(raw.decode("utf-8"))
     except (StateFileError, ValueError, RecursionError) as exc:
+        from pytest_verifygate.storage import blocked
+
+        if blocked(path):  # a file where a directory should be: said once, for everything
+            return None, None
         return None, f"ignoring the unreadable session start {path} ({exc})"
     if not (isinstance(data, dict) and is_signed(START_SEAL, data)
             and data.get("session_id") == session_id and isinstance(data.get("source"), str)):

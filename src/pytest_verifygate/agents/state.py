@@ -72,8 +72,11 @@ def load_state(path: Path) -> SessionState:
             return SessionState()
         data = json.loads(raw.decode("utf-8"))
     except (StateFileError, ValueError, RecursionError) as exc:
-        print(f"verifygate agent-hook: ignoring unreadable state {path} ({exc}); starting the "
-              "round count again", file=sys.stderr)
+        from pytest_verifygate.storage import blocked
+
+        if not blocked(path):  # a file where a directory should be: said once, for everything
+            print(f"verifygate agent-hook: ignoring unreadable state {path} ({exc}); starting "
+                  "the round count again", file=sys.stderr)
         return SessionState()
     if not isinstance(data, dict):
         return SessionState()

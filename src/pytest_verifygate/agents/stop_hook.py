@@ -310,7 +310,10 @@ def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
     try:
         write_atomic(report_path, dumps(report))  # state: never through a planted link
     except OSError as exc:
-        _warn(f"cannot write the report {report_path}: {exc.strerror or exc}")
+        from pytest_verifygate.storage import blocked
+
+        if not blocked(report_path):  # a file in the way: said once, for everything
+            _warn(f"cannot write the report {report_path}: {exc.strerror or exc}")
     digest, signature = "", None
     # A pass needs neither digest nor signature: most stops pass.
     if report["verdict"] in (codes.VERDICT_FAILED, codes.VERDICT_PENDING):
