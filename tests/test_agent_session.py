@@ -302,6 +302,11 @@ def test_a_state_directory_that_cannot_be_written_still_blocks(project: Path) ->
     assert run.blocked
     assert "calc.py" in run.reason
     assert "cannot record the session's rounds" in run.stderr
+    # Sent back once, the agent stops again: without a count, the cap cannot hold any other
+    # way, so the stop is allowed with the hand-over; it is never blocked forever.
+    again = stop(project, active=True)
+    assert not again.blocked
+    assert "A human must review" in again.message
 
 
 def test_no_contract_now_and_none_at_the_start_allows_the_stop(repo: Path) -> None:

@@ -277,8 +277,8 @@ def _contract_error(args: argparse.Namespace, payload: HookPayload, error: Contr
                   f"round(s) ({text}): the stop is allowed and a human must review the work.",
     )
     _warn(f"contract error: {text}")
-    if decision.state != stored:
-        _save(path, payload.state_key, decision.state)
+    if decision.state != stored and not _save(path, payload.state_key, decision.state):
+        decision = _uncounted(decision, payload)
     return decision
 
 
@@ -337,8 +337,8 @@ def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
         rerun=_rerun_command(args, start),
         notes=notes,
     )
-    if decision.state != stored:
-        _save(path, payload.state_key, decision.state)
+    if decision.state != stored and not _save(path, payload.state_key, decision.state):
+        decision = _uncounted(decision, payload)
     if changed is not None and decision.block_reason is None:
         # The user should know the contract changed, whatever the verdict (stderr has it).
         message = f"verifygate agent-hook: {changed}"
@@ -359,15 +359,33 @@ def _rerun_command(args: argparse.Namespace, start: StartPoint | None = None) ->
     return shlex.join(words)
 
 
-def _save(path: Path, key: str, state: SessionState) -> None:
-    """Remember the session's rounds; a state directory that cannot be written costs the
-    count, never the decision: a failing stop is still blocked (the agent's own caps, such as
-    Claude Code's and Cursor's, still bound the rounds), and stderr says why."""
+def _save(path: Path, key: str, state: SessionState) -> bool:
+    """Remember the session's rounds; False (and why, on stderr) when the state directory
+    cannot be written."""
     try:
         save_state(path, key, state)
     except OSError as exc:
         _warn(f"cannot record the session's rounds in {path}: {exc.strerror or exc}; "
               "the round cap cannot count this stop")
+        return False
+    return True
+
+
+def _uncounted(decision: Decision, payload: HookPayload) -> Decision:
+    """The decision when its round could not be recorded. A failing stop still blocks the
+    first time, but the cap must hold without our count: where the agent counts itself
+    (Cursor's ``loop_count``) its count decides as ever; otherwise a stop the agent makes
+    while already sent back by a stop hook (``stop_hook_active``) is allowed, with the
+    hand-over message, so that an unwritable ``.git`` never traps an agent."""
+    if decision.block_reason is None or payload.loop_count is not None:
+        return decision
+    if not payload.stop_hook_active:
+        return decision
+    return Decision(
+        system_message="verifygate: gates still fail, and the rounds cannot be counted (the "
+        "state directory cannot be written): this stop is allowed so that the agent is not "
+        "sent back forever. A human must review the work.",
+        human_review=True)
 
 
 def _allow(message: str) -> Decision:
