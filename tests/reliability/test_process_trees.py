@@ -278,6 +278,7 @@ def test_an_unreachable_process_holding_the_output_is_reported(repo: Path) -> No
         assert result.outcome == "passed"
         assert result.output_tail.startswith("started\n")
         assert "holds its output open and is out of reach" in result.output_tail
+        assert result.reason is not None and "left running" in result.reason  # on its line
     finally:
         kill_all([pid])
 

@@ -56,6 +56,8 @@ REAP_SECONDS = 5.0
 HELD_OUTPUT_NOTE = ("verifygate: a process this gate started still holds its output open and "
                     "is out of reach (it left the process group, cleared its environment and "
                     "was orphaned); it was not killed and may still be running\n")
+# The same, in a word, for a passing gate's summary line.
+HELD_OUTPUT_REASON = "a process it started was left running, out of reach (see its output)"
 # Set in every gate's environment to the gate's name (so a gate can tell it runs under us).
 GATE_ENV = "VERIFYGATE_GATE"
 

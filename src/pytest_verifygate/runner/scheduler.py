@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from pytest_verifygate import codes
 from pytest_verifygate.runner.logfile import DEFAULT_LOG_MAX_BYTES
-from pytest_verifygate.runner.process import OutputFilter, run_attempt
+from pytest_verifygate.runner.process import HELD_OUTPUT_REASON, OutputFilter, run_attempt
 from pytest_verifygate.runner.records import GatePlan, GateResult, bare_result
 from pytest_verifygate.storage import (
     claim_log_dir,
@@ -342,7 +342,8 @@ class GateRunner:
         if end.spawn_failed:
             return result._replace(outcome=codes.FAILED, code=codes.SETUP_OR_BOOTSTRAP_ISSUE)
         if end.exit_code == 0:
-            return result
+            # Passed, but not quietly: the summary line says what was left behind.
+            return result._replace(reason=HELD_OUTPUT_REASON) if end.output_held else result
         return self._classified(plan, result)
 
     def _classified(self, plan: GatePlan, result: GateResult) -> GateResult:
