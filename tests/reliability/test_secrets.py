@@ -275,3 +275,36 @@ def test_cache_entries_are_private_to_the_user(repo: Path) -> None:
     assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700
     stored = list(directory.glob("*.json"))
     assert stored and all(stat.S_IMODE(os.stat(path).st_mode) == 0o600 for path in stored)
+
+
+# --------------------------------------------------------------------------------------------
+# lines that write over themselves
+
+
+def overwritten(secret: str) -> list[str]:
+    """Lines a terminal shows as ``secret`` though none of their pieces holds it."""
+    half = len(secret) // 2
+    return [secret[:half] + "x\b" + secret[half:],  # a backspace, then the rest over the x
+            secret[:half] + "x\x1b[D" + secret[half:],  # the cursor moved back instead
+            "z" * half + secret[half:] + "\r" + secret[:half],  # the start written last
+            "q" * half + secret[half:] + "\x1b[1G" + secret[:half]]  # back to column 1
+
+
+def test_a_secret_put_together_by_overwriting_is_masked() -> None:
+    from pytest_verifygate.report.overwrites import rendered
+
+    redactor = redactor_for((), {"API_TOKEN": TOKEN})
+    for line in overwritten(TOKEN):
+        assert rendered(line) == TOKEN  # what a terminal shows
+        assert redactor.text(f"before\n{line}\nafter\n") == f"before\n{MASK}\nafter\n"
+        masker = redactor.log_masker()
+        data = f"before\n{line}\nafter\n".encode()
+        logged = b"".join(masker.feed(data[i:i + 5]) for i in range(0, len(data), 5))
+        assert logged + masker.flush() == f"before\n{MASK}\nafter\n".encode()
+
+
+def test_progress_bars_that_show_no_secret_are_left_alone() -> None:
+    redactor = redactor_for((), {"API_TOKEN": TOKEN})
+    bar = "".join(f"\rdownloading {n:3d}%" for n in range(0, 101, 5)) + "\n"
+    assert redactor.text(bar) == bar
+    assert redactor.text("TOKEN list\rTOKEN list loaded\n") == "TOKEN list\rTOKEN list loaded\n"

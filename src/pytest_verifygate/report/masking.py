@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import AnyStr, Generic
 
+from pytest_verifygate.report.overwrites import shown_text
 from pytest_verifygate.report.readings import (
     BYTES,
     MASK,
@@ -122,10 +123,12 @@ class Forms(Generic[AnyStr]):
         return self.words is not None and self.words.search(
             self.syntax.name_only(text)) is not None
 
-    def find(self, text: AnyStr, secret_name: SecretName, *, cut: bool = False) -> list[Span]:
+    def find(self, text: AnyStr, secret_name: SecretName, *, cut: bool = False,
+             overwrites: bool = True) -> list[Span]:
         """Where ``text`` holds a secret: sorted, disjoint spans of ``text``.
 
         ``cut``: ``text`` is the end of a longer output, so it may start inside a secret.
+        ``overwrites``: lines that write over themselves are also searched as shown.
         """
         syntax = self.syntax
         readings: list[tuple[tuple[re.Pattern[AnyStr], ...], AnyStr]] = [((), text)]
@@ -143,9 +146,37 @@ class Forms(Generic[AnyStr]):
                 spans += [view.span(*match.span()) for match in self.pattern.finditer(shown)]
             spans += [view.span(*span) for span in self._assignments(shown, secret_name)]
             spans += [(0, view.position(end - 1) + 1) for end in ends]
+        if overwrites and syntax.may_move(text):
+            spans += self._overwritten(text, secret_name)
         if self.literal is not None:
             spans += [match.span() for match in self.literal.finditer(text)]
         return _merge(spans)
+
+    def _overwritten(self, text: AnyStr, secret_name: SecretName) -> list[Span]:
+        """The lines of ``text`` that write over themselves and show a secret so (which none
+        of their pieces need hold), each whole: what shows comes from all over the line."""
+        syntax = self.syntax
+        shown = shown_text(syntax.as_text(text))
+        if shown is None:
+            return []
+        as_shown = syntax.from_text(shown)
+        found = self.find(as_shown, secret_name, overwrites=False)
+        if not found:
+            return []
+        starts = [0]  # where each line of ``text`` starts (a secret shown is rare)
+        position = text.find(syntax.newline)
+        while position != -1:
+            starts.append(position + 1)
+            position = text.find(syntax.newline, position + 1)
+        spans: list[Span] = []
+        for start, end in found:
+            first = as_shown.count(syntax.newline, 0, start)
+            last = first + as_shown.count(syntax.newline, start, end)
+            for line in range(first, min(last, len(starts) - 1) + 1):
+                line_end = starts[line + 1] - 1 if line + 1 < len(starts) else len(text)
+                if syntax.may_move(text[starts[line]:line_end]):  # a plain one is masked as is
+                    spans.append((starts[line], line_end))
+        return spans
 
     def _cut_ends(self: Forms[str], text: str, order: tuple[re.Pattern[str], ...],
                   shown: str) -> list[int]:

@@ -19,6 +19,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from typing import AnyStr, Generic
 
+from pytest_verifygate.report.overwrites import moves, moves_back
 from pytest_verifygate.text import ANSI, CSI_OR_OSC
 
 # What a secret is replaced by, in either kind of text.
@@ -72,7 +73,9 @@ class Syntax(Generic[AnyStr]):
                  has_hidden: Callable[[AnyStr], bool], value: AnyStr, word_before: AnyStr,
                  name_chars: frozenset[str] | frozenset[int], equals: AnyStr, bar: AnyStr,
                  mask: AnyStr, encode: Callable[[str], AnyStr], sequences: AnyStr,
-                 escape: AnyStr, most_shown: Callable[[AnyStr], int] = len,
+                 escape: AnyStr, newline: AnyStr, may_move: Callable[[AnyStr], bool],
+                 as_text: Callable[[AnyStr], str], from_text: Callable[[str], AnyStr],
+                 most_shown: Callable[[AnyStr], int] = len,
                  name_only: Callable[[AnyStr], AnyStr] | None = None) -> None:
         # The ways text is read once stripped: each a sequence of patterns removed in turn.
         self._readings: tuple[tuple[AnyStr, ...], ...] = readings
@@ -92,6 +95,12 @@ class Syntax(Generic[AnyStr]):
         # The text with only what names are made of left (a cheap prefilter): a secret word
         # in the text is in what is left, since all its characters are kept.
         self.name_only: Callable[[AnyStr], AnyStr] = name_only or _unchanged
+        # Lines that write over themselves (``overwrites``): whether the text may hold one,
+        # and the text as ``str`` and back, for rendering them.
+        self.newline: AnyStr = newline
+        self.may_move: Callable[[AnyStr], bool] = may_move
+        self.as_text: Callable[[AnyStr], str] = as_text
+        self.from_text: Callable[[str], AnyStr] = from_text
 
     # Compiled on first use: most output has nothing hidden, and a commit's run should not
     # pay for compiling large character classes it never uses.
@@ -167,6 +176,10 @@ TEXT = Syntax(
     encode=str,
     sequences=CSI_OR_OSC,
     escape="\x1b",
+    newline="\n",
+    may_move=moves,
+    as_text=str,
+    from_text=str,
 )
 BYTES = Syntax(
     readings=((ANSI.pattern.encode() + rb"|" + _HIDDEN_BYTES + rb"|\x1b",),
@@ -182,6 +195,10 @@ BYTES = Syntax(
     encode=lambda text: text.encode("utf-8", "surrogatepass"),
     sequences=CSI_OR_OSC.encode(),
     escape=b"\x1b",
+    newline=b"\n",
+    may_move=moves_back,
+    as_text=lambda data: data.decode("utf-8", "surrogateescape"),
+    from_text=lambda text: text.encode("utf-8", "surrogateescape"),
     # Every reading drops each C0 control and ESC (in C: a flood of NULs costs no search).
     most_shown=lambda data: len(data.translate(None, _CONTROL_BYTES + b"\x1b")),
     name_only=lambda data: data.translate(None, _NOT_NAME_BYTES),
