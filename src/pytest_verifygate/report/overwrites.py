@@ -16,20 +16,24 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import functools
 import re
 
 # What may move the cursor back on a line: a CR not ending it, a backspace, a CSI cursor back
 # or to a column. (Moving forward or erasing brings no two pieces of a line together: gcc's
 # colours end every piece with an erase, and are not rendered for it.)
-_MOVES = re.compile(r"\r(?!\n)|\x08|\x1b\[[0-9]*[DG]")
+_MOVES = r"\r(?!\n)|\x08|\x1b\[[0-9]*[DG]"
 # The same CSI moves as bytes: a search with a literal start, which the regex engine skips to.
-_CSI_MOVES = re.compile(rb"\x1b\[[0-9]*[DG]")
+_CSI_MOVES = rb"\x1b\[[0-9]*[DG]"
 # A character a lone backspace steps back over, with the character written over it: the
 # terminal shows the second. nroff's bold and underline, spinners; undone all at once.
-_STRUCK = re.compile(r"[^\n\r\x08\x1b]\x08(?=[^\n\r\x08\x1b])")
+_STRUCK = r"[^\n\r\x08\x1b]\x08(?=[^\n\r\x08\x1b])"
 # The pieces of a line, for rendering: a move, or another escape sequence (shown as nothing).
-_TOKENS = re.compile(r"\r|\x08|\x1b\[([0-9]*)([CDGK])"
-                     r"|\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[ -/]*[0-~])?")
+_TOKENS = (r"\r|\x08|\x1b\[([0-9]*)([CDGK])"
+           r"|\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[ -/]*[0-~])?")
+# Patterns are compiled on first use: most output never moves the cursor back, and the
+# compiles cost a commit's run close to 2 ms.
+_compiled = functools.cache(re.compile)
 # A column past this is as far as any terminal goes: a move cannot make a line grow unbounded.
 MAX_COLUMN = 4096
 
@@ -37,20 +41,20 @@ MAX_COLUMN = 4096
 def moves_back(data: bytes) -> bool:
     """Whether ``data`` may move the cursor back on a line (searches in C, for a log)."""
     # One byte at a time first: ``in`` with one byte is memchr, with two a hundred times slower.
-    return (b"\x08" in data or (b"\x1b" in data and _CSI_MOVES.search(data) is not None)
+    return (b"\x08" in data or (b"\x1b" in data and _compiled(_CSI_MOVES).search(data) is not None)
             or (b"\r" in data and data.count(b"\r") != data.count(b"\r\n")))
 
 
 def shown_text(text: str) -> str | None:
     """``text`` as a terminal shows it, line for line (the same lines, in the same order);
     None when no line of it moves the cursor back."""
-    if _MOVES.search(text) is None:
+    if _compiled(_MOVES).search(text) is None:
         return None
     if "\x08" in text:
-        text = _STRUCK.sub("", text)
+        text = _compiled(_STRUCK).sub("", text)
     pieces: list[str] = []
     done = 0
-    for found in _MOVES.finditer(text):
+    for found in _compiled(_MOVES).finditer(text):
         if found.start() < done:
             continue  # in a line rendered already
         start = text.rfind("\n", 0, found.start()) + 1
@@ -64,7 +68,7 @@ def shown_text(text: str) -> str | None:
 
 def moves(text: str) -> bool:
     """Whether ``text`` may move the cursor back on a line."""
-    return _MOVES.search(text) is not None
+    return _compiled(_MOVES).search(text) is not None
 
 
 def rendered(line: str) -> str:
@@ -73,7 +77,7 @@ def rendered(line: str) -> str:
     the line erased by CSI ``K``; other escape sequences show nothing."""
     cells: list[str] = []
     column = position = 0
-    for token in _TOKENS.finditer(line):
+    for token in _compiled(_TOKENS).finditer(line):
         column = _write(cells, column, line[position:token.start()])
         position = token.end()
         move = token.group()
