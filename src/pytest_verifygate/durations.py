@@ -234,7 +234,8 @@ def _read(path: Path | None) -> tuple[list[Entry], str | None]:
     try:
         raw = read_state_file(path, MAX_FILE_BYTES)
     except StateFileError as exc:
-        return [], None if blocked(path) else _ignored(path, f"cannot be read ({exc})")
+        return [], None if blocked(path) else _ignored(path, f"cannot be read ({exc})",
+                                                       replaced=False)
     if raw is None:
         return [], None
     try:
@@ -255,9 +256,11 @@ def _finite(value: float) -> bool:
     return value - value == 0  # inf - inf and nan - nan are nan
 
 
-def _ignored(path: Path, problem: str) -> str:
-    return (f"{path}: this file of gate durations {problem}; ignored (shards split by count) "
-            "and rewritten by the next run")
+def _ignored(path: Path, problem: str, *, replaced: bool = True) -> str:
+    """The warning for a durations file that is not used; ``replaced``: a run that measures
+    something writes a good one in its place (a directory or a FIFO there stays)."""
+    return (f"{path}: this file of gate durations {problem}; ignored (shards split by count)"
+            + (" and rewritten by the next run" if replaced else ""))
 
 
 def _parse_layout(text: str) -> list[Entry] | None:
@@ -309,7 +312,7 @@ def _parse_json(text: str) -> list[Entry]:
         raise ValueError(f"is not valid JSON ({exc})") from None
     if not isinstance(data, dict) or data.get("version") != VERSION:
         raise ValueError(f'is not of version {VERSION} (expected {{"version": {VERSION}, '
-                         '"durations": [...]}})')
+                         '"durations": [...]})')
     items = data.get("durations")
     if not isinstance(items, list):
         raise ValueError('has no "durations" list')

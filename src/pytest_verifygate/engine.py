@@ -129,7 +129,7 @@ def prepare(request: RunRequest) -> Plan:
         from pytest_verifygate.shards import shard_selections
 
         selections, warning = shard_selections(contract, selections, request.shard)
-        shard_warnings = (warning,) if warning else ()
+        shard_warnings = (f"warning: {warning}",) if warning else ()  # as warn_once says it
     return Plan(contract, changes, tuple(selections), effective_jobs(request.jobs, contract),
                 request.read_cache, shard=request.shard, shard_warnings=shard_warnings)
 
