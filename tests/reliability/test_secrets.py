@@ -308,3 +308,14 @@ def test_progress_bars_that_show_no_secret_are_left_alone() -> None:
     bar = "".join(f"\rdownloading {n:3d}%" for n in range(0, 101, 5)) + "\n"
     assert redactor.text(bar) == bar
     assert redactor.text("TOKEN list\rTOKEN list loaded\n") == "TOKEN list\rTOKEN list loaded\n"
+
+
+def test_a_secret_with_every_character_escaped_is_masked() -> None:
+    """Percent-encoding every byte, or ``\\u``-escaping every character: any URL or JSON
+    decoder gives the secret back."""
+    redactor = redactor_for((), {"API_TOKEN": TOKEN})
+    for hex_case in ("x", "X"):
+        url = "".join(f"%{byte:02{hex_case}}" for byte in TOKEN.encode())
+        json_form = "".join(f"\\u{ord(char):04{hex_case}}" for char in TOKEN)
+        for form in (url, json_form):
+            assert redactor.text(f"GET /?t={form} done") == f"GET /?t={MASK} done"

@@ -78,8 +78,17 @@ class Forms(Generic[AnyStr]):
         self.syntax: Syntax[AnyStr] = syntax
         # The forms a reader sees (raw, JSON, URL-encoded, line by line), searched in the text
         # as a reader sees it; secrets holding hidden characters are also searched as written.
-        self.visible = visible
-        self.pattern: re.Pattern[AnyStr] | None = self._alternation(visible)
+        self.visible: tuple[str, ...] = visible
+        # Forms led by ``%`` or ``\\`` (a secret with every character escaped) apart: one
+        # alternation of forms that share their first character is a fast literal search,
+        # and these are searched only where the text holds that character at all.
+        groups: list[tuple[str | None, list[str]]] = [
+            (None, [form for form in visible if not form.startswith(("%", "\\"))]),
+            *((lead, [form for form in visible if form.startswith(lead)])
+              for lead in ("%", "\\"))]
+        self.patterns: tuple[tuple[AnyStr | None, re.Pattern[AnyStr]], ...] = tuple(
+            (None if lead is None else syntax.encode(lead), pattern)
+            for lead, forms in groups if (pattern := self._alternation(forms)) is not None)
         self.literal: re.Pattern[AnyStr] | None = self._alternation(literal)
         words: list[str] = [*SECRET_WORDS, *(name for name in names
                                               if name and set(name) <= set(NAME_CHARS))]
@@ -103,8 +112,12 @@ class Forms(Generic[AnyStr]):
 
     def may_hold(self, text: AnyStr) -> bool:
         """Whether ``text`` (as a reader sees it) holds a secret form or a secret word."""
-        return ((self.pattern is not None and self.pattern.search(text) is not None)
+        return (any(pattern.search(text) is not None for pattern in self._patterns(text))
                 or self._has_word(text))
+
+    def _patterns(self, text: AnyStr) -> list[re.Pattern[AnyStr]]:
+        """The alternations of secret forms that ``text`` may hold."""
+        return [pattern for lead, pattern in self.patterns if lead is None or lead in text]
 
     def _may_show(self, text: AnyStr) -> bool:
         """Whether some reading of ``text`` may hold a secret form or word. Readings only
@@ -142,8 +155,8 @@ class Forms(Generic[AnyStr]):
             if order and not ends and not self.may_hold(shown):
                 continue  # a view maps what is kept back to the text: built only when needed
             view = View.of(text, order)
-            if self.pattern is not None:
-                spans += [view.span(*match.span()) for match in self.pattern.finditer(shown)]
+            for pattern in self._patterns(shown):
+                spans += [view.span(*match.span()) for match in pattern.finditer(shown)]
             spans += [view.span(*span) for span in self._assignments(shown, secret_name)]
             spans += [(0, view.position(end - 1) + 1) for end in ends]
         if overwrites and syntax.may_move(text):
@@ -303,14 +316,20 @@ def _visible_forms(values: tuple[str, ...]) -> tuple[tuple[str, ...], set[str]]:
 
 
 def _encoded_forms(value: str) -> set[str]:
-    """``value`` as printed, JSON-escaped (non-ASCII escaped or not) and URL-encoded."""
+    """``value`` as printed, JSON-escaped (non-ASCII escaped or not) and URL-encoded, and
+    with every character escaped either way (what any decoder turns back into ``value``)."""
     forms = {value, _json_escaped(value, "")}
+    encoded = value.encode("utf-8", "surrogatepass")
+    units = value.encode("utf-16-be", "surrogatepass")
     for hex_case in ("x", "X"):
         forms.add(_json_escaped(value, hex_case))
         url = "".join(char if char in _URL_SAFE else "".join(
             f"%{byte:02{hex_case}}" for byte in char.encode("utf-8", "surrogatepass"))
             for char in value)
         forms.update((url, url.replace("%20", "+")))
+        forms.add("".join(f"%{byte:02{hex_case}}" for byte in encoded))
+        forms.add("".join(f"\\u{int.from_bytes(units[i:i + 2], 'big'):04{hex_case}}"
+                          for i in range(0, len(units), 2)))
     return forms
 
 
