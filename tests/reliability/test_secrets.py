@@ -319,3 +319,12 @@ def test_a_secret_with_every_character_escaped_is_masked() -> None:
         json_form = "".join(f"\\u{ord(char):04{hex_case}}" for char in TOKEN)
         for form in (url, json_form):
             assert redactor.text(f"GET /?t={form} done") == f"GET /?t={MASK} done"
+
+
+def test_rendering_a_line_that_moves_the_cursor_stays_bounded() -> None:
+    from pytest_verifygate.report.overwrites import MAX_COLUMN, rendered
+
+    assert len(rendered("\x1b[4096C" * 1000 + "y")) == MAX_COLUMN + 1  # moves cannot pad on
+    assert rendered("x" * 5000 + "\x1b[3Cy") == "x" * 5000 + "y"  # nor move a long line back
+    assert rendered("ab\x1b[99999999999Dc") == "cb"
+    assert rendered("abc\x1b[2K") == "   " and rendered("abc\rd\x1b[K") == "d"

@@ -34,7 +34,7 @@ _TOKENS = (r"\r|\x08|\x1b\[([0-9]*)([CDGK])"
 # Patterns are compiled on first use: most output never moves the cursor back, and the
 # compiles cost a commit's run close to 2 ms.
 _compiled = functools.cache(re.compile)
-# A column past this is as far as any terminal goes: a move cannot make a line grow unbounded.
+# A column past this is as far as any terminal goes: moves cannot make a line grow unbounded.
 MAX_COLUMN = 4096
 
 
@@ -104,8 +104,8 @@ def _moved(cells: list[str], column: int, final: str, digits: str) -> int:
     count = min(int(digits[:5] or "0"), MAX_COLUMN)
     if final == "D":
         return max(0, column - max(count, 1))
-    if final == "C":
-        return min(column + max(count, 1), MAX_COLUMN)
+    if final == "C":  # not past the line's end by more than a terminal is wide
+        return min(column + max(count, 1), max(len(cells), MAX_COLUMN))
     if final == "G":
         return max(0, min(count, MAX_COLUMN) - 1)
     # K: erase to the end of the line (0), to the cursor (1), or the whole line (2).
