@@ -134,3 +134,19 @@ def test_prune_oldest_skips_paths_that_vanish_meanwhile(tmp_path: Path) -> None:
 
     assert prune_oldest(paths, 1, remove_racing) == 1
     assert [p.name for p in tmp_path.iterdir()] == ["3.json"]
+
+
+def test_pruning_without_a_thread_to_spare_happens_at_once(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process limit can refuse a new thread: the old logs are pruned before the run goes
+    on, and the run goes on."""
+    import threading
+
+    def refused(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    first = new_log_dir(repo)
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    for _ in range(KEEP_LOG_RUNS):
+        new_log_dir(repo)
+    assert not first.exists()

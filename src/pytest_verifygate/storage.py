@@ -151,7 +151,11 @@ def _prune_meanwhile(logs: Path, current: Path) -> None:
             _prune(logs, current)
 
     thread = threading.Thread(target=prune, name="verifygate-prune-logs")
-    thread.start()
+    try:
+        thread.start()
+    except RuntimeError:  # no thread to be had (a process limit): prune now instead
+        prune()
+        return
     _pruning.append(thread)
 
 
