@@ -98,13 +98,18 @@ def test_the_first_stop_of_a_session_records_its_start(project: Path) -> None:
     assert stop(project, session="another").stdout == ""
 
 
-def test_without_a_record_the_upstream_merge_base_is_the_start(project: Path,
-                                                              tmp_path: Path) -> None:
+def pushed_upstream(project: Path, tmp_path: Path) -> str:
+    """Push ``project`` to a bare remote and track it: the upstream commit, which is HEAD."""
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))
     git(project, "remote", "add", "origin", str(remote))
     git(project, "push", "-q", "-u", "origin", "main")
-    upstream = head(project)
+    return head(project)
+
+
+def test_without_a_record_the_upstream_merge_base_is_the_start(project: Path,
+                                                              tmp_path: Path) -> None:
+    upstream = pushed_upstream(project, tmp_path)
     write(project / "calc.py", BAD)
     commit_all(project, "committed before the hook ever ran")
     write(project / "notes.py", "x = 1\n")
@@ -164,11 +169,7 @@ def test_a_recorded_start_that_is_gone_falls_back_with_a_warning(project: Path) 
 
 def test_a_start_record_rewritten_by_the_agent_is_not_believed(project: Path,
                                                                tmp_path: Path) -> None:
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    git(project, "remote", "add", "origin", str(remote))
-    git(project, "push", "-q", "-u", "origin", "main")
-    upstream = head(project)
+    upstream = pushed_upstream(project, tmp_path)
     session_start(project)
     write(project / "calc.py", BAD)
     commit_all(project, "broken, committed")
