@@ -333,3 +333,54 @@ def test_atexit_callbacks_are_counted_for_the_fast_exit() -> None:
     before, after = (int(word) for word in done.stdout.split()[:2])
     assert after == before + 1
     assert hasattr(atexit, "_ncallbacks")
+
+
+def _every_quick_command_line() -> list[list[str]]:
+    """``run`` with each ordered choice of distinct quick flags."""
+    from itertools import permutations
+
+    from pytest_verifygate.cli.quick import QUICK_FLAGS
+
+    flags = list(QUICK_FLAGS)
+    return [["run", *chosen] for size in range(len(flags) + 1)
+            for chosen in permutations(flags, size)]
+
+
+@pytest.mark.parametrize("argv", _every_quick_command_line(), ids=" ".join)
+def test_the_quick_reading_of_a_command_line_is_argparse_s(argv: list[str]) -> None:
+    """What ``verifygate run`` reads without argparse, argparse reads alike; what argparse
+    refuses (--staged with --all) is left to it, so the error stays its own."""
+    from pytest_verifygate.cli.parser import build_parser
+    from pytest_verifygate.cli.quick import quick_args
+
+    quick = quick_args(argv)
+    try:
+        parsed = build_parser("run").parse_args(argv)
+    except SystemExit:
+        assert quick is None
+        return
+    assert quick is not None
+    assert vars(quick) == vars(parsed)
+
+
+@pytest.mark.parametrize("argv", [
+    [], ["--version"], ["--help"], ["run", "--help"], ["run", "-h"], ["run", "--stag"],
+    ["run", "--staged", "--staged"], ["run", "--all", "--json", "r.json"], ["run", "--json=r"],
+    ["run", "--staged", "--role", "ci"], ["run", "x"], ["list"], ["list", "--all"],
+    ["run", "--", "--all"], ["run", "--ALL"],
+])
+def test_any_other_command_line_is_left_to_argparse(argv: list[str]) -> None:
+    from pytest_verifygate.cli.quick import quick_args
+
+    assert quick_args(argv) is None
+
+
+def test_a_commit_s_run_does_not_load_argparse(repo: Path) -> None:
+    write(repo / "verify.toml", '[[gate]]\nname = "ok"\ncommand = "true"\n')
+    code = ("import sys\nfrom pytest_verifygate.cli import main\n"
+            "status = main(['run', '--staged'])\n"
+            "print(status, 'argparse' in sys.modules, 'gettext' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-3:] == ["0", "False", "False"]

@@ -17,23 +17,26 @@ submodule content.
 PYTEST_DONT_REWRITE
 """
 
+from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from pytest_verifygate.changes import SOURCE_REF, ChangeSet, git_output, without_own_files
 from pytest_verifygate.errors import ChangeSetError
 
+if TYPE_CHECKING:
+    import argparse
+
 # Named after the process that made it, so that a later run can tell a worktree left by a
 # killed run (its process is gone) from one in use.
 TEMP_PREFIX = "verifygate-push-"
-_TEMP_NAME = re.compile(re.escape(TEMP_PREFIX) + r"(\d+)-")
+_TEMP_NAME = re.escape(TEMP_PREFIX) + r"(\d+)-"  # compiled on first use: only pushes need it
 # Where a repository is, for git: set by git for some hooks, they would point every git command
 # run in the temporary worktree (ours and the gates') back at the work tree.
 _LOCATION_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")
@@ -139,7 +142,7 @@ def _remove_abandoned(top: Path) -> None:
         if not field.startswith(b"worktree "):
             continue
         path = Path(os.fsdecode(field[len(b"worktree "):]))
-        match = _TEMP_NAME.match(path.parent.name)
+        match = re.match(_TEMP_NAME, path.parent.name)
         if match is not None and not _alive(int(match.group(1))):
             _remove(top, path)
 

@@ -439,6 +439,17 @@ def write_output(path: str | os.PathLike[str], data: str | bytes) -> None:
 LOG_NAME_CHARS = 60
 
 
+# What a file name made from a name may keep as it is, on any file system (``_`` stands for
+# anything else).
+FILE_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+
+
+def is_file_name_safe(name: str) -> bool:
+    """Whether every character of ``name`` is one of ``FILE_NAME_CHARS`` (the common case is
+    checked without compiling a pattern)."""
+    return FILE_NAME_CHARS.issuperset(name)
+
+
 def log_file_name(gate_name: str) -> str:
     """A gate's log file name: safe on any file system, bounded, and unique per gate name.
 
@@ -448,11 +459,12 @@ def log_file_name(gate_name: str) -> str:
     characters) keeps its safe characters, cut short, and a digest of the whole name:
     ``Type_check_mypy-4f0c2a9e1b.log``.
     """
+    if (is_file_name_safe(gate_name) and len(gate_name) <= LOG_NAME_CHARS
+            and gate_name == gate_name.lower() and not gate_name.startswith((".", "-"))):
+        return f"{gate_name}.log"
     import re
 
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", gate_name)[:LOG_NAME_CHARS]
-    if safe == gate_name and safe == safe.lower() and not safe.startswith((".", "-")):
-        return f"{gate_name}.log"
     import hashlib  # only for names that need it: not on most runs
 
     digest = hashlib.sha256(gate_name.encode("utf-8", "surrogatepass")).hexdigest()[:10]

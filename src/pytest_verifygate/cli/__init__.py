@@ -16,18 +16,20 @@ import io
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn, TextIO, cast
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
 
 from pytest_verifygate.cli.exits import EXIT_FLUSH_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
-from pytest_verifygate.cli.parser import COMMANDS, build_parser
+from pytest_verifygate.cli.quick import COMMANDS, quick_args
+
+if TYPE_CHECKING:
+    import argparse
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     open_closed_streams()  # first: before anything opens a file that could take fd 1 or 2
     arguments = sys.argv[1:] if argv is None else list(argv)
-    named = arguments[0] if arguments else None
-    parser = build_parser(named if named in COMMANDS else None)
-    args = parser.parse_args(arguments)
+    # A commit's ``verifygate run`` is read without argparse (see ``quick``).
+    args = cast("argparse.Namespace | None", quick_args(arguments)) or parse_arguments(arguments)
     from pytest_verifygate.errors import VerifyGateError
 
     command = importlib.import_module(f"pytest_verifygate.cli.{COMMANDS[args.command]}")
@@ -49,6 +51,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         sys.stdout = stdout
     return code
+
+
+def parse_arguments(arguments: list[str]) -> argparse.Namespace:
+    """``arguments`` read by argparse (a usage error exits, as argparse does)."""
+    from pytest_verifygate.cli.parser import build_parser
+
+    named = arguments[0] if arguments else None
+    return build_parser(named if named in COMMANDS else None).parse_args(arguments)
 
 
 class QuietPipe:

@@ -1,7 +1,8 @@
 """The ``verifygate`` command line's argparse parser: every subcommand and its options.
 
 Each subcommand names the module of ``pytest_verifygate.cli`` that carries it out (as
-pre-commit's ``commands/``); ``main`` imports only that one.
+pre-commit's ``commands/``, in ``quick.COMMANDS``); ``main`` imports only that one. The
+commonest command lines never get here (``quick``).
 
 PYTEST_DONT_REWRITE
 """
@@ -13,10 +14,8 @@ from typing import Any
 
 from pytest_verifygate import __version__, options
 from pytest_verifygate.cli.exits import EXIT_USAGE, HOOK_USAGE_STATUS
+from pytest_verifygate.cli.quick import COMMANDS
 
-# Subcommand -> the module under ``pytest_verifygate.cli`` whose ``main(args)`` runs it.
-COMMANDS = {"run": "run", "list": "listing", "agent-hook": "agent_hook", "merge": "merge",
-            "install-hook": "install_hook", "mcp": "mcp"}
 # The coding agents whose hook protocols ``agent-hook`` speaks (``agents.detect``).
 AGENTS = ("claude", "codex", "cursor", "gemini")
 ROLE_HELP = ("select the gates for role R (repeatable; default: $VERIFYGATE_ROLE, "

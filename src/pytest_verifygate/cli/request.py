@@ -3,16 +3,21 @@
 PYTEST_DONT_REWRITE
 """
 
-import argparse
+from __future__ import annotations
+
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_verifygate.changes import ChangeRequest
 from pytest_verifygate.engine import Plan, RunRequest, prepare
 from pytest_verifygate.errors import UsageError
 from pytest_verifygate.selection import asked_roles
 from pytest_verifygate.shards import requested_shard
+
+if TYPE_CHECKING:
+    import argparse
 
 
 def prepare_from_args(args: argparse.Namespace, *, jobs: int | None = None,

@@ -3,7 +3,8 @@
 PYTEST_DONT_REWRITE
 """
 
-import argparse
+from __future__ import annotations
+
 import os
 import sys
 import time
@@ -18,6 +19,8 @@ from pytest_verifygate.pushed import run_in_pushed_commit
 from pytest_verifygate.signals import Interruptible
 
 if TYPE_CHECKING:
+    import argparse
+
     from pytest_verifygate.report.github import CommandStop
     from pytest_verifygate.selection import Selection
 
@@ -33,7 +36,7 @@ def main(args: argparse.Namespace) -> int:
         return _main(args, stop)
 
 
-def _main(args: argparse.Namespace, stop: "CommandStop | None") -> int:
+def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
     from pytest_verifygate import engine
     from pytest_verifygate.plugins import plugin_hook
     from pytest_verifygate.report.console import Progress, color_wanted, run_summary
@@ -104,7 +107,7 @@ def _main(args: argparse.Namespace, stop: "CommandStop | None") -> int:
 
 
 def _write_junit(path: str, report: dict[str, Any], contract: Contract, started: float,
-                 seconds: float, selections: Sequence["Selection"]) -> list[str]:
+                 seconds: float, selections: Sequence[Selection]) -> list[str]:
     """Write the JUnit XML; a problem to report (exit status 2) instead of a traceback.
 
     Its cases are what pytest's would be: the selected gates, and the gates left out because
@@ -128,7 +131,7 @@ def _write_junit(path: str, report: dict[str, Any], contract: Contract, started:
 
 
 def _github_outputs(report: dict[str, Any], contract: Contract, stream: TextIO, hook: Any,
-                    stop: "CommandStop | None") -> None:
+                    stop: CommandStop | None) -> None:
     """GitHub Actions: error annotations for failed gates, and the step summary."""
     from pytest_verifygate.report.github import github_outputs
 

@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 from pytest_verifygate import __version__
 from pytest_verifygate.integrity import StateFileError, read_state_file, user_state_dir
 from pytest_verifygate.patterns import Translation
-from pytest_verifygate.storage import git_state_dir, prune_oldest, write_atomic
+from pytest_verifygate.storage import git_state_dir, is_file_name_safe, prune_oldest, write_atomic
 
 # Entries kept, most recently stored first: one per contract file a repository's runs name.
 MAX_ENTRIES = 8
@@ -167,5 +167,8 @@ def cache_path(repo_root: Path) -> Path | None:
     directory = user_state_dir()
     if directory is None:
         return None
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", repo_root.name)[:40]
+    name = repo_root.name
+    if not is_file_name_safe(name):
+        name = re.sub(r"[^A-Za-z0-9._-]", "_", name)
+    name = name[:40]
     return directory / DIRECTORY / f"{name}-{checksum(os.fsencode(repo_root)):08x}.marshal"

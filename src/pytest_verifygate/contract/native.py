@@ -26,8 +26,9 @@ from pytest_verifygate.contract.model import (
 )
 from pytest_verifygate.contract.settings import load_settings
 
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")  # C0 (but tab), DEL and C1
+# Sources, compiled on first use: a contract read from the cache is never checked again.
+_ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_CONTROL = r"[\x00-\x08\x0a-\x1f\x7f-\x9f]"  # C0 (but tab), DEL and C1
 
 
 def load_native(
@@ -91,7 +92,7 @@ def _load_gate(
     # Any text is a name, as in middle ("unit tests", "Type check (mypy)"); the spaces
     # around it are not part of it.
     name = reader.string(raw["name"], gate=label, key="name").strip()
-    control = _CONTROL.search(name)
+    control = re.search(_CONTROL, name)
     if control is not None:
         # A name is shown on one line everywhere (progress, tables, headings, annotations).
         raise reader.error(f"must be one line of text, not hold the control character "
@@ -122,7 +123,7 @@ def _load_gate(
         v, gate=name, key="inputs", empty_hint="remove the key to use when_changed (or every "
         "file)"), gate=name, key="inputs"))
     for secret_name in secret_env:
-        if not _ENV_NAME.fullmatch(secret_name):
+        if not re.fullmatch(_ENV_NAME, secret_name):
             raise reader.error(f"{secret_name!r} is not a valid environment variable name",
                                gate=name, key="secret_env")
     phases = _phases(raw["phases"], name, reader) if "phases" in raw else None
@@ -208,7 +209,7 @@ def _env(env: object, name: str, reader: FieldReader) -> dict[str, str]:
                            hint='write env = { NAME = "value" }')
     env_values: dict[str, str] = {}
     for env_name, env_value in env.items():
-        if not _ENV_NAME.fullmatch(env_name):
+        if not re.fullmatch(_ENV_NAME, env_name):
             raise reader.error(f"{env_name!r} is not a valid environment variable name",
                                gate=name, key="env")
         if not isinstance(env_value, str):

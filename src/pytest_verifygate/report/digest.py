@@ -81,7 +81,7 @@ _ERROR_LINE = re.compile(
     r".*\berror TS\d+:|[\u2717\u2715\u00d7] "  # tsc, test reporters
     r")"
 )
-_CONTROL = UNSAFE_CHARACTERS  # what no terminal, Markdown view or agent should be sent
+_CONTROL = re.compile(UNSAFE_CHARACTERS)  # what no terminal, Markdown view or agent should be sent
 _REPLACEMENT_RUN = re.compile("\ufffd{2,}")
 _BACKTICK_RUN = re.compile(f"`{{{MAX_BACKTICK_RUN + 1},}}")
 
@@ -177,7 +177,7 @@ def clean_output(output: str, root: str | os.PathLike[str] | None = None) -> lis
             else ""
         output = head + output[cut:]
     # Cursor moves and erases redraw text in place, as a carriage return does.
-    text = strip_ansi(CURSOR_CONTROL.sub("\r", output)).replace("\r\n", "\n")
+    text = strip_ansi(re.sub(CURSOR_CONTROL, "\r", output)).replace("\r\n", "\n")
     text = normalize_paths(text, root)
     lines: list[str] = []
     for raw in text.split("\n"):

@@ -163,7 +163,7 @@ def compiled(source: AnyStr) -> re.Pattern[AnyStr]:
 
 TEXT = Syntax(
     # Sequences first then characters is one pass: a run of characters never holds an ESC.
-    readings=((f"{ANSI.pattern}|[{_HIDDEN}]+|\x1b",),
+    readings=((f"{ANSI}|[{_HIDDEN}]+|\x1b",),
               (f"[{_HIDDEN}]+", f"{CSI_OR_OSC}|{_ESCAPE}|\x1b"),
               (f"{CSI_OR_OSC}|[{_HIDDEN}]+|\x1b",)),
     has_hidden=_has_hidden,
@@ -182,7 +182,7 @@ TEXT = Syntax(
     from_text=str,
 )
 BYTES = Syntax(
-    readings=((ANSI.pattern.encode() + rb"|" + _HIDDEN_BYTES + rb"|\x1b",),
+    readings=((ANSI.encode() + rb"|" + _HIDDEN_BYTES + rb"|\x1b",),
               (_HIDDEN_BYTES, CSI_OR_OSC.encode() + rb"|" + _ESCAPE.encode() + rb"|\x1b"),
               (CSI_OR_OSC.encode() + rb"|" + _HIDDEN_BYTES + rb"|\x1b",)),
     has_hidden=_has_hidden_bytes,

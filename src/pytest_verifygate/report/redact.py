@@ -42,8 +42,8 @@ SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW(?:OR)?D|API_?KEY|PRIVATE_?KEY", re
 # TOKENIZERS_PARALLELISM=false must not erase every "false" from a test failure.
 MIN_NAMED_SECRET_CHARS = 6
 # ``NAME=value`` in a shell script: what a script sets itself is as secret as what it inherits.
-_ASSIGNMENT = re.compile(
-    r"(?<![\w$])([A-Z_][A-Z0-9_]*)=(\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'|[^\s\"';&|]+)")
+# (A source, compiled on first use: only shell gates need it.)
+_ASSIGNMENT = r"(?<![\w$])([A-Z_][A-Z0-9_]*)=(\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'|[^\s\"';&|]+)"
 
 
 def is_secret_name(name: str) -> bool:
@@ -106,7 +106,7 @@ def redactor_for(
             # A shell script can set a secret itself (SERVICE_TOKEN=... ./deploy) and the
             # gate's output may echo it: its value is as secret as an inherited one.
             assignments.extend((match.group(1), match.group(2).strip("'\""))
-                               for match in _ASSIGNMENT.finditer(gate.command_text))
+                               for match in re.finditer(_ASSIGNMENT, gate.command_text))
         listed.update(gate.secret_env)
     values = [
         value
