@@ -258,3 +258,72 @@ def test_files_the_package_writes_are_never_changes(repo: Path) -> None:
     # Edited since it was written, a report is a change like any file.
     write(repo / "out" / "report.json", "{}\n")
     assert selected(worktree=True) == ["everything"]
+
+
+@pytest.mark.parametrize("pre_commit", [False, True])
+def test_reads_started_at_launch_give_the_change_set_git_gives_later(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, pre_commit: bool
+) -> None:
+    """``early`` starts a staged run's git reads before the engine is imported; the change set
+    made from them is the one made without them, warning included, and each is claimed."""
+    from pytest_verifygate import early
+
+    write(repo / "a.py", "1\n")
+    write(repo / "odd name\n.py", "1\n")
+    commit_all(repo)
+    write(repo / "a.py", "2\n")
+    write(repo / "odd name\n.py", "2\n")
+    git(repo, "add", "-A")
+    write(repo / "a.py", "3\n")  # partly staged: the warning needs the second read
+    if pre_commit:
+        monkeypatch.setenv("PRE_COMMIT", "1")
+    expected = compute_changes(repo, ChangeRequest(staged=True))
+    reads = early.staged_reads(True, False, os.environ)
+    assert len(reads) == (1 if pre_commit else 2)
+    early.start(*reads)
+    started = list(early._started)
+    try:
+        assert len(started) == len(reads)
+        assert compute_changes(repo, ChangeRequest(staged=True)) == expected
+        assert early._started == []  # every read was claimed, none is left to discard
+        assert all(read.returncode == 0 for read in started)
+    finally:
+        early.discard()
+    assert expected.files == ("a.py", "odd name\n.py")
+    assert len(expected.warnings) == (0 if pre_commit else 1)
+
+
+def test_a_read_started_elsewhere_is_not_claimed_and_is_reaped_unread(
+    repo: Path, tmp_path: Path
+) -> None:
+    from pytest_verifygate import early
+
+    write(repo / "a.py", "1\n")
+    git(repo, "add", "a.py")
+    early.start(early.STAGED_DIFF)
+    (read,) = early._started
+    try:
+        assert early.claim(repo / "..", early.STAGED_DIFF) is None
+        assert early.claim(repo, early.UNSTAGED_NAMES) is None
+        assert early._started == [read]
+    finally:
+        early.discard()
+    assert early._started == [] and read.returncode is not None
+    assert not Path(f"/proc/{read.pid}").exists()  # killed or exited, and reaped
+
+
+def test_a_read_started_outside_a_repository_fails_as_git_would(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
+    from pytest_verifygate import early
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    monkeypatch.chdir(plain)
+    early.start(early.STAGED_DIFF)
+    try:
+        with pytest.raises(ChangeSetError, match="is not in a git repository: use --files"):
+            compute_changes(plain, ChangeRequest(staged=True))
+        assert early._started == []
+    finally:
+        early.discard()

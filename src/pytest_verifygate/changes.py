@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from pytest_verifygate import early
 from pytest_verifygate.errors import ChangeSetError
 
 # Where a change set came from, as written in the report's "changes.source".
@@ -293,13 +294,11 @@ def _staged(root: Path, *, warn_partial: bool) -> ChangeSet:
     # Given no commit to compare with, ``diff --cached`` compares the index with HEAD, or with
     # nothing before the first commit: one git call either way. The unstaged diff is for the
     # warning below.
-    staged = (*_DIFF, "--cached", "--")
     unstaged: bytes | None = None
     if warn_partial:
-        out, unstaged = _git_together(
-            root, staged, ("diff", "--name-only", "-z", "--no-renames", "--relative", "--"))
+        out, unstaged = _git_together(root, early.STAGED_DIFF, early.UNSTAGED_NAMES)
     else:
-        out = git_output(root, *staged)
+        out = git_output(root, *early.STAGED_DIFF)
     files, deleted = _parse_name_status(out)
     warnings: tuple[str, ...] = ()
     if unstaged is not None and files:
@@ -352,9 +351,10 @@ def _range(root: Path, from_ref: str, to_ref: str) -> ChangeSet:
 # --------------------------------------------------------------------------------------------
 # git helpers
 
-# Every change set's diff. ``--relative``: git runs in the project root, so paths come relative
-# to it and changes outside it are left out (a project below the repository's top level).
-_DIFF = ("diff", "--name-status", "-z", "--no-renames", "--relative")
+# Every change set's diff (``early.DIFF``). ``--relative``: git runs in the project root, so
+# paths come relative to it and changes outside it are left out (a project below the
+# repository's top level).
+_DIFF = early.DIFF
 
 
 def git_output(root: Path, *args: str) -> bytes:
@@ -381,7 +381,10 @@ def _git_together(root: Path, first: Sequence[str], second: Sequence[str]
     return out, _finish_git(root, running)
 
 
-def _start_git(root: Path, *args: str) -> subprocess.Popen[bytes]:
+def _start_git(root: Path, *args: str) -> subprocess.Popen[bytes] | early.EarlyRead:
+    started = early.claim(root, args)  # the same read, started at launch (``early``)
+    if started is not None:
+        return started
     try:
         return subprocess.Popen(["git", *args], cwd=root, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -391,7 +394,7 @@ def _start_git(root: Path, *args: str) -> subprocess.Popen[bytes]:
         raise ChangeSetError(f"cannot run git in {root}: {exc.strerror or exc}") from None
 
 
-def _finish_git(root: Path, process: subprocess.Popen[bytes]) -> bytes:
+def _finish_git(root: Path, process: subprocess.Popen[bytes] | early.EarlyRead) -> bytes:
     """Wait for a git started by ``_start_git``: its output, or a one-line error."""
     with process:
         stdout, stderr_bytes = process.communicate()

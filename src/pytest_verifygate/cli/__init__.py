@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
 
+from pytest_verifygate import early
 from pytest_verifygate.cli.exits import EXIT_FLUSH_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from pytest_verifygate.cli.quick import COMMANDS, quick_args
 
@@ -28,8 +29,18 @@ if TYPE_CHECKING:
 def main(argv: Sequence[str] | None = None) -> int:
     open_closed_streams()  # first: before anything opens a file that could take fd 1 or 2
     arguments = sys.argv[1:] if argv is None else list(argv)
-    # A commit's ``verifygate run`` is read without argparse (see ``quick``).
-    args = cast("argparse.Namespace | None", quick_args(arguments)) or parse_arguments(arguments)
+    # A commit's ``verifygate run`` is read without argparse (see ``quick``), and the git
+    # reads of its change set start now, while the rest is imported (see ``early``).
+    quick = quick_args(arguments)
+    if quick is not None:
+        early.start(*early.staged_reads(quick.staged, quick.all, os.environ))
+    try:
+        return _main(cast("argparse.Namespace | None", quick) or parse_arguments(arguments))
+    finally:
+        early.discard()
+
+
+def _main(args: argparse.Namespace) -> int:
     from pytest_verifygate.errors import VerifyGateError
 
     command = importlib.import_module(f"pytest_verifygate.cli.{COMMANDS[args.command]}")
