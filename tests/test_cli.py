@@ -384,3 +384,25 @@ def test_a_commit_s_run_does_not_load_argparse(repo: Path) -> None:
                           text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[-3:] == ["0", "False", "False"]
+
+
+def test_the_console_script_runs_a_command_without_collecting_garbage(repo: Path) -> None:
+    """Start-up's objects live until the exit: the console script pauses the cyclic collector
+    (reference counting still frees what a run drops), the API's ``main`` leaves it alone."""
+    write(repo / "verify.toml", '[[gate]]\nname = "ok"\ncommand = "true"\n')
+    code = ("import gc, sys\n"
+            "collections = []\n"
+            "gc.callbacks.append(lambda phase, info: collections.append(phase))\n"
+            "from pytest_verifygate.cli import console_main, main\n"
+            "assert main(['run', '--all']) == 0 and gc.isenabled()\n"
+            "ran = len(collections)\n"
+            "sys.argv = ['verifygate', 'run', '--all']\n"
+            "import atexit\n"
+            "atexit.register(lambda: print('collections', ran, len(collections) - ran))\n"
+            "console_main()\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    api_run, console_run = (int(word) for word in done.stdout.split()[-2:])
+    assert api_run > 0  # what the API's run makes is collected as usual
+    assert console_run == 0

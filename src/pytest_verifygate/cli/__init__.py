@@ -11,6 +11,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import gc
 import importlib
 import io
 import os
@@ -158,7 +159,14 @@ def console_main() -> NoReturn:
     modules a run imported, which on a commit's run costs more (about 8 ms) than spawning
     four trivial gates. ``os._exit`` skips it once stdout and stderr are flushed, unless
     something still needs the ordinary exit (see ``_teardown_needed``).
+
+    Python's cyclic garbage collector is paused for the command. Start-up makes thousands of
+    objects (modules, classes, functions) that all live until the exit, and collecting while
+    they are made found nothing and cost about 1.5 ms of a commit's run. A command's own
+    objects are freed by reference counting as ever; ``verifygate mcp``, a server that lives
+    on, turns the collector back on once it has started.
     """
+    gc.disable()
     status = main()
     for stream in (sys.stdout, sys.stderr):
         try:
