@@ -17,8 +17,6 @@ submodule content.
 PYTEST_DONT_REWRITE
 """
 
-from __future__ import annotations
-
 import contextlib
 import os
 import re
@@ -158,7 +156,7 @@ def _alive(pid: int) -> bool:
 
 
 @contextlib.contextmanager
-def run_in_pushed_commit(args: argparse.Namespace) -> Iterator[PushedCommit | None]:
+def run_in_pushed_commit(args: "argparse.Namespace") -> Iterator[PushedCommit | None]:
     """For ``verifygate run``: while entered, the run happens in the pushed commit's checkout.
 
     Only when the change set comes from pre-commit's push (no ``--files``, ``--files-from``,
