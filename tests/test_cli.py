@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import signal
@@ -401,6 +402,21 @@ def test_a_commit_s_run_loads_no_argparse_and_compiles_no_source(repo: Path) -> 
     assert done.returncode == 0, done.stderr
     assert "2 of 2 gate(s) selected" in done.stdout
     assert done.stdout.split()[-4:] == ["0", "False", "False", "[]"]
+
+
+def test_the_console_script_pauses_the_collector_before_the_first_import() -> None:
+    """The package's ``__init__`` imports nothing heavy, so ``console.main`` pauses the
+    collector before ``typing`` and the rest are imported."""
+    code = ("import sys\n"
+            "before = set(sys.modules)\n"
+            "import pytest_verifygate.console\n"
+            "print(sorted(set(sys.modules) - before))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    loaded = set(ast.literal_eval(done.stdout))
+    assert loaded <= {"pytest_verifygate", "pytest_verifygate.console", "gc", "__future__"}
+    script = Path(sys.executable).with_name("verifygate").read_text(encoding="utf-8")
+    assert "from pytest_verifygate.console import main" in script
 
 
 def test_the_console_script_runs_a_command_without_collecting_garbage(repo: Path) -> None:

@@ -160,11 +160,8 @@ def console_main() -> NoReturn:
     four trivial gates. ``os._exit`` skips it once stdout and stderr are flushed, unless
     something still needs the ordinary exit (see ``_teardown_needed``).
 
-    Python's cyclic garbage collector is paused for the command. Start-up makes thousands of
-    objects (modules, classes, functions) that all live until the exit, and collecting while
-    they are made found nothing and cost about 1.5 ms of a commit's run. A command's own
-    objects are freed by reference counting as ever; ``verifygate mcp``, a server that lives
-    on, turns the collector back on once it has started.
+    Python's cyclic garbage collector is paused for the command (see ``console``, which
+    pauses it before the first import; this is for ``python -m pytest_verifygate.cli``).
     """
     gc.disable()
     status = main()
