@@ -41,6 +41,10 @@ def test_safe_forms_of_names() -> None:
         "lint", "unit tests", "Type check (mypy)"]
     assert item_name("a::b/c[1]") == "a:b/c(1)"
     assert item_name("new\nline") == "new line"
+    # Names an ordinary name's shortcut must not let through as they are.
+    for odd in ("a\u2028b", "a\x85b", " lead", "trail\t", "", "x]", "[x", "a::"):
+        assert item_name(odd) != odd
+    assert item_name("a\u2028b") == "a b" and item_name("") == "_"
     # Unique within a contract; a name that needs no change keeps it.
     assert item_names(["a(x)", "a[x]", "a(x) (2)", "a[[x]]"]) == {
         "a(x)": "a(x)", "a[x]": "a(x) (3)", "a(x) (2)": "a(x) (2)", "a[[x]]": "a((x))"}

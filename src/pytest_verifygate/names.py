@@ -20,16 +20,20 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
-_COLONS = re.compile(":{2,}")
-_NOT_MARKER = re.compile(r"[^\w-]+")
+# Sources, compiled (and cached by ``re``) on first use.
+_CONTROL = "[\x00-\x1f\x7f-\x9f\u2028\u2029]+"  # none of them printable (str.isprintable)
+_COLONS = ":{2,}"
+_NOT_MARKER = r"[^\w-]+"
 _BRACKETS = str.maketrans("[]", "()")
 
 
 def item_name(name: str) -> str:
     """``name`` as one part of a pytest node id: no ``::``, no ``[``/``]``, no control
     characters (``a::b[1]`` becomes ``a:b(1)``); an ordinary name is left as it is."""
-    text = _COLONS.sub(":", _CONTROL.sub(" ", name)).translate(_BRACKETS).strip()
+    if (name.isprintable() and "::" not in name and "[" not in name and "]" not in name
+            and name == name.strip()):
+        return name or "_"  # the common case, without compiling the patterns below
+    text = re.sub(_COLONS, ":", re.sub(_CONTROL, " ", name)).translate(_BRACKETS).strip()
     return text or "_"
 
 
@@ -58,4 +62,4 @@ def role_marker(role: str) -> str:
     """The pytest marker of a role: ``verify_role_<role>``, every run of characters other than
     letters, digits, ``_`` and ``-`` made one ``_`` (``code:review``: ``verify_role_code_review``).
     """
-    return "verify_role_" + _NOT_MARKER.sub("_", role)
+    return "verify_role_" + re.sub(_NOT_MARKER, "_", role)
