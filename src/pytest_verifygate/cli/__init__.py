@@ -33,9 +33,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # A commit's ``verifygate run`` is read without argparse (see ``quick``), and the git
     # reads of its change set start now, while the rest is imported (see ``early``).
     quick = quick_args(arguments)
-    if quick is not None:
-        early.start(*early.staged_reads(quick.staged, quick.all, os.environ))
     try:
+        if quick is not None:
+            early.start(*early.staged_reads(quick.staged, quick.all, os.environ))
         return _main(cast("argparse.Namespace | None", quick) or parse_arguments(arguments))
     finally:
         early.discard()
