@@ -37,6 +37,13 @@ when_changed = ["docs/**"]
 """
 
 
+def python(code: str, cwd: Path | None = None,
+           check: bool = False) -> subprocess.CompletedProcess[str]:
+    """``code`` run by a Python of its own (what a command's start-up does is seen whole)."""
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True,
+                          text=True, check=check)
+
+
 def verifygate(*args: str, cwd: Path, stdin: str | None = None,
                env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -170,7 +177,7 @@ def test_version_does_not_import_pytest() -> None:
     code = ("import sys; from pytest_verifygate.cli import main\n"
             "try:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
             "assert 'pytest' not in sys.modules and '_pytest' not in sys.modules, 'pytest loaded'")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    done = python(code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("verifygate ")
 
@@ -315,8 +322,7 @@ def test_exit_handlers_still_run_when_something_registered_them(repo: Path) -> N
             "from pytest_verifygate.cli import console_main\n"
             "sys.argv = ['verifygate', 'run', '--all']\n"
             "console_main()\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True,
-                          text=True)
+    done = python(code, cwd=repo)
     assert done.returncode == 0, done.stderr
     assert done.stdout.rstrip().endswith("exit handler ran")
 
@@ -329,8 +335,7 @@ def test_atexit_callbacks_are_counted_for_the_fast_exit() -> None:
 
     code = ("import atexit; from pytest_verifygate.cli import registered_atexit_callbacks as n\n"
             "before = n(); atexit.register(print, 'bye'); print(before, n())\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)
+    done = python(code, check=True)
     before, after = (int(word) for word in done.stdout.split()[:2])
     assert after == before + 1
     assert hasattr(atexit, "_ncallbacks")
@@ -397,8 +402,7 @@ def test_a_commit_s_run_loads_no_argparse_and_compiles_no_source(repo: Path) -> 
             "from pytest_verifygate.cli import main\n"
             "status = main(['run', '--staged'])\n"
             "print(status, 'argparse' in sys.modules, 'gettext' in sys.modules, compiled)\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True,
-                          text=True)
+    done = python(code, cwd=repo)
     assert done.returncode == 0, done.stderr
     assert "2 of 2 gate(s) selected" in done.stdout
     assert done.stdout.split()[-4:] == ["0", "False", "False", "[]"]
@@ -411,8 +415,7 @@ def test_the_console_script_pauses_the_collector_before_the_first_import() -> No
             "before = set(sys.modules)\n"
             "import pytest_verifygate.console\n"
             "print(sorted(set(sys.modules) - before))\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)
+    done = python(code, check=True)
     loaded = set(ast.literal_eval(done.stdout))
     assert loaded <= {"pytest_verifygate", "pytest_verifygate.console", "gc", "__future__"}
     script = Path(sys.executable).with_name("verifygate").read_text(encoding="utf-8")
@@ -433,8 +436,7 @@ def test_the_console_script_runs_a_command_without_collecting_garbage(repo: Path
             "import atexit\n"
             "atexit.register(lambda: print('collections', ran, len(collections) - ran))\n"
             "console_main()\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True,
-                          text=True)
+    done = python(code, cwd=repo)
     assert done.returncode == 0, done.stderr
     api_run, console_run = (int(word) for word in done.stdout.split()[-2:])
     assert api_run > 0  # what the API's run makes is collected as usual
