@@ -20,8 +20,6 @@ block or never end), a file over ``MAX_HASHED_BYTES``, a directory walked here h
 PYTEST_DONT_REWRITE
 """
 
-from __future__ import annotations
-
 import hashlib
 import os
 import stat

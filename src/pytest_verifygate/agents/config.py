@@ -10,8 +10,6 @@ object, ``hooks`` not an object, an event that is not a list) is refused with
 PYTEST_DONT_REWRITE
 """
 
-from __future__ import annotations
-
 import os
 import shlex
 from typing import Any, NamedTuple

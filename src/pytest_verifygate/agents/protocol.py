@@ -9,8 +9,6 @@ payload parser, its renderer, and the hooks ``verifygate install-hook`` writes f
 PYTEST_DONT_REWRITE
 """
 
-from __future__ import annotations
-
 import json
 import os
 from collections.abc import Callable, Mapping

@@ -17,8 +17,6 @@ resumed or compacted session keeps its start.
 PYTEST_DONT_REWRITE
 """
 
-from __future__ import annotations
-
 import contextlib
 import json
 import sys

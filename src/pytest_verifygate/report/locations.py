@@ -12,8 +12,6 @@ files of the repository is ``report.places``' business.
 PYTEST_DONT_REWRITE
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple

@@ -9,8 +9,6 @@ readers of ``report.locations``, and dropping repeats.
 PYTEST_DONT_REWRITE
 """
 
-from __future__ import annotations
-
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
