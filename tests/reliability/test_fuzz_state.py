@@ -24,6 +24,7 @@ from pytest_verifygate.agents.state import STATE_SEAL, load_state
 from pytest_verifygate.contract import cache as contract_cache
 from pytest_verifygate.engine import RunRequest, prepare
 from pytest_verifygate.integrity import seal, signed
+from pytest_verifygate.report import redact
 from pytest_verifygate.report.digest import to_digest
 from pytest_verifygate.report.document import gate_entry
 from pytest_verifygate.report.github import error_annotations, step_summary
@@ -178,6 +179,30 @@ def leaking_output(draw: st.DrawFn) -> str:
 @given(output=leaking_output())
 def test_no_marker_survives_the_redactor(output: str) -> None:
     assert_no_marker(REDACTOR.text(output))
+
+
+# Plain ASCII with the characters a secret-bearing text is made of: words, ``=``, ``%`` and
+# ``\\`` escapes, quotes, and the secret words in any case.
+PLAIN_PIECES = st.sampled_from(["TOKEN", "token", "Api_Key", "PASSWD", "x", "=", "%41", "\\u0041",
+                                " ", '"', "'", ":", "&", ";", "MY_", "SECRET", "v4lue", "/"])
+
+
+@examples(300)
+@given(pieces=st.lists(PLAIN_PIECES | st.text(st.characters(codec="ascii"), max_size=8),
+                       max_size=12),
+       names=st.frozensets(st.sampled_from(["DEPLOY", "x", "VALUE"]), max_size=2),
+       cut=st.booleans())
+def test_the_redactor_s_shortcut_skips_only_what_the_search_finds_nothing_in(
+    pieces: list[str], names: frozenset[str], cut: bool
+) -> None:
+    """With no secret value known, ``Redactor.text`` answers plain text without the search
+    (``masking``); the search finds nothing wherever it does."""
+    from pytest_verifygate.report.masking import apply, secret_forms
+
+    redactor = redact.Redactor(values=(), names=names)
+    text = "".join(pieces)
+    searched = apply(text, secret_forms((), names).find(text, redactor.secret, cut=cut), MASK)
+    assert redactor.text(text, cut=cut) == searched
 
 
 CUT_END = "-- end of the cut marker --"

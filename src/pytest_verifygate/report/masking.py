@@ -28,7 +28,6 @@ from typing import AnyStr, Generic
 from pytest_verifygate.report.overwrites import shown_text
 from pytest_verifygate.report.readings import (
     BYTES,
-    MASK,
     NAME_CHARS,
     TEXT,
     Span,
@@ -36,19 +35,16 @@ from pytest_verifygate.report.readings import (
     View,
     compiled,
 )
+from pytest_verifygate.report.secrets import (
+    MASK,
+    MIN_CUT_SECRET_CHARS,
+    MIN_LISTED_SECRET_CHARS,
+    MIN_SECRET_LINE_CHARS,
+)
 
 __all__ = ["MASK", "MIN_CUT_SECRET_CHARS", "MIN_LISTED_SECRET_CHARS", "MIN_SECRET_LINE_CHARS",
            "SECRET_WORDS", "Forms", "LogMasker", "apply", "secret_forms", "secret_forms_bytes"]
 
-# A value the contract marks secret is hidden from this length on; shorter ones would make
-# the mask longer than the value (unbounded output) and garble unrelated text.
-MIN_LISTED_SECRET_CHARS = 3
-# Each line of a multi-line secret (a PEM key) is masked on its own from this length: a tool
-# may print such a key line by line, indented or quoted.
-MIN_SECRET_LINE_CHARS = 8
-# A cut output (the tail window) may start inside a secret: an end of a secret at least this
-# long at its start is masked. Shorter ends would mask ordinary words.
-MIN_CUT_SECRET_CHARS = 6
 # What makes an upper-case ``NAME`` secret (redact.SECRET_NAME, as environment names spell it).
 SECRET_WORDS = ("PRIVATE_KEY", "PRIVATEKEY", "PASSWORD", "API_KEY", "SECRET", "PASSWD",
                 "APIKEY", "TOKEN")

@@ -20,10 +20,9 @@ from collections.abc import Callable
 from typing import AnyStr, Generic
 
 from pytest_verifygate.report.overwrites import moves, moves_back
+from pytest_verifygate.report.secrets import MASK
 from pytest_verifygate.text import ANSI, CSI_OR_OSC
 
-# What a secret is replaced by, in either kind of text.
-MASK = "***"
 # A value after ``NAME=``: quoted (bounded, so matching stays linear) or one shell word.
 _VALUE = r"\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'|[^\s\"';&|]+"
 NAME_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"

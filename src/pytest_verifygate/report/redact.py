@@ -9,7 +9,9 @@ the values of secret environment variables are replaced by ``***`` in its ``comm
 A variable is secret when its name contains TOKEN, SECRET, PASSWORD, PASSWD, API_KEY, APIKEY or
 PRIVATE_KEY (any case), or when the gate lists it in ``secret_env``. Both the environment the
 gate inherits and the gate's own ``env`` / ``NAME=value`` prefixes count. How a secret is found
-in text that sinks strip and cut afterwards is ``masking``'s business.
+in text that sinks strip and cut afterwards is ``masking``'s business; the search is loaded
+only for a text it could find something in (``Redactor.text``) and a gate's first output
+(``LogMaskerOnDemand``): a run whose gates print nothing never loads it.
 
 PYTEST_DONT_REWRITE
 """
@@ -18,23 +20,22 @@ import contextlib
 import os
 import re
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from pytest_verifygate.commands import UnsupportedCommand, parse_command
 from pytest_verifygate.contract import Gate
-from pytest_verifygate.report.masking import (
+from pytest_verifygate.report.secrets import (
     MASK,
     MIN_CUT_SECRET_CHARS,
     MIN_LISTED_SECRET_CHARS,
     MIN_SECRET_LINE_CHARS,
-    LogMasker,
-    apply,
-    secret_forms,
-    secret_forms_bytes,
 )
 
+if TYPE_CHECKING:
+    from pytest_verifygate.report.masking import LogMasker
+
 __all__ = ["MASK", "MIN_CUT_SECRET_CHARS", "MIN_LISTED_SECRET_CHARS", "MIN_NAMED_SECRET_CHARS",
-           "MIN_SECRET_LINE_CHARS", "LogMasker", "Redactor", "gate_environment",
+           "MIN_SECRET_LINE_CHARS", "LogMaskerOnDemand", "Redactor", "gate_environment",
            "is_secret_name", "redactor_for"]
 
 SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW(?:OR)?D|API_?KEY|PRIVATE_?KEY", re.IGNORECASE)
@@ -73,22 +74,33 @@ class Redactor(NamedTuple):
         ``cut``: ``text`` is the end of a longer output (a tail window), so it may start
         inside a secret.
         """
-        if not text:
+        if not text or self._holds_none(text, cut=cut):
             return text
+        from pytest_verifygate.report.masking import apply, secret_forms
+
         forms = secret_forms(self.values, self.names)
-        masked: str = apply(text, forms.find(text, self._secret, cut=cut), MASK)
+        masked: str = apply(text, forms.find(text, self.secret, cut=cut), MASK)
         return masked
+
+    def _holds_none(self, text: str, *, cut: bool) -> bool:
+        """Whether ``text`` certainly holds no secret, told without the search (``masking``),
+        which most reports then never load: no secret value is known, ``text`` is whole (not
+        a tail window), and it is plain ASCII with no ``=``. Then there is no value to find,
+        nothing a reader would strip, join or redraw, and no ``NAME=value``."""
+        return (not self.values and not cut and "=" not in text and text.isascii()
+                and text.isprintable())
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
         """An environment for display: secret names keep their name, never their value."""
-        return {name: MASK if value and self._secret(name) else self.text(value)
+        return {name: MASK if value and self.secret(name) else self.text(value)
                 for name, value in env.items()}
 
-    def log_masker(self) -> LogMasker:
+    def log_masker(self) -> "LogMaskerOnDemand":
         """A masker for a gate's log: bytes fed as they come, masked as ``text`` masks."""
-        return LogMasker(secret_forms_bytes(self.values, self.names), self._secret)
+        return LogMaskerOnDemand(self)
 
-    def _secret(self, name: str) -> bool:
+    def secret(self, name: str) -> bool:
+        """Whether a variable of this name holds a secret (by its name, or listed)."""
         return name in self.names or is_secret_name(name)
 
 
@@ -115,3 +127,26 @@ def redactor_for(
         or (is_secret_name(name) and len(value) >= MIN_NAMED_SECRET_CHARS)
     ]
     return Redactor(values=tuple(sorted(set(values))), names=frozenset(listed))
+
+
+class LogMaskerOnDemand:
+    """``masking.LogMasker``, made when the gate's first output comes: a gate that prints
+    nothing never loads the search."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._masker: LogMasker | None = None
+
+    def feed(self, data: bytes) -> bytes:
+        """What of ``data`` (and of what was held back) can be written now."""
+        if self._masker is None:
+            from pytest_verifygate.report.masking import LogMasker, secret_forms_bytes
+
+            redactor = self._redactor
+            self._masker = LogMasker(secret_forms_bytes(redactor.values, redactor.names),
+                                     redactor.secret)
+        return self._masker.feed(data)
+
+    def flush(self) -> bytes:
+        """The rest, once the output has ended."""
+        return b"" if self._masker is None else self._masker.flush()

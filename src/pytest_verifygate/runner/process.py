@@ -63,7 +63,7 @@ GATE_ENV = "VERIFYGATE_GATE"
 
 
 class OutputFilter(Protocol):
-    """What a gate's output goes through on its way to the log (``redact.LogMasker``)."""
+    """What a gate's output goes through on its way to the log (``redact.LogMaskerOnDemand``)."""
 
     def feed(self, data: bytes) -> bytes:
         """What of ``data`` (and of what was held back) can be written now."""
