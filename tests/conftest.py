@@ -69,4 +69,18 @@ def commit_all(repo: Path, message: str = "commit") -> None:
     git(repo, "commit", "-q", "-m", message)
 
 
+# A gate's script that logs when it starts and ends (the order and overlap of gates):
+# argv[1]: the log, argv[2]: the gate's name, argv[3]: seconds between start and end.
+LOGGING = """\
+import os, sys, time
+def log(word):
+    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    os.write(fd, f"{word} {sys.argv[2]}\\n".encode())
+    os.close(fd)
+log("start")
+time.sleep(float(sys.argv[3]))
+log("end")
+"""
+
+
 PYTHON = os.environ.get("PYTHON_FOR_GATES", "python3")

@@ -19,21 +19,9 @@ import pytest
 from plugin_support import QUIET_PLUGINS, init_repo
 from pytest_verifygate import durations
 
-from conftest import commit_all, write
+from conftest import LOGGING, commit_all, write
 
 PY = sys.executable
-
-# argv[1]: the log, argv[2]: the gate's name, argv[3]: seconds between start and end.
-LOGGING = """\
-import os, sys, time
-def log(word):
-    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-    os.write(fd, f"{word} {sys.argv[2]}\\n".encode())
-    os.close(fd)
-log("start")
-time.sleep(float(sys.argv[3]))
-log("end")
-"""
 
 
 def gate(name: str, seconds: float = 0.3, **keys: object) -> str:

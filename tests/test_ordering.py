@@ -22,21 +22,9 @@ from pytest_verifygate import engine
 from pytest_verifygate.changes import ChangeRequest
 from pytest_verifygate.engine import RunRequest
 
-from conftest import commit_all, write
+from conftest import LOGGING, commit_all, write
 
 PY = sys.executable
-
-# argv[1]: the log, argv[2]: the gate's name, argv[3]: seconds between start and end.
-LOGGING = """\
-import os, sys, time
-def log(word):
-    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-    os.write(fd, f"{word} {sys.argv[2]}\\n".encode())
-    os.close(fd)
-log("start")
-time.sleep(float(sys.argv[3]))
-log("end")
-"""
 
 # Waits (at most 20 s) until every gate named in argv[2:] has left a marker, then passes; a
 # gate that never sees the others fails. Only gates running at the same time can all pass.
