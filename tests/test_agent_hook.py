@@ -91,14 +91,19 @@ def contract(gates: str) -> str:
 CHECK_GATE = contract('[[gate]]\nname = "check"\ncommand = [PY, "check.py"]\n')
 
 
-@pytest.fixture
-def project(repo: Path) -> Path:
-    """A repository whose one gate fails while a Python file contains a bug."""
+def checked_project(repo: Path) -> Path:
+    """``repo`` made a project whose one gate, ``check``, fails while ``calc.py`` contains a
+    bug (the ``project`` fixture of every agent hook test module)."""
     write(repo / "check.py", CHECK)
     write(repo / "verify.toml", CHECK_GATE)
     write(repo / "calc.py", GOOD)
     commit_all(repo)
     return repo
+
+
+@pytest.fixture
+def project(repo: Path) -> Path:
+    return checked_project(repo)
 
 
 def status(repo: Path) -> list[str]:

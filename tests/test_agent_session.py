@@ -13,7 +13,17 @@ from typing import Any
 import pytest
 
 from pytest_verifygate.agents.state import session_file_stem
-from test_agent_hook import BAD, CHECK, CHECK_GATE, GOOD, HOOK, HookRun, contract, stop
+from test_agent_hook import (
+    BAD,
+    CHECK,
+    CHECK_GATE,
+    GOOD,
+    HOOK,
+    HookRun,
+    checked_project,
+    contract,
+    stop,
+)
 
 from conftest import commit_all, git, write
 
@@ -22,12 +32,7 @@ PASSING_GATE = contract('[[gate]]\nname = "quick"\ncommand = [PY, "-c", "pass"]\
 
 @pytest.fixture
 def project(repo: Path) -> Path:
-    """A repository whose one gate, ``check``, fails while a Python file contains a bug."""
-    write(repo / "check.py", CHECK)
-    write(repo / "verify.toml", CHECK_GATE)
-    write(repo / "calc.py", GOOD)
-    commit_all(repo)
-    return repo
+    return checked_project(repo)
 
 
 def session_start(cwd: Path, session: str = "session-1", source: str = "startup") -> HookRun:

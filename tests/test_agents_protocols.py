@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from test_agent_hook import BAD, CHECK, CHECK_GATE, GOOD, HOOK, contract
+from test_agent_hook import BAD, CHECK_GATE, GOOD, HOOK, checked_project, contract
 
 from conftest import commit_all, git, write
 
@@ -120,11 +120,7 @@ def assert_allowed_silently(agent: str, answer: Answer) -> None:
 
 @pytest.fixture
 def project(repo: Path) -> Path:
-    write(repo / "check.py", CHECK)
-    write(repo / "verify.toml", CHECK_GATE)
-    write(repo / "calc.py", GOOD)
-    commit_all(repo)
-    return repo
+    return checked_project(repo)
 
 
 # --------------------------------------------------------------------------------------------
