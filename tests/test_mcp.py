@@ -347,14 +347,24 @@ def wait_for_gate(marker: str) -> None:
         time.sleep(0.05)
 
 
-def test_the_protocols_cancellation_ends_the_gates(repo: Path, tmp_path: Path) -> None:
-    marker = f"verifygate-mcp-cancelled-{uuid.uuid4().hex}"
+def running_slow_gate(repo: Path, tmp_path: Path, marker: str) -> RawServer:
+    """A server whose ``run_gates`` (request 2) runs the slow gate, once it has started."""
     write(repo / "verify.toml", slow_contract(tmp_path / "gate.pid", marker))
     commit_all(repo)
     server = RawServer(repo)
     try:
         server.call(2, "run_gates", {"changed_only": False})
         wait_for_gate(marker)
+    except BaseException:
+        server.close()
+        raise
+    return server
+
+
+def test_the_protocols_cancellation_ends_the_gates(repo: Path, tmp_path: Path) -> None:
+    marker = f"verifygate-mcp-cancelled-{uuid.uuid4().hex}"
+    server = running_slow_gate(repo, tmp_path, marker)
+    try:
         server.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
                      "params": {"requestId": 2, "reason": "the user changed their mind"}})
         wait_until_gone(marker)
@@ -368,12 +378,8 @@ def test_the_protocols_cancellation_ends_the_gates(repo: Path, tmp_path: Path) -
 
 def test_a_stopped_server_ends_its_gates(repo: Path, tmp_path: Path) -> None:
     marker = f"verifygate-mcp-sigterm-{uuid.uuid4().hex}"
-    write(repo / "verify.toml", slow_contract(tmp_path / "gate.pid", marker))
-    commit_all(repo)
-    server = RawServer(repo)
+    server = running_slow_gate(repo, tmp_path, marker)
     try:
-        server.call(2, "run_gates", {"changed_only": False})
-        wait_for_gate(marker)
         server.process.send_signal(signal.SIGTERM)
         server.process.communicate(timeout=30)
         wait_until_gone(marker)
