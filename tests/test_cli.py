@@ -432,13 +432,14 @@ def test_the_console_script_runs_a_command_without_collecting_garbage(repo: Path
     code = ("import gc, sys\n"
             "collections = []\n"
             "gc.callbacks.append(lambda phase, info: collections.append(phase))\n"
-            "from pytest_verifygate.cli import console_main, main\n"
+            "from pytest_verifygate.cli import main\n"
+            "from pytest_verifygate.console import main as console_script\n"
             "assert main(['run', '--all']) == 0 and gc.isenabled()\n"
             "ran = len(collections)\n"
             "sys.argv = ['verifygate', 'run', '--all']\n"
             "import atexit\n"
             "atexit.register(lambda: print('collections', ran, len(collections) - ran))\n"
-            "console_main()\n")
+            "console_script()\n")
     done = python(code, cwd=repo)
     assert done.returncode == 0, done.stderr
     api_run, console_run = (int(word) for word in done.stdout.split()[-2:])

@@ -5,7 +5,7 @@ exit, and collecting while they are made finds nothing: about 2 ms of a commit's
 collector is paused before anything else is imported (the package's ``__init__`` imports
 nothing), for the whole command; a command's own objects are freed by reference counting as
 ever, and ``verifygate mcp``, a server that lives on, turns the collector back on once it has
-started. ``cli.console_main`` does the rest.
+started. ``cli.console_main`` does the rest; ``python -m pytest_verifygate.cli`` comes here too.
 
 PYTEST_DONT_REWRITE
 """

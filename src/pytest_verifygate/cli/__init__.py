@@ -11,7 +11,6 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-import gc
 import importlib
 import io
 import os
@@ -159,11 +158,7 @@ def console_main() -> NoReturn:
     modules a run imported, which on a commit's run costs more (about 8 ms) than spawning
     four trivial gates. ``os._exit`` skips it once stdout and stderr are flushed, unless
     something still needs the ordinary exit (see ``_teardown_needed``).
-
-    Python's cyclic garbage collector is paused for the command (see ``console``, which
-    pauses it before the first import; this is for ``python -m pytest_verifygate.cli``).
     """
-    gc.disable()
     status = main()
     for stream in (sys.stdout, sys.stderr):
         try:
