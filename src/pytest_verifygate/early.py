@@ -9,7 +9,8 @@ same directory, so a wrong guess costs one unused git process and never a wrong 
 Unclaimed reads are killed and reaped by ``discard``, which ``cli.main`` calls on every way
 out.
 
-Imports nothing beyond what the interpreter has loaded by then: that is the point.
+Imports nothing beyond what the interpreter has loaded by then (``signal`` only when a read
+starts): that is the point.
 
 PYTEST_DONT_REWRITE
 """
@@ -17,11 +18,10 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import os
-import signal
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from types import TracebackType
 
 # ``changes``' diff of a change set, and the two reads of a staged run.
@@ -36,6 +36,8 @@ class EarlyRead:
     ``Popen`` that ``changes`` uses)."""
 
     def __init__(self, args: tuple[str, ...]) -> None:
+        import signal  # here: ``verifygate --version`` and the agent hook never start a read
+
         self.args = ["git", *args]
         self.returncode: int | None = None
         self._here = _identity(".")
@@ -86,6 +88,8 @@ class EarlyRead:
         """End the read unread: git is killed and reaped."""
         self._close_pipes()
         if self.returncode is None:
+            import signal
+
             os.kill(self.pid, signal.SIGKILL)  # unreaped, its pid is still its own
             self._reap()
 
