@@ -79,6 +79,8 @@ class Failure(NamedTuple):
     output: str
     argv: Sequence[str]
     cwd: Path
+    # The command of the gate declared just before this one, when there is one.
+    previous: Sequence[str] = ()
 
 
 class Rule(NamedTuple):
@@ -232,6 +234,10 @@ RULES: tuple[Rule, ...] = (
          _rx(r"^Usage Error: Couldn't find a script named \"(?P<name>[^\"\n]+)\""), _asked_for),
     Rule(MISSING_SCRIPT, "bun",
          _rx(r"^error: (?:Script not found|missing script) \"(?P<name>[^\"\n]+)\""), _asked_for),
+    # No package.json: no script of it can be defined (openTiger's reading too).
+    Rule(MISSING_SCRIPT, "npm", _rx(r"^npm (?:ERR!|error) enoent Could not read package\.json")),
+    Rule(MISSING_SCRIPT, "pnpm", _rx(r"^\s*ERR_PNPM_NO_IMPORTER_MANIFEST_FOUND\b")),
+    Rule(MISSING_SCRIPT, "yarn", _rx(r"^error Couldn't find a package\.json file in ")),
     # make: a target named on the command line with no rule (a missing prerequisite file,
     # "needed by ...", is an ordinary build failure), or no makefile at all.
     Rule(MISSING_MAKE_TARGET, "make",
@@ -273,16 +279,18 @@ RULES: tuple[Rule, ...] = (
          _rx(r"^\s*● Test suite failed to run\n\n\s+Cannot find module '(?P<module>[^'\n]+)' "
              r"from '[^'\n]+'$"), _node_package),
     Rule(SETUP_OR_BOOTSTRAP_ISSUE, "node", _rx(r"^Error: spawn \S+ ENOENT$")),
-    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "npm",
-         _rx(r"^npm (?:ERR!|error) enoent Could not read package\.json")),
+    # An installed package that needs another runtime (an ES module required from CommonJS).
+    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "node",
+         _rx(r"^(?:Uncaught )?Error(?: \[ERR_REQUIRE_ESM\])?: require\(\) of ES Module "
+             r"(?P<module>\S+)"), _node_package),
+    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "vitest",
+         _rx(r"^\s*MISSING DEPENDENCY\s+Cannot find dependency '[^'\n]+'")),
     Rule(SETUP_OR_BOOTSTRAP_ISSUE, "npm", _rx(r"^npm (?:ERR!|error) code EBADENGINE$")),
     Rule(SETUP_OR_BOOTSTRAP_ISSUE, "npx",
          _rx(r"^npm (?:ERR!|error) could not determine executable to run$")),
     Rule(SETUP_OR_BOOTSTRAP_ISSUE, "pnpm",
          _rx(r"^\s*ERR_PNPM_RECURSIVE_EXEC_FIRST_FAIL\s+Command \"[^\"\n]+\" not found")),
-    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "pnpm",
-         _rx(r"^\s*ERR_PNPM_NO_IMPORTER_MANIFEST_FOUND\b")),
-    Rule(SETUP_OR_BOOTSTRAP_ISSUE, "yarn", _rx(r"^error Couldn't find a package\.json file in ")),
+
     Rule(SETUP_OR_BOOTSTRAP_ISSUE, "cargo", _rx(r"^error: no such command: `[^`\n]+`")),
     Rule(SETUP_OR_BOOTSTRAP_ISSUE, "cargo",
          _rx(r"^error: could not find `Cargo\.toml` in `[^`\n]+` or any parent directory$")),
@@ -292,7 +300,12 @@ RULES: tuple[Rule, ...] = (
 )
 
 _PYTEST_NAMES = frozenset({"pytest", "py.test"})
-_ARTIFACT_TESTS = frozenset({"-f", "-s", "-e", "-d"})
+_ARTIFACT_TESTS = frozenset({"-f", "-s"})
+# Directory names that hold what a build produces.
+_ARTIFACT_DIRS = frozenset({"artifact", "artifacts", "build", "debug", "dist", "out", "release",
+                            "target"})
+_PACKAGE_MANAGERS = frozenset({"npm", "pnpm", "yarn", "bun"})
+_CLEAN_SCRIPT = re.compile(r"\b(?:run\s+)?(?:clean|distclean|clobber)\b", re.IGNORECASE)
 
 
 def _runs_pytest(argv: Sequence[str]) -> bool:
@@ -306,10 +319,24 @@ def _runs_pytest(argv: Sequence[str]) -> bool:
 
 
 def _artifact_check(argv: Sequence[str]) -> bool:
-    """``test -f dist/x`` or ``[ -s build/y ]``: checking that an earlier step built something."""
-    if not argv or Path(argv[0]).name not in ("test", "["):
+    """``test -f dist/x`` or ``[ -s build/y ]``: checking that an earlier step built something
+    into a build directory."""
+    if len(argv) < 3 or Path(argv[0]).name not in ("test", "[") or argv[1] not in _ARTIFACT_TESTS:
         return False
-    return len(argv) >= 3 and argv[1] in _ARTIFACT_TESTS
+    path = argv[2].replace("\\", "/").lower()
+    if ".." in path or "*" in path:
+        return False
+    return any(part in _ARTIFACT_DIRS for part in path.split("/"))
+
+
+def _cleans(argv: Sequence[str]) -> bool:
+    """``make clean``, ``npm run clean``, ``pnpm distclean``...: a step that removes builds."""
+    if not argv:
+        return False
+    program = Path(argv[0]).name
+    if re.fullmatch(_MAKE, program):
+        return any("clean" in word.lower() for word in argv[1:])
+    return program in _PACKAGE_MANAGERS and _CLEAN_SCRIPT.search(" ".join(argv[1:])) is not None
 
 
 def classify(failure: Failure) -> str:
@@ -326,6 +353,7 @@ def classify(failure: Failure) -> str:
         for match in rule.pattern.finditer(text):
             if rule.accept is None or rule.accept(match, failure):
                 return rule.code
-    if failure.exit_code == 1 and not text.strip() and _artifact_check(program):
+    if (failure.exit_code == 1 and not text.strip() and _artifact_check(program)
+            and _cleans(_program_argv(failure.previous))):
         return SEQUENCE_ISSUE
     return COMMAND_FAILED

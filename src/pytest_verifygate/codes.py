@@ -55,7 +55,8 @@ CODES = (
 )
 # Codes that ``on_missing = "skip"`` turns into a skip, and that a retry cannot change.
 MISSING_CODES = frozenset({MISSING_SCRIPT, MISSING_MAKE_TARGET, NO_TEST_FILES})
-NOT_RETRIED = MISSING_CODES | {UNSUPPORTED_FORMAT, INTERRUPTED}
+# A retry cannot change these: the command, the contract or the order of the gates is wrong.
+NOT_RETRIED = MISSING_CODES | {UNSUPPORTED_FORMAT, SEQUENCE_ISSUE, INTERRUPTED}
 
 # The verdict "failed" with no gate failed: files changed but nothing verified them, and the
 # contract's settings.fail_when_unverified makes that a failure. Said the same way everywhere.

@@ -346,6 +346,13 @@ class GateRunner:
             return result._replace(reason=HELD_OUTPUT_REASON) if end.output_held else result
         return self._classified(plan, result)
 
+    def _previous_argv(self, plan: GatePlan) -> tuple[str, ...]:
+        """The command of the gate declared just before ``plan`` (a clean step before an
+        artifact check makes its silent failure a ``sequence_issue``)."""
+        index = self.plans.index(plan)
+        previous = self.plans[index - 1] if index else None
+        return previous.invocations[0] if previous and previous.invocations else ()
+
     def _classified(self, plan: GatePlan, result: GateResult) -> GateResult:
         """A failed command's result with its code: the classifier's, unless the hook names
         another; a missing tool or target becomes a skip where the gate says so."""
@@ -353,7 +360,7 @@ class GateRunner:
 
         argv = plan.invocations[0] if plan.invocations else ()
         code = classify(Failure(result.exit_code, result.signal, result.output_tail, argv,
-                                plan.cwd))
+                                plan.cwd, self._previous_argv(plan)))
         result = result._replace(outcome=codes.FAILED, code=code)
         if self.classify_hook is not None:
             override = self.classify_hook(plan.gate, result)
