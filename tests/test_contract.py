@@ -235,14 +235,14 @@ def test_seed_formats_start_from_their_home_systems_settings(repo: Path) -> None
     assert load_contract().settings.jobs == 0
     path = write(repo / ".opentiger" / "verify.contract.json", json.dumps({"commands": ["x"]}))
     opentiger = load_contract(path)
-    assert (opentiger.settings.jobs, opentiger.settings.on_missing) == (1, "skip")
-    assert opentiger.gates[0].on_missing == "skip"
+    assert (opentiger.settings.jobs, opentiger.settings.on_missing) == (1, "fail")
+    assert opentiger.gates[0].on_missing == "fail"
     path.write_text(json.dumps({"commands": ["x"], "settings": {
-        "jobs": 4, "on_missing": "fail", "timeout_seconds": 9, "cache": True}}))
-    strict = load_contract(path)
-    assert (strict.settings.jobs, strict.gates[0].on_missing) == (4, "fail")
-    assert (strict.gates[0].timeout_seconds, strict.gates[0].cache) == (9, True)
-    assert strict.warnings == ()
+        "jobs": 4, "on_missing": "skip", "timeout_seconds": 9, "cache": True}}))
+    lenient = load_contract(path)
+    assert (lenient.settings.jobs, lenient.gates[0].on_missing) == (4, "skip")
+    assert (lenient.gates[0].timeout_seconds, lenient.gates[0].cache) == (9, True)
+    assert lenient.warnings == ()
     write(repo / "verify.toml", '[[gate]]\nname = "n"\ncommand = "true"\n')
     native = load_contract()
     assert (native.settings.jobs, native.settings.on_missing) == (0, "fail")
@@ -270,26 +270,27 @@ def test_opentiger_settings_are_checked_like_toml_settings(
 
 
 @pytest.mark.skipif(shutil.which("npm") is None, reason="needs npm")
-def test_an_opentiger_script_that_is_not_defined_is_skipped_in_every_output(
+def test_an_opentiger_script_that_is_not_defined_fails_unless_the_contract_skips_it(
     repo: Path,
 ) -> None:
     write(repo / "package.json", json.dumps({"name": "x", "version": "1.0.0", "scripts": {}}))
     contract = write(repo / ".opentiger" / "verify.contract.json",
                      json.dumps({"commands": ["npm run lint"]}))
     report, junit = repo.parent / "report.json", repo.parent / "junit.xml"
-    done = verifygate(repo, "run", "--all", "--json", str(report), "--junit", str(junit))
-    assert done.returncode == 0, done.stdout + done.stderr
-    (gate,) = json.loads(report.read_text())["gates"]
-    assert (gate["name"], gate["outcome"], gate["code"]) == ("npm run lint", "skipped", None)
-    assert "missing_script" in gate["reason"]
-    assert "missing_script" in done.stdout
-    assert "missing_script" in junit.read_text()
-    contract.write_text(json.dumps({"commands": ["npm run lint"],
-                                    "settings": {"on_missing": "fail"}}))
     done = verifygate(repo, "run", "--all", "--json", str(report))
     assert done.returncode == 1, done.stdout + done.stderr
     (gate,) = json.loads(report.read_text())["gates"]
-    assert (gate["outcome"], gate["code"]) == ("failed", "missing_script")
+    assert (gate["name"], gate["outcome"], gate["code"]) == ("npm run lint", "failed",
+                                                             "missing_script")
+    contract.write_text(json.dumps({"commands": ["npm run lint"],
+                                    "settings": {"on_missing": "skip"}}))
+    done = verifygate(repo, "run", "--all", "--json", str(report), "--junit", str(junit))
+    assert done.returncode == 0, done.stdout + done.stderr
+    (gate,) = json.loads(report.read_text())["gates"]
+    assert (gate["outcome"], gate["code"]) == ("skipped", None)
+    assert "missing_script" in gate["reason"]
+    assert "missing_script" in done.stdout
+    assert "missing_script" in junit.read_text()
 
 
 def test_minimatch_translation_anchors_at_the_root() -> None:
