@@ -69,11 +69,14 @@ def plan_gates(
                                       skip_reason="no matching files for {files}"))
                 continue
         invocations = tuple(tuple(argv) for argv in expand(parsed, files))
+        env = {**gate.env, **parsed.env}
+        if contract.format == "opentiger" and "PATH" not in env:
+            env["PATH"] = node_bin_path(cwd, os.environ.get("PATH", ""))
         plan = GatePlan(
             gate,
             cwd,
             invocations=invocations,
-            env={**gate.env, **parsed.env},
+            env=env,
             display_command=_truncated(invocations[0]),
         )
         if gate.cache:
@@ -83,6 +86,16 @@ def plan_gates(
             plan = cache.attach(contract, plan, repo_files, read=read_cache)
         plans.append(plan)
     return plans
+
+
+def node_bin_path(cwd: Path, path: str) -> str:
+    """``PATH`` as openTiger gives its commands: the gate directory's ``node_modules/.bin``
+    first, and no other project's ``node_modules/.bin`` (where the caller's own tools live)."""
+    own = str(cwd / "node_modules" / ".bin")
+    kept = [entry for entry in path.split(os.pathsep) if entry.strip() and not (
+        Path(entry).parts[-2:] == ("node_modules", ".bin")
+        and not Path(entry).resolve().is_relative_to(cwd))]
+    return os.pathsep.join(dict.fromkeys([own, *kept]))
 
 
 def _relative_to_cwd(path: str, root: Path, cwd: Path) -> str:

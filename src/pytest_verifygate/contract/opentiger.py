@@ -3,16 +3,20 @@ per rule of changed files, turned into gates.
 
 openTiger's globs are minimatch globs; they are translated into the gitignore-style patterns
 every other form uses (``minimatch_to_gitignore``). Its commands have no names, so each gate is
-named after its command, shortened readably. A command listed in several places is one gate
-where one gate can say when it runs (see ``_merged``). Keys openTiger has and verifygate does
-not use become warnings; an optional ``"settings"`` object takes the keys of ``[settings]``.
+named after its command, shortened readably. As openTiger does, a command chained with ``&&``
+runs as one gate per part, and a leading ``cd DIR &&`` sets the directory of the parts after it
+(``chained_parts``). A command listed in several places is one gate where one gate can say when
+it runs (see ``_merged``). Keys openTiger has and verifygate does not use become warnings; an
+optional ``"settings"`` object takes the keys of ``[settings]``.
 
 PYTEST_DONT_REWRITE
 """
 
+import posixpath
 import re
 from typing import NamedTuple
 
+from pytest_verifygate.commands import UnsupportedCommand, split_words
 from pytest_verifygate.contract.fields import FieldReader, type_name
 from pytest_verifygate.contract.model import (
     OPENTIGER_KEYS,
@@ -36,6 +40,7 @@ class _Use(NamedTuple):
     roles: tuple[str, ...] | None = None
     when_changed: tuple[str, ...] | None = None
     when_changed_all: tuple[str, ...] = ()
+    cwd: str = "."
 
     @property
     def always(self) -> bool:
@@ -61,15 +66,17 @@ def load_opentiger(
     if "settings" in data:
         settings = load_settings(data["settings"], reader, settings, where='"settings"',
                                  table_word="an object")
-    uses = [_Use(command) for command in _json_commands(data.get("commands", []), reader,
-                                                        key="commands")]
+    uses = [_Use(part, cwd=cwd)
+            for command in _json_commands(data.get("commands", []), reader, key="commands")
+            for part, cwd in chained_parts(command)]
     by_role = data.get("byRole", {})
     if not isinstance(by_role, dict):
         raise reader.error(f"must be an object, not {type_name(by_role)}", key="byRole")
     for role, commands in by_role.items():
         reader.string(role, gate=None, key="byRole")  # a role name is printed and matched
-        uses += [_Use(command, roles=(role,))
-                 for command in _json_commands(commands, reader, key=f"byRole.{role}")]
+        uses += [_Use(part, roles=(role,), cwd=cwd)
+                 for command in _json_commands(commands, reader, key=f"byRole.{role}")
+                 for part, cwd in chained_parts(command)]
     rules = data.get("rules", [])
     if not isinstance(rules, list):
         raise reader.error(f"must be a list, not {type_name(rules)}", key="rules")
@@ -85,9 +92,10 @@ def load_opentiger(
                 )
         any_globs = _json_globs(rule.get("whenChangedAny"), reader, f"{key}.whenChangedAny")
         all_globs = _json_globs(rule.get("whenChangedAll"), reader, f"{key}.whenChangedAll")
-        uses += [_Use(command, None, any_globs or None, all_globs)
+        uses += [_Use(part, None, any_globs or None, all_globs, cwd)
                  for command in _json_commands(rule.get("commands", []), reader,
-                                               key=f"{key}.commands")]
+                                               key=f"{key}.commands")
+                 for part, cwd in chained_parts(command)]
     if not uses:
         raise reader.error("defines no commands", key="commands",
                            hint='add "commands": ["..."]')
@@ -101,6 +109,7 @@ def load_opentiger(
                 roles=use.roles,
                 when_changed=use.when_changed,
                 when_changed_all=use.when_changed_all,
+                cwd=use.cwd,
                 timeout_seconds=settings.timeout_seconds,
                 on_missing=settings.on_missing,
                 cache=settings.cache,
@@ -118,33 +127,90 @@ def _merged(uses: list[_Use]) -> list[_Use]:
     that only have ``whenChangedAny``, when any of their globs matches. What one gate cannot
     say (a role or else a change; two ``whenChangedAll`` rules) stays one gate per condition.
     """
-    by_command: dict[str, list[tuple[int, _Use]]] = {}
+    by_command: dict[tuple[str, str], list[tuple[int, _Use]]] = {}
     for position, use in enumerate(uses):
-        by_command.setdefault(use.command.strip(), []).append((position, use))
+        by_command.setdefault((use.command.strip(), use.cwd), []).append((position, use))
     # (position of the first use it stands for, the use): a gate runs where it is first listed.
     merged: list[tuple[int, _Use]] = []
     for group in by_command.values():
-        command = group[0][1].command
+        command, cwd = group[0][1].command, group[0][1].cwd
         always = [position for position, use in group if use.always]
         if always:
-            merged.append((always[0], _Use(command)))
+            merged.append((always[0], _Use(command, cwd=cwd)))
             continue
         by_role = [(position, use) for position, use in group if use.roles is not None]
         if by_role:
             roles = tuple(dict.fromkeys(role for _, use in by_role for role in use.roles or ()))
-            merged.append((by_role[0][0], _Use(command, roles=roles)))
+            merged.append((by_role[0][0], _Use(command, roles=roles, cwd=cwd)))
         any_only = [(position, use) for position, use in group
                     if use.roles is None and not use.when_changed_all]
         if any_only:
             globs = tuple(dict.fromkeys(glob for _, use in any_only
                                         for glob in use.when_changed or ()))
-            merged.append((any_only[0][0], _Use(command, when_changed=globs)))
+            merged.append((any_only[0][0], _Use(command, when_changed=globs, cwd=cwd)))
         seen: set[_Use] = set()
         for position, use in group:
             if use.roles is None and use.when_changed_all and use not in seen:
                 seen.add(use)
                 merged.append((position, use))
     return [use for _, use in sorted(merged, key=lambda item: item[0])]
+
+
+def chained_parts(command: str) -> list[tuple[str, str]]:
+    """The parts of ``command`` split at each ``&&`` outside quotes, each with the directory
+    it runs in (relative to the project root), as openTiger runs a chained command.
+
+    A part that is exactly ``cd DIR``, with ``DIR`` inside the project, is not run: it sets the
+    directory of the parts after it. Any other ``cd`` (out of the project, with options) stays a
+    part and fails as the shell builtin it is. Unlike openTiger, a ``cd`` never reaches past its
+    own command: a gate's directory does not depend on which other gates were selected.
+    """
+    parts: list[tuple[str, str]] = []
+    cwd = "."
+    for part in _split_and_and(command):
+        target = _cd_target(part, cwd)
+        if target is not None:
+            cwd = target
+        else:
+            parts.append((part, cwd))
+    return parts or [(command, ".")]
+
+
+def _split_and_and(command: str) -> list[str]:
+    """``command`` cut at every ``&&`` outside quotes; quotes and backslashes stay as written."""
+    parts: list[str] = []
+    start, index, quote = 0, 0, ""
+    while index < len(command):
+        char = command[index]
+        if char == "\\" and quote != "'":
+            index += 2
+            continue
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif command.startswith("&&", index):
+            parts.append(command[start:index])
+            start = index = index + 2
+            continue
+        index += 1
+    parts.append(command[start:])
+    return [part.strip() for part in parts if part.strip()]
+
+
+def _cd_target(part: str, cwd: str) -> str | None:
+    """The directory ``part`` changes to when it is a plain ``cd`` that stays in the project."""
+    try:
+        words = [word.text for word in split_words(part)]
+    except UnsupportedCommand:
+        return None
+    if not words or words[0] != "cd" or len(words) > 2:
+        return None
+    target = words[1] if len(words) == 2 else "."
+    if posixpath.isabs(target):
+        return None
+    joined = posixpath.normpath(posixpath.join(cwd, target))
+    return None if joined == ".." or joined.startswith("../") else joined
 
 
 def _json_commands(value: object, reader: FieldReader, *, key: str) -> list[str]:
