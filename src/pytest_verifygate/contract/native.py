@@ -3,8 +3,9 @@
 
 The three differ only in where the tables sit (under ``tool.verifygate`` in a pyproject) and
 in defaults: middle's commands run in a shell, one gate at a time in declared order, as middle
-runs them. Settings supply each gate's defaults. Also checks ``needs`` across the gates (every
-name known, no circle).
+runs them, and a gate without a category is a ``unit`` gate, as middle reads it. Settings
+supply each gate's defaults. Also checks ``needs`` across the gates (every name known, no
+circle).
 
 PYTEST_DONT_REWRITE
 """
@@ -44,11 +45,11 @@ def load_native(
         reader = reader.within("tool.verifygate.")
         data = table
     return _load_tables(data, reader, SEED_SETTINGS.get(fmt, Settings()),
-                        shell_default=fmt == "middle")
+                        middle=fmt == "middle")
 
 
 def _load_tables(
-    data: dict[str, Any], reader: FieldReader, defaults: Settings, *, shell_default: bool
+    data: dict[str, Any], reader: FieldReader, defaults: Settings, *, middle: bool
 ) -> tuple[Settings, list[Gate]]:
     reader.check_keys(data, ("settings", "gate"), gate=None, where="the contract")
     settings = load_settings(data.get("settings", {}), reader, defaults)
@@ -67,7 +68,7 @@ def _load_tables(
     gates: list[Gate] = []
     seen: set[str] = set()
     for position, raw in enumerate(raw_gates, start=1):
-        gate = _load_gate(raw, position, settings, reader, shell_default=shell_default)
+        gate = _load_gate(raw, position, settings, reader, middle=middle)
         if gate.name in seen:
             raise reader.error(
                 "duplicate gate name", gate=gate.name, key="name",
@@ -80,8 +81,9 @@ def _load_tables(
 
 
 def _load_gate(
-    raw: object, position: int, settings: Settings, reader: FieldReader, *, shell_default: bool
+    raw: object, position: int, settings: Settings, reader: FieldReader, *, middle: bool
 ) -> Gate:
+    """One gate; ``middle``: with middle's defaults (a shell, category ``unit``)."""
     # Keys are checked in a fixed order, so that a gate with several mistakes always reports
     # the same one first.
     label = f"#{position}"
@@ -142,7 +144,7 @@ def _load_gate(
         ),
         shell=(
             reader.boolean(raw["shell"], gate=name, key="shell") if "shell" in raw
-            else shell_default
+            else middle
         ),
         retries=(
             reader.integer(raw["retries"], gate=name, key="retries", minimum=0,
@@ -152,7 +154,7 @@ def _load_gate(
         ),
         category=optional(
             "category", lambda v: reader.choice(v, CATEGORIES, gate=name, key="category")
-        ),
+        ) or ("unit" if middle else None),
         phases=phases,
         kind=kind,
         on_missing=(
