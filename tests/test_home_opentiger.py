@@ -315,12 +315,14 @@ def test_sequence_issue_is_a_silent_artifact_check_after_a_clean(repo: Path) -> 
         "command_failed")
 
 
-@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+@pytest.mark.skipif(shutil.which("npm") is None or shutil.which("make") is None,
+                    reason="npm and make are needed")
 def test_which_codes_are_retried(repo: Path) -> None:
-    """Agree with CORE:12, :24, :36, :48 and CYCLE:5-:77 on what a retry can change: a
-    command's own failure and a setup problem are retried; an unsupported format, a missing
-    script or target, no test files and a sequence issue are not."""
+    """Agree with CORE:12, :24, :36, :48 and CYCLE:5, :18, :29, :42, :55, :66, :77 on what a
+    retry can change: a command's own failure and a setup problem are retried; an unsupported
+    format, a missing script or target, no test files and a sequence issue are not."""
     write(repo / "Makefile", "clean:\n\t@true\n")
+    write(repo / "package.json", json.dumps({"name": "x", "version": "1.0.0", "scripts": {}}))
     write(repo / "verify.toml", """
 [settings]
 jobs = 1
@@ -346,6 +348,11 @@ command = "make nosuch"
 retries = 2
 
 [[gate]]
+name = "script"
+command = "npm run nosuch"
+retries = 2
+
+[[gate]]
 name = "clean"
 command = "make clean"
 
@@ -360,6 +367,7 @@ retries = 2
     assert codes["setup"] == ("setup_or_bootstrap_issue", 3)
     assert codes["format"][0] == "unsupported_format" and codes["format"][1] <= 1
     assert codes["target"] == ("missing_make_target", 1)
+    assert codes["script"] == ("missing_script", 1)
     assert codes["artifact"] == ("sequence_issue", 1)
 
 
@@ -393,6 +401,8 @@ SKIP_CASES = [
     Skip(f"{SKIPS}:34", True, ["npm run dev", "true"], "src/a.ts"),
     Skip(f"{SKIPS}:48", True, ["npm run dev"], "README.md"),
     Skip(f"{SKIPS}:62", False, ["npm run dev"], "src/a.ts"),
+    Skip(f"{SKIPS}:76", False, ["npm run dev", "true"], "README.md"),  # skipping switched off
+    Skip(f"{SKIPS}:91", True, ["npm run dev"], "README.md"),  # a change with no effect
     Skip(f"{SKIPS}:105", True, ["make test", "true"], "src/a.ts"),
     Skip(f"{SKIPS}:119", True, ["file kernel/kernel.elf | grep -q riscv", "true"], "src/a.ts"),
     Skip(f"{SKIPS}:133", True, ["source .env", "true"], "src/a.ts"),
@@ -402,10 +412,19 @@ SKIP_CASES = [
     Skip(f"{SKIPS}:175", False, ['test -z "$(git ls-files tests/test_runner)"'], "src/a.ts"),
     Skip(f"{SKIPS}:189", True, ["true", "timeout 5 scripts/qemu-run.sh | grep -q boot"],
          "src/a.ts"),
+    # A failing recursive typecheck (``false`` stands in for it) after another check passed.
+    Skip(f"{SKIPS}:203", True, ["true", "false"], "src/a.ts"),
+    Skip(f"{SKIPS}:218", False, ["false"], "src/a.ts"),
+    Skip(f"{SKIPS}:233", True, ["cd nopkg && npm run dev"], "README.md"),
     Skip(f"{SKIPS}:253", True, ["true", "make test"], "src/a.ts"),
+    Skip(f"{SKIPS}:268", True, ["npm run verify", "true"], "src/a.ts"),
     Skip(f"{SKIPS}:283", False, ["make test"], "src/a.ts"),
+    Skip(f"{SKIPS}:298", True, ["true", "npm test -- --no-tests-found"], "src/a.ts"),
+    Skip(f"{SKIPS}:313", False, ["npm test -- --no-tests-found"], "src/a.ts"),
+    Skip(f"{SKIPS}:328", True, ["true", "false"], "src/a.ts"),  # after an explicit pass
     Skip(f"{SKIPS}:343", True, ["true", "false"], "src/a.ts"),
     Skip(f"{SKIPS}:358", False, ["false"], "src/a.ts"),
+    Skip(f"{SKIPS}:373", False, ["true", "false"], "src/a.ts"),  # skipping switched off
 ]
 
 
@@ -416,9 +435,11 @@ def test_a_failing_command_is_never_skipped(repo: Path, case: Skip) -> None:
     """openTiger skips some failing commands when other verification remains or passed, or the
     change touches only docs; where it does (``upstream_skips``) we differ deliberately: a
     contract must not weaken itself, so the command fails and so does the verdict. Where it
-    does not, we agree. (SKIPS:76, :91, :373 are switches and no-op changes of that policy.)"""
-    write(repo / "package.json", json.dumps({"name": "x", "version": "1.0.0", "scripts": {}}))
+    does not, we agree."""
+    write(repo / "package.json", json.dumps({"name": "x", "version": "1.0.0", "scripts": {
+        "test": "echo 'No test files found, exiting with code 1' && exit 1"}}))
     write(repo / "Makefile", "all:\n\t@true\n")
+    (repo / "nopkg").mkdir()
     contract(repo, {"commands": case.commands})
     result = run_report(repo, "--files", case.changed)
     failing = [gate for gate in result["gates"] if gate["outcome"] == "failed"]
