@@ -100,4 +100,6 @@ def read_payload(raw: bytes, agent: str | None = None) -> tuple[Adapter, HookPay
     except NotAStop as exc:
         raise UnreadPayload(f"{adapter.title} hook input: {exc}", adapter, True) from None
     except PayloadError as exc:
-        raise UnreadPayload(f"malformed {adapter.title} hook input: {exc}", adapter) from None
+        # A SessionStart is no stop, even malformed: a warning, never a block.
+        raise UnreadPayload(f"malformed {adapter.title} hook input: {exc}", adapter,
+                            data.get("hook_event_name") == "SessionStart") from None
