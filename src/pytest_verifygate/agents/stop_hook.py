@@ -1,6 +1,7 @@
 """``verifygate agent-hook``: the one verify-on-stop policy, for every coding agent.
 
-Owns the decisions. Each agent's protocol (its payload, its answer's format, its
+Owns the decisions; reading the payload, the time budget and answering are the front end's
+(``cli/agent_hook.py``). Each agent's protocol (its payload, its answer's format, its
 configuration) is an adapter's (``claude.py``, ``codex.py``, ``cursor.py``, ``gemini.py``;
 ``detect.py`` tells them apart); the per-session files are ``state.py``'s and the starting
 point ``session_start.py``'s. The gates run through the one engine, exactly as
@@ -57,7 +58,6 @@ PYTEST_DONT_REWRITE
 
 import argparse
 import shlex
-import signal
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -66,13 +66,10 @@ from typing import Any
 from pytest_verifygate import codes
 from pytest_verifygate.agents import status
 from pytest_verifygate.agents.protocol import (
-    DEFAULT_BUDGET,
     SESSION_START,
     SUBAGENT_STOP,
-    Adapter,
     Decision,
     HookPayload,
-    read_input,
 )
 from pytest_verifygate.agents.session_start import (
     StartPoint,
@@ -87,15 +84,9 @@ from pytest_verifygate.contract import find_contract, find_repo_root, posix_rela
 from pytest_verifygate.contract.revision import NoContractError, change_note
 from pytest_verifygate.engine import Plan, RunRequest, prepare
 from pytest_verifygate.errors import ContractError, VerifyGateError
-from pytest_verifygate.signals import TERMINATING_SIGNALS, Interruptible
 
-# The exit status that blocks where the agent is not known: Claude Code, Codex CLI and Gemini
-# CLI read it as a block, with stderr as the reason.
-EXIT_BLOCK_UNKNOWN_AGENT = 2
 # Rounds of payloads that cannot be read are counted under this key, one per repository.
 UNREAD_KEY = "unread-payload"
-# The hook's own time budget ends with SIGALRM, taken as an interruption (where it exists).
-_ALARM = (signal.SIGALRM,) if hasattr(signal, "SIGALRM") else ()
 
 
 class GatesInterrupted(Exception):
@@ -182,85 +173,23 @@ def block_round(
 
 
 # --------------------------------------------------------------------------------------------
-# the command
+# judging a stop
 
 
-def run_agent_hook(args: argparse.Namespace) -> int:
-    """Read the payload, check the gates, print the decision in the agent's format. Returns 0,
-    or ``EXIT_BLOCK_UNKNOWN_AGENT`` for a block whose agent is not known. Every message for
-    the user is also said on stderr, one line each."""
-    from pytest_verifygate.agents.detect import ADAPTERS, UnreadPayload, read_payload
-
-    adapter: Adapter | None = ADAPTERS.get(getattr(args, "agent", None) or "")
-    payload: HookPayload | None = None
-    budget = getattr(args, "budget", DEFAULT_BUDGET)
-    # Every terminating signal, and the budget's alarm, ends the gates cleanly, like Ctrl-C.
-    with Interruptible(TERMINATING_SIGNALS + _ALARM) as guard:
-        _alarm(budget)
-        try:
-            try:
-                adapter, payload = read_payload(read_input(sys.stdin.buffer),
-                                                getattr(args, "agent", None))
-                decision = _run(args, payload)
-            except UnreadPayload as exc:
-                adapter = exc.adapter
-                decision = (_allow(f"{exc}; nothing to check")._replace(status=None)
-                            if exc.not_a_stop
-                            else _fail_closed(args, None, f"its input cannot be read: {exc}"))
-            except (KeyboardInterrupt, GatesInterrupted) as exc:
-                gates = exc.gates if isinstance(exc, GatesInterrupted) else ()
-                decision = _fail_closed(args, payload, _interruption(
-                    guard.received, budget, gates, read=payload is not None))
-            except Exception as exc:  # a crash must never let an unchecked stop through
-                decision = _fail_closed(args, payload, f"an internal error stopped the check "
-                                        f"({type(exc).__name__}: {_one_line(exc)}); please "
-                                        "report it")
-        finally:
-            _alarm(0)
-    _record(payload, decision)
-    if decision.system_message is not None and decision.block_reason is None:
-        print(decision.system_message, file=sys.stderr)
-    if adapter is None:
-        if decision.block_reason is not None:  # no protocol to answer in: the exit status
-            print(decision.block_reason, file=sys.stderr)
-            return EXIT_BLOCK_UNKNOWN_AGENT
-        return 0
-    sys.stdout.write(adapter.render(decision))
-    sys.stdout.flush()
-    return 0
-
-
-def _alarm(seconds: float) -> None:
-    """Start (or, with 0, stop) the hook's time budget."""
-    if _ALARM:
-        signal.setitimer(signal.ITIMER_REAL, seconds)
-
-
-def _interruption(received: int | None, budget: float, gates: tuple[str, ...], *,
-                  read: bool) -> str:
-    running = f" (cut short: {gate_names(gates)})" if gates else ""
-    if _ALARM and received == signal.SIGALRM and not read:
-        return f"the hook's input did not arrive within its time budget of {budget:g} s"
-    if _ALARM and received == signal.SIGALRM:
-        return (f"the gates did not finish within the hook's time budget of {budget:g} s, and "
-                f"were stopped{running}. A gate that hangs or became slow is the likely cause; "
-                "the budget stays below the agent's hook timeout (`--budget`)")
-    name = signal.Signals(received).name if received is not None else "an interrupt"
-    return f"the check was interrupted by {name} before the gates finished{running}"
-
-
-def _one_line(error: BaseException) -> str:
+def one_line(error: BaseException) -> str:
+    """An error's message as one bounded line."""
     text = " ".join(str(error).split())
     return text[:500] + " ..." if len(text) > 500 else text
 
 
-def _run(args: argparse.Namespace, payload: HookPayload) -> Decision:
+def judge(args: argparse.Namespace, payload: HookPayload) -> Decision:
+    """The decision on one payload (``cli/agent_hook.py`` reads it and answers)."""
     import os
 
     try:
         os.chdir(payload.cwd)  # relative paths in messages and --contract are from here
     except OSError as exc:
-        return _fail_closed(args, payload, f"cannot use {payload.cwd}: {exc.strerror or exc}")
+        return fail_closed(args, payload, f"cannot use {payload.cwd}: {exc.strerror or exc}")
     repo_root = find_repo_root(Path.cwd())
     if payload.event == SESSION_START:
         return _session_started(payload, repo_root)
@@ -268,15 +197,15 @@ def _run(args: argparse.Namespace, payload: HookPayload) -> Decision:
         # Not gated: the parent's stop checks the session's work, the subagent's included.
         return Decision()
     if payload.skip_reason is not None:
-        return _allow(payload.skip_reason)
+        return allow(payload.skip_reason)
     if payload.loop_count is not None and payload.loop_count > args.max_rounds:
         # The agent's own count is past the cap: the hand-over was given in this run.
-        return _allow(f"the agent was already sent back {payload.loop_count} time(s) in this "
+        return allow(f"the agent was already sent back {payload.loop_count} time(s) in this "
                       f"run, past the {args.max_rounds} round(s) of fixes: the stop is allowed "
                       "and the work is a human's to review")._replace(status=status.HANDED_OVER)
     start = None
     if repo_root is None and args.contract is None and find_contract(Path.cwd()) is None:
-        return _allow(f"no verify contract found in {payload.cwd} or above, and it is not in a "
+        return allow(f"no verify contract found in {payload.cwd} or above, and it is not in a "
                       "git repository: no gate applies")._replace(status=status.VERIFIED)
     try:
         if repo_root is not None:
@@ -286,16 +215,16 @@ def _run(args: argparse.Namespace, payload: HookPayload) -> Decision:
                 _warn(warning)
         plan = prepare(_request(args, payload, start))
     except NoContractError as exc:
-        return _allow(f"{exc}: no gate applies")._replace(status=status.VERIFIED)
+        return allow(f"{exc}: no gate applies")._replace(status=status.VERIFIED)
     except ContractError as exc:
         if start is not None and start.commit is not None and not _changed_since(
                 args, payload, start, repo_root):
             # Broken before the session began, and untouched by it: not the agent's to fix.
-            return _allow(f"contract error: {exc}; nothing changed since {start.source} "
+            return allow(f"contract error: {exc}; nothing changed since {start.source} "
                           f"({start.short}), so the stop is allowed")
         return _contract_error(args, payload, exc, repo_root or Path.cwd(), start)
     except VerifyGateError as exc:  # git, mostly: the change set cannot be known
-        return _fail_closed(args, payload, _one_line(exc))
+        return fail_closed(args, payload, one_line(exc))
     for warning in plan.warnings:
         _warn(warning)
     return _check(args, payload, plan, start)
@@ -378,7 +307,7 @@ def _contract_error(args: argparse.Namespace, payload: HookPayload, error: Contr
     return decision
 
 
-def _fail_closed(args: argparse.Namespace, payload: HookPayload | None, problem: str
+def fail_closed(args: argparse.Namespace, payload: HookPayload | None, problem: str
                  ) -> Decision:
     """Block a stop that cannot be checked (``problem`` says why), counting rounds towards
     the cap like failing gates: nothing unverified counts as verified, and the cap still
@@ -388,7 +317,7 @@ def _fail_closed(args: argparse.Namespace, payload: HookPayload | None, problem:
         rounds = _rounds(payload)
         stored = rounds.load()
     except Exception as exc:  # nowhere to count: the payload is all there is
-        _warn(f"cannot read the round count ({type(exc).__name__}: {_one_line(exc)})")
+        _warn(f"cannot read the round count ({type(exc).__name__}: {one_line(exc)})")
         rounds, stored = None, SessionState()
     previous = stored._replace(rounds=stored.rounds if payload is None
                                else payload.rounds_before(stored))
@@ -510,26 +439,7 @@ def _uncounted(decision: Decision, payload: HookPayload | None) -> Decision:
         human_review=True, status=status.HANDED_OVER)
 
 
-def _record(payload: HookPayload | None, decision: Decision) -> None:
-    """Keep this stop's outcome for ``verifygate agent-status``; never an error."""
-    if decision.status is None:
-        return
-    try:
-        place = payload.cwd if payload is not None else Path.cwd()
-        repo_root = find_repo_root(place)
-        if repo_root is None:
-            return
-        message = decision.block_reason or decision.system_message or ""
-        status.record_status(repo_root, decision.status,
-                             agent=payload.agent if payload is not None else "unknown",
-                             session=payload.session_id if payload is not None else "",
-                             message=message.split("\n", 1)[0],
-                             failed_gates=decision.state.failed_gates)
-    except Exception as exc:  # the answer matters more than the record
-        _warn(f"cannot record this stop's outcome ({type(exc).__name__}: {_one_line(exc)})")
-
-
-def _allow(message: str) -> Decision:
+def allow(message: str) -> Decision:
     """Let the agent stop without a verdict, telling the user why (on stderr too:
     ``run_agent_hook``)."""
     return Decision(system_message=f"verifygate agent-hook: {message}",
