@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from pytest_verifygate.agents.config import unreachable
 from pytest_verifygate.agents.detect import AGENT_NAMES
 from pytest_verifygate.cli.parser import AGENTS
 from test_agent_hook import BAD, CHECK, CHECK_GATE, GOOD
@@ -279,6 +280,19 @@ def test_a_hook_written_by_earlier_releases_is_pointed_at_this_interpreter(repo:
     once = (repo / FILES["claude"]).read_bytes()
     assert "nothing changed" in install(repo, "--agent", "claude").stdout
     assert (repo / FILES["claude"]).read_bytes() == once
+
+
+@pytest.mark.parametrize(("command", "problem"), [
+    ("verifygate agent-hook", "`verifygate` is looked up on the agent's PATH"),
+    ("python3 -m pytest_verifygate agent-hook", "`python3` is looked up on the agent's PATH"),
+    ("/no/such/venv/bin/verifygate agent-hook", "/no/such/venv/bin/verifygate is not there"),
+    (f"{PROGRAM} agent-hook --agent claude", None),
+    ("$CLAUDE_PROJECT_DIR/.venv/bin/verifygate agent-hook", None),  # only the shell can tell
+    ("notify-send done", None),  # not the agent hook at all
+])
+def test_a_hook_command_that_will_not_start_is_told(command: str, problem: str | None) -> None:
+    found = unreachable(command)
+    assert found == problem if problem is None else found is not None and problem in found
 
 
 def test_the_old_name_still_works_and_says_it_is_deprecated(repo: Path) -> None:

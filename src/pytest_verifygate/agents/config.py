@@ -108,6 +108,8 @@ def unreachable(command: str) -> str | None:
     if split is None:
         return None
     first = split[1][0]
+    if first.startswith(("$", "~", "%")):  # the shell expands it: only the agent can tell
+        return None
     if os.sep not in first and "/" not in first:
         return f"`{first}` is looked up on the agent's PATH, which may not have it"
     if not (os.path.isfile(first) and os.access(first, os.X_OK)):
