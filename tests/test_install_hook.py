@@ -313,6 +313,8 @@ def test_it_says_what_the_agent_needs_before_the_hook_runs(agent: str, needs: st
     for done in (install(repo, "--agent", agent), install(repo, "--agent", agent)):
         assert needs in done.stdout
     assert "codex_hooks" not in done.stdout and "Enable Hooks" not in done.stdout
+    if agent == "codex":  # the project to trust, by its own path
+        assert f'[projects."{repo}"] trust_level = "trusted"' in done.stdout
 
 
 def test_the_parser_knows_every_agent_the_hook_speaks() -> None:

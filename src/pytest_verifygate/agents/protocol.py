@@ -104,7 +104,8 @@ class Adapter(NamedTuple):
     ``hooks`` list (Claude Code, Codex, Gemini CLI) or the commands themselves (Cursor);
     ``top_level``: keys its configuration must have (Cursor's ``version``); ``retired``: events
     earlier releases installed the hook for and no longer do (their hook is removed);
-    ``setup``: what the agent needs before the hook runs, one line each."""
+    ``setup``: what the agent needs before the hook runs, one line each (``<root>``: the
+    repository's root)."""
 
     name: str
     title: str
@@ -199,7 +200,7 @@ def event_of(data: Mapping[str, Any], events: Mapping[str, str], default: str | 
         raise PayloadError("'hook_event_name' is not a string")
     if name not in events:
         raise NotAStop(f"hook event {name!r} is not one this hook handles "
-                           f"({', '.join(events)}): register it for {register}")
+                       f"({', '.join(events)}): register it for {register}")
     return events[name]
 
 

@@ -68,7 +68,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"  kept   {line}")
     # Every time, changed or not: a hook the agent skips is worse than none.
     for line in adapter.setup:
-        print(f"  needs  {line}")
+        print(f"  needs  {line.replace('<root>', str(root))}")
     return EXIT_OK
 
 
