@@ -201,12 +201,12 @@ def judge(args: argparse.Namespace, payload: HookPayload) -> Decision:
     if payload.loop_count is not None and payload.loop_count > args.max_rounds:
         # The agent's own count is past the cap: the hand-over was given in this run.
         return allow(f"the agent was already sent back {payload.loop_count} time(s) in this "
-                      f"run, past the {args.max_rounds} round(s) of fixes: the stop is allowed "
-                      "and the work is a human's to review")._replace(status=status.HANDED_OVER)
+                     f"run, past the {args.max_rounds} round(s) of fixes: the stop is allowed "
+                     "and the work is a human's to review")._replace(status=status.HANDED_OVER)
     start = None
     if repo_root is None and args.contract is None and find_contract(Path.cwd()) is None:
         return allow(f"no verify contract found in {payload.cwd} or above, and it is not in a "
-                      "git repository: no gate applies")._replace(status=status.VERIFIED)
+                     "git repository: no gate applies")._replace(status=status.VERIFIED)
     try:
         if repo_root is not None:
             start, warning = session_start_point(repo_root, payload.session_id,
@@ -221,7 +221,7 @@ def judge(args: argparse.Namespace, payload: HookPayload) -> Decision:
                 args, payload, start, repo_root):
             # Broken before the session began, and untouched by it: not the agent's to fix.
             return allow(f"contract error: {exc}; nothing changed since {start.source} "
-                          f"({start.short}), so the stop is allowed")
+                         f"({start.short}), so the stop is allowed")
         return _contract_error(args, payload, exc, repo_root or Path.cwd(), start)
     except VerifyGateError as exc:  # git, mostly: the change set cannot be known
         return fail_closed(args, payload, one_line(exc))
@@ -233,11 +233,15 @@ def judge(args: argparse.Namespace, payload: HookPayload) -> Decision:
 def _changed_since(args: argparse.Namespace, payload: HookPayload, start: StartPoint,
                    repo_root: Path | None) -> bool:
     """Whether anything (committed or not, untracked included) changed since ``start``: what
-    a stop is judged on, asked without a contract to select gates."""
+    a stop is judged on, asked without a contract to select gates. When git cannot tell,
+    something did (the contract error then blocks)."""
     from pytest_verifygate.engine import change_set
 
     request = _request(args, payload, start)
-    return bool(change_set(request, repo_root or Path.cwd()).files)
+    try:
+        return bool(change_set(request, repo_root or Path.cwd()).files)
+    except VerifyGateError:
+        return True
 
 
 def _session_started(payload: HookPayload, repo_root: Path | None) -> Decision:
