@@ -1,7 +1,7 @@
 """``verifygate install-agent-hook --agent NAME``: write or merge a coding agent's project
 configuration so that it runs ``verifygate agent-hook`` (``agents/config.py`` merges), and say
 what that agent needs before the hook runs (trust, settings). ``install-hook`` is its
-deprecated name (``verifygate install`` is for git hooks).
+deprecated name: too easily taken for installing git hooks.
 
 The file is the agent's own, at the root of the current git repository
 (``.claude/settings.json``, ``.codex/hooks.json``, ``.cursor/hooks.json``,
