@@ -64,16 +64,21 @@ def run_agent_hook(args: argparse.Namespace) -> int:
                 adapter, payload = read_payload(read_input(sys.stdin.buffer),
                                                 getattr(args, "agent", None))
                 decision = judge(args, payload)
+            # From here on a signal, or the budget, is noted, never raised: the answer that
+            # blocks must be given whole.
             except UnreadPayload as exc:
+                guard.hold()
                 adapter = exc.adapter
                 decision = (allow(f"{exc}; nothing to check")._replace(status=None)
                             if exc.not_a_stop
                             else fail_closed(args, None, f"its input cannot be read: {exc}"))
             except (KeyboardInterrupt, GatesInterrupted) as exc:
+                guard.hold()
                 gates = exc.gates if isinstance(exc, GatesInterrupted) else ()
                 decision = fail_closed(args, payload, _interruption(
                     guard.received, budget, gates, read=payload is not None))
             except Exception as exc:  # a crash must never let an unchecked stop through
+                guard.hold()
                 decision = fail_closed(args, payload, f"an internal error stopped the check "
                                        f"({type(exc).__name__}: {one_line(exc)}); please "
                                        "report it")
