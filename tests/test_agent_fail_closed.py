@@ -31,7 +31,7 @@ from test_agent_hook import (
 from test_agents_protocols import PAYLOADS
 from test_install_hook import FRESH, VERIFYGATE
 
-from conftest import git, write
+from conftest import commit_all, git, write
 
 
 @pytest.fixture
@@ -309,3 +309,29 @@ def test_sigterm_blocks_even_while_git_runs(project: Path, tmp_path: Path) -> No
     out, err = hook.stdout.read(), hook.stderr.read()
     assert hook.returncode == 0, err
     assert "interrupted by SIGTERM" in json.loads(out)["reason"]
+
+
+def deep_durations(repo: Path) -> None:
+    write(repo / ".git" / "verifygate" / "durations.json", "[" * 100_000 + "]" * 100_000)
+
+
+def needs_chain(repo: Path) -> None:
+    write(repo / "verify.toml", "".join(
+        f'[[gate]]\nname = "g{i}"\ncommand = ["true"]\n' + (f'needs = ["g{i - 1}"]\n' if i else "")
+        for i in range(500)))
+    commit_all(repo)
+
+
+@pytest.mark.parametrize("hostile", [deep_durations, needs_chain])
+def test_hostile_state_or_contracts_never_let_an_unchecked_stop_through(hostile: Any,
+                                                                        project: Path) -> None:
+    """Whatever the engine makes of them (a RecursionError, or a run), the answer is a block
+    or a verified pass: never a stop let through unchecked."""
+    hostile(project)
+    write(project / "calc.py", GOOD + "# touched\n")
+    answer = stop("claude", project)
+    if answer.stdout:
+        assert "your work could not be checked" in reason("claude", answer)
+        assert agent_status(project).returncode == 1
+    else:
+        assert agent_status(project).returncode == 0  # checked, and verified
