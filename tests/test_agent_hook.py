@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,10 @@ from test_digest import code_blocks
 
 from conftest import commit_all, git, write
 
+# Where the hook process runs when the test does not say: some other directory, outside any
+# git repository (a payload that cannot be read is counted in the repository the hook runs
+# in: never this one's).
+ELSEWHERE = Path(tempfile.gettempdir())
 _SCRIPT = Path(sys.executable).with_name("verifygate")
 HOOK = ([str(_SCRIPT)] if _SCRIPT.exists() else
         [sys.executable, "-m", "pytest_verifygate.cli"]) + ["agent-hook"]
@@ -71,13 +76,15 @@ class HookRun:
 
 def stop(cwd: Path, *args: str, session: str = "session-1", raw: bytes | None = None,
          event: str = "Stop", active: bool = False, **extra: str) -> HookRun:
-    """Run the hook the way Claude Code does: payload on stdin, from some other directory."""
+    """Run the hook the way Claude Code does: payload on stdin, from some other directory
+    (``raw``, which may not say where: from ``cwd``)."""
+    where = ELSEWHERE if raw is None else cwd
     if raw is None:
         raw = json.dumps({"session_id": session, "transcript_path": "/nonexistent.jsonl",
                           "cwd": str(cwd), "hook_event_name": event,
                           "stop_hook_active": active, **extra}).encode()
     done = subprocess.run([*HOOK, *args], input=raw, capture_output=True, check=False,
-                          cwd=Path(__file__).parent, timeout=60)
+                          cwd=where, timeout=60)
     run = HookRun(done.returncode, done.stdout.decode(), done.stderr.decode())
     assert run.returncode == 0, run
     assert "Traceback" not in run.stderr, run.stderr
@@ -167,7 +174,7 @@ def test_changed_from_judges_committed_work_since_the_ref(project: Path) -> None
 
 def test_payload_cwd_in_a_subdirectory_finds_the_contract_above(project: Path) -> None:
     write(project / "pkg" / "mod.py", "y = 2  # BUG\n")
-    run = stop(project / "pkg", event="SubagentStop")
+    run = stop(project / "pkg")
     assert run.blocked
     assert "pkg/mod.py:1: error: bug found" in run.reason
 
@@ -257,12 +264,6 @@ def test_sessions_are_counted_separately(project: Path) -> None:
     stop(project, session="alpha")
     assert "round 2 of 3" in stop(project, session="alpha").reason
     assert "round 1 of 3" in stop(project, session="beta").reason
-    # Parallel subagents share their session's id; each gets its own rounds.
-    for agent in ("agent-1", "agent-2"):
-        run = stop(project, session="alpha", event="SubagentStop", agent_id=agent)
-        assert "round 1 of 3" in run.reason
-    run = stop(project, session="alpha", event="SubagentStop", agent_id="agent-1")
-    assert "round 2 of 3" in run.reason
     assert "round 3 of 3" in stop(project, session="alpha").reason
 
 
@@ -286,19 +287,18 @@ def test_state_lives_under_the_git_directory_never_in_the_work_tree(project: Pat
 
 
 def test_a_file_in_place_of_the_state_directory_is_one_line_each_time(project: Path) -> None:
-    """Session start, round count, report: none can be kept, and the hook says so once, not
-    once a file; a failing stop is still blocked, and says its round was not counted."""
+    """Session start and report cannot be kept, and the hook says so once, not once a file;
+    the rounds are counted in the user's state directory instead, so the cap still holds."""
     shutil.rmtree(project / ".git" / "verifygate", ignore_errors=True)
     (project / ".git" / "verifygate").write_text("not a directory\n")
     start = stop(project, event="SessionStart")
     write(project / "calc.py", BAD)
     run = stop(project)
-    assert run.blocked
+    assert "round 1 of 3" in run.reason
     (warning,) = start.stderr.splitlines()
     assert "verifygate is not a directory" in warning
-    assert run.stderr.splitlines()[0] == warning
-    assert "the round cap cannot count this stop" in run.stderr.splitlines()[1]
-    assert len(run.stderr.splitlines()) == 2, run.stderr
+    assert run.stderr.splitlines() == [warning], run.stderr
+    assert "round 2 of 3" in stop(project).reason  # stop_hook_active false: our count holds
 
 
 def test_unreadable_state_starts_over(project: Path) -> None:
@@ -328,7 +328,18 @@ def test_megabytes_of_backticks_give_a_bounded_reason(project: Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# what prevents checking: allow, say why, never a traceback
+# what prevents checking blocks (fail closed), with the reason, never a traceback
+
+
+def hook_process(raw: bytes, *args: str, cwd: Path | None = None,
+                 env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([*HOOK, *args], input=raw, capture_output=True, check=False,
+                          cwd=cwd or ELSEWHERE, timeout=120,
+                          env=None if env is None else {**os.environ, **env})
+    out = subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(),
+                                      done.stderr.decode())
+    assert "Traceback" not in out.stderr, out.stderr
+    return out
 
 
 @pytest.mark.parametrize(("raw", "expected"), [
@@ -338,16 +349,30 @@ def test_megabytes_of_backticks_give_a_bounded_reason(project: Path) -> None:
     (b"\xff\xfe{}", "malformed hook input: input is not UTF-8"),
     (b'["session_id"]', "malformed hook input: input is JSON list, expected an object"),
     (b'{"cwd": "/"}', "unrecognised hook input: input without a known 'hook_event_name'"),
-    (b'{"session_id": "s", "cwd": "/", "hook_event_name": "PreToolUse"}',
-     "unrecognised hook input: hook event 'PreToolUse' is not a stop hook payload"),
 ])
-def test_input_of_no_agent_lets_it_stop_with_one_line_and_no_answer(raw: bytes,
-                                                                    expected: str) -> None:
-    run = stop(Path("/"), raw=raw)
-    assert run.stdout == ""  # nobody's protocol: nothing on stdout, exit status 0
-    assert run.stderr.count("\n") == 1
-    assert run.stderr.startswith(f"verifygate agent-hook: {expected}")
-    assert run.stderr.rstrip().endswith("the stop is allowed without checking")
+def test_input_of_no_agent_blocks_with_exit_status_2_until_the_cap(raw: bytes, expected: str,
+                                                                  project: Path) -> None:
+    """No agent's protocol can be spoken: exit status 2 with the reason on stderr is what
+    Claude Code, Codex CLI and Gemini CLI all read as a block. Counted per repository."""
+    for round_number in (1, 2):
+        done = hook_process(raw, "--max-rounds", "2", cwd=project)
+        assert done.returncode == 2, done
+        assert done.stdout == ""
+        assert f"verifygate blocked this stop (round {round_number} of 2)" in done.stderr
+        assert expected in done.stderr
+    capped = hook_process(raw, "--max-rounds", "2", cwd=project)
+    assert capped.returncode == 0, capped
+    assert capped.stdout == ""
+    assert "a human must review" in capped.stderr
+
+
+def test_a_payload_of_another_event_is_no_stop_and_is_let_be() -> None:
+    raw = b'{"session_id": "s", "cwd": "/", "hook_event_name": "PreToolUse"}'
+    done = hook_process(raw)
+    assert done.returncode == 0 and done.stdout == ""
+    assert done.stderr.count("\n") == 1
+    assert "unrecognised hook input: hook event 'PreToolUse' is not a stop hook payload" in (
+        done.stderr)
 
 
 @pytest.mark.parametrize(("raw", "expected"), [
@@ -360,19 +385,19 @@ def test_input_of_no_agent_lets_it_stop_with_one_line_and_no_answer(raw: bytes,
     (b'{"session_id": "s", "cwd": "/", "hook_event_name": "Stop", "agent_id": []}',
      "'agent_id' is not a string"),
 ])
-def test_malformed_payload_allows_the_stop_with_a_clear_message(raw: bytes,
-                                                                expected: str) -> None:
-    run = stop(Path("/"), raw=raw)
+def test_a_malformed_payload_blocks_with_a_clear_reason(raw: bytes, expected: str,
+                                                         tmp_path: Path) -> None:
+    run = stop(tmp_path, raw=raw)
     assert "malformed Claude Code hook input" in run.stderr
-    assert expected in run.stderr
-    assert not run.blocked
-    assert expected in run.message
-    assert "malformed Claude Code hook input" in run.message
+    assert expected in run.reason
+    assert run.reason.startswith("verifygate blocked this stop (round 1 of 3): your work could "
+                                 "not be checked")
 
 
-def test_a_malformed_payload_with_the_agent_named_is_answered_in_its_format() -> None:
-    run = stop(Path("/"), "--agent", "claude", raw=b"{not json")
-    assert "malformed hook input: input is not JSON" in run.message
+def test_a_malformed_payload_with_the_agent_named_is_answered_in_its_format(
+        tmp_path: Path) -> None:
+    run = stop(tmp_path, "--agent", "claude", raw=b"{not json")
+    assert "malformed hook input: input is not JSON" in run.reason
 
 
 def test_contract_error_blocks_the_stop_and_names_the_problem(project: Path) -> None:
@@ -396,18 +421,25 @@ def test_missing_contract_allows_the_stop(repo: Path) -> None:
     assert "no verify contract found" in run.message
 
 
-def test_outside_git_allows_the_stop(tmp_path: Path) -> None:
+def test_outside_git_every_gate_runs(tmp_path: Path) -> None:
+    """Without git nothing tells what changed: every gate applies, none is skipped."""
     plain = tmp_path / "plain"
     write(plain / "verify.toml", CHECK_GATE)
     write(plain / "check.py", CHECK)
     write(plain / "calc.py", BAD)
-    run = stop(plain)
-    assert not run.blocked
-    assert "not in a git repository" in run.message
+    assert "calc.py:1: error: bug found" in stop(plain).reason
+    write(plain / "calc.py", GOOD)
+    assert stop(plain).answer is None
 
 
-def test_sigterm_while_gates_run_allows_the_stop_and_kills_the_gate(project: Path,
-                                                                   tmp_path: Path) -> None:
+def test_outside_git_without_a_contract_allows_the_stop(tmp_path: Path) -> None:
+    write(tmp_path / "plain" / "calc.py", BAD)
+    run = stop(tmp_path / "plain")
+    assert "no verify contract found" in run.message
+
+
+def test_sigterm_while_gates_run_blocks_and_kills_the_gate(project: Path,
+                                                           tmp_path: Path) -> None:
     pid_file = tmp_path / "gate.pid"
     write(project / "verify.toml", contract(
         '[[gate]]\nname = "slow"\ncommand = [PY, "-c", "import os, time; '
@@ -419,20 +451,29 @@ def test_sigterm_while_gates_run_allows_the_stop_and_kills_the_gate(project: Pat
     with payload_file.open("rb") as stdin:
         hook = subprocess.Popen(HOOK, stdin=stdin, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
+    wait_for_gate(pid_file)
+    hook.send_signal(signal.SIGTERM)
+    out, err = hook.communicate(timeout=20)
+    assert hook.returncode == 0
+    reason = json.loads(out)["reason"]
+    assert reason.startswith("verifygate blocked this stop (round 1 of 3)")
+    assert "interrupted by SIGTERM before the gates finished (cut short: `slow`)" in reason
+    assert b"interrupted" in err
+    assert_gone(int(pid_file.read_text()))
+
+
+def wait_for_gate(pid_file: Path) -> None:
     deadline = time.monotonic() + 20
     while not (pid_file.exists() and pid_file.read_text()):
         assert time.monotonic() < deadline, "the gate never started"
         time.sleep(0.05)
-    hook.send_signal(signal.SIGTERM)
-    out, err = hook.communicate(timeout=20)
-    assert hook.returncode == 0
-    assert b'"decision"' not in out
-    assert b"interrupted" in err
-    gate_pid = int(pid_file.read_text())
+
+
+def assert_gone(pid: int) -> None:
     deadline = time.monotonic() + 5
     while True:
         try:
-            os.kill(gate_pid, 0)
+            os.kill(pid, 0)
         except ProcessLookupError:
             break
         assert time.monotonic() < deadline, "the gate outlived the hook"

@@ -128,14 +128,14 @@ def test_without_a_record_the_upstream_merge_base_is_the_start(project: Path,
     assert last_report(project)["changes"]["files"] == ["calc.py", "notes.py"]
 
 
-def test_a_resumed_session_keeps_its_start_and_subagents_share_it(project: Path) -> None:
+def test_a_resumed_session_keeps_its_start(project: Path) -> None:
     start = head(project)
     session_start(project)
     write(project / "calc.py", BAD)
     commit_all(project)
     session_start(project, source="resume")
     assert recorded_start(project)["commit"] == start
-    run = stop(project, event="SubagentStop", agent_id="agent-7")
+    run = stop(project)
     assert run.blocked
     assert f"({start[:12]})" in run.reason
 
@@ -296,23 +296,24 @@ def test_a_contract_broken_before_the_session_that_changed_nothing_allows_the_st
     assert stop(project).blocked
 
 
-def test_a_state_directory_that_cannot_be_written_still_blocks(project: Path) -> None:
+def test_a_state_directory_that_cannot_be_written_still_counts_the_rounds(
+        project: Path) -> None:
+    """The count goes to the user's state directory: the cap holds for an agent that never
+    says it was sent back (Gemini CLI's retries with tool calls), and never traps it."""
     session_start(project)
     agent_dir = project / ".git/verifygate/agent"
     for path in sorted(agent_dir.rglob("*"), reverse=True):
         path.rmdir() if path.is_dir() else path.unlink()
     agent_dir.rmdir()
-    agent_dir.write_text("not a directory\n")  # every state write now fails
+    agent_dir.write_text("not a directory\n")  # every state write there now fails
     write(project / "calc.py", BAD)
-    run = stop(project)
-    assert run.blocked
-    assert "calc.py" in run.reason
-    assert "cannot record the session's rounds" in run.stderr
-    # Sent back once, the agent stops again: without a count, the cap cannot hold any other
-    # way, so the stop is allowed with the hand-over; it is never blocked forever.
-    again = stop(project, active=True)
-    assert not again.blocked
-    assert "A human must review" in again.message
+    for round_number in (1, 2, 3):
+        run = stop(project, "--max-rounds", "3")
+        assert f"round {round_number} of 3" in run.reason
+        assert "calc.py" in run.reason
+    handed_over = stop(project, "--max-rounds", "3")
+    assert not handed_over.blocked
+    assert "a human must review" in handed_over.message
 
 
 def test_no_contract_now_and_none_at_the_start_allows_the_stop(repo: Path) -> None:

@@ -16,7 +16,16 @@ from typing import Any
 
 import pytest
 
-from test_agent_hook import BAD, CHECK_GATE, GOOD, HOOK, checked_project, contract
+from pytest_verifygate.agents.detect import ADAPTERS, detect
+from test_agent_hook import (
+    BAD,
+    CHECK_GATE,
+    ELSEWHERE,
+    GOOD,
+    HOOK,
+    checked_project,
+    contract,
+)
 
 from conftest import commit_all, git, write
 
@@ -89,7 +98,7 @@ class Answer:
 def run_hook(payload: dict[str, Any] | bytes, *args: str, cwd: Path | None = None) -> Answer:
     raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     done = subprocess.run([*HOOK, *args], input=raw, capture_output=True, timeout=120,
-                          cwd=cwd or Path(__file__).parent, check=False)
+                          cwd=cwd or ELSEWHERE, check=False)
     return Answer(done)
 
 
@@ -221,19 +230,20 @@ def test_an_unreadable_contract_blocks_every_agent(agent: str, project: Path) ->
 
 
 @pytest.mark.parametrize("raw", [
-    b'{"hook_event_name": "PreToolUse", "session_id": "s", "cwd": "/"}',
     b'{"event": "stop", "id": 3}',
     b"[1, 2]",
     b"not json at all",
     b"",
 ])
-def test_an_unknown_payload_gets_one_line_and_lets_the_agent_go(raw: bytes) -> None:
-    answer = run_hook(raw)
-    assert answer.stdout == ""
-    lines = answer.stderr.splitlines()
-    assert len(lines) == 1, lines
-    assert lines[0].startswith("verifygate agent-hook: ")
-    assert "the stop is allowed" in lines[0]
+def test_an_unknown_payload_blocks_with_exit_status_2(raw: bytes, tmp_path: Path) -> None:
+    """No protocol to answer in: exit status 2 with the reason on stderr, which Claude Code,
+    Codex CLI and Gemini CLI read as a block."""
+    done = subprocess.run(HOOK, input=raw, capture_output=True, timeout=120, cwd=tmp_path,
+                          check=False)
+    assert done.returncode == 2, done
+    assert done.stdout == b""
+    assert b"verifygate blocked this stop (round 1 of 3)" in done.stderr
+    assert b"Traceback" not in done.stderr
 
 
 def test_the_unknown_event_is_named(tmp_path: Path) -> None:
@@ -249,16 +259,14 @@ def test_the_unknown_event_is_named(tmp_path: Path) -> None:
     ("codex", b'{"hook_event_name": "Stop", "turn_id": "t", "cwd": "/"}',
      "'session_id' is missing"),
 ])
-def test_a_malformed_payload_of_a_known_agent_is_answered_in_its_format(
-        agent: str, payload: bytes, expected: str) -> None:
-    answer = run_hook(payload)
+def test_a_malformed_payload_of_a_known_agent_blocks_in_its_format(
+        agent: str, payload: bytes, expected: str, tmp_path: Path) -> None:
+    answer = run_hook(payload, cwd=tmp_path)
     assert f"malformed {TITLES[agent]} hook input: {expected}" in answer.stderr
-    if agent == "cursor":
-        assert answer.json == {}
-    elif agent == "gemini":
-        assert answer.json is not None and set(answer.json) == {"systemMessage"}
-    else:
-        assert answer.json is not None and expected in answer.json["systemMessage"]
+    reason = blocking_reason(agent, answer)
+    assert reason.startswith("verifygate blocked this stop (round 1 of 3): your work could not "
+                             "be checked")
+    assert expected in reason
 
 
 # --------------------------------------------------------------------------------------------
@@ -298,13 +306,41 @@ def test_session_start_records_the_start_in_each_protocol(agent: str, project: P
     assert f"every change since HEAD when the session began ({head[:12]})" in reason
 
 
-def test_codex_subagents_get_their_own_rounds(project: Path) -> None:
+@pytest.mark.parametrize("agent", ["claude", "codex"])
+def test_a_subagent_stop_is_not_gated(agent: str, project: Path) -> None:
+    """A read-only subagent is never sent back for its parent's unfinished work, nor uses up
+    the parent's rounds: the parent's own stop checks everything, the subagent's work too."""
+    write(project / "verify.toml", CHECK_GATE.replace('"check.py"', '"check.py", "ran.txt"'))
+    commit_all(project)
     write(project / "calc.py", BAD)
-    assert "round 1 of 3" in blocking_reason("codex", stop("codex", project))
-    sub = stop("codex", project, event="SubagentStop", agent_id="worker-1",
-               agent_type="default", agent_transcript_path=None)
-    assert "round 1 of 3" in blocking_reason("codex", sub)
-    assert "round 2 of 3" in blocking_reason("codex", stop("codex", project))
+    assert "round 1 of 3" in blocking_reason(agent, stop(agent, project))
+    for _ in range(4):
+        sub = stop(agent, project, event="SubagentStop", agent_id="explore-1",
+                   agent_type="Explore", agent_transcript_path=None)
+        assert sub.stdout == "" and sub.stderr == "", sub
+    assert (project / "ran.txt").read_text().count("ran") == 1  # no gate ran for them
+    assert "round 2 of 3" in blocking_reason(agent, stop(agent, project))
+
+
+@pytest.mark.parametrize(("transcript", "agent"), [
+    (None, "codex"),
+    ("/home/u/.codex/sessions/2026/01/01/rollout-2026-01-01T00-00-00-0199.jsonl", "codex"),
+    ("/home/u/.claude/projects/-repo/3f2a9c1d.jsonl", "claude"),
+])
+def test_a_session_start_without_turn_id_is_told_apart(transcript: str | None, agent: str,
+                                                      project: Path) -> None:
+    """Codex's SessionStart has no turn_id: a null transcript or Codex's rollout file tells
+    it; either way it is answered with nothing, and the start is recorded."""
+    payload = {"session_id": f"start-{agent}", "transcript_path": transcript,
+               "cwd": str(project), "hook_event_name": "SessionStart", "model": "m",
+               "permission_mode": "default", "source": "startup"}
+    assert detect(payload) is ADAPTERS[agent]
+    started = run_hook(payload)
+    assert started.stdout == "" and started.stderr == ""
+    write(project / "calc.py", BAD)
+    commit_all(project)
+    reason = blocking_reason(agent, stop(agent, project, session=f"start-{agent}"))
+    assert "every change since HEAD when the session began" in reason
 
 
 def test_the_agent_flag_takes_only_known_agents(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
-"""``verifygate install-hook --agent NAME``: each agent's configuration written, or merged into
-a real file of that agent's documented shape, idempotently, never over a file it cannot parse.
+"""``verifygate install-agent-hook --agent NAME``: each agent's configuration written, or merged
+into a real file of that agent's documented shape, idempotently, never over a file it cannot
+parse; its command runs without the virtualenv on PATH.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from typing import Any
 
 import pytest
 
+from pytest_verifygate.agents.config import unreachable
 from pytest_verifygate.agents.detect import AGENT_NAMES
-from pytest_verifygate.cli.parser import AGENTS, build_parser
-from test_agent_hook import BAD, CHECK, CHECK_GATE, GOOD, HOOK
+from pytest_verifygate.cli.parser import AGENTS
+from test_agent_hook import BAD, CHECK, CHECK_GATE, GOOD
 from test_agents_protocols import PAYLOADS
 
 from conftest import commit_all, write
@@ -28,8 +30,15 @@ FILES = {"claude": ".claude/settings.json", "codex": ".codex/hooks.json",
          "cursor": ".cursor/hooks.json", "gemini": ".gemini/settings.json"}
 
 
-def install(cwd: Path, *args: str, status: int = 0) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([*VERIFYGATE, "install-hook", *args], cwd=cwd, capture_output=True,
+# What the installed command starts with: this interpreter, by its absolute path.
+PROGRAM = shlex.join([sys.executable, "-m", "pytest_verifygate"])
+# A PATH without the virtualenv: what an agent started outside it has.
+BARE_PATH = "/usr/bin:/bin"
+
+
+def install(cwd: Path, *args: str, status: int = 0,
+            name: str = "install-agent-hook") -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([*VERIFYGATE, name, *args], cwd=cwd, capture_output=True,
                           text=True, timeout=60, check=False)
     assert done.returncode == status, done
     assert "Traceback" not in done.stderr, done.stderr
@@ -42,24 +51,23 @@ def config(repo: Path, agent: str) -> dict[str, Any]:
 
 
 def claude_hook(timeout: int, agent: str = "claude") -> dict[str, Any]:
-    return {"hooks": [{"type": "command", "command": f"verifygate agent-hook --agent {agent}",
+    return {"hooks": [{"type": "command", "command": f"{PROGRAM} agent-hook --agent {agent}",
                        "timeout": timeout}]}
 
 
 def gemini_hook(name: str, timeout: int) -> dict[str, Any]:
     return {"matcher": "*", "hooks": [{"name": name, "type": "command",
-                                       "command": "verifygate agent-hook --agent gemini",
+                                       "command": f"{PROGRAM} agent-hook --agent gemini",
                                        "timeout": timeout}]}
 
 
 # What a new configuration holds: each agent's documented shape.
 FRESH = {
-    "claude": {"hooks": {"SessionStart": [claude_hook(30)], "Stop": [claude_hook(900)],
-                         "SubagentStop": [claude_hook(900)]}},
+    "claude": {"hooks": {"SessionStart": [claude_hook(30)], "Stop": [claude_hook(900)]}},
     "codex": {"hooks": {"SessionStart": [claude_hook(30, "codex")],
                         "Stop": [claude_hook(900, "codex")]}},
     "cursor": {"version": 1, "hooks": {"stop": [
-        {"command": "verifygate agent-hook --agent cursor", "loop_limit": 4}]}},
+        {"command": f"{PROGRAM} agent-hook --agent cursor", "loop_limit": 4}]}},
     "gemini": {"hooks": {"SessionStart": [gemini_hook("verifygate-session-start", 30000)],
                          "AfterAgent": [gemini_hook("verifygate", 900000)]}},
 }
@@ -98,7 +106,7 @@ EXISTING = {
 def test_a_new_configuration_has_the_agents_documented_shape(agent: str, repo: Path) -> None:
     done = install(repo, "--agent", agent)
     assert config(repo, agent) == FRESH[agent]
-    assert done.stdout.startswith(f"verifygate install-hook: created {FILES[agent]}")
+    assert done.stdout.startswith(f"verifygate install-agent-hook: created {FILES[agent]}")
     assert "added" in done.stdout
     assert oct((repo / FILES[agent]).stat().st_mode & 0o777) == oct(0o644 & ~_umask())
 
@@ -131,20 +139,21 @@ def test_installing_twice_is_installing_once(agent: str, repo: Path) -> None:
 
 
 def test_an_existing_agent_hook_with_other_flags_is_kept(repo: Path) -> None:
-    mine = "/opt/venv/bin/verifygate agent-hook --max-rounds 5"
+    mine = shlex.join([sys.executable, "-m", "pytest_verifygate.cli", "agent-hook",
+                       "--max-rounds", "5"])
     write(repo / FILES["claude"], json.dumps({"hooks": {"Stop": [
         {"hooks": [{"type": "command", "command": mine}]}]}}))
     done = install(repo, "--agent", "claude")
     hooks = config(repo, "claude")["hooks"]
     assert [hook["command"] for entry in hooks["Stop"] for hook in entry["hooks"]] == [mine]
     assert f"kept   Stop: already runs `{mine}`" in done.stdout
-    assert "added  SessionStart" in done.stdout and "added  SubagentStop" in done.stdout
+    assert "added  SessionStart" in done.stdout
 
 
 def test_the_round_cap_reaches_the_command_and_cursors_loop_limit(repo: Path) -> None:
     install(repo, "--agent", "cursor", "--max-rounds", "5")
     (stop,) = config(repo, "cursor")["hooks"]["stop"]
-    assert stop == {"command": "verifygate agent-hook --agent cursor --max-rounds 5",
+    assert stop == {"command": f"{PROGRAM} agent-hook --agent cursor --max-rounds 5",
                     "loop_limit": 6}
     # Asked again with another cap, the installed hook takes it (and nothing else changes).
     installed = config(repo, "cursor")
@@ -152,9 +161,9 @@ def test_the_round_cap_reaches_the_command_and_cursors_loop_limit(repo: Path) ->
     write(repo / FILES["cursor"], json.dumps(installed))
     done = install(repo, "--agent", "cursor", "--max-rounds", "2")
     (stop,) = config(repo, "cursor")["hooks"]["stop"]
-    assert stop == {"command": "verifygate agent-hook --agent cursor --max-rounds 2",
+    assert stop == {"command": f"{PROGRAM} agent-hook --agent cursor --max-rounds 2",
                     "loop_limit": 3, "timeout": 120}
-    assert "now runs `verifygate agent-hook --agent cursor --max-rounds 2` (loop_limit 3)" in (
+    assert f"now runs `{PROGRAM} agent-hook --agent cursor --max-rounds 2` (loop_limit 3)" in (
         done.stdout)
 
 
@@ -168,7 +177,7 @@ def test_a_command_that_only_mentions_the_hook_is_not_taken_for_it(command: str,
     done = install(repo, "--agent", "claude")
     commands = [hook["command"] for entry in config(repo, "claude")["hooks"]["Stop"]
                 for hook in entry["hooks"]]
-    assert commands == [command, "verifygate agent-hook --agent claude"]
+    assert commands == [command, f"{PROGRAM} agent-hook --agent claude"]
     assert "added  Stop" in done.stdout
 
 
@@ -186,7 +195,7 @@ def test_a_file_it_cannot_parse_is_refused_and_left_unchanged(text: str, problem
     assert path.read_text() == text
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1
-    assert done.stderr.startswith(f"verifygate: error: install-hook: .codex/hooks.json: "
+    assert done.stderr.startswith(f"verifygate: error: install-agent-hook: .codex/hooks.json: "
                                   f"{problem}")
     assert "the file was left unchanged" in done.stderr
 
@@ -203,30 +212,109 @@ def test_it_writes_at_the_repository_root_and_only_in_a_repository(repo: Path,
     assert not (outside / ".gemini").exists()
 
 
+def installed_stop_command(repo: Path, agent: str) -> str:
+    data = config(repo, agent)["hooks"]
+    event = {"claude": "Stop", "codex": "Stop", "cursor": "stop", "gemini": "AfterAgent"}[agent]
+    entry = data[event][-1]
+    command: str = (entry["hooks"][0] if "hooks" in entry else entry)["command"]
+    return command
+
+
+def run_as_the_agent(command: str, payload: dict[str, Any], cwd: Path
+                     ) -> subprocess.CompletedProcess[str]:
+    """``command`` as agents run it: by a POSIX shell, here with a PATH that has neither the
+    virtualenv nor ``verifygate``."""
+    env = {key: value for key, value in os.environ.items() if key != "VIRTUAL_ENV"}
+    return subprocess.run(["/bin/sh", "-c", command], input=json.dumps(payload), text=True,
+                          capture_output=True, cwd=cwd, timeout=60, check=False,
+                          env={**env, "PATH": BARE_PATH})
+
+
 @pytest.mark.parametrize("agent", AGENTS)
-def test_the_installed_command_is_the_hook_that_blocks(agent: str, repo: Path) -> None:
-    """The command written into the configuration, run as the agent would run it."""
+def test_the_installed_command_blocks_without_the_virtualenv_on_path(agent: str,
+                                                                    repo: Path) -> None:
+    """The command written into the configuration, run as the agent would run it, by a shell
+    whose PATH has no ``verifygate`` (where ``verifygate agent-hook`` exits 127, which every
+    agent takes for a non-blocking error)."""
     install(repo, "--agent", agent)
     write(repo / "check.py", CHECK)
     write(repo / "verify.toml", CHECK_GATE)
     write(repo / "calc.py", GOOD)
     commit_all(repo)
     write(repo / "calc.py", BAD)
-    data = config(repo, agent)["hooks"]
-    event = {"claude": "Stop", "codex": "Stop", "cursor": "stop", "gemini": "AfterAgent"}[agent]
-    entry = data[event][-1]
-    command = (entry["hooks"][0] if "hooks" in entry else entry)["command"]
-    words = shlex.split(command)
-    assert words[:2] == ["verifygate", "agent-hook"]
-    build_parser("agent-hook").parse_args(words[1:])
+    command = installed_stop_command(repo, agent)
     payload = PAYLOADS[agent](repo, "s")
-    done = subprocess.run([*HOOK, *words[2:]], input=json.dumps(payload), text=True,
-                          capture_output=True, cwd=repo, timeout=60, check=False)
+    assert run_as_the_agent("verifygate agent-hook", payload, repo).returncode == 127
+    done = run_as_the_agent(command, payload, repo)
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
     key = {"claude": "reason", "codex": "reason", "cursor": "followup_message",
            "gemini": "reason"}[agent]
     assert answer[key].startswith("verifygate blocked this stop (round 1 of 3)")
+
+
+def test_python_dash_m_runs_the_command_line(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "pytest_verifygate", "--version"],
+                          capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert done.returncode == 0 and done.stdout.startswith("verifygate ")
+
+
+def test_a_hook_written_by_earlier_releases_is_pointed_at_this_interpreter(repo: Path) -> None:
+    """``verifygate agent-hook`` on PATH (and the SubagentStop hook, no longer installed) as
+    earlier releases wrote them: updated, options kept, once."""
+    old = "verifygate agent-hook --agent claude --max-rounds 5"
+    mine = {"type": "command", "command": "notify-send stopped"}
+    write(repo / FILES["claude"], json.dumps({"hooks": {
+        "Stop": [{"hooks": [{"type": "command", "command": old, "timeout": 600}]}],
+        "SubagentStop": [{"hooks": [{"type": "command", "command": old, "timeout": 900}]},
+                         {"hooks": [mine]}],
+    }}))
+    done = install(repo, "--agent", "claude")
+    hooks = config(repo, "claude")["hooks"]
+    assert hooks["Stop"] == [{"hooks": [{"type": "command", "timeout": 600, "command":
+                                         f"{PROGRAM} agent-hook --agent claude --max-rounds 5"}]}]
+    assert hooks["SubagentStop"] == [{"hooks": [mine]}]  # only ours is removed
+    assert f"Stop: `{old}` now runs `{PROGRAM} agent-hook --agent claude --max-rounds 5`" in (
+        done.stdout)
+    assert "SubagentStop: removed the agent hook" in done.stdout
+    once = (repo / FILES["claude"]).read_bytes()
+    assert "nothing changed" in install(repo, "--agent", "claude").stdout
+    assert (repo / FILES["claude"]).read_bytes() == once
+
+
+@pytest.mark.parametrize(("command", "problem"), [
+    ("verifygate agent-hook", "`verifygate` is looked up on the agent's PATH"),
+    ("python3 -m pytest_verifygate agent-hook", "`python3` is looked up on the agent's PATH"),
+    ("/no/such/venv/bin/verifygate agent-hook", "/no/such/venv/bin/verifygate is not there"),
+    (f"{PROGRAM} agent-hook --agent claude", None),
+    ("$CLAUDE_PROJECT_DIR/.venv/bin/verifygate agent-hook", None),  # only the shell can tell
+    ("notify-send done", None),  # not the agent hook at all
+])
+def test_a_hook_command_that_will_not_start_is_told(command: str, problem: str | None) -> None:
+    found = unreachable(command)
+    assert found == problem if problem is None else found is not None and problem in found
+
+
+def test_the_old_name_still_works_and_says_it_is_deprecated(repo: Path) -> None:
+    done = install(repo, "--agent", "gemini", name="install-hook")
+    assert config(repo, "gemini") == FRESH["gemini"]
+    assert "`verifygate install-hook` is deprecated: use `verifygate install-agent-hook`" in (
+        done.stderr)
+
+
+@pytest.mark.parametrize(("agent", "needs"), [
+    ("claude", "headless (`claude -p`)"),
+    ("codex", "--dangerously-bypass-hook-trust"),
+    ("gemini", "GEMINI_CLI_TRUST_WORKSPACE=true"),
+    ("cursor", "restart it"),
+])
+def test_it_says_what_the_agent_needs_before_the_hook_runs(agent: str, needs: str,
+                                                          repo: Path) -> None:
+    for done in (install(repo, "--agent", agent), install(repo, "--agent", agent)):
+        assert needs in done.stdout
+    assert "codex_hooks" not in done.stdout and "Enable Hooks" not in done.stdout
+    if agent == "codex":  # the project to trust, by its own path
+        assert f'[projects."{repo}"] trust_level = "trusted"' in done.stdout
 
 
 def test_the_parser_knows_every_agent_the_hook_speaks() -> None:

@@ -41,7 +41,8 @@ def blocks(language: str) -> list[Any]:
 def verifygate_commands(text: str) -> Iterator[list[str]]:
     """The ``verifygate ...`` command lines in ``text`` (shell lines, YAML values), as argv."""
     for line in text.splitlines():
-        found = re.search(r"(?:^|[\s\"'-])(verifygate (?:run|list|agent-hook|install-hook|mcp)\b"
+        found = re.search(r"(?:^|[\s\"'-])(verifygate (?:run|list|agent-hook|agent-status|"
+                          r"install-agent-hook|install-hook|mcp)\b"
                           r"[^#\"']*)", line)
         if found:
             yield shlex.split(found.group(1))
@@ -86,7 +87,10 @@ def test_each_json_snippet_is_a_contract_or_a_hook_configuration(text: str, repo
                     for entry in entries for hook in entry.get("hooks", [entry])]
         assert commands
         for command in commands:
-            parses(shlex.split(command))
+            words = shlex.split(command)
+            if words[1:3] == ["-m", "pytest_verifygate"]:  # an interpreter's path, -m
+                words = ["verifygate", *words[3:]]
+            parses(words)
     elif "mcpServers" in data:  # an MCP client's configuration
         for server in data["mcpServers"].values():
             parses([server["command"], *server["args"]])

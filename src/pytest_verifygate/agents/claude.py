@@ -3,6 +3,7 @@
 Input, a JSON object on stdin: ``session_id``, ``cwd``, ``hook_event_name``,
 ``stop_hook_active`` and, from a subagent, ``agent_id`` (also ``transcript_path`` and others,
 not used). A payload without ``hook_event_name`` is a ``Stop``, as older releases sent it.
+A ``SubagentStop`` is read but not gated (``stop_hook.py``), so no hook is installed for it.
 
 Output on stdout, exit status 0: ``{"decision": "block", "reason": ...}`` keeps the agent
 working with the reason as its next instruction; ``{"systemMessage": ...}`` lets it stop with
@@ -21,7 +22,10 @@ from typing import Any
 
 from pytest_verifygate.agents.protocol import (
     SESSION_START,
+    SESSION_START_TIMEOUT,
     STOP,
+    STOP_TIMEOUT,
+    SUBAGENT_STOP,
     Adapter,
     Decision,
     HookEntry,
@@ -35,9 +39,7 @@ from pytest_verifygate.agents.protocol import (
     session_text,
 )
 
-EVENTS = {"SessionStart": SESSION_START, "Stop": STOP, "SubagentStop": STOP}
-SESSION_START_TIMEOUT = 30  # seconds: recording HEAD takes one git call
-STOP_TIMEOUT = 900  # seconds: above the slowest gate
+EVENTS = {"SessionStart": SESSION_START, "Stop": STOP, "SubagentStop": SUBAGENT_STOP}
 
 
 def parse(data: dict[str, Any], *, agent: str = "claude",
@@ -63,9 +65,15 @@ def entries(command: str, max_rounds: int) -> list[HookEntry]:
     return [
         ("SessionStart", {"hooks": [command_hook(command, SESSION_START_TIMEOUT)]}),
         ("Stop", {"hooks": [command_hook(command, STOP_TIMEOUT)]}),
-        ("SubagentStop", {"hooks": [command_hook(command, STOP_TIMEOUT)]}),
     ]
 
 
-ADAPTER = Adapter(name="claude", title="Claude Code", parse=parse, render=render,
-                  config_file=".claude/settings.json", entries=entries)
+ADAPTER = Adapter(
+    name="claude", title="Claude Code", parse=parse, render=render,
+    config_file=".claude/settings.json", entries=entries, retired=("SubagentStop",),
+    setup=("Claude Code reads project hooks when a session starts: restart running sessions "
+           "(a changed hook is reviewed in /hooks); the project's trust prompt must be "
+           "accepted once",
+           "headless (`claude -p`): nothing more; then `verifygate agent-status` exits 1 "
+           "unless the last stop was verified"),
+)

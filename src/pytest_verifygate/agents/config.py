@@ -1,4 +1,5 @@
-"""Merging the agent hook into a coding agent's configuration (what ``install-hook`` writes).
+"""Merging the agent hook into a coding agent's configuration (what ``install-agent-hook``
+writes).
 
 Works on the parsed JSON document, in place: every entry and key already there is kept, the
 adapter's hooks are appended to their events' lists, and an event that already runs
@@ -7,11 +8,20 @@ twice changes nothing the second time. A document whose shape is not the agent's
 object, ``hooks`` not an object, an event that is not a list) is refused with
 ``ConfigShapeError``, never rewritten.
 
+The command works without the virtualenv on the agent's PATH: the absolute path of the
+Python running the installer, ``-m pytest_verifygate agent-hook``, quoted for the POSIX shell
+every agent runs hook commands with (``cmd.exe`` on Windows). A command that would not start
+(``verifygate`` looked up on PATH, as earlier releases wrote it, or a program that is gone)
+exits 127, which every agent takes for a non-blocking error: merging points such a hook at
+this interpreter, keeping its options. A hook of an event the hook no longer serves
+(``Adapter.retired``) is removed.
+
 PYTEST_DONT_REWRITE
 """
 
 import os
 import shlex
+import sys
 from typing import Any, NamedTuple
 
 from pytest_verifygate.agents.protocol import Adapter
@@ -29,37 +39,90 @@ class Merged(NamedTuple):
     kept: list[str]
 
 
-def hook_command(agent: str, max_rounds: int | None = None) -> str:
-    """The command an agent's configuration runs: ``verifygate agent-hook --agent NAME``."""
-    words = ["verifygate", "agent-hook", "--agent", agent]
-    if max_rounds is not None:
-        words += ["--max-rounds", str(max_rounds)]
+MODULES = ("pytest_verifygate", "pytest_verifygate.cli")
+
+
+def program() -> list[str]:
+    """The words that run ``verifygate`` without PATH: this interpreter (its path as given,
+    so that a virtualenv's stays the virtualenv's), ``-m pytest_verifygate``."""
+    return [sys.executable, "-m", MODULES[0]]
+
+
+def join(words: list[str]) -> str:
+    """``words`` as one command line for the shell agents run hook commands with."""
+    if os.name == "nt":
+        import subprocess
+
+        return subprocess.list2cmdline(words)
     return shlex.join(words)
 
 
-def is_agent_hook(command: object, agent: str | None = None) -> bool:
-    """Whether a configured command runs ``verifygate agent-hook`` (as a program on PATH, by
-    its path, or as ``python -m pytest_verifygate.cli``), for ``agent`` when one is named: a
-    command that names another agent with ``--agent`` is not this agent's hook."""
+def hook_command(agent: str, max_rounds: int | None = None) -> str:
+    """The command an agent's configuration runs:
+    ``/path/to/python -m pytest_verifygate agent-hook --agent NAME``."""
+    words = [*program(), "agent-hook", "--agent", agent]
+    if max_rounds is not None:
+        words += ["--max-rounds", str(max_rounds)]
+    return join(words)
+
+
+def _split(command: object) -> tuple[list[str], list[str], list[str]] | None:
+    """A configured command as (``NAME=value`` assignments, the program's words, its
+    arguments) when it runs ``verifygate`` (as a program on PATH, by its path, or as
+    ``python -m pytest_verifygate`` or ``pytest_verifygate.cli``); None otherwise."""
     if not isinstance(command, str):
-        return False
+        return None
     try:
         words = shlex.split(command)
     except ValueError:  # unbalanced quotes: not a command of ours
-        return False
-    while words and "=" in words[0] and not words[0].startswith("="):
-        words = words[1:]  # NAME=value assignments before the program
+        return None
+    count = 0
+    while count < len(words) and "=" in words[count] and not words[count].startswith("="):
+        count += 1  # NAME=value assignments before the program
+    assignments, words = words[:count], words[count:]
     if words[:1] and os.path.basename(words[0]) == "verifygate":
-        arguments = words[1:]
-    elif words[1:3] == ["-m", "pytest_verifygate.cli"]:
-        arguments = words[3:]
-    else:
+        return assignments, words[:1], words[1:]
+    if len(words) >= 3 and words[1] == "-m" and words[2] in MODULES:
+        return assignments, words[:3], words[3:]
+    return None
+
+
+def is_agent_hook(command: object, agent: str | None = None) -> bool:
+    """Whether a configured command runs ``verifygate agent-hook``, for ``agent`` when one is
+    named: a command that names another agent with ``--agent`` is not this agent's hook."""
+    split = _split(command)
+    if split is None:
         return False
+    arguments = split[2]
     if arguments[:1] != ["agent-hook"]:
         return False
     named = [arguments[i + 1] for i, word in enumerate(arguments[:-1]) if word == "--agent"]
     named += [word.split("=", 1)[1] for word in arguments if word.startswith("--agent=")]
     return agent is None or not named or named[-1] == agent
+
+
+def unreachable(command: str) -> str | None:
+    """Why the agent hook ``command`` would not start from an agent's shell (None: it would):
+    it looks ``verifygate`` or Python up on PATH, or names a program that is not there."""
+    split = _split(command)
+    if split is None:
+        return None
+    first = split[1][0]
+    if first.startswith(("$", "~", "%")):  # the shell expands it: only the agent can tell
+        return None
+    if os.sep not in first and "/" not in first:
+        return f"`{first}` is looked up on the agent's PATH, which may not have it"
+    if not (os.path.isfile(first) and os.access(first, os.X_OK)):
+        return f"{first} is not there (or not executable)"
+    return None
+
+
+def repointed(command: str) -> str:
+    """``command`` run by this interpreter, its assignments and options kept."""
+    split = _split(command)
+    assert split is not None
+    assignments, _, arguments = split
+    return join([*assignments, *program(), *arguments])
 
 
 def merge_hooks(config: object, adapter: Adapter, command: str, max_rounds: int,
@@ -68,7 +131,8 @@ def merge_hooks(config: object, adapter: Adapter, command: str, max_rounds: int,
 
     An event that already runs the agent hook is kept as it is, unless ``replace`` (the user
     asked for other options, such as ``--max-rounds``): then that hook's command becomes
-    ``command``, and nothing else of it changes."""
+    ``command``, and nothing else of it changes; or unless its command would not start
+    (``unreachable``): then it runs this interpreter, with its own options."""
     if not isinstance(config, dict):
         raise ConfigShapeError(f"it holds a JSON {type(config).__name__}, not an object")
     added: list[str] = []
@@ -91,8 +155,13 @@ def merge_hooks(config: object, adapter: Adapter, command: str, max_rounds: int,
             # set stays.
             update = {key: wanted[key] for key in ("command", "loop_limit")
                       if key in wanted and existing.get(key) != wanted[key]}
-            if replace and update:
-                added.append(f"{event}: `{existing['command']}` now runs `{command}`"
+            if not replace:
+                update = {}
+                if unreachable(existing["command"]) is not None:
+                    update["command"] = repointed(existing["command"])
+            if update:
+                added.append(f"{event}: `{existing['command']}` now runs "
+                             f"`{update.get('command', existing['command'])}`"
                              f"{_details(update)}")
                 existing.update(update)
             else:
@@ -100,7 +169,30 @@ def merge_hooks(config: object, adapter: Adapter, command: str, max_rounds: int,
             continue
         entries.append(entry)
         added.append(f"{event}: `{command}`{_details(entry)}")
+    for event in adapter.retired:
+        entries = hooks.get(event)
+        if isinstance(entries, list) and _retire(entries, adapter):
+            added.append(f"{event}: removed the agent hook (the hook no longer serves it)")
+            if not entries:
+                del hooks[event]
     return Merged(added, kept)
+
+
+def _retire(entries: list[Any], adapter: Adapter) -> bool:
+    """Remove ``adapter``'s agent hooks from an event's matcher groups (and the groups left
+    empty by that, only those); whether any was there."""
+    def ours(hook: object) -> bool:
+        return isinstance(hook, dict) and is_agent_hook(hook.get("command"), adapter.name)
+
+    removed = False
+    for index in reversed(range(len(entries))):
+        inner = entries[index].get("hooks") if isinstance(entries[index], dict) else None
+        if isinstance(inner, list) and any(ours(hook) for hook in inner):
+            removed = True
+            inner[:] = [hook for hook in inner if not ours(hook)]
+            if not inner:
+                del entries[index]
+    return removed
 
 
 def _hooks(entries: list[Any], nested: bool) -> list[dict[str, Any]]:

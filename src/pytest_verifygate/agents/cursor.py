@@ -87,6 +87,9 @@ def entries(command: str, max_rounds: int) -> list[HookEntry]:
     return [("stop", {"command": command, "loop_limit": max_rounds + 1})]
 
 
-ADAPTER = Adapter(name="cursor", title="Cursor", parse=parse, render=render,
-                  config_file=".cursor/hooks.json", entries=entries, nested=False,
-                  top_level={"version": 1})
+ADAPTER = Adapter(
+    name="cursor", title="Cursor", parse=parse, render=render,
+    config_file=".cursor/hooks.json", entries=entries, nested=False, top_level={"version": 1},
+    setup=("Cursor reads .cursor/hooks.json when it starts: restart it; its hooks output shows "
+           "the hook's notes",),
+)

@@ -5,23 +5,32 @@ which it is (``--agent NAME`` overrides):
 
 - ``hook_event_name`` ``AfterAgent``: Gemini CLI;
 - ``stop`` (or no event name, with ``conversation_id`` or ``loop_count``): Cursor;
-- ``Stop``, ``SubagentStop``, ``SessionStart``: Codex CLI when there is a ``turn_id``, Gemini
-  CLI for a ``SessionStart`` with a ``timestamp``, else Claude Code;
+- ``Stop``, ``SubagentStop``, ``SessionStart``: Gemini CLI for a ``SessionStart`` with a
+  ``timestamp``; Codex CLI when there is a ``turn_id`` (its ``SessionStart`` has none: there, a
+  null ``transcript_path`` or one naming Codex's ``rollout-*.jsonl``); else Claude Code;
 - no event name, with a ``session_id``: Claude Code (its older releases' ``Stop``).
 
-Anything else is no agent's stop hook payload: the hook says so in one line on stderr and
-lets the agent stop (exit status 0, nothing on stdout), whoever sent it.
+A well-formed payload of another event (``PreToolUse``) is no stop: the hook says so in one
+line and lets it be. Anything else that cannot be read is ``UnreadPayload``, which the stop
+hook answers fail-closed (``stop_hook.py``).
 
 PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
 from pytest_verifygate.agents import claude, codex, cursor, gemini
-from pytest_verifygate.agents.protocol import Adapter, HookPayload, PayloadError, json_object
+from pytest_verifygate.agents.protocol import (
+    Adapter,
+    HookPayload,
+    NotAStop,
+    PayloadError,
+    json_object,
+)
 
 ADAPTERS: dict[str, Adapter] = {adapter.name: adapter for adapter in
                                 (claude.ADAPTER, codex.ADAPTER, cursor.ADAPTER, gemini.ADAPTER)}
@@ -30,11 +39,13 @@ CLAUDE_EVENTS = ("Stop", "SubagentStop", "SessionStart")
 
 
 class UnreadPayload(Exception):
-    """The hook input could not be read; ``adapter``: the agent to answer, if known."""
+    """The hook input could not be read; ``adapter``: the agent to answer, if known;
+    ``not_a_stop``: it was read, and is an event that is no stop."""
 
-    def __init__(self, message: str, adapter: Adapter | None) -> None:
+    def __init__(self, message: str, adapter: Adapter | None, not_a_stop: bool = False) -> None:
         super().__init__(message)
         self.adapter = adapter
+        self.not_a_stop = not_a_stop
 
 
 def detect(data: Mapping[str, Any]) -> Adapter | None:
@@ -46,14 +57,22 @@ def detect(data: Mapping[str, Any]) -> Adapter | None:
                                               or "loop_count" in data)):
         return cursor.ADAPTER
     if event in CLAUDE_EVENTS:
-        if "turn_id" in data:
-            return codex.ADAPTER
         if event == "SessionStart" and "timestamp" in data:
             return gemini.ADAPTER
+        if "turn_id" in data or (event == "SessionStart" and _codex_transcript(data)):
+            return codex.ADAPTER
         return claude.ADAPTER
     if event is None and "session_id" in data:
         return claude.ADAPTER
     return None
+
+
+def _codex_transcript(data: Mapping[str, Any]) -> bool:
+    """Whether a ``SessionStart``'s transcript is Codex's: none yet (null), or its session
+    file, ``rollout-<time>-<id>.jsonl``; Claude Code's is always a path of its own."""
+    path = data.get("transcript_path", "")
+    return path is None or (isinstance(path, str)
+                            and os.path.basename(path).startswith("rollout-"))
 
 
 def read_payload(raw: bytes, agent: str | None = None) -> tuple[Adapter, HookPayload]:
@@ -74,9 +93,13 @@ def read_payload(raw: bytes, agent: str | None = None) -> tuple[Adapter, HookPay
         raise UnreadPayload(
             f"unrecognised hook input: {what} is not a stop hook payload of "
             f"{', '.join(a.title for a in ADAPTERS.values())} (register `verifygate agent-hook` "
-            "for Stop/SubagentStop/SessionStart, Cursor's stop or Gemini CLI's AfterAgent, "
-            "or name the agent with --agent)", None)
+            "for Stop/SessionStart, Cursor's stop or Gemini CLI's AfterAgent/SessionStart, "
+            "or name the agent with --agent)", None, not_a_stop=isinstance(event, str))
     try:
         return adapter, adapter.parse(data)
+    except NotAStop as exc:
+        raise UnreadPayload(f"{adapter.title} hook input: {exc}", adapter, True) from None
     except PayloadError as exc:
-        raise UnreadPayload(f"malformed {adapter.title} hook input: {exc}", adapter) from None
+        # A SessionStart is no stop, even malformed: a warning, never a block.
+        raise UnreadPayload(f"malformed {adapter.title} hook input: {exc}", adapter,
+                            data.get("hook_event_name") == "SessionStart") from None

@@ -4,7 +4,8 @@ Each coding agent speaks its own hook protocol (``claude.py``, ``codex.py``, ``c
 ``gemini.py``); ``detect.py`` tells them apart. All of them are translated into one
 ``HookPayload`` for the one verify-on-stop policy (``stop_hook.py``), whose ``Decision`` each
 adapter renders in its agent's format. An ``Adapter`` is what a protocol module offers: its
-payload parser, its renderer, and the hooks ``verifygate install-hook`` writes for it.
+payload parser, its renderer, and the hooks ``verifygate install-agent-hook`` writes for it.
+Also here: the stop hook's time budget, tied to the timeout the installer writes.
 
 PYTEST_DONT_REWRITE
 """
@@ -13,19 +14,33 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 from pytest_verifygate.agents.state import SessionState
 
-MAX_PAYLOAD_BYTES = 1 << 20
+# A payload is read whole up to this size: a model's answer (Gemini CLI's ``prompt_response``)
+# can pass 1 MiB, but not this. A larger one is not read, and the stop is blocked (fail closed).
+MAX_PAYLOAD_BYTES = 64 << 20
 
-# The two moments the policy knows, whatever each agent calls them.
+# The moments the policy knows, whatever each agent calls them.
 STOP = "stop"
+SUBAGENT_STOP = "subagent_stop"
 SESSION_START = "session_start"
+
+# Seconds: the timeouts the installer writes, and the stop hook's own budget below the stop's
+# (what its answer needs after the gates are stopped: killing them, the report, the answer).
+SESSION_START_TIMEOUT = 30  # recording HEAD takes one git call
+STOP_TIMEOUT = 900  # above the slowest gate
+BUDGET_MARGIN = 60
+DEFAULT_BUDGET = STOP_TIMEOUT - BUDGET_MARGIN
 
 
 class PayloadError(Exception):
     """The hook input is not what the agent's stop hook receives."""
+
+
+class NotAStop(PayloadError):
+    """A well-formed payload of an event that is no stop (``PreToolUse``): nothing to check."""
 
 
 class HookPayload(NamedTuple):
@@ -34,6 +49,8 @@ class HookPayload(NamedTuple):
     ``loop_count``: how many times the agent itself says it was already sent back to work in
     this run (Cursor); None where the agent does not count (the round count is then ours).
     ``skip_reason``: why this stop must not be checked at all (Cursor: the user aborted it).
+    ``retry_round``: the round whose block reason the agent's input quotes (Gemini CLI's
+    ``prompt`` on a retry is that reason): a floor for the count when ours is lost.
     """
 
     session_id: str
@@ -44,6 +61,7 @@ class HookPayload(NamedTuple):
     agent_id: str | None = None
     loop_count: int | None = None
     skip_reason: str | None = None
+    retry_round: int | None = None
 
     @property
     def state_key(self) -> str:
@@ -54,19 +72,23 @@ class HookPayload(NamedTuple):
     def rounds_before(self, state: SessionState) -> int:
         """The failing rounds already behind this stop: the agent's own count where it keeps
         one (it survives a lost state file, and it restarts when a human prompts again), else
-        the count the policy keeps in ``state``."""
-        return state.rounds if self.loop_count is None else self.loop_count
+        the count the policy keeps in ``state``, never below the round the input quotes."""
+        if self.loop_count is not None:
+            return self.loop_count
+        return max(state.rounds, self.retry_round or 0)
 
 
 class Decision(NamedTuple):
     """The policy's answer: block with a reason for the agent, or allow (maybe with a note
     for the user). ``human_review``: the allow that ends the rounds, whose message says a human
-    must review (an agent without a channel to the user relays it)."""
+    must review (an agent without a channel to the user relays it). ``status``: what
+    ``verifygate agent-status`` reports of this stop (``status.py``); None records nothing."""
 
     block_reason: str | None = None
     system_message: str | None = None
     state: SessionState = SessionState()  # immutable, so one shared fresh state is safe
     human_review: bool = False
+    status: str | None = None
 
 
 # (event name in the agent's configuration, the entry to add there): see ``config.py``.
@@ -77,10 +99,13 @@ class Adapter(NamedTuple):
     """One agent protocol. ``parse``: its payload (a JSON object) into a ``HookPayload``, or
     ``PayloadError``; ``render``: a ``Decision`` as the exact stdout the agent expects;
     ``config_file``: its project configuration, relative to the repository root;
-    ``entries``: the hooks ``install-hook`` adds there for a ``verifygate agent-hook`` command
-    and a round cap; ``nested``: whether its events hold matcher groups with a ``hooks`` list
-    (Claude Code, Codex, Gemini CLI) or the commands themselves (Cursor);
-    ``top_level``: keys its configuration must have (Cursor's ``version``)."""
+    ``entries``: the hooks ``install-agent-hook`` adds there for a ``verifygate agent-hook``
+    command and a round cap; ``nested``: whether its events hold matcher groups with a
+    ``hooks`` list (Claude Code, Codex, Gemini CLI) or the commands themselves (Cursor);
+    ``top_level``: keys its configuration must have (Cursor's ``version``); ``retired``: events
+    earlier releases installed the hook for and no longer do (their hook is removed);
+    ``setup``: what the agent needs before the hook runs, one line each (``<root>``: the
+    repository's root)."""
 
     name: str
     title: str
@@ -90,7 +115,19 @@ class Adapter(NamedTuple):
     entries: Callable[[str, int], list[HookEntry]]
     nested: bool = True
     top_level: Mapping[str, Any] = {}
-    setup_note: str | None = None
+    retired: tuple[str, ...] = ()
+    setup: tuple[str, ...] = ()
+
+
+def read_input(stream: BinaryIO) -> bytes:
+    """The hook's input, up to ``MAX_PAYLOAD_BYTES`` and one byte more (which tells a larger
+    one). The rest of a larger input is read and dropped: the agent writing it must not meet a
+    closed pipe."""
+    raw = stream.read(MAX_PAYLOAD_BYTES + 1)
+    if len(raw) > MAX_PAYLOAD_BYTES:
+        while stream.read(1 << 20):
+            pass
+    return raw
 
 
 def json_object(raw: bytes) -> dict[str, Any]:
@@ -98,7 +135,7 @@ def json_object(raw: bytes) -> dict[str, Any]:
     if not raw.strip():
         raise PayloadError("empty input: expected the hook's JSON object on stdin")
     if len(raw) > MAX_PAYLOAD_BYTES:
-        raise PayloadError(f"input larger than {MAX_PAYLOAD_BYTES} bytes: not a hook payload")
+        raise PayloadError(f"input larger than {MAX_PAYLOAD_BYTES >> 20} MiB, too large to read")
     try:
         # utf-8-sig: Cursor has been seen to start its payload with a byte-order mark.
         data = json.loads(raw.decode("utf-8-sig"))
@@ -162,8 +199,8 @@ def event_of(data: Mapping[str, Any], events: Mapping[str, str], default: str | 
     if not isinstance(name, str):
         raise PayloadError("'hook_event_name' is not a string")
     if name not in events:
-        raise PayloadError(f"hook event {name!r} is not one this hook handles "
-                           f"({', '.join(events)}): register it for {register}")
+        raise NotAStop(f"hook event {name!r} is not one this hook handles "
+                       f"({', '.join(events)}): register it for {register}")
     return events[name]
 
 

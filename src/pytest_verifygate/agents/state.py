@@ -5,11 +5,17 @@ and the last failure signature, the last report is beside it, and the session's 
 is under ``starts/`` (``session_start.py``); never in the work tree. Files are written
 atomically; the most recent sessions' files are kept. Owns the safe file name of a key.
 
+When the git directory cannot take the count (read-only, a file in place of
+``.git/verifygate``), it is kept in the user's state directory instead
+(``$XDG_STATE_HOME/verifygate/agent-rounds/<project>/``, ``Rounds``): the round cap must hold
+without it, and an agent that can write the work tree cannot reach it there by accident.
+
 PYTEST_DONT_REWRITE
 """
 
 import contextlib
 import json
+import os
 import re
 import sys
 import time
@@ -59,6 +65,64 @@ def session_file_stem(key: str) -> str:
 def state_path(repo_root: Path, key: str) -> Path:
     """``<git dir>/verifygate/agent/<session>.json`` (``key``: ``HookPayload.state_key``)."""
     return state_dir(repo_root) / "agent" / f"{session_file_stem(key)}.json"
+
+
+def fallback_state_path(place: Path, key: str) -> Path | None:
+    """``<user state dir>/agent-rounds/<place>/<session>.json``, ``place`` being the project's
+    root (its path hashed); None when the user has no state directory either."""
+    import hashlib
+
+    from pytest_verifygate.integrity import user_state_dir
+
+    base = user_state_dir()
+    if base is None:
+        return None
+    project = hashlib.sha256(str(place).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return base / "agent-rounds" / project / f"{session_file_stem(key)}.json"
+
+
+class Rounds(NamedTuple):
+    """Where a key's rounds are kept: ``primary`` (under the git directory), else
+    ``fallback`` (the user's state directory). A count in the fallback is the newer one: a
+    save to the primary removes it."""
+
+    key: str
+    primary: Path | None
+    fallback: Path | None
+
+    @classmethod
+    def of(cls, repo_root: Path | None, key: str, place: Path) -> "Rounds":
+        return cls(key, None if repo_root is None else state_path(repo_root, key),
+                   fallback_state_path(place, key))
+
+    def load(self) -> SessionState:
+        if self.fallback is not None and os.path.lexists(self.fallback):
+            return load_state(self.fallback)
+        return SessionState() if self.primary is None else load_state(self.primary)
+
+    def save(self, state: SessionState) -> bool:
+        """Keep ``state``; False (and why, on stderr) when it cannot be kept anywhere."""
+        problem = "no git directory"
+        if self.primary is not None:
+            try:
+                save_state(self.primary, self.key, state)
+            except OSError as exc:
+                problem = f"cannot write {self.primary}: {exc.strerror or exc}"
+            else:
+                if self.fallback is not None:
+                    with contextlib.suppress(OSError):
+                        os.unlink(self.fallback)  # ours, and older than the count just kept
+                return True
+        if self.fallback is not None:
+            try:
+                save_state(self.fallback, self.key, state)
+            except OSError as exc:
+                problem += f"; cannot write {self.fallback}: {exc.strerror or exc}"
+            else:
+                return True
+        print(f"verifygate agent-hook: cannot record the session's rounds ({problem}); the "
+              "round cap cannot count this stop", file=sys.stderr)
+        return False
 
 
 def load_state(path: Path) -> SessionState:

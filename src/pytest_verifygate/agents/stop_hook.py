@@ -1,11 +1,12 @@
 """``verifygate agent-hook``: the one verify-on-stop policy, for every coding agent.
 
-Owns the decisions. Each agent's protocol (its payload, its answer's format, its
+Owns the decisions; reading the payload, the time budget and answering are the front end's
+(``cli/agent_hook.py``). Each agent's protocol (its payload, its answer's format, its
 configuration) is an adapter's (``claude.py``, ``codex.py``, ``cursor.py``, ``gemini.py``;
 ``detect.py`` tells them apart); the per-session files are ``state.py``'s and the starting
 point ``session_start.py``'s. The gates run through the one engine, exactly as
-``verifygate run`` runs them. The exit status is always 0: every agent reads a non-zero status
-as a block or an error, and neither must come from a problem the agent cannot fix. A
+``verifygate run`` runs them. The answer is in the agent's format at exit status 0 (another
+status is an error every agent lets pass), but for a payload of no known agent (below). A
 ``SessionStart`` payload records the session's starting point and is answered with nothing
 (what a SessionStart hook prints becomes the agent's context).
 
@@ -14,28 +15,43 @@ What a stop checks: everything changed since the session's starting point
 not, plus untracked files; and the contract as it was there still binds: its gates run as they
 were, even if removed or changed since (``contract/revision.py``).
 
-Decisions, per session, the same for every agent:
+Decisions, per session, the same for every agent. Nothing unverified counts as verified:
+only these let the agent stop,
 
-- no changes since the starting point: allow;
-- gates pass (or only manual gates are pending, or no gate applies): allow, and reset the
-  round count;
-- gates fail: block with the digest, counting the round; when the failure signature equals the
-  previous round's, the reason says so;
-- gates still fail after ``--max-rounds`` blocks in a row: allow, telling the user a human must
-  review (``Decision.human_review``); the count starts again at zero, so the next stop after
-  a human re-prompts the agent gets a fresh set of rounds;
-- the contract cannot be loaded (invalid, unreadable, or removed since the starting point):
-  block with the error, counting rounds like failing gates: it fails closed, since an agent
-  that breaks the contract must not stop unchecked;
-- anything else that prevents checking (a malformed payload, no contract now and none at the
-  starting point, no git repository, an interrupted run, a run the user aborted): allow, with
-  the reason on stderr and, where the agent shows one, in a message to the user.
+- no changes since the starting point;
+- gates pass, or only manual gates are pending, or no gate applies (no contract now and none
+  at the starting point included): the round count starts again at zero;
+- the hand-over: after ``--max-rounds`` blocks in a row the stop is allowed, telling the user
+  a human must review (``Decision.human_review``); the count starts again at zero, so the
+  next stop after a human re-prompts the agent gets a fresh set of rounds;
+
+and a stop that is no stop of the session's: a ``SubagentStop`` (a subagent hands its work
+to its parent, whose own stop checks everything the session changed, the subagent's work
+included: judged alone it would be blamed for its parent's unfinished work), a payload of an
+event that is no stop (``PreToolUse``), and Cursor's aborted or failed runs (sending the agent
+back would overrule the user). Everything else blocks, counting rounds towards the same cap:
+
+- gates fail: block with the digest; when the failure signature equals the previous round's,
+  the reason says so;
+- the contract cannot be loaded (invalid, unreadable, or removed since the starting point);
+- the stop cannot be checked: a git error, an internal error, an interrupted run, the hook's
+  time budget (``--budget``, below the timeout the installer writes) running out, whose
+  gates are then stopped, and a payload that cannot be read. An agent that cannot be told
+  from its payload cannot be answered in its protocol: then the hook exits with status 2
+  and the reason on stderr, which Claude Code, Codex CLI and Gemini CLI all read as a block
+  (Cursor's hook names its agent with ``--agent``, and is answered in its format).
 
 The rounds behind a stop are the agent's own count where it keeps one (Cursor's
-``loop_count``: the hand-over was given once it passes the cap), else ours:
-``stop_hook_active`` is validated but not relied on, since the round cap must hold even for a
-harness that never sets it. Ours are counted per session, and per subagent when a payload names
-one (``agent_id``), in ``<git dir>/verifygate/agent/`` (``state.py``), never in the work tree.
+``loop_count``: the hand-over was given once it passes the cap), else ours, counted per
+session in ``<git dir>/verifygate/agent/`` (``state.py``), never in the work tree, or in the
+user's state directory when the git directory cannot take them. When neither can,
+the payload is all there is: a stop the agent makes while already sent back
+(``stop_hook_active``), or, for Gemini CLI, whose ``stop_hook_active`` is false on retries
+that used tools, a ``prompt`` that quotes a block reason's round, counts; failing that, a stop
+blocks each time, and only the agent's own turn limit ends it (the limit that remains).
+Payloads that cannot be read are counted under one key per repository.
+
+Each judged stop's outcome is recorded for ``verifygate agent-status`` (``status.py``).
 
 PYTEST_DONT_REWRITE
 """
@@ -48,10 +64,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_verifygate import codes
+from pytest_verifygate.agents import status
 from pytest_verifygate.agents.protocol import (
-    MAX_PAYLOAD_BYTES,
     SESSION_START,
-    Adapter,
+    SUBAGENT_STOP,
     Decision,
     HookPayload,
 )
@@ -62,13 +78,24 @@ from pytest_verifygate.agents.session_start import (
     record_session_start,
     session_start_point,
 )
-from pytest_verifygate.agents.state import SessionState, load_state, save_state, state_path
+from pytest_verifygate.agents.state import Rounds, SessionState
 from pytest_verifygate.changes import ChangeRequest
-from pytest_verifygate.contract import find_repo_root, posix_relative
+from pytest_verifygate.contract import find_contract, find_repo_root, posix_relative
 from pytest_verifygate.contract.revision import NoContractError, change_note
 from pytest_verifygate.engine import Plan, RunRequest, prepare
 from pytest_verifygate.errors import ContractError, VerifyGateError
-from pytest_verifygate.signals import Interruptible
+
+# Rounds of payloads that cannot be read are counted under this key, one per repository.
+UNREAD_KEY = "unread-payload"
+
+
+class GatesInterrupted(Exception):
+    """The run ended before its gates did; ``gates``: those that were cut short."""
+
+    def __init__(self, gates: tuple[str, ...]) -> None:
+        super().__init__(", ".join(gates))
+        self.gates = gates
+
 
 # --------------------------------------------------------------------------------------------
 # deciding
@@ -93,21 +120,24 @@ def decide(
         note = None
         if report.get("verdict") == codes.VERDICT_PENDING:
             note = digest.strip()  # the one line naming the gates awaiting sign-off
-        return Decision(system_message=note, state=SessionState())
+        return Decision(system_message=note, state=SessionState(), status=status.VERIFIED)
     failed = tuple(str(g.get("name")) for g in report.get("gates", [])
                    if g.get("outcome") == codes.FAILED)
-    names = ", ".join(f"`{name}`" for name in failed[:10]) or "(no gate ran)"
-    if len(failed) > 10:
-        names += f" and {len(failed) - 10} more"
     where = f" Last report: {report_path}." if report_path else ""
     return block_round(
         previous, max_rounds, signature=signature, failed=failed, notes=notes, body=digest,
         problem="the verify contract's gates fail on your changes. Fix the failures below, "
                 "then stop again; the gates run again automatically.",
-        hand_over=f"gates still fail after {previous.rounds} round(s) of fixes ({names}): the "
-                  f"stop is allowed and a human must review the work. Run `{rerun}` to see "
-                  f"the failures.{where}",
+        hand_over=f"gates still fail after {previous.rounds} round(s) of fixes "
+                  f"({gate_names(failed)}): the stop is allowed and a human must review the "
+                  f"work. Run `{rerun}` to see the failures.{where}",
     )
+
+
+def gate_names(names: tuple[str, ...]) -> str:
+    """```a`, `b` and 3 more``: gates named in a message, at most ten."""
+    shown = ", ".join(f"`{name}`" for name in names[:10]) or "(no gate ran)"
+    return shown + (f" and {len(names) - 10} more" if len(names) > 10 else "")
 
 
 def block_round(
@@ -125,7 +155,8 @@ def block_round(
     user (``hand_over``) that a human must review."""
     if previous.rounds >= max_rounds:
         return Decision(system_message=f"verifygate: {hand_over}",
-                        state=SessionState(0, signature, failed), human_review=True)
+                        state=SessionState(0, signature, failed), human_review=True,
+                        status=status.HANDED_OVER)
     rounds = previous.rounds + 1
     lines = [f"verifygate blocked this stop (round {rounds} of {max_rounds}): {problem}",
              *notes]
@@ -136,58 +167,46 @@ def block_round(
     if rounds == max_rounds:
         lines.append("This is the last round: if the gates still fail at your next stop, the "
                      "stop is allowed and a human reviews the work.")
-    reason = "\n".join(lines) + "\n\n" + body
-    return Decision(block_reason=reason, state=SessionState(rounds, signature, failed))
+    reason = "\n".join(lines) + ("\n\n" + body if body else "")
+    return Decision(block_reason=reason, state=SessionState(rounds, signature, failed),
+                    status=status.BLOCKED)
 
 
 # --------------------------------------------------------------------------------------------
-# the command
+# judging a stop
 
 
-def run_agent_hook(args: argparse.Namespace) -> int:
-    """Read the payload, check the gates, print the decision in the agent's format. Always
-    returns 0. Every message for the user is also said on stderr, one line each."""
-    from pytest_verifygate.agents.detect import UnreadPayload, read_payload
-
-    adapter: Adapter | None = None
-    try:
-        adapter, payload = read_payload(sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1),
-                                        getattr(args, "agent", None))
-        with Interruptible():  # SIGTERM (a hook timeout) ends gates cleanly, like Ctrl-C
-            decision = _run(args, payload)
-    except UnreadPayload as exc:
-        adapter = exc.adapter  # None: no agent's payload; answer nothing at all
-        decision = _allow(f"{exc}; the stop is allowed without checking")
-    except KeyboardInterrupt:
-        decision = _allow("interrupted before the gates finished: the stop is allowed")
-    except Exception as exc:  # a crash must never trap an agent, nor show it a traceback
-        decision = _allow(f"internal error ({type(exc).__name__}: {exc}): the stop is allowed; "
-                          "please report this")
-    if decision.system_message is not None and decision.block_reason is None:
-        print(decision.system_message, file=sys.stderr)
-    sys.stdout.write("" if adapter is None else adapter.render(decision))
-    sys.stdout.flush()
-    return 0
+def one_line(error: BaseException) -> str:
+    """An error's message as one bounded line."""
+    text = " ".join(str(error).split())
+    return text[:500] + " ..." if len(text) > 500 else text
 
 
-def _run(args: argparse.Namespace, payload: HookPayload) -> Decision:
+def judge(args: argparse.Namespace, payload: HookPayload) -> Decision:
+    """The decision on one payload (``cli/agent_hook.py`` reads it and answers)."""
     import os
 
     try:
         os.chdir(payload.cwd)  # relative paths in messages and --contract are from here
     except OSError as exc:
-        return _allow(f"cannot use {payload.cwd}: {exc.strerror or exc}; the stop is allowed")
+        return fail_closed(args, payload, f"cannot use {payload.cwd}: {exc.strerror or exc}")
     repo_root = find_repo_root(Path.cwd())
     if payload.event == SESSION_START:
         return _session_started(payload, repo_root)
+    if payload.event == SUBAGENT_STOP:
+        # Not gated: the parent's stop checks the session's work, the subagent's included.
+        return Decision()
     if payload.skip_reason is not None:
-        return _allow(payload.skip_reason)
+        return allow(payload.skip_reason)
     if payload.loop_count is not None and payload.loop_count > args.max_rounds:
         # The agent's own count is past the cap: the hand-over was given in this run.
-        return _allow(f"the agent was already sent back {payload.loop_count} time(s) in this "
-                      f"run, past the {args.max_rounds} round(s) of fixes: the stop is allowed "
-                      "and the work is a human's to review")
+        return allow(f"the agent was already sent back {payload.loop_count} time(s) in this "
+                     f"run, past the {args.max_rounds} round(s) of fixes: the stop is allowed "
+                     "and the work is a human's to review")._replace(status=status.HANDED_OVER)
     start = None
+    if repo_root is None and args.contract is None and find_contract(Path.cwd()) is None:
+        return allow(f"no verify contract found in {payload.cwd} or above, and it is not in a "
+                     "git repository: no gate applies")._replace(status=status.VERIFIED)
     try:
         if repo_root is not None:
             start, warning = session_start_point(repo_root, payload.session_id,
@@ -196,19 +215,16 @@ def _run(args: argparse.Namespace, payload: HookPayload) -> Decision:
                 _warn(warning)
         plan = prepare(_request(args, payload, start))
     except NoContractError as exc:
-        return _allow(f"{exc}; the stop is allowed without checking")
+        return allow(f"{exc}: no gate applies")._replace(status=status.VERIFIED)
     except ContractError as exc:
-        if start is None:  # outside git: nothing can be checked anyway
-            return _allow(f"contract error: {exc}; the stop is allowed without checking")
-        if start.commit is not None and not _changed_since(args, payload, start, repo_root):
+        if start is not None and start.commit is not None and not _changed_since(
+                args, payload, start, repo_root):
             # Broken before the session began, and untouched by it: not the agent's to fix.
-            return _allow(f"contract error: {exc}; nothing changed since {start.source} "
-                          f"({start.short}), so the stop is allowed")
+            return allow(f"contract error: {exc}; nothing changed since {start.source} "
+                         f"({start.short}), so the stop is allowed")
         return _contract_error(args, payload, exc, repo_root or Path.cwd(), start)
-    except VerifyGateError as exc:
-        return _allow(f"{exc}; the stop is allowed without checking")
-    except OSError as exc:
-        return _allow(f"cannot use {payload.cwd}: {exc.strerror or exc}; the stop is allowed")
+    except VerifyGateError as exc:  # git, mostly: the change set cannot be known
+        return fail_closed(args, payload, one_line(exc))
     for warning in plan.warnings:
         _warn(warning)
     return _check(args, payload, plan, start)
@@ -217,11 +233,15 @@ def _run(args: argparse.Namespace, payload: HookPayload) -> Decision:
 def _changed_since(args: argparse.Namespace, payload: HookPayload, start: StartPoint,
                    repo_root: Path | None) -> bool:
     """Whether anything (committed or not, untracked included) changed since ``start``: what
-    a stop is judged on, asked without a contract to select gates."""
+    a stop is judged on, asked without a contract to select gates. When git cannot tell,
+    something did (the contract error then blocks)."""
     from pytest_verifygate.engine import change_set
 
     request = _request(args, payload, start)
-    return bool(change_set(request, repo_root or Path.cwd()).files)
+    try:
+        return bool(change_set(request, repo_root or Path.cwd()).files)
+    except VerifyGateError:
+        return True
 
 
 def _session_started(payload: HookPayload, repo_root: Path | None) -> Decision:
@@ -241,8 +261,8 @@ def _request(args: argparse.Namespace, payload: HookPayload, start: StartPoint |
              ) -> RunRequest:
     """The engine's request: everything since the starting point, committed or not, plus
     untracked files, under the contract as it was there, for the gates of ``--role``."""
-    if start is None:  # outside git: the engine says so
-        changes = ChangeRequest(worktree=True)
+    if start is None:  # outside git: nothing tells what changed, so every gate applies
+        changes = ChangeRequest(all=True)
     elif start.commit is None:
         # The repository had no commit when the session began: every file is the session's,
         # and there was no contract to bind it (the empty tree holds none).
@@ -256,12 +276,21 @@ def _request(args: argparse.Namespace, payload: HookPayload, start: StartPoint |
                       bound_by=None if start is None else start.commit or empty_tree(Path.cwd()))
 
 
+def _rounds(payload: HookPayload | None) -> Rounds:
+    """Where this stop's rounds are counted: the session's (or subagent's) key, or, for a
+    payload that cannot be read, one key for the repository the hook runs in."""
+    place = payload.cwd if payload is not None else Path.cwd()
+    repo_root = find_repo_root(place)
+    key = payload.state_key if payload is not None else UNREAD_KEY
+    return Rounds.of(repo_root, key, repo_root or place)
+
+
 def _contract_error(args: argparse.Namespace, payload: HookPayload, error: ContractError,
                     repo_root: Path, start: StartPoint | None) -> Decision:
     """Fail closed: a contract that cannot be loaded blocks, round after round, like a
     failing gate, until the round cap hands over to a human."""
-    path = state_path(repo_root, payload.state_key)
-    stored = load_state(path)
+    rounds = _rounds(payload)
+    stored = rounds.load()
     previous = stored._replace(rounds=payload.rounds_before(stored))
     text = str(error)
     if len(text) > 2000:
@@ -277,22 +306,51 @@ def _contract_error(args: argparse.Namespace, payload: HookPayload, error: Contr
                   f"round(s) ({text}): the stop is allowed and a human must review the work.",
     )
     _warn(f"contract error: {text}")
-    if decision.state != stored and not _save(path, payload.state_key, decision.state):
+    if decision.state != stored and not rounds.save(decision.state):
         decision = _uncounted(decision, payload)
     return decision
+
+
+def fail_closed(args: argparse.Namespace, payload: HookPayload | None, problem: str
+                 ) -> Decision:
+    """Block a stop that cannot be checked (``problem`` says why), counting rounds towards
+    the cap like failing gates: nothing unverified counts as verified, and the cap still
+    hands over to a human."""
+    _warn(f"this stop cannot be checked: {problem}")
+    try:
+        rounds = _rounds(payload)
+        stored = rounds.load()
+    except Exception as exc:  # nowhere to count: the payload is all there is
+        _warn(f"cannot read the round count ({type(exc).__name__}: {one_line(exc)})")
+        rounds, stored = None, SessionState()
+    previous = stored._replace(rounds=stored.rounds if payload is None
+                               else payload.rounds_before(stored))
+    decision = block_round(
+        previous, args.max_rounds, signature=f"cannot check: {problem}", failed=(), body="",
+        problem=f"your work could not be checked, and unchecked work is not verified: "
+                f"{problem}. If the cause is yours to fix, fix it and stop again; if it is "
+                "outside the code, say so and stop.",
+        hand_over=f"the stop still cannot be checked after {previous.rounds} round(s) "
+                  f"({problem}): the stop is allowed and a human must review the work.",
+    )
+    try:
+        saved = decision.state == stored or (rounds is not None and rounds.save(decision.state))
+    except Exception:  # counted or not, the decision stands
+        saved = False
+    return decision if saved else _uncounted(decision, payload)
 
 
 def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
            start: StartPoint | None) -> Decision:
     contract = plan.contract
-    path = state_path(contract.repo_root, payload.state_key)
-    stored = load_state(path)
+    rounds = _rounds(payload)
+    stored = rounds.load()
     previous = stored._replace(rounds=payload.rounds_before(stored))
     if plan.changes.filtering and not plan.changes.files:
         # Nothing changed: nothing to verify, and nothing left of earlier failures.
         if stored != SessionState():
-            _save(path, payload.state_key, SessionState())
-        return Decision()
+            rounds.save(SessionState())
+        return Decision(status=status.VERIFIED)
     # Imported once there is something to run: most stops change nothing, or hit a contract
     # error, and need none of it.
     from pytest_verifygate import engine
@@ -303,17 +361,20 @@ def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
     hook = plugin_hook()
     run = engine.run(plan, hook=hook)
     if run.interrupted:
-        return _allow("the gates were interrupted: the stop is allowed without a verdict")
+        raise GatesInterrupted(tuple(r.name for r in run.results
+                                     if r.code == codes.INTERRUPTED))
     report = engine.report(run, hook)
     root = str(contract.repo_root)
-    report_path = path.with_suffix(".report.json")
-    try:
-        write_atomic(report_path, dumps(report))  # state: never through a planted link
-    except OSError as exc:
-        from pytest_verifygate.storage import blocked
+    kept = rounds.primary or rounds.fallback
+    report_path = None if kept is None else kept.with_suffix(".report.json")
+    if report_path is not None:
+        try:
+            write_atomic(report_path, dumps(report))  # state: never through a planted link
+        except OSError as exc:
+            from pytest_verifygate.storage import blocked
 
-        if not blocked(report_path):  # a file in the way: said once, for everything
-            _warn(f"cannot write the report {report_path}: {exc.strerror or exc}")
+            if not blocked(report_path):  # a file in the way: said once, for everything
+                _warn(f"cannot write the report {report_path}: {exc.strerror or exc}")
     digest, signature = "", None
     # A pass needs neither digest nor signature: most stops pass.
     if report["verdict"] in (codes.VERDICT_FAILED, codes.VERDICT_PENDING):
@@ -333,11 +394,12 @@ def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
         signature=signature,
         previous=previous,
         max_rounds=args.max_rounds,
-        report_path=posix_relative(report_path, contract.repo_root),
+        report_path=None if report_path is None else posix_relative(report_path,
+                                                                    contract.repo_root),
         rerun=_rerun_command(args, start),
         notes=notes,
     )
-    if decision.state != stored and not _save(path, payload.state_key, decision.state):
+    if decision.state != stored and not rounds.save(decision.state):
         decision = _uncounted(decision, payload)
     if changed is not None and decision.block_reason is None:
         # The user should know the contract changed, whatever the verdict (stderr has it).
@@ -352,6 +414,8 @@ def _rerun_command(args: argparse.Namespace, start: StartPoint | None = None) ->
     """The ``verifygate run`` command that checks what this hook checked."""
     since = start.short if start is not None and start.commit is not None else "HEAD"
     words = ["verifygate", "run", "--changed-from", args.changed_from or since]
+    if start is None:
+        words = ["verifygate", "run", "--all"]
     if args.contract:
         words += ["--contract", args.contract]
     if args.role:
@@ -359,38 +423,31 @@ def _rerun_command(args: argparse.Namespace, start: StartPoint | None = None) ->
     return shlex.join(words)
 
 
-def _save(path: Path, key: str, state: SessionState) -> bool:
-    """Remember the session's rounds; False (and why, on stderr) when the state directory
-    cannot be written."""
-    try:
-        save_state(path, key, state)
-    except OSError as exc:
-        _warn(f"cannot record the session's rounds in {path}: {exc.strerror or exc}; "
-              "the round cap cannot count this stop")
-        return False
-    return True
-
-
-def _uncounted(decision: Decision, payload: HookPayload) -> Decision:
-    """The decision when its round could not be recorded. A failing stop still blocks the
-    first time, but the cap must hold without our count: where the agent counts itself
-    (Cursor's ``loop_count``) its count decides as ever; otherwise a stop the agent makes
-    while already sent back by a stop hook (``stop_hook_active``) is allowed, with the
-    hand-over message, so that an unwritable ``.git`` never traps an agent."""
-    if decision.block_reason is None or payload.loop_count is not None:
+def _uncounted(decision: Decision, payload: HookPayload | None) -> Decision:
+    """The decision when its round could not be recorded anywhere. A block still blocks, but
+    the cap must hold without our count: where the agent counts itself (Cursor's
+    ``loop_count``), or its input quotes the round (Gemini CLI's retry ``prompt``), that count
+    already decided; otherwise a stop the agent makes while already sent back by a stop hook
+    (``stop_hook_active``) is allowed with the hand-over, and so is one whose agent and
+    session cannot even be read (nothing at all can bound those rounds)."""
+    if decision.block_reason is None:
         return decision
-    if not payload.stop_hook_active:
+    if payload is not None and (payload.loop_count is not None
+                                or payload.retry_round is not None
+                                or not payload.stop_hook_active):
         return decision
     return Decision(
-        system_message="verifygate: gates still fail, and the rounds cannot be counted (the "
-        "state directory cannot be written): this stop is allowed so that the agent is not "
-        "sent back forever. A human must review the work.",
-        human_review=True)
+        system_message="verifygate: the stop still cannot be let through as verified, and "
+        "its rounds cannot be counted (no state directory can be written): it is allowed so "
+        "that the agent is not sent back forever. A human must review the work.",
+        human_review=True, status=status.HANDED_OVER)
 
 
-def _allow(message: str) -> Decision:
-    """Let the agent stop, telling the user why (on stderr too: ``run_agent_hook``)."""
-    return Decision(system_message=f"verifygate agent-hook: {message}")
+def allow(message: str) -> Decision:
+    """Let the agent stop without a verdict, telling the user why (on stderr too:
+    ``run_agent_hook``)."""
+    return Decision(system_message=f"verifygate agent-hook: {message}",
+                    status=status.NOT_CHECKED)
 
 
 def _warn(message: str) -> None:

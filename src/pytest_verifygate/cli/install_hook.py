@@ -1,5 +1,7 @@
-"""``verifygate install-hook --agent NAME``: write or merge a coding agent's project
-configuration so that it runs ``verifygate agent-hook`` (``agents/config.py`` merges).
+"""``verifygate install-agent-hook --agent NAME``: write or merge a coding agent's project
+configuration so that it runs ``verifygate agent-hook`` (``agents/config.py`` merges), and say
+what that agent needs before the hook runs (trust, settings). ``install-hook`` is its
+deprecated name: too easily taken for installing git hooks.
 
 The file is the agent's own, at the root of the current git repository
 (``.claude/settings.json``, ``.codex/hooks.json``, ``.cursor/hooks.json``,
@@ -15,6 +17,7 @@ import argparse
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +28,21 @@ MAX_CONFIG_BYTES = 4 << 20
 NEW_FILE_MODE = 0o644
 
 
+NAME = "install-agent-hook"
+
+
 def main(args: argparse.Namespace) -> int:
     from pytest_verifygate.agents.config import ConfigShapeError, hook_command, merge_hooks
     from pytest_verifygate.agents.detect import ADAPTERS
     from pytest_verifygate.contract import find_repo_root
 
+    if args.command != NAME:
+        print(f"verifygate: warning: `verifygate {args.command}` is deprecated: use "
+              f"`verifygate {NAME}`", file=sys.stderr)
     adapter = ADAPTERS[args.agent]
     root = find_repo_root(Path.cwd())
     if root is None:
-        raise UsageError("install-hook: not in a git repository: run it in the repository the "
+        raise UsageError(f"{NAME}: not in a git repository: run it in the repository the "
                          "agent works in")
     path = root / adapter.config_file
     shown = adapter.config_file
@@ -43,23 +52,23 @@ def main(args: argparse.Namespace) -> int:
         merged = merge_hooks(config, adapter, hook_command(adapter.name, args.max_rounds),
                              max_rounds, replace=args.max_rounds is not None)
     except ConfigShapeError as exc:
-        raise UsageError(f"install-hook: {shown}: {exc}: not {adapter.title}'s configuration "
-                         "as documented; fix it by hand, then run install-hook again (the "
+        raise UsageError(f"{NAME}: {shown}: {exc}: not {adapter.title}'s configuration "
+                         f"as documented; fix it by hand, then run {NAME} again (the "
                          "file was left unchanged)") from None
-    prefix = "verifygate install-hook:"
+    prefix = f"verifygate {NAME}:"
     if not merged.added:
         print(f"{prefix} {shown} ({adapter.title}): nothing changed, every hook is there")
-        for line in merged.kept:
-            print(f"  kept   {line}")
-        return EXIT_OK
-    _write(path, shown, json.dumps(config, indent=2, ensure_ascii=False) + "\n", mode)
-    print(f"{prefix} {'updated' if mode is not None else 'created'} {shown} ({adapter.title})")
+    else:
+        _write(path, shown, json.dumps(config, indent=2, ensure_ascii=False) + "\n", mode)
+        print(f"{prefix} {'updated' if mode is not None else 'created'} {shown} "
+              f"({adapter.title})")
     for line in merged.added:
         print(f"  added  {line}")
     for line in merged.kept:
         print(f"  kept   {line}")
-    if adapter.setup_note:
-        print(f"  note   {adapter.setup_note}")
+    # Every time, changed or not: a hook the agent skips is worse than none.
+    for line in adapter.setup:
+        print(f"  needs  {line.replace('<root>', str(root))}")
     return EXIT_OK
 
 
@@ -67,8 +76,8 @@ def _read(path: Path, shown: str) -> tuple[Any, int | None]:
     """The parsed configuration ({} when there is none) and the file's permissions (None:
     no file yet). Anything that cannot be read as JSON is refused, never overwritten."""
     def refuse(problem: str) -> UsageError:
-        return UsageError(f"install-hook: {shown}: {problem}; fix or move it, then run "
-                          "install-hook again (the file was left unchanged)")
+        return UsageError(f"{NAME}: {shown}: {problem}; fix or move it, then run "
+                          f"{NAME} again (the file was left unchanged)")
 
     try:
         info = path.stat()
@@ -105,7 +114,7 @@ def _write(path: Path, shown: str, text: str, mode: int | None) -> None:
         write_atomic(target, text)
         os.chmod(target, mode if mode is not None else NEW_FILE_MODE & ~_umask())
     except OSError as exc:
-        raise UsageError(f"install-hook: cannot write {shown}: {exc.strerror or exc}") from None
+        raise UsageError(f"{NAME}: cannot write {shown}: {exc.strerror or exc}") from None
 
 
 def _umask() -> int:

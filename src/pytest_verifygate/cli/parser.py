@@ -91,13 +91,16 @@ def build_parser(command: str | None = None) -> Parser:
     if "merge" in wanted:
         _add_merge_options(commands.add_parser(
             "merge", help="one report from the reports of a run's shards"))
-    if "install-hook" in wanted:
-        install = commands.add_parser("install-hook",
-                                      help="add the agent hook to a coding agent's configuration")
-        install.add_argument("--agent", choices=AGENTS, required=True,
-                             help="the agent whose project configuration to write or merge")
-        install.add_argument("--max-rounds", type=options.positive_int, metavar="N",
-                             help="failing rounds before the hook stops blocking (default 3)")
+    for name in ("install-agent-hook", "install-hook"):  # the second: a deprecated alias
+        if name in wanted:
+            _add_install_options(commands.add_parser(name, help=(
+                "add the agent hook to a coding agent's configuration" if name != "install-hook"
+                else "deprecated name of install-agent-hook")))
+    if "agent-status" in wanted:
+        agent_status = commands.add_parser(
+            "agent-status", help="exit 0 only if the agent hook's last stop was verified")
+        agent_status.add_argument("--clear", action="store_true",
+                                  help="forget the last stop (before a new agent run)")
     if "mcp" in wanted:
         mcp = commands.add_parser("mcp", help="serve the gates as MCP tools over stdio")
         mcp.add_argument("--contract", metavar="PATH",
@@ -151,6 +154,8 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
 
 
 def _add_agent_hook_options(hook: argparse.ArgumentParser) -> None:
+    from pytest_verifygate.agents.protocol import DEFAULT_BUDGET, STOP_TIMEOUT
+
     hook.add_argument("--max-rounds", type=options.positive_int, default=3, metavar="N",
                       help="failing rounds per session before it stops blocking (default 3)")
     hook.add_argument("--contract", metavar="PATH")
@@ -163,6 +168,18 @@ def _add_agent_hook_options(hook: argparse.ArgumentParser) -> None:
                       help="judge the changes since REF instead of the session's starting point")
     hook.add_argument("--no-cache", action="store_true",
                       help="run gates with cache = true even if they passed on these inputs")
+    hook.add_argument("--budget", type=options.positive_int, metavar="SECONDS",
+                      default=DEFAULT_BUDGET,
+                      help="stop the gates and block after this long (default "
+                      f"{DEFAULT_BUDGET}: below the {STOP_TIMEOUT} s timeout the installer "
+                      "writes; keep it below the agent's hook timeout)")
+
+
+def _add_install_options(install: argparse.ArgumentParser) -> None:
+    install.add_argument("--agent", choices=AGENTS, required=True,
+                         help="the agent whose project configuration to write or merge")
+    install.add_argument("--max-rounds", type=options.positive_int, metavar="N",
+                         help="failing rounds before the hook stops blocking (default 3)")
 
 
 def _add_merge_options(merge: argparse.ArgumentParser) -> None:

@@ -1,0 +1,9 @@
+"""``python -m pytest_verifygate``: the ``verifygate`` command, also where it is not on PATH
+(the agent hook's installed command runs it so).
+
+PYTEST_DONT_REWRITE
+"""
+
+from pytest_verifygate.console import main
+
+main()
