@@ -274,7 +274,7 @@ def test_the_size_bound_prunes_the_least_recently_used(repo: Path, counter: Path
         filler = write(directory / f"{index:064x}.json", "{}\n")
         os.utime(filler, (now - 5000 + index, now - 5000 + index))
     os.utime(kept, (now - 9000, now - 9000))
-    stale = write(directory / ".abc.json.x.tmp", "half")
+    stale = write(directory / ".abc.json.123.456.tmp", "half")  # as write_state names it
     os.utime(stale, (now - 7200, now - 7200))
     run_report(repo)  # "kept" is a hit (used now); "new" is stored, which prunes
     assert runs(counter) == 2

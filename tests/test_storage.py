@@ -14,7 +14,7 @@ from pytest_verifygate.storage import (
     _private_temp_dir,
     finish_pruning,
     new_log_dir,
-    prune_oldest,
+    prune_own_files,
     state_dir,
 )
 
@@ -33,15 +33,18 @@ def test_log_dirs_are_pruned_to_the_newest_runs(repo: Path) -> None:
     assert (left[-1] / "lint.log").read_text() == f"run {KEEP_LOG_RUNS + 2}\n"
 
 
-def test_pruning_removes_a_log_dir_with_unexpected_contents(repo: Path) -> None:
+def test_pruning_leaves_whatever_a_run_did_not_write(repo: Path) -> None:
+    """Only a run's log files go; a directory someone put in there keeps its run directory."""
     first = new_log_dir(repo)
+    (first / "lint.log").write_text("old log\n")
     (first / "nested" / "deeper").mkdir(parents=True)
     (first / "nested" / "deeper" / "x.log").write_text("x\n")
     for _ in range(KEEP_LOG_RUNS):
         new_log_dir(repo)
     finish_pruning()
-    assert not first.exists()
-    assert len(list((state_dir(repo) / "logs").iterdir())) == KEEP_LOG_RUNS
+    assert not (first / "lint.log").exists()
+    assert (first / "nested" / "deeper" / "x.log").read_text() == "x\n"
+    assert len(list((state_dir(repo) / "logs").iterdir())) == KEEP_LOG_RUNS + 1
 
 
 def test_pruning_never_follows_a_link_out_of_the_log_directory(repo: Path, tmp_path: Path) -> None:
@@ -85,7 +88,7 @@ def test_a_shared_temp_directory_taken_by_someone_else_is_not_used(
         assert state_dir(project) == fresh  # one fresh directory for the whole run
         taken.chmod(0o700)
         _private_temp_dir.cache_clear()
-        assert state_dir(project).parent == taken
+        assert state_dir(project).parent.parent == taken
     finally:
         _private_temp_dir.cache_clear()
 
@@ -97,43 +100,45 @@ def aged(path: Path, text: str, age_seconds: int) -> Path:
     return path
 
 
-def test_prune_oldest_keeps_the_newest_by_mtime_whatever_the_names(tmp_path: Path) -> None:
-    paths = [aged(tmp_path / name, name, age) for name, age in
-             (("a", 10), ("b", 40), ("c", 20), ("d", 30))]
-    assert prune_oldest(reversed(paths), 2) == 2
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "c"]
-    assert prune_oldest(tmp_path.iterdir(), 2) == 0
+def own(name: str) -> bool:
+    return name.endswith(".json")
 
 
-def test_prune_oldest_by_name_ignores_mtimes(tmp_path: Path) -> None:
-    paths = [aged(tmp_path / name, name, age) for name, age in (("1", 0), ("2", 50), ("3", 99))]
-    assert prune_oldest(paths, 1, by_name=True) == 2
-    assert [p.name for p in tmp_path.iterdir()] == ["3"]
+def test_pruning_keeps_the_newest_of_its_own_files_by_mtime(tmp_path: Path) -> None:
+    entries = tmp_path / "verifygate" / "entries"
+    entries.mkdir(parents=True)
+    for name, age in (("a", 10), ("b", 40), ("c", 20), ("d", 30)):
+        aged(entries / f"{name}.json", name, age)
+    aged(entries / "notes.txt", "not ours\n", 99)
+    assert prune_own_files(entries, own, 2) == 2
+    assert sorted(p.name for p in entries.iterdir()) == ["a.json", "c.json", "notes.txt"]
+    assert prune_own_files(entries, own, 2) == 0
 
 
-def test_prune_oldest_removes_a_link_never_its_target(tmp_path: Path) -> None:
-    target = aged(tmp_path / "target.txt", "precious\n", 0)
-    entries = tmp_path / "entries"
-    entries.mkdir()
+def test_pruning_removes_a_link_never_its_target_and_never_a_directory(tmp_path: Path) -> None:
+    target = aged(tmp_path / "target.json", "precious\n", 0)
+    entries = tmp_path / "verifygate" / "entries"
+    entries.mkdir(parents=True)
     link = entries / "old.json"
     link.symlink_to(target)
     os.utime(link, (1, 1), follow_symlinks=False)  # the link is old, its target is new
+    (entries / "older.json").mkdir()
+    os.utime(entries / "older.json", (1, 1))
     newer = aged(entries / "new.json", "{}", 5)
-    assert prune_oldest(entries.iterdir(), 1) == 1
-    assert not link.is_symlink() and newer.exists()
+    assert prune_own_files(entries, own, 0) == 1
+    assert link.is_symlink() and (entries / "older.json").is_dir() and not newer.exists()
     assert target.read_text() == "precious\n"
 
 
-def test_prune_oldest_skips_paths_that_vanish_meanwhile(tmp_path: Path) -> None:
-    paths = [aged(tmp_path / f"{index}.json", "{}", 100 - index) for index in range(4)]
-    paths[0].unlink()  # pruned by another process after it was listed
-
-    def remove_racing(path: Path) -> None:
-        paths[2].unlink(missing_ok=True)  # another process removes this one first
-        os.unlink(path)
-
-    assert prune_oldest(paths, 1, remove_racing) == 1
-    assert [p.name for p in tmp_path.iterdir()] == ["3.json"]
+def test_pruning_never_follows_a_linked_directory(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    for index in range(5):
+        aged(victim / f"{index}.json", "precious\n", index)
+    (tmp_path / "verifygate").mkdir()
+    (tmp_path / "verifygate" / "entries").symlink_to(victim)
+    assert prune_own_files(tmp_path / "verifygate" / "entries", own, 1) == 0
+    assert len(list(victim.iterdir())) == 5
 
 
 def test_pruning_without_a_thread_to_spare_happens_at_once(

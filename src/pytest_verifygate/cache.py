@@ -46,11 +46,12 @@ from pytest_verifygate.integrity import read_sealed, seal
 from pytest_verifygate.report.redact import Redactor, redactor_for
 from pytest_verifygate.runner.records import CacheSlot, GatePlan, GateResult
 from pytest_verifygate.storage import (
-    make_private_dir,
-    prune_oldest,
+    is_temp_name,
+    open_state_dir,
+    prune_own_files,
     state_dir,
     warn_once,
-    write_atomic,
+    write_state,
 )
 
 __all__ = ["KEEP_ENTRIES", "RepoFiles", "attach", "cache_dir", "lookup", "prune",
@@ -255,8 +256,7 @@ def store(slot: CacheSlot, result: GateResult) -> bool:
         sealed = seal(SEAL_PURPOSE, (json.dumps(entry, ensure_ascii=True) + "\n").encode())
         if sealed is None:
             return False
-        make_private_dir(slot.directory)
-        write_atomic(slot.path, sealed)
+        write_state(slot.path, sealed)
         prune(slot.directory)
     except OSError:
         return False
@@ -266,18 +266,31 @@ def store(slot: CacheSlot, result: GateResult) -> bool:
 def prune(directory: Path, keep: int = KEEP_ENTRIES) -> int:
     """Keep the ``keep`` entries used last (by mtime); remove the rest and stale temp files.
 
-    Safe while other processes read, write and prune the same directory. Returns how many
-    entries were removed.
+    Only files named as this module names them (a key's hex digest and ``.json``, a temp file
+    of ``write_state``) are ever removed, and ``directory`` is reached through no link. Safe
+    while other processes read, write and prune the same directory. Returns how many entries
+    were removed.
     """
     try:
-        with os.scandir(directory) as scan:
-            names = [item.name for item in scan]
+        fd = open_state_dir(directory)
     except OSError:
         return 0
-    now = time.time()
-    for temp in (directory / name for name in names if name.endswith(".tmp")):
-        with contextlib.suppress(OSError):
-            if now - os.lstat(temp).st_mtime > STALE_TEMP_SECONDS:  # left by a killed writer
-                os.unlink(temp)
-    entries = [directory / name for name in names if name.endswith(".json")]
-    return prune_oldest(entries, keep)
+    try:
+        now = time.time()
+        with os.scandir(fd) as scan:
+            temps = [item.name for item in scan if is_temp_name(item.name)]
+        for temp in temps:
+            with contextlib.suppress(OSError):
+                info = os.lstat(temp, dir_fd=fd)
+                if now - info.st_mtime > STALE_TEMP_SECONDS:  # left by a killed writer
+                    os.unlink(temp, dir_fd=fd)
+    finally:
+        os.close(fd)
+    return prune_own_files(directory, is_entry_name, keep)
+
+
+def is_entry_name(name: str) -> bool:
+    """Whether ``name`` is an entry's: ``<SHA-256 of the key, in hex>.json``."""
+    stem, _, suffix = name.partition(".")
+    return (suffix == "json" and len(stem) == 64 and stem.isascii()
+            and all(char in "0123456789abcdef" for char in stem))

@@ -14,11 +14,8 @@ it, laid out one entry per line::
     ]}
 
 Each entry is the contract (its path relative to the repository), the gate's name and its
-seconds. A commit's run records durations, and it does not import ``json`` (see the README's
-Performance section): a file in this layout is read and written by the plain string code
-below; ``json`` is only imported for a file laid out otherwise (edited by hand) or a name that
-needs escaping. A file that is unreadable, too large or not of this shape is ignored with one
-warning, and replaced by the next run's record.
+seconds. Anything can write ``.git``: a file that is unreadable, too large, too deeply nested
+or not of this shape is ignored with one warning, and replaced by the next run's record.
 
 PYTEST_DONT_REWRITE
 """
@@ -30,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate import codes
-from pytest_verifygate.storage import blocked, first_time, git_state_dir, warn_once, write_atomic
+from pytest_verifygate.storage import blocked, first_time, git_state_dir, warn_once, write_state
 
 if TYPE_CHECKING:
     from pytest_verifygate.contract import Contract
@@ -51,8 +48,6 @@ TOLERANCE_RATIO = 0.1
 # Longer than any gate runs (a year): what a hand-edited file may say, capped.
 MAX_SECONDS = 3.2e7
 
-_HEAD = '{"version": 1, "durations": ['
-_TAIL = "]}"
 # Failures that measured the gate's work; the others (not started, interrupted, a missing
 # tool or script) end at once and would make the gate look short.
 _MEASURED_FAILURES = frozenset({codes.COMMAND_FAILED, codes.TIMEOUT, codes.SEQUENCE_ISSUE})
@@ -134,7 +129,7 @@ def record_durations(
         return False
     fresh = [(contract, name, value) for name, value in updated.items()]
     try:
-        write_atomic(path, render([*fresh, *kept][:MAX_ENTRIES]))
+        write_state(path, render([*fresh, *kept][:MAX_ENTRIES]))
     except OSError:
         return False
     return True
@@ -239,14 +234,7 @@ def _read(path: Path | None) -> tuple[list[Entry], str | None]:
     if raw is None:
         return [], None
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return [], _ignored(path, "is not UTF-8 text")
-    entries = _parse_layout(text)
-    if entries is not None:
-        return entries, None
-    try:
-        return _parse_json(text), None
+        return _parse(raw), None
     except ValueError as exc:
         return [], _ignored(path, str(exc))
 
@@ -263,53 +251,18 @@ def _ignored(path: Path, problem: str, *, replaced: bool = True) -> str:
             + (" and rewritten by the next run" if replaced else ""))
 
 
-def _parse_layout(text: str) -> list[Entry] | None:
-    """The entries of a file in ``render``'s layout with no escaped name; None otherwise."""
-    lines = text.split("\n")
-    if "\\" in text or len(lines) < 3 or lines[0] != _HEAD or lines[-2:] != [_TAIL, ""]:
-        return None
-    body = lines[1:-2]
-    entries: list[Entry] = []
-    for number, line in enumerate(body, 1):
-        if number < len(body):
-            if not line.endswith(","):
-                return None
-            line = line[:-1]
-        # ["contract", "name", seconds]: with no backslash a string holds no quote, so the
-        # quotes and the separators between them are exactly where this expects them.
-        if not (line.startswith('["') and line.endswith("]")):
-            return None
-        strings, _, seconds = line[2:-1].rpartition(", ")
-        owner, separator, name = strings.partition('", "')
-        if not (separator and name.endswith('"')):
-            return None
-        name = name[:-1]
-        value = _seconds_text(seconds)
-        if value is None or '"' in owner or '"' in name or not (
-                owner.isprintable() and name.isprintable()):
-            return None  # a control character is not allowed unescaped: json decides
-        entries.append((owner, name, value))
-    return entries
-
-
-def _seconds_text(text: str) -> float | None:
-    if not text or not text[0].isdigit() or text.strip("0123456789.eE+-"):
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if value <= MAX_SECONDS else None
-
-
-def _parse_json(text: str) -> list[Entry]:
-    """The entries of a file laid out otherwise; ``ValueError`` saying what is wrong."""
+def _parse(raw: bytes) -> list[Entry]:
+    """The file's entries; ``ValueError`` saying what is wrong with it."""
     import json
 
     try:
-        data = json.loads(text)
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError("is not UTF-8 text") from None
     except ValueError as exc:
         raise ValueError(f"is not valid JSON ({exc})") from None
+    except RecursionError:  # nesting deeper than the parser goes: not a file of ours
+        raise ValueError("is nested too deeply") from None
     if not isinstance(data, dict) or data.get("version") != VERSION:
         raise ValueError(f'is not of version {VERSION} (expected {{"version": {VERSION}, '
                          '"durations": [...]})')
@@ -322,27 +275,23 @@ def _parse_json(text: str) -> list[Entry]:
                 and isinstance(item[1], str) and isinstance(item[2], (int, float))
                 and not isinstance(item[2], bool) and _finite(item[2])
                 and 0 <= item[2] <= MAX_SECONDS):
-            raise ValueError(f"holds an entry that is not [contract, gate, seconds]: {item!r:.80}")
+            raise ValueError("holds an entry that is not [contract, gate, seconds]: "
+                             f"{_shown(item)}")
         entries.append((item[0], item[1], float(item[2])))
     return entries
 
 
+def _shown(item: object) -> str:
+    """A bad entry, short, for the warning (its repr could be nested as deep as the file)."""
+    try:
+        return f"{item!r:.80}"
+    except RecursionError:
+        return type(item).__name__
+
+
 def render(entries: Sequence[Entry]) -> str:
-    """The file's text for ``entries``, in the layout ``_parse_layout`` reads."""
-    lines = [f"[{_string(owner)}, {_string(name)}, {value!r}]" for owner, name, value in entries]
-    return _HEAD + "\n" + "".join(line + ",\n" for line in lines[:-1]) + (
-        lines[-1] + "\n" if lines else "") + _TAIL + "\n"
-
-
-def _string(text: str) -> str:
-    """``text`` as a JSON string: as it is when nothing in it needs escaping."""
-    if '"' not in text and "\\" not in text and text.isprintable():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate: json escapes it
-            pass
-        else:
-            return f'"{text}"'
+    """The file's text for ``entries``: JSON, one entry per line (easy to read and diff)."""
     import json
 
-    return json.dumps(text)
+    lines = "".join(f"\n{json.dumps(list(entry))}," for entry in entries).rstrip(",")
+    return f'{{"version": {VERSION}, "durations": [{lines}\n]}}\n'

@@ -152,25 +152,32 @@ def unseal(purpose: bytes, sealed: bytes) -> bytes | None:
 def read_state_file(path: Path, limit: int) -> bytes | None:
     """The content of a state file of at most ``limit`` bytes; None when there is none.
 
-    Raises ``StateFileError`` for a file not to be read: a link, a FIFO, a device or a
-    directory (checked before it is opened, and again on the open file), one larger than
-    ``limit``, or one that cannot be read. Never blocks: a FIFO is not opened, and the open
-    is non-blocking for one swapped in between.
+    Raises ``StateFileError`` for a file not to be read: a link (the file or any directory
+    from the state root down: ``storage.open_state_dir``), a FIFO, a device or a directory
+    (checked before it is opened, and again on the open file), one larger than ``limit``, or
+    one that cannot be read. Never blocks: a FIFO is not opened, and the open is
+    non-blocking for one swapped in between.
     """
+    from pytest_verifygate.storage import open_state_dir
+
     try:
-        info = os.lstat(path)
+        # Its directory through no link (under a state root), then the file itself, checked
+        # before it is opened: a FIFO is never opened.
+        dir_fd = open_state_dir(path.parent)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise StateFileError(exc.strerror or str(exc)) from None
+    try:
+        _check(os.lstat(path.name, dir_fd=dir_fd), limit)
+        fd = os.open(path.name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW
+                     | getattr(os, "O_CLOEXEC", 0), dir_fd=dir_fd)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise StateFileError(exc.strerror or str(exc)) from None
-    _check(info, limit)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW
-                     | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise StateFileError(exc.strerror or str(exc)) from None
+    finally:
+        os.close(dir_fd)
     try:
         _check(os.fstat(fd), limit)
         chunks = []

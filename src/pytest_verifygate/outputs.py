@@ -42,7 +42,7 @@ def remember_outputs(paths: Iterable[str | os.PathLike[str]]) -> None:
     while they stay as written. Best effort: a file outside a git repository, or a record that
     cannot be written, is simply not remembered."""
     from pytest_verifygate.integrity import seal
-    from pytest_verifygate.storage import write_atomic
+    from pytest_verifygate.storage import write_state
 
     by_record: dict[Path, list[str]] = {}
     for path in paths:
@@ -66,7 +66,7 @@ def remember_outputs(paths: Iterable[str | os.PathLike[str]]) -> None:
         if sealed is None or len(data) > MAX_RECORD_BYTES:
             continue  # no key to seal it with: an unsealed record would not be believed
         with contextlib.suppress(OSError):  # best effort: see the docstring
-            write_atomic(record, sealed)
+            write_state(record, sealed)
 
 
 def _under_root(root: Path, path: Path) -> str | None:

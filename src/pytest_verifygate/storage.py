@@ -25,6 +25,9 @@ LOGS_DIR_NAME = "logs"
 KEEP_LOG_RUNS = 10
 # The logs of all kept runs together: past it, the oldest runs go (the newest always stays).
 KEEP_LOG_BYTES = 256 * 1024 * 1024
+# The most of ``.git`` (a file in submodules and worktrees) and ``commondir`` that is read.
+GIT_FILE_BYTES = 64 * 1024
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
 
 # The log directories runs of this process are using now -> how many runs use each. Runs of
 # other processes are known by the pid in the directory's name (see ``_in_use``).
@@ -41,21 +44,33 @@ def git_dir(repo_root: Path) -> Path | None:
     if dot_git.is_dir():
         return dot_git
     if dot_git.is_file():
-        try:
-            first = dot_git.read_text(encoding="utf-8", errors="replace").splitlines()[0]
-        except (OSError, IndexError):
+        first = _first_line(dot_git)
+        if first is None:
             return None
         if first.startswith("gitdir:"):
             target = Path(first.partition(":")[2].strip())
             target = target if target.is_absolute() else (repo_root / target).resolve()
             # A linked worktree keeps its state in the repository's common git dir: its result
             # cache is the main checkout's, and its logs outlive a temporary worktree.
-            try:
-                common = (target / "commondir").read_text(encoding="utf-8").strip()
-            except OSError:  # a submodule, or a worktree of an old git: its own dir
+            common = _first_line(target / "commondir")
+            if common is None:  # a submodule, or a worktree of an old git: its own dir
                 return target
-            return (target / common).resolve() if common else target
+            return (target / common.strip()).resolve() if common.strip() else target
     return None
+
+
+def _first_line(path: Path) -> str | None:
+    """The first line of a small file git wrote (``.git``, ``commondir``); None if there is
+    none. Read like a state file: a FIFO or a device there never blocks, and a huge file is
+    not read whole."""
+    from pytest_verifygate.integrity import StateFileError, read_state_file
+
+    try:
+        raw = read_state_file(path, GIT_FILE_BYTES)
+    except StateFileError:
+        return None
+    lines = (raw or b"").decode("utf-8", "replace").splitlines()
+    return lines[0] if lines else None
 
 
 def git_state_dir(repo_root: Path) -> Path | None:
@@ -72,7 +87,7 @@ def state_dir(repo_root: Path) -> Path:
     import hashlib
 
     digest = hashlib.sha256(str(repo_root.resolve()).encode()).hexdigest()[:16]
-    return _private_temp_dir() / digest
+    return _private_temp_dir() / digest / STATE_DIR_NAME
 
 
 @functools.cache  # one directory per process, even when it has to be a fresh one
@@ -114,9 +129,9 @@ def new_log_dir(repo_root: Path) -> Path:
     import hashlib
 
     digest = hashlib.sha256(str(repo_root.resolve()).encode()).hexdigest()[:16]
-    fallback = Path("<temp>") / digest / LOGS_DIR_NAME
+    fallback = Path("<temp>") / digest / STATE_DIR_NAME / LOGS_DIR_NAME
     try:
-        fallback = _private_temp_dir() / digest / LOGS_DIR_NAME
+        fallback = _private_temp_dir() / digest / STATE_DIR_NAME / LOGS_DIR_NAME
         run_dir = _new_run_dir(fallback)
     except OSError as second:  # nowhere at all: each gate says so in its output
         warn_once(f"cannot keep gate logs in {logs} ({problem}) nor in {fallback} "
@@ -128,15 +143,18 @@ def new_log_dir(repo_root: Path) -> Path:
 
 
 def _new_run_dir(logs: Path) -> Path:
-    make_private_dir(logs)
-    _make_private(logs.parent)  # the state directory: logs and caches are the user's alone
     # Named so that names sort in time order (pruning keeps the last ones): UTC, since time
     # zones and daylight saving differ between runs, and nanoseconds, since several runs can
     # start within one second. The pid says which process's run it is (see ``_in_use``).
     now = time.time_ns()
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now // 1_000_000_000))
-    run_dir = logs / f"{stamp}.{now % 1_000_000_000:09d}-{os.getpid()}"
-    run_dir.mkdir(mode=0o700)
+    name = f"{stamp}.{now % 1_000_000_000:09d}-{os.getpid()}"
+    logs_fd = open_state_dir(logs, create=True)
+    try:
+        os.mkdir(name, 0o700, dir_fd=logs_fd)
+    finally:
+        os.close(logs_fd)
+    run_dir = logs / name
     _prune_meanwhile(logs, run_dir)
     return run_dir
 
@@ -165,29 +183,96 @@ def finish_pruning() -> None:
         _pruning.pop().join()
 
 
+def _state_parts(path: Path) -> tuple[Path, tuple[str, ...]] | None:
+    """``path`` split into the directory that holds its state root and the names from the
+    root down; None for a path under no state root.
+
+    Every state root is a directory named ``verifygate``: ``<git dir>/verifygate``, the
+    private state directory ``~/.local/state/verifygate``, ``<tmp>/verifygate-<uid>/<digest>/
+    verifygate``. What holds it is trusted as it is (the git directory git names, a directory
+    checked to be this user's alone); below it, the tool names every directory itself and
+    never names one ``verifygate``, so the last such name is the root.
+    """
+    parts = path.parts
+    for index in range(len(parts) - 1, -1, -1):
+        if parts[index] == STATE_DIR_NAME:
+            return Path(*parts[:index]) if index else Path("."), parts[index:]
+    return None
+
+
+def open_state_dir(path: Path, *, create: bool = False) -> int:
+    """A descriptor (to close) of the directory ``path``, reached without following a link.
+
+    Under a state root (``_state_parts``), every directory from the root down is opened with
+    ``O_NOFOLLOW`` relative to the one before, so a symbolic link planted anywhere there is an
+    ``OSError`` and never leads elsewhere; with ``create``, missing ones are made (0700) and
+    the user's own made private. A path under no state root is opened as it is given.
+    """
+    split = _state_parts(Path(os.path.abspath(path)))
+    if split is None:
+        if create:
+            os.makedirs(path, exist_ok=True)
+        return os.open(path, _DIRECTORY)
+    anchor, names = split
+    fd = os.open(anchor, _DIRECTORY)
+    try:
+        for depth, name in enumerate(names, 1):
+            child = _open_child(fd, name, create)
+            if child is None:
+                import errno
+
+                raise OSError(errno.ELOOP, "a symbolic link or not a directory: never "
+                              "followed", str(anchor.joinpath(*names[:depth])))
+            os.close(fd)
+            fd = child
+            if create:
+                _make_private(fd)  # logs and caches are the user's alone
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_child(parent: int, name: str, create: bool) -> int | None:
+    """The directory ``name`` in ``parent``, opened; None when something else is there."""
+    import errno
+
+    flags = _DIRECTORY | os.O_NOFOLLOW
+    try:
+        return os.open(name, flags, dir_fd=parent)
+    except FileNotFoundError:
+        if not create:
+            raise
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+            return None
+        raise
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(name, 0o700, dir_fd=parent)
+    try:
+        return os.open(name, flags, dir_fd=parent)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+            return None
+        raise
+
+
 def make_private_dir(path: Path) -> None:
-    """Make ``path``, and the parents it lacks, directories only this user can use (0700)."""
-    missing = []
-    parent = path
-    while not parent.is_dir() and parent != parent.parent:
-        missing.append(parent)
-        parent = parent.parent
-    for directory in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(directory, 0o700)
-    _make_private(path)
+    """Make ``path``, and the parents it lacks, directories only this user can use (0700);
+    under a state root, through no link (``open_state_dir``)."""
+    os.close(open_state_dir(path, create=True))
 
 
-def _make_private(directory: Path) -> None:
+def _make_private(fd: int) -> None:
     """Take group and other permissions off a directory of this user's (made before logs were
     private, or under a loose umask); anything else is left as it is."""
     import stat
 
     with contextlib.suppress(OSError):
-        info = os.lstat(directory)
+        info = os.fstat(fd)
         if (stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
                 and info.st_mode & 0o077):
-            os.chmod(directory, 0o700)
+            os.fchmod(fd, 0o700)
 
 
 def warn_once(message: str) -> None:
@@ -219,7 +304,8 @@ def blocked(path: Path) -> bool:
     blocker = _not_a_directory(path)
     if blocker is None:
         return False
-    message = f"{blocker} is not a directory: nothing verifygate keeps under it is used"
+    what = "a symbolic link (never followed)" if blocker.is_symlink() else "not a directory"
+    message = f"{blocker} is {what}: nothing verifygate keeps under it is used"
     if blocker.name == STATE_DIR_NAME or (blocker.name == LOGS_DIR_NAME
                                           and blocker.parent.name == STATE_DIR_NAME):
         message += f"; gate logs go to {_private_temp_dir()} instead"
@@ -228,12 +314,15 @@ def blocked(path: Path) -> bool:
 
 
 def _not_a_directory(path: Path) -> Path | None:
-    """The nearest existing parent of ``path`` if it is not a directory, else None."""
+    """The nearest existing parent of ``path`` if it is not a directory (a link counts as
+    not one: none is followed), else None."""
     import stat
 
+    split = _state_parts(path)
+    depth = len(split[0].parts) if split is not None else len(path.parts)
     for parent in path.parents:
-        try:
-            info = os.stat(parent)
+        try:  # below the state root's holder, a link is never followed
+            info = os.lstat(parent) if len(parent.parts) > depth else os.stat(parent)
         except (FileNotFoundError, NotADirectoryError):  # missing, or itself under a file
             continue
         except OSError:  # unreadable: not a file in the way
@@ -275,11 +364,11 @@ def _in_use(run_dir: Path) -> bool:
     reused pid only keeps a directory longer)."""
     if str(run_dir) in _claimed:
         return True
-    owner = run_dir.name.rpartition("-")[2]
-    if not owner.isdigit() or int(owner) == os.getpid():
+    owner = int(run_dir.name.rpartition("-")[2])
+    if owner == os.getpid():
         return False
     try:
-        os.kill(int(owner), 0)
+        os.kill(owner, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # another user's process: alive
@@ -289,119 +378,176 @@ def _in_use(run_dir: Path) -> bool:
     return True
 
 
+def is_run_dir_name(name: str) -> bool:
+    """Whether ``name`` is one ``_new_run_dir`` makes: ``20250131-235959.123456789-4242``."""
+    stamp, dash, pid = name.rpartition("-")
+    day, dot, nanos = stamp.partition(".")
+    digits = day[:8] + day[9:] + nanos + pid
+    return bool(dash and dot and len(day) == 15 and day[8] == "-" and len(nanos) == 9
+                and pid and digits.isascii() and digits.isdigit() and pid[0] != "0")
+
+
+def is_own_log_name(name: str) -> bool:
+    """Whether ``name`` is a file a run writes in its log directory: a gate's log
+    (``log_file_name``) or the temp file its tail is put in order in (``logfile.py``)."""
+    return is_file_name_safe(name) and name.endswith((".log", ".unroll"))
+
+
 def _prune(logs: Path, current: Path) -> None:
+    """Remove older runs' log directories; only directories named as runs are (see
+    ``is_run_dir_name``), and in them only log files: whatever else is found stays."""
+    logs_fd = open_state_dir(logs)
     try:
-        with os.scandir(logs) as entries:
+        with os.scandir(logs_fd) as entries:
             # Only real directories: a link is not a run of ours, and is never followed.
-            runs = sorted(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))
-    except OSError:
-        return
-    # By name, which is the run's start time: a directory's mtime moves whenever a gate
-    # creates its log in there, so a long run would outlive the runs started after it.
-    removable = [run for run in runs if run != current and not _in_use(run)]
-    doomed = set(removable[: max(0, len(runs) - KEEP_LOG_RUNS)])
-    kept = [run for run in runs if run not in doomed]
-    if len(kept) > 1:
-        sizes = {run: _size(run) for run in kept}
-        total = sum(sizes.values())
-        for run in kept:  # oldest first
-            if total <= KEEP_LOG_BYTES:
-                break
-            if run in removable:
-                doomed.add(run)
-                total -= sizes[run]
-    for run in sorted(doomed):
-        _remove_run(run)
-
-
-def _size(run_dir: Path) -> int:
-    total = 0
-    with contextlib.suppress(OSError), os.scandir(run_dir) as entries:
-        for entry in entries:
+            runs = sorted(entry.name for entry in entries if is_run_dir_name(entry.name)
+                          and entry.is_dir(follow_symlinks=False))
+        # By name, which is the run's start time: a directory's mtime moves whenever a gate
+        # creates its log in there, so a long run would outlive the runs started after it.
+        removable = [run for run in runs if run != current.name and not _in_use(logs / run)]
+        doomed = set(removable[: max(0, len(runs) - KEEP_LOG_RUNS)])
+        kept = [run for run in runs if run not in doomed]
+        if len(kept) > 1:
+            sizes = {run: _size(logs_fd, run) for run in kept}
+            total = sum(sizes.values())
+            for run in kept:  # oldest first
+                if total <= KEEP_LOG_BYTES:
+                    break
+                if run in removable:
+                    doomed.add(run)
+                    total -= sizes[run]
+        for run in sorted(doomed):
             with contextlib.suppress(OSError):
-                total += entry.stat(follow_symlinks=False).st_size
+                _remove_run(logs_fd, run)
+    finally:
+        os.close(logs_fd)
+
+
+def _size(logs_fd: int, run: str) -> int:
+    total = 0
+    with contextlib.suppress(OSError):
+        run_fd = os.open(run, _DIRECTORY | os.O_NOFOLLOW, dir_fd=logs_fd)
+        try:
+            with os.scandir(run_fd) as entries:
+                for entry in entries:
+                    with contextlib.suppress(OSError):
+                        total += entry.stat(follow_symlinks=False).st_size
+        finally:
+            os.close(run_fd)
     return total
 
 
-def prune_oldest(
-    paths: Iterable[Path],
+def _remove_run(logs_fd: int, run: str) -> None:
+    """Remove one run's log files and, if nothing else is left in it, its directory."""
+    run_fd = os.open(run, _DIRECTORY | os.O_NOFOLLOW, dir_fd=logs_fd)
+    try:
+        with os.scandir(run_fd) as entries:
+            for entry in entries:
+                if is_own_log_name(entry.name) and entry.is_file(follow_symlinks=False):
+                    with contextlib.suppress(OSError):
+                        os.unlink(entry.name, dir_fd=run_fd)
+    finally:
+        os.close(run_fd)
+    os.rmdir(run, dir_fd=logs_fd)  # not empty: someone else's files stay, and so does it
+
+
+def prune_own_files(
+    directory: Path,
+    is_own: Callable[[str], bool],
     keep: int,
-    remove: Callable[[Path], object] = os.unlink,
     *,
-    by_name: bool = False,
+    companions: Callable[[str], Iterable[str]] = lambda name: (),
 ) -> int:
-    """Remove all of ``paths`` but the newest ``keep``; return how many were removed.
+    """Remove all of the regular files in ``directory`` whose name ``is_own`` recognises but
+    the newest ``keep``; return how many were removed.
 
-    Newest by modification time, of the path itself (a link's own, never its target's), ties
-    broken by name; with ``by_name``, by name alone (for names that sort in time order).
-    ``remove`` (default: unlink, which removes a link, not what it points to) may raise
-    ``OSError``: a path another process pruned or replaced meanwhile is skipped, not counted,
-    as is one that vanished before its time could be read. Safe while other processes prune
-    the same paths.
-    """
-    candidates = list(paths)
-    if len(candidates) <= keep:  # the usual case: nothing to read, nothing to remove
-        return 0
-    if by_name:
-        ordered = sorted(candidates)
-    else:
-        dated: list[tuple[int, Path]] = []
-        for path in candidates:
-            try:
-                dated.append((os.lstat(path).st_mtime_ns, path))
-            except OSError:
-                continue
-        dated.sort()
-        ordered = [path for _, path in dated]
-    removed = 0
-    for old in ordered[: max(0, len(ordered) - keep)]:
-        try:
-            remove(old)
-        except OSError:
-            continue
-        removed += 1
-    return removed
-
-
-def _remove_run(run_dir: Path) -> None:
-    """Remove one run's log directory.
-
-    It holds only the gates' log files, so they are unlinked directly: every run prunes one
-    old directory, and ``shutil`` would cost its import (bz2, lzma, zlib) on every commit.
-    Anything else found in there is left to ``shutil.rmtree``.
+    Newest by modification time (ties broken by name). ``directory`` is reached through no
+    link (``open_state_dir``); links, directories and names the tool did not make are never
+    touched. ``companions(name)``: files that go with an entry (removed with it if they are
+    there). A file another process pruned or replaced meanwhile is skipped, not counted: safe
+    while other processes prune the same directory.
     """
     try:
-        with os.scandir(run_dir) as entries:
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    raise IsADirectoryError(entry.path)
-                os.unlink(entry.path)
-        run_dir.rmdir()
+        fd = open_state_dir(directory)
     except OSError:
-        import shutil
+        return 0
+    try:
+        dated: list[tuple[int, str]] = []
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                if not is_own(entry.name):
+                    continue
+                with contextlib.suppress(OSError):
+                    if entry.is_file(follow_symlinks=False):
+                        dated.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.name))
+        if len(dated) <= keep:  # the usual case: nothing to remove
+            return 0
+        dated.sort()
+        removed = 0
+        for _, name in dated[: len(dated) - keep]:
+            try:
+                os.unlink(name, dir_fd=fd)
+            except OSError:
+                continue
+            removed += 1
+            for companion in companions(name):
+                with contextlib.suppress(OSError):
+                    os.unlink(companion, dir_fd=fd)
+        return removed
+    finally:
+        os.close(fd)
 
-        shutil.rmtree(run_dir, ignore_errors=True)
+
+def is_temp_name(name: str) -> bool:
+    """Whether ``name`` is a temp file ``write_state`` makes: ``.<name>.<pid>.<ns>.tmp``."""
+    body, _, suffix = name.rpartition(".")
+    rest, _, ns = body.rpartition(".")
+    _, _, pid = rest.rpartition(".")
+    return (name.startswith(".") and suffix == "tmp" and ns.isascii() and ns.isdigit()
+            and pid.isascii() and pid.isdigit())
+
+
+def write_state(path: Path, data: str | bytes) -> None:
+    """Write a state file atomically, through no link: its directory is reached with
+    ``open_state_dir`` (made if missing), the temp file is new (``O_EXCL``), and
+    ``os.replace`` puts it in place of whatever was there (a link is replaced, not
+    followed). A reader sees the old file or the complete new one, never half of either."""
+    dir_fd = open_state_dir(path.parent, create=True)
+    try:
+        _replace_in(dir_fd, path.name, data)
+    finally:
+        os.close(dir_fd)
 
 
 def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
-    """Write ``data`` to ``path`` through a temp file and ``os.replace``: a reader sees the old
-    file or the complete new one, never half of either."""
+    """Write ``data`` to ``path`` (a file of the user's, not state: see ``write_state``)
+    through a temp file and ``os.replace``: a reader sees the old file or the complete new
+    one, never half of either. A link at ``path`` itself is replaced, not followed."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    dir_fd = os.open(target.parent, _DIRECTORY)
+    try:
+        _replace_in(dir_fd, target.name, data)
+    finally:
+        os.close(dir_fd)
+
+
+def _replace_in(dir_fd: int, name: str, data: str | bytes) -> None:
     # A temp name of our own (this process, this instant) rather than ``tempfile.mkstemp``,
     # whose import (random, shutil) would cost every agent stop more than the write itself.
     # O_EXCL keeps mkstemp's guarantee: the file is new and ours, never a planted link.
-    temp = target.with_name(f".{target.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    temp = f".{name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                 | getattr(os, "O_CLOEXEC", 0), 0o600, dir_fd=dir_fd)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data.encode("utf-8") if isinstance(data, str) else data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(temp, target)
+        os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(temp)
+            os.unlink(temp, dir_fd=dir_fd)
         raise
 
 

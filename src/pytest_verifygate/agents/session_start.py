@@ -24,10 +24,10 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from pytest_verifygate.agents.state import session_file_stem
+from pytest_verifygate.agents.state import is_state_name, session_file_stem
 from pytest_verifygate.changes import git_output
 from pytest_verifygate.errors import ChangeSetError
-from pytest_verifygate.storage import prune_oldest, state_dir, write_atomic
+from pytest_verifygate.storage import prune_own_files, state_dir, write_state
 
 START_VERSION = 1
 KEEP_STARTS = 200
@@ -167,6 +167,5 @@ def _write(path: Path, session_id: str, start: StartPoint) -> None:
         "version": START_VERSION, "session_id": session_id, "commit": start.commit,
         "source": start.source, "recorded": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     with contextlib.suppress(OSError):  # without a record, the next stop chooses again
-        write_atomic(path, json.dumps(signed(START_SEAL, data), indent=2) + "\n")
-        with contextlib.suppress(OSError):
-            prune_oldest(path.parent.glob("*.json"), KEEP_STARTS)
+        write_state(path, json.dumps(signed(START_SEAL, data), indent=2) + "\n")
+        prune_own_files(path.parent, is_state_name, KEEP_STARTS)

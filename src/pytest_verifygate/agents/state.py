@@ -13,7 +13,6 @@ without it, and an agent that can write the work tree cannot reach it there by a
 PYTEST_DONT_REWRITE
 """
 
-import contextlib
 import json
 import os
 import re
@@ -22,7 +21,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from pytest_verifygate.storage import prune_oldest, state_dir, write_atomic
+from pytest_verifygate.storage import prune_own_files, state_dir, write_state
 
 STATE_VERSION = 1
 MAX_STATE_BYTES = 64 * 1024
@@ -162,20 +161,16 @@ def load_state(path: Path) -> SessionState:
 def save_state(path: Path, key: str, state: SessionState) -> None:
     from pytest_verifygate.integrity import signed
 
-    write_atomic(path, json.dumps(signed(STATE_SEAL, json.loads(state.to_json(key))),
-                                  indent=2) + "\n")
-    _prune(path.parent)
+    write_state(path, json.dumps(signed(STATE_SEAL, json.loads(state.to_json(key))),
+                                 indent=2) + "\n")
+    # Keep the most recent sessions' files (old sessions never come back): only files named
+    # as ``state_path`` names them, each with its report.
+    prune_own_files(path.parent, is_state_name, KEEP_SESSIONS,
+                    companions=lambda name: (name[:-len(".json")] + ".report.json",))
 
 
-def _prune(directory: Path) -> None:
-    """Keep the most recent sessions' files; old sessions never come back."""
-    def remove_session(state: Path) -> None:
-        for stale in (state, state.with_suffix(".report.json")):
-            with contextlib.suppress(OSError):
-                stale.unlink()
-
-    try:
-        states = [p for p in directory.glob("*.json") if not p.name.endswith(".report.json")]
-    except OSError:
-        return
-    prune_oldest(states, KEEP_SESSIONS, remove_session)
+def is_state_name(name: str) -> bool:
+    """Whether ``name`` is a session's state file, as ``state_path`` names it."""
+    stem = name[:-len(".json")]
+    return (name.endswith(".json") and not stem.endswith(".report") and stem.isascii()
+            and not stem.startswith(".") and not _UNSAFE.search(stem) and len(stem) <= 64)

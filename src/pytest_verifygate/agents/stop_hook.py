@@ -356,7 +356,7 @@ def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
     from pytest_verifygate import engine
     from pytest_verifygate.plugins import plugin_hook
     from pytest_verifygate.report.document import dumps
-    from pytest_verifygate.storage import write_atomic
+    from pytest_verifygate.storage import write_state
 
     hook = plugin_hook()
     run = engine.run(plan, hook=hook)
@@ -369,7 +369,7 @@ def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
     report_path = None if kept is None else kept.with_suffix(".report.json")
     if report_path is not None:
         try:
-            write_atomic(report_path, dumps(report))  # state: never through a planted link
+            write_state(report_path, dumps(report))  # state: never through a planted link
         except OSError as exc:
             from pytest_verifygate.storage import blocked
 

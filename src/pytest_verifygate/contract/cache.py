@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 from pytest_verifygate import __version__
 from pytest_verifygate.integrity import StateFileError, read_state_file, user_state_dir
 from pytest_verifygate.patterns import Translation
-from pytest_verifygate.storage import git_state_dir, is_file_name_safe, prune_oldest, write_atomic
+from pytest_verifygate.storage import git_state_dir, is_file_name_safe, prune_own_files, write_atomic
 
 # Entries kept, most recently stored first: one per contract file a repository's runs name.
 MAX_ENTRIES = 8
@@ -146,8 +146,7 @@ def store(repo_root: Path, entries: dict[str, Any], contract_path: Path, text: s
         with contextlib.suppress(FileExistsError):
             os.mkdir(path.parent, 0o700)
         write_atomic(path, _MAGIC + checksum(payload).to_bytes(_CHECK_BYTES, "big") + payload)
-        prune_oldest([path.parent / name for name in os.listdir(path.parent)
-                      if name.endswith(".marshal")], MAX_REPOSITORIES)
+        prune_own_files(path.parent, lambda name: name.endswith(".marshal"), MAX_REPOSITORIES)
     state = git_state_dir(repo_root)
     if state is not None:  # an old, untrusted cache: never read, removed
         with contextlib.suppress(OSError):

@@ -7,7 +7,8 @@ start shows how the tool was invoked, the end how it failed. While the gate runs
 ring inside the file itself (no copy of the output is held in memory); when the attempt ends
 the ring is put back in order. Retries append to the same file, each attempt capped on its own.
 
-The file is created 0600 (``O_NOFOLLOW``: a link in its place is not written through) and its
+The file is created 0600 in its directory reached through no link (``O_NOFOLLOW`` on the file
+and on every directory from the state root down: ``storage.open_state_dir``), and that
 directory is made again (0700) if it vanished meanwhile. A write that fails (a full disk, a
 read-only file system) stops the log, not the gate: ``problem`` says why, and the runner puts
 that in the gate's output.
@@ -105,10 +106,13 @@ class GateLog:
         assert self.fd is not None
         oldest = (self.written - self.head) % self.ring
         ring_start = self.base + self.head
-        temp = self.path.with_name(f".{self.path.name}.{os.getpid()}.unroll")
-        out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
-                      | getattr(os, "O_CLOEXEC", 0), 0o600)
+        temp = f".{self.path.name}.{os.getpid()}.unroll"
+        from pytest_verifygate.storage import open_state_dir
+
+        dir_fd = open_state_dir(self.path.parent)
         try:
+            out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+                          | getattr(os, "O_CLOEXEC", 0), 0o600, dir_fd=dir_fd)
             try:
                 _copy(self.fd, out, 0, ring_start)
                 _write_all(out, self.cut_notice())
@@ -116,14 +120,16 @@ class GateLog:
                 _copy(self.fd, out, ring_start, oldest)
             finally:
                 os.close(out)
-            os.replace(temp, self.path)
+            os.replace(temp, self.path.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except OSError:
             with contextlib.suppress(OSError):
-                os.unlink(temp)
+                os.unlink(temp, dir_fd=dir_fd)
             # No room to put the tail in order: keep the head, and say the rest is gone.
             os.ftruncate(self.fd, ring_start)
             _write_at(self.fd, self.cut_notice(), ring_start)
             raise
+        finally:
+            os.close(dir_fd)
 
     def _fail(self, error: OSError) -> None:
         if self.problem is None:
@@ -147,15 +153,16 @@ class GateLog:
 
 def _open(path: Path, *, append: bool) -> int:
     # Read and write: the tail is read back to be put in order.
+    from pytest_verifygate.storage import open_state_dir
+
     flags = (os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
              | (0 if append else os.O_TRUNC))
+    # Made again if the run's directory vanished (removed by hand, or pruned).
+    dir_fd = open_state_dir(path.parent, create=True)
     try:
-        fd = os.open(path, flags, 0o600)
-    except FileNotFoundError:  # the run's directory vanished (removed by hand, or pruned)
-        from pytest_verifygate.storage import make_private_dir
-
-        make_private_dir(path.parent)
-        fd = os.open(path, flags, 0o600)
+        fd = os.open(path.name, flags, 0o600, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
     with contextlib.suppress(OSError):
         os.fchmod(fd, 0o600)  # a file that was there before: private from now on
     return fd

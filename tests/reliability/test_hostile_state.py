@@ -1,0 +1,158 @@
+"""The tool's own state, planted by whatever can write the repository, never costs user data.
+
+A gate or an agent can write ``.git``: it can put a symbolic link where a state directory of
+ours should be, or its own files beside ours. Each test plants that, runs the real command line
+(or agent hook), and checks that nothing outside the tool's own files was removed or written,
+and that the run itself still says the truth.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_verifygate.storage import state_dir
+
+from .support import PY, verifygate
+from conftest import commit_all, write
+
+HOOK = [PY, "-m", "pytest_verifygate.cli", "agent-hook"]
+PASSING = '[[gate]]\nname = "lint"\ncommand = "true"\ncache = true\n'
+FAILING = f'[[gate]]\nname = "check"\ncommand = [{json.dumps(PY)}, "-c", "raise SystemExit(1)"]\n'
+
+
+def snapshot(directory: Path) -> dict[str, str]:
+    """Every entry under ``directory`` (links not followed), with a file's content."""
+    found: dict[str, str] = {}
+    for path in sorted(directory.rglob("*")):
+        relative = str(path.relative_to(directory))
+        found[relative] = path.read_text() if path.is_file() and not path.is_symlink() else "dir"
+    return found
+
+
+def victim_with(tmp_path: Path, *, dirs: int = 0, files: int = 0, suffix: str = ".json") -> Path:
+    """A directory of the user's that a planted link points at: subdirectories with files in
+    them, and files named like the tool's entries."""
+    victim = tmp_path / "precious"
+    victim.mkdir()
+    for index in range(dirs):
+        write(victim / f"project-{chr(97 + index)}" / "notes.txt", f"work {index}\n")
+    for index in range(files):
+        write(victim / f"{index:064x}{suffix}", f"data {index}\n")
+    return victim
+
+
+def plant_link(link: Path, target: Path) -> None:
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if link.is_dir() and not link.is_symlink():
+        link.rmdir()
+    link.symlink_to(target, target_is_directory=True)
+
+
+def run_passes(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    done = verifygate("run", "--all", "--format", "json", *args, cwd=repo, timeout=60)
+    assert b"Traceback" not in done.stderr, done.stderr.decode()
+    assert done.returncode == 0 and json.loads(done.stdout)["verdict"] == "passed", done.stderr
+    return done
+
+
+@pytest.mark.parametrize("where", ["logs", "state root"])
+def test_a_linked_logs_directory_is_neither_pruned_nor_written(
+        repo: Path, tmp_path: Path, where: str) -> None:
+    """Pruning followed the link and removed all but the newest ten of the target's
+    subdirectories, and wrote a run directory there."""
+    write(repo / "verify.toml", PASSING)
+    commit_all(repo)
+    victim = victim_with(tmp_path, dirs=14, files=3)
+    before = snapshot(victim)
+    root = state_dir(repo)
+    plant_link(root / "logs" if where == "logs" else root, victim)
+    for _ in range(2):
+        run_passes(repo)
+    assert snapshot(victim) == before
+
+
+def test_a_linked_cache_directory_is_neither_pruned_nor_written(
+        repo: Path, tmp_path: Path) -> None:
+    """The result cache pruned the target to 512 ``*.json`` files."""
+    write(repo / "verify.toml", PASSING)
+    commit_all(repo)
+    victim = victim_with(tmp_path, files=530)
+    before = snapshot(victim)
+    plant_link(state_dir(repo) / "cache", victim)
+    for _ in range(2):
+        report = json.loads(run_passes(repo).stdout)
+        assert report["gates"][0]["cached"] is False  # no cache through a link: the gate runs
+    assert snapshot(victim) == before
+
+
+def stop(repo: Path, session: str = "s") -> dict[str, Any]:
+    payload = json.dumps({"session_id": session, "cwd": str(repo), "stop_hook_active": False,
+                          "hook_event_name": "Stop"}).encode()
+    done = subprocess.run([*HOOK, "--max-rounds", "3"], input=payload, capture_output=True,
+                          timeout=60, cwd=repo.parent)
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+    answer: dict[str, Any] = json.loads(done.stdout) if done.stdout.strip() else {}
+    return answer
+
+
+@pytest.mark.parametrize("linked", ["agent", "agent/starts"])
+def test_linked_agent_directories_are_neither_pruned_nor_written(
+        repo: Path, tmp_path: Path, linked: str) -> None:
+    """The session starts were pruned to 200 ``*.json``, the sessions to 100."""
+    write(repo / "verify.toml", FAILING)
+    write(repo / "a.py", "x = 1\n")
+    commit_all(repo)
+    write(repo / "a.py", "x = 2\n")
+    victim = victim_with(tmp_path, files=260)
+    before = snapshot(victim)
+    plant_link(state_dir(repo) / linked, victim)
+    assert stop(repo).get("decision") == "block"
+    assert stop(repo, "t").get("decision") == "block"
+    assert snapshot(victim) == before
+
+
+def test_pruning_removes_only_entries_the_tool_made(repo: Path) -> None:
+    """Directories and files of someone else's beside the tool's own stay, however many."""
+    write(repo / "verify.toml", PASSING)
+    commit_all(repo)
+    root = state_dir(repo)
+    foreign = [write(root / "logs" / f"backup-{index:02d}" / "keep.txt", "mine\n")
+               for index in range(14)]
+    foreign += [write(root / "cache" / f"notes-{index}.json", "mine\n") for index in range(3)]
+    foreign += [write(root / "agent" / "starts" / "notes.json", "mine\n")]
+    for _ in range(KEEP_RUNS + 2):
+        run_passes(repo, "--no-cache")
+    assert all(path.read_text() == "mine\n" for path in foreign)
+    runs = [path for path in (root / "logs").iterdir() if not path.name.startswith("backup")]
+    assert len(runs) == KEEP_RUNS  # the tool's own runs are still pruned
+
+
+KEEP_RUNS = 10
+
+
+@pytest.mark.parametrize("command", [("run", "--all"), ("list", "--shard", "1/2")])
+def test_a_deeply_nested_durations_file_is_one_warning_not_a_traceback(
+        repo: Path, command: tuple[str, ...]) -> None:
+    write(repo / "verify.toml", PASSING)
+    commit_all(repo)
+    path = write(state_dir(repo) / "durations.json", "[" * 200_000)
+    done = verifygate(*command, cwd=repo, timeout=60)
+    stderr = done.stderr.decode()
+    assert done.returncode == 0, stderr
+    (line,) = [line for line in stderr.splitlines() if line]
+    assert line.startswith("verifygate: warning: ") and str(path) in line, stderr
+    assert "nested too deeply" in line
+
+
+def test_a_deeply_nested_durations_file_does_not_let_an_agent_stop(repo: Path) -> None:
+    write(repo / "verify.toml", FAILING)
+    write(repo / "a.py", "x = 1\n")
+    commit_all(repo)
+    write(repo / "a.py", "x = 2\n")
+    write(state_dir(repo) / "durations.json", '{"version": 1, "durations": ' + "[" * 200_000)
+    assert stop(repo).get("decision") == "block"
