@@ -2,10 +2,11 @@
 
 They are never changes (``changes.without_own_files`` leaves them out of every change set):
 the files the current run names as its outputs, and the files earlier runs wrote for as long
-as they stay as written. The latter are remembered in ``<git dir>/verifygate/outputs`` with
-the size and modification time they had once written, so a report written by ``verifygate run
---json`` is not a change for the agent's stop or the commit that follows, while a hand-edited
-one is. Reading the record costs one small file read per run that has changes.
+as they stay byte for byte as written. The latter are remembered in
+``<git dir>/verifygate/outputs`` with the size and SHA-256 of what was written, so a report
+written by ``verifygate run --json`` is not a change for the agent's stop or the commit that
+follows, while anything else written in its place is, whatever its size and modification
+time. A remembered file is read back only when its size is the one recorded.
 
 PYTEST_DONT_REWRITE
 """
@@ -23,6 +24,8 @@ OUTPUTS_RECORD = "outputs"
 KEEP_OUTPUTS = 50
 MAX_RECORD_BYTES = KEEP_OUTPUTS * 4200
 OUTPUTS_SEAL = b"outputs"
+# A larger output is not remembered: it stays a change (reading it back would cost too much).
+MAX_OUTPUT_BYTES = 64 << 20
 
 
 def own_files(root: Path, outputs: Iterable[str | os.PathLike[str]], cwd: Path) -> set[str]:
@@ -53,15 +56,13 @@ def remember_outputs(paths: Iterable[str | os.PathLike[str]]) -> None:
     for record, written in by_record.items():
         entries = _read_record(record)
         for path in written:
-            try:
-                info = os.stat(path)
-            except OSError:
-                continue
             entries.pop(path, None)  # re-inserted last: the newest are kept
-            entries[path] = (info.st_size, info.st_mtime_ns)
+            stamp = _content_stamp(path)
+            if stamp is not None:
+                entries[path] = stamp
         kept = list(entries.items())[-KEEP_OUTPUTS:]
-        data = b"".join(f"{size} {mtime} ".encode() + os.fsencode(path) + b"\0"
-                        for path, (size, mtime) in kept)
+        data = b"".join(f"{size} {digest} ".encode() + os.fsencode(path) + b"\0"
+                        for path, (size, digest) in kept)
         sealed = seal(OUTPUTS_SEAL, data)
         if sealed is None or len(data) > MAX_RECORD_BYTES:
             continue  # no key to seal it with: an unsealed record would not be believed
@@ -88,8 +89,39 @@ def _record_path(start: Path) -> Path | None:
     return None
 
 
-def _read_record(record: Path) -> dict[str, tuple[int, int]]:
-    """The record's absolute paths, each with the (size, mtime in ns) it had when written.
+def _content_stamp(path: str, size: int | None = None) -> tuple[int, str] | None:
+    """The size and SHA-256 (hex) of the regular file ``path``; None for anything else, a
+    file larger than ``MAX_OUTPUT_BYTES``, or (given ``size``) one of another size. Opened
+    non-blocking: a FIFO put in a report's place never hangs a run."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if (not stat.S_ISREG(info.st_mode) or info.st_size > MAX_OUTPUT_BYTES
+                or (size is not None and info.st_size != size)):
+            return None
+        import hashlib
+
+        digest = hashlib.sha256()
+        read = 0
+        while chunk := os.read(fd, min(1 << 20, MAX_OUTPUT_BYTES + 1 - read)):
+            digest.update(chunk)
+            read += len(chunk)
+            if read > MAX_OUTPUT_BYTES:
+                return None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return read, digest.hexdigest()
+
+
+def _read_record(record: Path) -> dict[str, tuple[int, str]]:
+    """The record's absolute paths, each with the size and SHA-256 of what was written.
 
     Whatever can write the work tree can write ``.git``: the record is believed only with this
     user's seal, read bounded and never blocking (``integrity.read_sealed``, which warns once
@@ -99,26 +131,23 @@ def _read_record(record: Path) -> dict[str, tuple[int, int]]:
     data = read_sealed(record, OUTPUTS_SEAL, MAX_RECORD_BYTES)
     if data is None:
         return {}
-    entries: dict[str, tuple[int, int]] = {}
+    entries: dict[str, tuple[int, str]] = {}
     for line in data.split(b"\0"):
         size, _, rest = line.partition(b" ")
-        mtime, _, path = rest.partition(b" ")
-        if size.isdigit() and mtime.isdigit() and path:
-            entries[os.fsdecode(path)] = (int(size), int(mtime))
+        digest, _, path = rest.partition(b" ")
+        if size.isdigit() and len(digest) == 64 and path:
+            entries[os.fsdecode(path)] = (int(size), digest.decode("ascii", "replace"))
     return entries
 
 
 def _remembered(root: Path) -> set[str | None]:
-    """Outputs of earlier runs under ``root`` that are still exactly as they were written."""
+    """Outputs of earlier runs under ``root`` that are still byte for byte as written."""
     record = _record_path(root.absolute())
     if record is None:
         return set()
     found: set[str | None] = set()
-    for path, stamp in _read_record(record).items():
-        try:
-            info = os.stat(path)
-        except OSError:
-            continue
-        if (info.st_size, info.st_mtime_ns) == stamp:
-            found.add(_under_root(root, Path(path)))
+    for path, (size, digest) in _read_record(record).items():
+        relative = _under_root(root, Path(path))
+        if relative is not None and _content_stamp(path, size) == (size, digest):
+            found.add(relative)
     return found

@@ -9,6 +9,7 @@ and that the run itself still says the truth.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -156,3 +157,35 @@ def test_a_deeply_nested_durations_file_does_not_let_an_agent_stop(repo: Path) -
     write(repo / "a.py", "x = 2\n")
     write(state_dir(repo) / "durations.json", '{"version": 1, "durations": ' + "[" * 200_000)
     assert stop(repo).get("decision") == "block"
+
+
+def test_a_report_overwritten_at_the_same_size_and_mtime_is_a_change(repo: Path) -> None:
+    """The tool's own outputs were known by size and mtime: broken code written back in
+    place of a report, at its size and mtime, was left out of every change set."""
+    write(repo / "verify.toml", '[[gate]]\nname = "run it"\nwhen_changed = ["src/**/*.py"]\n'
+          f'command = [{json.dumps(PY)}, "src/new.py"]\n')
+    write(repo / "src" / "old.py", "x = 1\n")
+    commit_all(repo)
+    report = repo / "src" / "new.py"
+    verifygate("run", "--all", "--json", "src/new.py", cwd=repo, timeout=60)
+    assert json.loads(report.read_text())["version"] == 1
+    before = report.stat()
+    broken = "raise SystemExit(1)\n"
+    report.write_text(broken + "#" * (before.st_size - len(broken) - 1) + "\n")
+    os.utime(report, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (report.stat().st_size, report.stat().st_mtime_ns) == (before.st_size,
+                                                                    before.st_mtime_ns)
+    done = verifygate("run", "--changed-from", "HEAD", "--format", "json", cwd=repo, timeout=60)
+    result = json.loads(done.stdout)
+    assert "src/new.py" in result["changes"]["files"], result["changes"]
+    assert done.returncode == 1 and result["verdict"] == "failed", result
+    assert stop(repo).get("decision") == "block"  # the agent's stop, likewise
+
+
+def test_an_unedited_report_is_still_not_a_change(repo: Path) -> None:
+    write(repo / "verify.toml", '[[gate]]\nname = "lint"\nwhen_changed = ["*.json"]\n'
+          'command = "false"\n')
+    commit_all(repo)
+    verifygate("run", "--all", "--json", "report.json", cwd=repo, timeout=60)
+    done = verifygate("run", "--changed-from", "HEAD", "--format", "json", cwd=repo, timeout=60)
+    assert json.loads(done.stdout)["changes"]["files"] == [], done.stdout
