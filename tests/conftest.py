@@ -25,7 +25,7 @@ CI_VARIABLES = ("GITHUB_ACTIONS", "GITHUB_BASE_REF", "GITHUB_STEP_SUMMARY",
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """verifygate's per-user state (the parse cache, the key sealing state files) goes to a
+    """verifygate's per-user state (the key sealing state files) goes to a
     directory of this test session, never to the home of whoever runs the tests."""
     previous = os.environ.get("XDG_STATE_HOME")
     os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("xdg-state"))

@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 from pathspec import GitIgnoreSpec
 
 from pytest_verifygate import patterns
-from pytest_verifygate.contract import cache as contract_cache
 from pytest_verifygate.patterns import (
     DIR_MARK,
     PatternError,
@@ -226,20 +225,6 @@ def test_translations_round_trip_through_json_and_remember() -> None:
         mp.setattr(patterns, "_translate", no_pathspec)
         assert [matcher(pattern_list).match_file(path) for path in paths] == before
     assert_agrees(pattern_list, paths)
-
-
-def test_a_cached_entry_of_the_wrong_types_is_left_out_and_translated_again(
-        tmp_path: Path) -> None:
-    """The contract cache checks translations where they come in, before ``remember``."""
-    entry = {"text": "t", "data": {}, "pathspec": "ps", "translations": {
-        "a": [3, True], "b": ["^b", "yes"], "c": ["^c$", True], "d": ["^d"]}}
-    cached = contract_cache.lookup({str(tmp_path / "verify.toml"): entry},
-                                   tmp_path / "verify.toml", "t", "ps")
-    assert cached is not None
-    assert cached.translations == {"c": Translation("^c$", True)}
-    remember(cached.translations)
-    assert set(patterns._table) == {"c"}
-    assert translations(["a"])["a"].include is True  # translated again
 
 
 def test_computed_translations_are_remembered(monkeypatch: pytest.MonkeyPatch) -> None:

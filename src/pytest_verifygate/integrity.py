@@ -14,9 +14,6 @@ script run by a gate), so nothing read back from ``<git dir>/verifygate`` is tru
   bytes, created 0600 in a 0700 directory, atomically (``os.link``: two runs never end up
   with different keys). Without a usable key, sealed files are neither written nor read.
 
-The private directory also holds what is trusted because only this user can write there
-(``contract/cache.py``'s parse cache).
-
 PYTEST_DONT_REWRITE
 """
 

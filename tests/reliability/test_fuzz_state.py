@@ -10,7 +10,6 @@ is split, encoded or cut, in the report or in any sink made from it.
 from __future__ import annotations
 
 import json
-import marshal
 import re
 from pathlib import Path
 from typing import Any
@@ -19,9 +18,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_verifygate import cache
+from pytest_verifygate import cache, durations
 from pytest_verifygate.agents.state import STATE_SEAL, load_state
-from pytest_verifygate.contract import cache as contract_cache
 from pytest_verifygate.engine import RunRequest, prepare
 from pytest_verifygate.integrity import seal, signed
 from pytest_verifygate.report import redact
@@ -48,11 +46,6 @@ ENTRY_FIELDS = st.fixed_dictionaries({}, optional={
     "version": st.integers(0, 2) | JSON_VALUES, "key": JSON_VALUES, "gate": JSON_VALUES,
     "output_tail": JSON_VALUES, "output_truncated": JSON_VALUES, "output_bytes": JSON_VALUES,
     "rounds": JSON_VALUES, "signature": JSON_VALUES, "failed_gates": JSON_VALUES})
-MARSHAL_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=10) | st.binary(max_size=10),
-    lambda inner: (st.lists(inner, max_size=4) | st.tuples(inner, inner)
-                   | st.dictionaries(st.text(max_size=10), inner, max_size=4)),
-    max_leaves=20)
 
 
 class Project:
@@ -70,9 +63,9 @@ class Project:
         assert self.plan.cache is not None
         self.slot = self.plan.cache
         self.slot.path.parent.mkdir(parents=True, exist_ok=True)
-        path = contract_cache.cache_path(root)
+        path = durations.durations_path(root)
         assert path is not None
-        self.contract_cache = path
+        self.durations = path
         self.agent_state = root / ".git" / "verifygate" / "agent" / "s.json"
         self.agent_state.parent.mkdir(parents=True, exist_ok=True)
 
@@ -84,10 +77,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
 
 def read_every_state(project: Project) -> None:
     """Every reader, on whatever the files hold now; each must return without raising."""
-    entries = contract_cache.read(project.root)
-    assert isinstance(entries, dict)
-    for path in list(entries)[:3]:
-        contract_cache.lookup(entries, Path(path), "text", "pathspec")
+    entries, warning = durations._read(project.durations)
+    assert warning is not None or all(isinstance(seconds, float) for _, _, seconds in entries)
     hit = cache.lookup(project.slot, project.plan)
     assert hit is None or (hit.cached and hit.outcome == "passed")
     state = load_state(project.agent_state)
@@ -98,7 +89,7 @@ def read_every_state(project: Project) -> None:
 @given(content=st.binary(max_size=512) | st.builds(bytes.__mul__, st.sampled_from(
     [b"[", b"{", b"(", b"\xff", b"verifygate-sealed-1 ", b"\x00"]), st.integers(1, 50_000)))
 def test_random_bytes_in_every_state_file(project: Project, content: bytes) -> None:
-    for path in (project.contract_cache, project.slot.path, project.agent_state):
+    for path in (project.durations, project.slot.path, project.agent_state):
         path.write_bytes(content)
     read_every_state(project)
     assert cache.lookup(project.slot, project.plan) is None  # never sealed by us
@@ -106,18 +97,15 @@ def test_random_bytes_in_every_state_file(project: Project, content: bytes) -> N
 
 
 @examples(60)
-@given(entry=ENTRY_FIELDS, state=ENTRY_FIELDS, parsed=MARSHAL_VALUES)
+@given(entry=ENTRY_FIELDS, state=ENTRY_FIELDS, recorded=JSON_VALUES)
 def test_well_formed_data_of_the_wrong_shape_sealed_with_our_key(
-        project: Project, entry: dict[str, Any], state: dict[str, Any], parsed: Any) -> None:
+        project: Project, entry: dict[str, Any], state: dict[str, Any], recorded: Any) -> None:
     """Past the seal (a file an older version, or a bug, wrote) the fields are still checked."""
     sealed = seal(cache.SEAL_PURPOSE, json.dumps(entry).encode())
     assert sealed is not None
     project.slot.path.write_bytes(sealed)
     project.agent_state.write_text(json.dumps(signed(STATE_SEAL, state)))
-    payload = marshal.dumps((contract_cache.FORMAT, {str(project.root / "verify.toml"): parsed}))
-    project.contract_cache.write_bytes(contract_cache._MAGIC
-                                       + contract_cache.checksum(payload).to_bytes(4, "big")
-                                       + payload)
+    project.durations.write_text(json.dumps({"version": 1, "durations": recorded}))
     read_every_state(project)
 
 

@@ -7,10 +7,8 @@ would (a forged entry, a FIFO, a huge or deeply nested file) and runs the real c
 from __future__ import annotations
 
 import json
-import marshal
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,54 +33,16 @@ def run_json(repo: Path, *args: str, timeout: float = 60) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------
-# the parsed-contract cache
-
-
-def test_a_forged_parse_under_git_cannot_run_commands_outside_the_contract(repo: Path) -> None:
-    """The cache once lived in .git: an entry whose text matches and whose data names other
-    commands made the run execute them."""
-    text = write(repo / "verify.toml", '[[gate]]\nname = "lint"\ncommand = "true"\n').read_text()
-    pwned = repo.parent / "pwned"
-    forged = {"gate": [{"name": "lint", "command": ["touch", str(pwned)]}]}
-    from pytest_verifygate.contract.cache import FORMAT
-
-    legacy = state_dir(repo) / "contracts.marshal"
-    legacy.parent.mkdir(parents=True)
-    legacy.write_bytes(marshal.dumps((FORMAT, {str(repo / "verify.toml"): {
-        "text": text, "data": forged, "pathspec": None, "translations": {}}})))
-    report = run_json(repo)
-    assert report["gates"][0]["command"] == ["true"]
-    assert not pwned.exists()
-
-
-@pytest.mark.parametrize("content", [
-    b"[\xff\xff\xff\x7f",  # marshal: a list of two billion items
-    b"\x00" * 64,
-    b"verifygate-contracts-1\n\x00\x00\x00\x00" + b"(" * 100_000,
-])
-def test_a_damaged_parse_cache_is_ignored(repo: Path, content: bytes) -> None:
-    from pytest_verifygate.contract.cache import cache_path
-
-    write(repo / "verify.toml", '[[gate]]\nname = "lint"\ncommand = "true"\n')
-    path = cache_path(repo)
-    assert path is not None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(content)
-    for _ in range(2):  # ignored, then replaced by a good one
-        assert run_json(repo)["verdict"] == "passed"
+# state files in general
 
 
 def test_fifos_in_place_of_state_files_never_hang_a_run(repo: Path) -> None:
-    from pytest_verifygate.contract.cache import cache_path
-
     write(repo / "verify.toml", '[[gate]]\nname = "lint"\ncommand = "true"\ncache = true\n')
     commit_all(repo)
     plan = prepare(RunRequest(start=repo))
     slot = plan.gate_plans()[0].cache
     assert slot is not None
-    cached = cache_path(repo)
-    assert cached is not None
-    for fifo in (state_dir(repo) / "contracts.marshal", cached, slot.path,
+    for fifo in (slot.path,
                  state_dir(repo) / "outputs", state_dir(repo) / "durations.json"):
         fifo.parent.mkdir(parents=True, exist_ok=True)
         if fifo.exists():
@@ -463,13 +423,11 @@ def test_a_fifo_as_agent_state_never_hangs_the_hook(failing_project: Path) -> No
 def test_no_state_file_breaks_a_run_in_process(repo: Path) -> None:
     """The readers themselves, on the worst files, in this process: no exception at all."""
     from pytest_verifygate.agents.state import load_state
-    from pytest_verifygate.contract import cache as contract_cache
 
     bad = repo / "bad"
     for content in (b"", b"\x00", b"[" * 200_000, b"{" * 200_000, b'{"rounds": "1"}'):
         bad.write_bytes(content)
         assert load_state(bad).rounds == 0
-    assert contract_cache.read(Path(sys.prefix)) == {}  # not a repository
 
 
 def test_without_a_private_directory_nothing_is_cached_and_all_still_runs(

@@ -1,5 +1,5 @@
 """The verify contract: the records (``model``), finding the file (``discover``), reading and
-parsing it (``parse``, with the parse cache in ``cache``), checking its values (``fields``;
+parsing it (``parse``), checking its values (``fields``;
 ``settings`` for the settings every form shares), one loader per form (``native`` for
 verify.toml, pyproject.toml and middle; ``opentiger``) and ``load_contract``, which puts them
 together (``load``).

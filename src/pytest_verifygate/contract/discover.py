@@ -10,7 +10,6 @@ PYTEST_DONT_REWRITE
 import os
 from pathlib import Path
 
-from pytest_verifygate.contract import cache as contract_cache
 from pytest_verifygate.contract.parse import parse_toml
 from pytest_verifygate.errors import ContractError
 
@@ -40,7 +39,7 @@ def find_contract(start: Path | None = None) -> Path | None:
             candidate = directory / name
             if not candidate.is_file():
                 continue
-            if name == "pyproject.toml" and not _pyproject_has_table(candidate, top):
+            if name == "pyproject.toml" and not _pyproject_has_table(candidate):
                 continue
             return candidate
         if top is not None and directory == top:
@@ -48,7 +47,7 @@ def find_contract(start: Path | None = None) -> Path | None:
     return None
 
 
-def _pyproject_has_table(path: Path, repo_root: Path | None) -> bool:
+def _pyproject_has_table(path: Path) -> bool:
     """Whether this pyproject.toml has a ``[tool.verifygate]`` table (or might: a broken one
     that mentions us is a contract, so that loading reports what is wrong with it)."""
     try:
@@ -61,11 +60,8 @@ def _pyproject_has_table(path: Path, repo_root: Path | None) -> bool:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return True  # a broken pyproject that mentions us is reported when loaded
-    # The contract a run loaded before: its parse is cached (no TOML parser to import).
-    entries = contract_cache.read(repo_root) if repo_root else {}
-    cached = contract_cache.lookup(entries, path, text, None)
     try:
-        data = cached.data if cached is not None else parse_toml(text, str(path))
+        data = parse_toml(text, str(path))
     except ContractError:
         return True  # likewise reported when loaded, not skipped silently
     tool = data.get("tool")

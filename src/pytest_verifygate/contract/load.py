@@ -1,5 +1,5 @@
-"""Loading a contract: ``load_contract`` finds or checks the file, reads and parses it (or takes
-the parse an earlier run cached), hands it to its format's loader and returns a ``Contract``.
+"""Loading a contract: ``load_contract`` finds or checks the file, reads and parses it, hands
+it to its format's loader and returns a ``Contract``.
 
 Every problem a user can put in a contract file becomes a ``ContractError`` naming the file,
 the gate and the key, with a fix; nothing lets a traceback through for bad input.
@@ -10,8 +10,6 @@ PYTEST_DONT_REWRITE
 import os
 from pathlib import Path
 
-from pytest_verifygate import patterns
-from pytest_verifygate.contract import cache as contract_cache
 from pytest_verifygate.contract.discover import (
     contract_format,
     display_path,
@@ -20,7 +18,7 @@ from pytest_verifygate.contract.discover import (
     project_root_of,
 )
 from pytest_verifygate.contract.fields import FieldReader
-from pytest_verifygate.contract.model import Contract, Gate
+from pytest_verifygate.contract.model import Contract
 from pytest_verifygate.contract.native import load_native
 from pytest_verifygate.contract.parse import parse_json, parse_toml, read_text
 from pytest_verifygate.errors import ContractError
@@ -64,14 +62,7 @@ def load_contract(
     fmt = contract_format(contract_path)
     text = read_text(contract_path, shown)
     reader = FieldReader(shown, root, repo_root)
-    pathspec = patterns.pathspec_identity()
-    entries = contract_cache.read(repo_root)
-    cached = contract_cache.lookup(entries, contract_path, text, pathspec)
-    if cached is not None:
-        parsed = cached.data
-        patterns.remember(cached.translations)
-    else:
-        parsed = parse_json(text, shown) if fmt == "opentiger" else parse_toml(text, shown)
+    parsed = parse_json(text, shown) if fmt == "opentiger" else parse_toml(text, shown)
     if fmt == "opentiger":
         from pytest_verifygate.contract.opentiger import load_opentiger  # JSON contracts only
 
@@ -79,11 +70,6 @@ def load_contract(
     else:
         settings, gates = load_native(parsed, reader, fmt)
         warnings = []
-    # Validation translated every pattern (from the table when the cache had them).
-    translated = patterns.translations(_patterns_of(gates))
-    if cached is None or cached.translations != translated:
-        contract_cache.store(repo_root, entries, contract_path, text, parsed, pathspec,
-                             translated)
     return Contract(
         path=contract_path,
         root=root,
@@ -94,9 +80,3 @@ def load_contract(
         warnings=tuple(warnings),
     )
 
-
-def _patterns_of(gates: list[Gate]) -> list[str]:
-    """Every gitignore-style pattern the gates name, for the parse cache."""
-    return [pattern for gate in gates
-            for pattern in (*(gate.when_changed or ()), *gate.when_changed_all,
-                            *(gate.inputs or ()))]
