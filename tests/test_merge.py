@@ -166,6 +166,73 @@ def test_reports_of_different_runs_are_refused(project: Path) -> None:
         one_error_line(verifygate("merge", first, "changed-2.json", third, cwd=project)))
 
 
+def test_shards_of_another_contract_text_or_commit_are_refused(project: Path) -> None:
+    """The same gate names with another command, or another commit: merge said passed."""
+    first, second, third = shard_reports(project)
+    write(project / "verify.toml", CONTRACT.replace('name = "build"\ncommand = "true"',
+                                                    'name = "build"\ncommand = "false"'))
+    verifygate("run", "--files", "src/a.py", "--shard", "2/3", "--json", "edited-2.json",
+               cwd=project)
+    assert one_error_line(verifygate("merge", first, "edited-2.json", third, cwd=project)) == (
+        "shard 2 of 3 (edited-2.json) ran another version of the contract than shard 1 "
+        f"({first}) (its text differs): run every shard with the same contract")
+    write(project / "verify.toml", CONTRACT)
+    write(project / "docs" / "index.md", "more docs\n")
+    commit_all(project)
+    verifygate("run", "--files", "src/a.py", "--shard", "3/3", "--json", "later-3.json",
+               cwd=project)
+    line = one_error_line(verifygate("merge", first, second, "later-3.json", cwd=project))
+    assert line.startswith("shard 3 of 3 (later-3.json) checked commit "), line
+    assert line.endswith(": merge the shards of one commit"), line
+    report = json.loads((project / first).read_text())
+    validate_report(report)
+    assert len(report["shard"]["commit"]) == 40 and len(report["shard"]["contract_sha256"]) == 64
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    (lambda r: r.pop("verdict"), 'no "verdict"'),
+    (lambda r: r.update(verdict=["passed"]), '"verdict" is not what a report holds there'),
+    (lambda r: r.update(gates={"name": "x"}), '"gates" is not what a report holds there'),
+    (lambda r: r["gates"][0].update(duration_s="1s"), '"duration_s" is a string'),
+    (lambda r: r["gates"][0].update(name=7), '"name" is a number'),
+    (lambda r: r["gates"][0].update(output_tail=["x"]), '"output_tail" is a list'),
+    (lambda r: r["gates"][0].pop("outcome"), 'gate 1 has no "outcome"'),
+    (lambda r: r["gates"][0].update(attempts=True), '"attempts" is a boolean'),
+    (lambda r: r["not_selected"].append({"name": "x", "reason": 1}),
+     '"not_selected" is not what a report holds there'),
+    (lambda r: r["shard"].pop("commit"), "does not say which commit and contract it checked"),
+], ids=["no-verdict", "verdict-list", "gates-object", "duration-text", "name-number",
+        "tail-list", "no-outcome", "attempts-bool", "reason-number", "no-commit"])
+def test_a_malformed_shard_report_is_one_line(project: Path, change: Any, expected: str) -> None:
+    first, second, third = shard_reports(project)
+    report = json.loads((project / second).read_text())
+    change(report)
+    write(project / second, json.dumps(report))
+    line = one_error_line(verifygate("merge", first, second, third, cwd=project))
+    assert line.startswith(f"{second}: ") and expected in line, line
+
+
+@pytest.mark.parametrize("text", [
+    '{"version": 1, "gates": ' + "[" * 100_000,
+    '{"version": 1, "verdict": "passed", "gates": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    '{"version": 1, "x": NaN}',
+    '{"version": 1, "x": -Infinity}',
+], ids=["deep-cut", "deep", "nan", "infinity"])
+def test_a_report_json_cannot_read_is_one_line(project: Path, text: str) -> None:
+    first, second, third = shard_reports(project)
+    write(project / second, text)
+    line = one_error_line(verifygate("merge", first, second, third, cwd=project))
+    assert line.startswith(f"{second} is not a JSON report ("), line
+
+
+def test_nan_durations_are_refused(project: Path) -> None:
+    first, second, third = shard_reports(project)
+    text = (project / second).read_text()
+    write(project / second, text.replace('"duration_s": ', '"duration_s": NaN, "_was": ', 1))
+    line = one_error_line(verifygate("merge", first, second, third, cwd=project))
+    assert line == f"{second} is not a JSON report (NaN is not a number JSON allows)", line
+
+
 def test_what_is_not_a_shard_s_report_is_refused(project: Path) -> None:
     verifygate("run", "--files", "src/a.py", "--json", "whole.json", cwd=project)
     assert 'whole.json is not the report of a shard (no "shard" key)' in one_error_line(

@@ -351,9 +351,10 @@ def report(run: RunResult, hook: Any = None, *,
                             selections=run.selections, results=run.results,
                             verdict=run.verdict, interrupted=run.interrupted, redactor=redactor)
     if run.shard is not None:
+        from pytest_verifygate.report.document import shard_entry
+
         # What ``verifygate merge`` checks the shards by, and puts their gates in order by.
-        document["shard"] = {**run.shard.to_dict(),
-                             "order": [gate.name for gate in run.contract.gates]}
+        document["shard"] = shard_entry(run.contract, run.shard.number, run.shard.total)
     if hook is not None:
         hook.pytest_verifygate_modifyreport(report=document)
     return document

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,38 +76,134 @@ def main(args: argparse.Namespace) -> int:
 
 
 def load_report(path: str) -> dict[str, Any]:
-    """A shard's JSON report, checked to be one; ``UsageError`` (one line) otherwise."""
+    """A shard's JSON report, checked to be one; ``UsageError`` (one line) otherwise.
+
+    Every field merge and the sinks read is checked here, where the file comes in: a report
+    can be anything (hand-edited, cut short, from another tool), and a wrong type must be one
+    line naming the file and the key, not a traceback later.
+    """
     import json
+
+    def no_constant(name: str) -> object:
+        raise ValueError(f"{name} is not a number JSON allows")
 
     try:
         with open(path, encoding="utf-8") as handle:
-            report = json.load(handle)
+            report = json.load(handle, parse_constant=no_constant)
     except OSError as exc:
         raise UsageError(f"cannot read the report {path}: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise UsageError(f"{path} is not a JSON report ({exc})") from None
-    if not (isinstance(report, dict) and report.get("version") == 1
-            and isinstance(report.get("contract"), str)
-            and isinstance(report.get("changes"), dict)
-            and _entries(report.get("gates")) and _entries(report.get("not_selected"))
-            and all(gate.get("outcome") in codes.OUTCOMES for gate in report["gates"])):
+    except RecursionError:
+        raise UsageError(f"{path} is not a JSON report (nested too deeply)") from None
+    if not (isinstance(report, dict) and report.get("version") == 1):
         raise UsageError(f"{path} is not a verifygate JSON report of version 1 "
                          "(write one with verifygate run --json PATH)")
+    problem = _report_problem(report)
+    if problem is not None:
+        raise UsageError(f"{path}: {problem}: not a report verifygate wrote (write each "
+                         "shard's report with verifygate run --shard K/N --json PATH)")
     shard = report.get("shard")
     if not isinstance(shard, dict):
         raise UsageError(f'{path} is not the report of a shard (no "shard" key): write each '
                          "shard's report with verifygate run --shard K/N --json PATH")
     index, total, order = shard.get("index"), shard.get("total"), shard.get("order")
-    if not (isinstance(index, int) and isinstance(total, int) and 1 <= index <= total
-            and isinstance(order, list) and all(isinstance(name, str) for name in order)):
+    if not (isinstance(index, int) and isinstance(total, int) and _is_int(index)
+            and _is_int(total) and 1 <= index <= total and _is_list_of(order, str)):
         raise UsageError(f'{path}: its "shard" is not {{"index": K, "total": N, "order": '
                          "[gate names]}} with 1 <= K <= N")
+    commit, digest = shard.get("commit"), shard.get("contract_sha256")
+    if not (isinstance(digest, str) and len(digest) == 64 and "commit" in shard
+            and (commit is None or isinstance(commit, str))):
+        raise UsageError(f'{path}: its "shard" does not say which commit and contract it '
+                         "checked (a report of an older verifygate): run the shard again")
     return report
 
 
-def _entries(value: object) -> bool:
-    return isinstance(value, list) and all(
-        isinstance(item, dict) and isinstance(item.get("name"), str) for item in value)
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_count(value: object) -> bool:
+    return _is_int(value) and value >= 0  # type: ignore[operator]
+
+
+def _is_seconds(value: object) -> bool:
+    # NaN and infinity were refused when the file was read.
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+
+
+def _is_list_of(value: object, kind: type) -> bool:
+    return isinstance(value, list) and all(isinstance(item, kind) for item in value)
+
+
+def _optional(kind: type) -> Callable[[object], bool]:
+    return lambda value: value is None or isinstance(value, kind)
+
+
+_VERDICTS = (codes.VERDICT_PASSED, codes.VERDICT_FAILED, codes.VERDICT_PENDING,
+             codes.VERDICT_UNVERIFIED)
+# What each key of a gate's entry must be (report.schema.json): the required ones first.
+_GATE_KEYS: dict[str, Callable[[object], bool]] = {
+    "name": lambda value: isinstance(value, str),
+    "outcome": lambda value: value in codes.OUTCOMES,
+    "code": lambda value: value is None or value in codes.CODES,
+    "command": lambda value: _is_list_of(value, str),
+    "cwd": lambda value: isinstance(value, str),
+    "exit_code": lambda value: value is None or _is_int(value),
+    "signal": lambda value: value is None or _is_int(value),
+    "duration_s": _is_seconds,
+    "attempts": _is_count,
+    "output_tail": lambda value: isinstance(value, str),
+    "output_truncated": lambda value: isinstance(value, bool),
+    "output_bytes": _is_count,
+    "log_path": _optional(str),
+    "flaky": lambda value: isinstance(value, bool),
+    "cached": lambda value: isinstance(value, bool),
+    "reason": lambda value: isinstance(value, str),
+}
+_GATE_REQUIRED = ("name", "outcome", "code", "command", "cwd", "exit_code", "signal",
+                  "duration_s", "attempts", "output_tail", "output_truncated")
+
+
+def _report_problem(report: Mapping[str, Any]) -> str | None:
+    """What is wrong with a report's keys, or None."""
+    checks: tuple[tuple[str, Callable[[object], bool]], ...] = (
+        ("verdict", lambda value: value in _VERDICTS),
+        ("contract", lambda value: isinstance(value, str)),
+        ("changes", lambda value: isinstance(value, dict)
+         and isinstance(value.get("source"), str) and _is_list_of(value.get("files"), str)
+         and (value.get("ref") is None or isinstance(value.get("ref"), str))),
+        ("gates", lambda value: _is_list_of(value, dict)),
+        ("not_selected", lambda value: isinstance(value, list) and all(
+            isinstance(item, dict) and isinstance(item.get("name"), str)
+            and isinstance(item.get("reason", ""), str) for item in value)),
+    )
+    for key, check in checks:
+        if key not in report:
+            return f'no "{key}"'
+        if not check(report[key]):
+            return f'"{key}" is not what a report holds there'
+    if not _is_list_of(report.get("warnings", []), str):
+        return '"warnings" is not a list of strings'
+    if not isinstance(report.get("interrupted", False), bool):
+        return '"interrupted" is not true or false'
+    for number, gate in enumerate(report["gates"], 1):
+        for key in _GATE_REQUIRED:
+            if key not in gate:
+                return f'gate {number} has no "{key}"'
+        for key, check in _GATE_KEYS.items():
+            if key in gate and not check(gate[key]):
+                return f'gate {number} ({str(gate.get("name"))[:60]!r}): "{key}" is ' \
+                       f"{json_type(gate[key])}, not what a report holds there"
+    return None
+
+
+def json_type(value: object) -> str:
+    """How a JSON value is named in a message (never its possibly huge text)."""
+    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string",
+             list: "a list", dict: "an object", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
 
 
 def merge_reports(
@@ -125,6 +221,7 @@ def merge_reports(
         if report["shard"]["order"] != first["shard"]["order"]:
             raise UsageError(f"{first_path} and {path} list different gates for "
                              f"{first['contract']}: the contract changed between the shards")
+        _check_same_run(first_path, first["shard"], path, report["shard"])
     warnings: list[str] = []
     ran: dict[str, Mapping[str, Any]] = {}
     for path, report in reports:
@@ -179,6 +276,24 @@ def _reason_left_out(name: str, reasons: Mapping[str, Mapping[int, str]]) -> str
                 raise UsageError(f"gate {name!r} ran in no shard, though a shard left it to "
                                  f"another: {_SPLIT_HINT}")
     return next(iter(own.values()), "not selected")
+
+
+def _check_same_run(first_path: str, first: Mapping[str, Any], path: str,
+                    shard: Mapping[str, Any]) -> None:
+    """Shards of one run checked one commit with one contract: one line naming the shard
+    that did not."""
+    name = f"shard {shard['index']} of {shard['total']} ({path})"
+    other = f"shard {first['index']} ({first_path})"
+    if shard["commit"] != first["commit"]:
+        raise UsageError(f"{name} checked commit {_short(shard['commit'])}, {other} "
+                         f"{_short(first['commit'])}: merge the shards of one commit")
+    if shard["contract_sha256"] != first["contract_sha256"]:
+        raise UsageError(f"{name} ran another version of the contract than {other} (its "
+                         "text differs): run every shard with the same contract")
+
+
+def _short(commit: object) -> str:
+    return str(commit)[:12] if commit else "(no commit)"
 
 
 def _check_shards(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> None:

@@ -78,5 +78,6 @@ def load_contract(
         settings=settings,
         gates=tuple(gates),
         warnings=tuple(warnings),
+        text=text,
     )
 

@@ -131,6 +131,8 @@ class Contract(NamedTuple):
     settings: Settings
     gates: tuple[Gate, ...]
     warnings: tuple[str, ...] = ()
+    # The file's text as loaded: a shard's report carries its hash (``verifygate merge``).
+    text: str = ""
 
     def gate(self, name: str) -> Gate:
         for gate in self.gates:

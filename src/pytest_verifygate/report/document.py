@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_verifygate import codes
-from pytest_verifygate.changes import ChangeSet
+from pytest_verifygate.changes import ChangeSet, git_output
 from pytest_verifygate.contract import Contract, Gate, posix_relative
 from pytest_verifygate.report.redact import Redactor, gate_environment, redactor_for
 from pytest_verifygate.report.words import summary_counts
@@ -106,6 +106,29 @@ def build_report(
             {"name": s.gate.name, "reason": s.reason} for s in selections if not s.selected
         ],
         "warnings": [*contract.warnings, *changes.warnings],
+    }
+
+
+def shard_entry(contract: Contract, index: int, total: int) -> dict[str, Any]:
+    """The report's ``shard``: which shard of how many, the contract's gates in order, and
+    what makes shards of one run (``verifygate merge`` refuses shards that differ): the commit
+    checked and the SHA-256 of the contract's text as loaded."""
+    import hashlib
+
+    from pytest_verifygate.errors import ChangeSetError
+
+    try:
+        commit: str | None = git_output(contract.repo_root, "rev-parse", "--verify", "--quiet",
+                                        "HEAD^{commit}").decode().strip() or None
+    except ChangeSetError:  # no commit yet
+        commit = None
+    return {
+        "index": index,
+        "total": total,
+        "order": [gate.name for gate in contract.gates],
+        "commit": commit,
+        "contract_sha256": hashlib.sha256(contract.text.encode("utf-8", "surrogatepass")
+                                          ).hexdigest(),
     }
 
 
