@@ -54,7 +54,7 @@ from pytest_verifygate.storage import (
     write_state,
 )
 
-__all__ = ["KEEP_ENTRIES", "RepoFiles", "attach", "cache_dir", "lookup", "prune",
+__all__ = ["KEEP_ENTRIES", "RepoFiles", "attach", "cache_dir", "lookup", "prune", "redactor_for",
            "script_programs", "store", "tool_identities"]
 
 CACHE_VERSION = 1
@@ -159,8 +159,12 @@ def _key(definition: str, inputs_digest: str) -> str:
     return hashlib.sha256(f"{definition}\0{inputs_digest}".encode()).hexdigest()
 
 
-def attach(contract: Contract, plan: GatePlan, files: RepoFiles, *, read: bool) -> GatePlan:
+def attach(contract: Contract, plan: GatePlan, files: RepoFiles, redactor: Redactor | None = None,
+           *, read: bool) -> GatePlan:
     """The plan with its cache slot; with ``read``, a stored pass for these inputs as ``hit``.
+
+    ``redactor``: the report's, for ``contract`` (made here if not given; building one parses
+    every gate's command, so a caller attaching several gates passes one).
 
     A gate whose inputs cannot be hashed is planned without a slot: it runs, uncached, with
     one warning on stderr saying which input and why.
@@ -174,23 +178,10 @@ def attach(contract: Contract, plan: GatePlan, files: RepoFiles, *, read: bool) 
         warn_once(f"gate {gate.name!r} runs uncached: {exc.strerror or exc}")
         return plan
     slot = CacheSlot(cache_dir(contract.repo_root), key, contract.root, definition, patterns,
-                     redactor=_redactor(contract))
+                     redactor=redactor if redactor is not None else redactor_for(contract.gates))
     if read:
         slot = slot._replace(hit=lookup(slot, plan))
     return plan._replace(cache=slot)
-
-
-_redactors: list[tuple[Contract, Redactor]] = []
-
-
-def _redactor(contract: Contract) -> Redactor:
-    """The report's redactor for ``contract`` (building one parses every gate's command)."""
-    for known, redactor in _redactors:
-        if known is contract:
-            return redactor
-    redactor = redactor_for(contract.gates)
-    _redactors[:] = [(contract, redactor)]
-    return redactor
 
 
 def lookup(slot: CacheSlot, plan: GatePlan) -> GateResult | None:

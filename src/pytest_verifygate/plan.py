@@ -20,6 +20,7 @@ from pytest_verifygate.selection import Selection, files_for_gate
 
 if TYPE_CHECKING:
     from pytest_verifygate.cache import RepoFiles
+    from pytest_verifygate.report.redact import Redactor
 
 # Arguments shown of a gate's command in reports; the rest are counted, not listed.
 MAX_DISPLAY_ARGS = 50
@@ -36,6 +37,7 @@ def plan_gates(
     plans: list[GatePlan] = []
     tracked: tuple[str, ...] | None = None
     repo_files: RepoFiles | None = None
+    redactor: Redactor | None = None  # one for every cached gate: see ``cache.attach``
     for selection in selections:
         if not selection.selected:
             continue
@@ -83,7 +85,8 @@ def plan_gates(
             from pytest_verifygate import cache  # only when some gate caches its passes
 
             repo_files = repo_files or cache.RepoFiles(contract.root)
-            plan = cache.attach(contract, plan, repo_files, read=read_cache)
+            redactor = redactor or cache.redactor_for(contract.gates)
+            plan = cache.attach(contract, plan, repo_files, redactor, read=read_cache)
         plans.append(plan)
     return plans
 

@@ -29,12 +29,9 @@ KEEP_LOG_BYTES = 256 * 1024 * 1024
 GIT_FILE_BYTES = 64 * 1024
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
 
-# The log directories runs of this process are using now -> how many runs use each. Runs of
-# other processes are known by the pid in the directory's name (see ``_in_use``).
-_claimed: dict[str, int] = {}
 _warned: set[str] = set()
-# Pruning of older log directories still going on (``_prune_meanwhile``).
-_pruning: list[threading.Thread] = []
+# The name of the thread that prunes older log directories (``_prune_meanwhile``).
+PRUNING_THREAD = "verifygate-prune-logs"
 
 
 def git_dir(repo_root: Path) -> Path | None:
@@ -168,19 +165,18 @@ def _prune_meanwhile(logs: Path, current: Path) -> None:
         with contextlib.suppress(OSError):  # a run never fails for want of tidying up
             _prune(logs, current)
 
-    thread = threading.Thread(target=prune, name="verifygate-prune-logs")
+    thread = threading.Thread(target=prune, name=PRUNING_THREAD)
     try:
         thread.start()
     except RuntimeError:  # no thread to be had (a process limit): prune now instead
         prune()
-        return
-    _pruning.append(thread)
 
 
 def finish_pruning() -> None:
     """Wait until the pruning this process started is done (a runner closing, an exit)."""
-    while _pruning:
-        _pruning.pop().join()
+    for thread in threading.enumerate():
+        if thread.name == PRUNING_THREAD and thread is not threading.current_thread():
+            thread.join()
 
 
 def _state_parts(path: Path) -> tuple[Path, tuple[str, ...]] | None:
@@ -332,24 +328,28 @@ def _not_a_directory(path: Path) -> Path | None:
 
 
 def claim_log_dir(run_dir: Path | None) -> Callable[[], None]:
-    """Mark ``run_dir`` as used by a run of this process until the returned function is
-    called (at most once counts): no run of this process prunes it meanwhile."""
+    """Mark ``run_dir`` as used by a run until the returned function is called (at most once
+    counts): no run, of this process or another, prunes it meanwhile.
+
+    The mark is a shared ``flock`` on the directory, which pruning must take exclusively to
+    remove it: the kernel drops it when the run's process ends, however it ends.
+    """
     if run_dir is None:
         return _nothing
-    key = str(run_dir)
-    _claimed[key] = _claimed.get(key, 0) + 1
+    import fcntl
+
+    try:
+        fd = open_state_dir(run_dir)
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    except OSError:  # no directory to keep: the logs say why, gate by gate
+        return _nothing
     released = False
 
     def release() -> None:
         nonlocal released
-        if released:
-            return
-        released = True
-        left = _claimed.get(key, 1) - 1
-        if left > 0:
-            _claimed[key] = left
-        else:
-            _claimed.pop(key, None)
+        if not released:
+            released = True
+            os.close(fd)  # and with it the lock
 
     return release
 
@@ -358,13 +358,23 @@ def _nothing() -> None:
     return None
 
 
-def _in_use(run_dir: Path) -> bool:
-    """Whether a run may still be writing into ``run_dir``: one of this process that claimed
-    it, or any run of a process that is still alive (its pid ends the directory's name; a
-    reused pid only keeps a directory longer)."""
-    if str(run_dir) in _claimed:
+def _in_use(logs_fd: int, run: str) -> bool:
+    """Whether a run may still be writing into the directory ``run``: one that claimed it
+    (``claim_log_dir``), or one of a process that is still alive (its pid ends the name; a
+    reused pid only keeps a directory longer) that has not claimed it yet."""
+    import fcntl
+
+    try:
+        fd = os.open(run, _DIRECTORY | os.O_NOFOLLOW, dir_fd=logs_fd)
+    except OSError:
+        return True  # not to be opened: not to be removed either
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
         return True
-    owner = int(run_dir.name.rpartition("-")[2])
+    finally:
+        os.close(fd)  # and with it the lock: pruning is best effort, a claim never waits
+    owner = int(run.rpartition("-")[2])
     if owner == os.getpid():
         return False
     try:
@@ -404,7 +414,8 @@ def _prune(logs: Path, current: Path) -> None:
                           and entry.is_dir(follow_symlinks=False))
         # By name, which is the run's start time: a directory's mtime moves whenever a gate
         # creates its log in there, so a long run would outlive the runs started after it.
-        removable = [run for run in runs if run != current.name and not _in_use(logs / run)]
+        removable = [run for run in runs
+                     if run != current.name and not _in_use(logs_fd, run)]
         doomed = set(removable[: max(0, len(runs) - KEEP_LOG_RUNS)])
         kept = [run for run in runs if run not in doomed]
         if len(kept) > 1:
@@ -438,17 +449,21 @@ def _size(logs_fd: int, run: str) -> int:
 
 
 def _remove_run(logs_fd: int, run: str) -> None:
-    """Remove one run's log files and, if nothing else is left in it, its directory."""
+    """Remove one run's log files and, if nothing else is left in it, its directory; not
+    if a run claimed it meanwhile (the lock is held until it is gone)."""
+    import fcntl
+
     run_fd = os.open(run, _DIRECTORY | os.O_NOFOLLOW, dir_fd=logs_fd)
     try:
+        fcntl.flock(run_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         with os.scandir(run_fd) as entries:
             for entry in entries:
                 if is_own_log_name(entry.name) and entry.is_file(follow_symlinks=False):
                     with contextlib.suppress(OSError):
                         os.unlink(entry.name, dir_fd=run_fd)
+        os.rmdir(run, dir_fd=logs_fd)  # not empty: someone else's files stay, and so does it
     finally:
         os.close(run_fd)
-    os.rmdir(run, dir_fd=logs_fd)  # not empty: someone else's files stay, and so does it
 
 
 def prune_own_files(
