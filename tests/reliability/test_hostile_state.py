@@ -189,3 +189,33 @@ def test_an_unedited_report_is_still_not_a_change(repo: Path) -> None:
     verifygate("run", "--all", "--json", "report.json", cwd=repo, timeout=60)
     done = verifygate("run", "--changed-from", "HEAD", "--format", "json", cwd=repo, timeout=60)
     assert json.loads(done.stdout)["changes"]["files"] == [], done.stdout
+
+
+def plant(path: Path, what: str, tmp_path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if what == "fifo":
+        os.mkfifo(path)
+    elif what == "file":
+        path.write_bytes(b"\0" * 4096)
+    else:  # a link to nowhere: made, it would be a directory elsewhere
+        path.symlink_to(tmp_path / "nowhere")
+
+
+@pytest.mark.parametrize("what", ["fifo", "file", "dangling link"])
+@pytest.mark.parametrize("where", ["", "logs", "cache", "agent", "agent/starts"])
+def test_anything_in_place_of_a_state_directory_never_hangs_or_passes(
+        repo: Path, tmp_path: Path, where: str, what: str) -> None:
+    """Where the tool expects a directory of its own: a FIFO, a file, a link to nowhere.
+    The run and the agent's stop still say the truth, in time, without a traceback, and
+    nothing is made through the link."""
+    write(repo / "verify.toml", FAILING.replace("[[gate]]", "[[gate]]\ncache = true"))
+    write(repo / "a.py", "x = 1\n")
+    commit_all(repo)
+    write(repo / "a.py", "x = 2\n")
+    root = state_dir(repo)
+    plant(root / where if where else root, what, tmp_path)
+    done = verifygate("run", "--all", "--format", "json", cwd=repo, timeout=60)
+    assert b"Traceback" not in done.stderr, done.stderr.decode()
+    assert done.returncode == 1 and json.loads(done.stdout)["verdict"] == "failed"
+    assert stop(repo).get("decision") == "block"
+    assert not (tmp_path / "nowhere").exists()

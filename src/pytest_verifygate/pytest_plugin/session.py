@@ -234,11 +234,11 @@ class VerifyGateSession(ContractCollection):
 
     def _log_dir(self) -> Path:
         if self.log_dir is None:
-            from pytest_verifygate.storage import new_log_dir
+            from pytest_verifygate.storage import make_private_dir, new_log_dir
 
             if self.shared_log_dir is not None:
                 try:
-                    self.shared_log_dir.mkdir(parents=True, exist_ok=True)
+                    make_private_dir(self.shared_log_dir)  # through no planted link
                     self.log_dir = self.shared_log_dir
                 except OSError:  # another host (--tx ssh=...): keep logs there instead
                     self.log_dir = new_log_dir(self.contract.repo_root)
