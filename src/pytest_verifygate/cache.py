@@ -200,7 +200,7 @@ def lookup(slot: CacheSlot, plan: GatePlan) -> GateResult | None:
             and entry.get("key") == slot.key and entry.get("gate") == plan.gate.name):
         return None
     with contextlib.suppress(OSError):
-        os.utime(slot.path)  # pruning keeps the entries used last
+        os.utime(slot.path, follow_symlinks=False)  # pruning keeps the entries used last
     tail = entry.get("output_tail")
     tail = tail if isinstance(tail, str) else ""
     size = entry.get("output_bytes")
