@@ -219,3 +219,21 @@ def test_anything_in_place_of_a_state_directory_never_hangs_or_passes(
     assert done.returncode == 1 and json.loads(done.stdout)["verdict"] == "failed"
     assert stop(repo).get("decision") == "block"
     assert not (tmp_path / "nowhere").exists()
+
+
+@pytest.mark.parametrize("name", ["durations.json", "outputs", "agent/s.json",
+                                  "agent/s.report.json"])
+def test_a_linked_state_file_is_neither_read_nor_written_through(
+        repo: Path, tmp_path: Path, name: str) -> None:
+    write(repo / "verify.toml", FAILING)
+    write(repo / "a.py", "x = 1\n")
+    commit_all(repo)
+    write(repo / "a.py", "x = 2\n")
+    victim = write(tmp_path / "victim.txt", '{"version": 1, "durations": []}\n')
+    link = state_dir(repo) / name
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(victim)
+    done = verifygate("run", "--changed-from", "HEAD", "--json", "r.json", cwd=repo, timeout=60)
+    assert done.returncode == 1 and b"Traceback" not in done.stderr, done.stderr.decode()
+    assert stop(repo).get("decision") == "block"
+    assert victim.read_text() == '{"version": 1, "durations": []}\n'
