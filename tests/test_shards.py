@@ -7,6 +7,7 @@ CI machine would run), and its balance against the best split found by brute for
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -33,7 +34,7 @@ from pytest_verifygate.shards import (
     split,
 )
 
-from conftest import commit_all, write
+from conftest import commit_all, git, write
 
 PY = sys.executable
 
@@ -300,9 +301,7 @@ def test_the_file_reads_back_as_json_reads_it(entries: list[tuple[str, str, floa
     text = durations.render(entries)
     as_json = [tuple(item) for item in json.loads(text)["durations"]]
     assert as_json == entries
-    fast = durations._parse_layout(text)
-    assert fast is None or fast == entries
-    assert durations._parse_json(text) == entries
+    assert durations._parse(text.encode()) == entries
 
 
 def test_a_hand_edited_file_is_read_through_json(repo: Path) -> None:
@@ -356,8 +355,12 @@ def test_pytest_verify_shard_collects_one_shard(project: pytest.Pytester,
         assert result.ret == 0, result.stdout.str()
         report: dict[str, Any] = load_json(project.path / f"r{index}.json")
         validate_report(report)
+        identity = {key: report["shard"].pop(key) for key in ("commit", "contract_sha256")}
         assert report["shard"] == {"index": index, "total": 2,
                                    "order": ["a", "b", "c", "d", "e"]}
+        assert identity == {"commit": git(project.path, "rev-parse", "HEAD").strip(),
+                            "contract_sha256": hashlib.sha256(
+                                (project.path / "verify.toml").read_bytes()).hexdigest()}
         collected[index] = [gate["name"] for gate in report["gates"]]
         result.stdout.fnmatch_lines([f"verify.toml::{name} PASSED*"
                                      for name in collected[index]])
