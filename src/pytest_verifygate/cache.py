@@ -16,8 +16,9 @@ inputs are the same after the gate ran as before: a gate that rewrites its input
 is stored on the run that leaves them unchanged. Entries live under the git directory
 (``<git dir>/verifygate/cache``, 0700, never the work tree), one small file per key written
 through a temp file and ``os.replace``, so concurrent runs and pytest-xdist workers share them
-safely. The newest ``KEEP_ENTRIES`` entries (by last use) are kept; older ones are pruned when
-a pass is stored.
+safely; the directory is reached through no link (``storage.open_state_dir``). The newest
+``KEEP_ENTRIES`` entries (by last use) are kept; older ones are pruned when a pass is stored,
+and only files named as entries are (``<key>.json``): nothing else there is touched.
 
 A stored pass makes a gate pass without running, and anything that can write the work tree
 can write ``.git``: an entry is sealed with this user's key (``integrity.py``) and believed

@@ -1,10 +1,12 @@
 """Where pytest-verifygate keeps files of its own: under the git directory, never the work tree.
 
-Owns the state directory (``<git dir>/verifygate``; a per-user temp directory outside git),
-the per-run log directories (private to the user; never pruned while a run uses them; in the
-temp directory, with one warning, when the state directory cannot be used), pruning to the
-newest few and to a total size (shared by the logs, the result cache and the agent sessions),
-and the atomic write every file of ours (and every report) goes through.
+Owns the state directory (``<git dir>/verifygate``; a per-user temp directory outside git)
+and the one way into it: every directory from its root down is opened without following a
+link (``open_state_dir``), and every state file is written through that (``write_state``).
+Also the per-run log directories (private to the user; never pruned while a run uses them; in
+the temp directory, with one warning, when the state directory cannot be used), pruning that
+removes only entries named as the tool names them (``prune_own_files``), and the atomic write
+of files the user names (``write_atomic``, ``write_output``).
 
 PYTEST_DONT_REWRITE
 """
@@ -29,6 +31,7 @@ KEEP_LOG_BYTES = 256 * 1024 * 1024
 GIT_FILE_BYTES = 64 * 1024
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
 
+# Warnings said already by this process (``warn_once``).
 _warned: set[str] = set()
 # The name of the thread that prunes older log directories (``_prune_meanwhile``).
 PRUNING_THREAD = "verifygate-prune-logs"
