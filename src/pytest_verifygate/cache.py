@@ -46,14 +46,13 @@ from pytest_verifygate.inputs import RepoFiles
 from pytest_verifygate.integrity import read_sealed, seal
 from pytest_verifygate.report.redact import Redactor, redactor_for
 from pytest_verifygate.runner.records import CacheSlot, GatePlan, GateResult
-from pytest_verifygate.storage import (
+from pytest_verifygate.state_files import (
     is_temp_name,
     open_state_dir,
     prune_own_files,
-    state_dir,
-    warn_once,
     write_state,
 )
+from pytest_verifygate.storage import state_dir, warn_once
 
 __all__ = ["KEEP_ENTRIES", "RepoFiles", "attach", "cache_dir", "lookup", "prune", "redactor_for",
            "script_programs", "store", "tool_identities"]

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate import codes
-from pytest_verifygate.storage import blocked, first_time, git_state_dir, warn_once, write_state
+from pytest_verifygate.state_files import write_state
+from pytest_verifygate.storage import blocked, first_time, git_state_dir, warn_once
 
 if TYPE_CHECKING:
     from pytest_verifygate.contract import Contract

@@ -26,13 +26,14 @@ import stat
 import time
 from pathlib import Path
 
+from pytest_verifygate.state_files import StateFileError, read_state_file
+
+__all__ = ["StateFileError", "is_signed", "read_sealed", "read_state_file", "seal", "signed",
+           "unseal", "user_key", "user_state_dir"]
+
 KEY_BYTES = 32
 MAC_BYTES = 32
 _SEAL = b"verifygate-sealed-1 "  # then the MAC in hex, a newline, and the data
-
-
-class StateFileError(Exception):
-    """A state file that is not to be read: what is wrong with it, for a warning."""
 
 
 def user_state_dir() -> Path | None:
@@ -144,58 +145,6 @@ def unseal(purpose: bytes, sealed: bytes) -> bytes | None:
     import hmac
 
     return data if hmac.compare_digest(claimed, _mac(key, purpose, data)) else None
-
-
-def read_state_file(path: Path, limit: int) -> bytes | None:
-    """The content of a state file of at most ``limit`` bytes; None when there is none.
-
-    Raises ``StateFileError`` for a file not to be read: a link (the file or any directory
-    from the state root down: ``storage.open_state_dir``), a FIFO, a device or a directory
-    (checked before it is opened, and again on the open file), one larger than ``limit``, or
-    one that cannot be read. Never blocks: a FIFO is not opened, and the open is
-    non-blocking for one swapped in between.
-    """
-    from pytest_verifygate.storage import open_state_dir
-
-    try:
-        # Its directory through no link (under a state root), then the file itself, checked
-        # before it is opened: a FIFO is never opened.
-        dir_fd = open_state_dir(path.parent)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        raise StateFileError(exc.strerror or str(exc)) from None
-    try:
-        _check(os.lstat(path.name, dir_fd=dir_fd), limit)
-        fd = os.open(path.name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW
-                     | getattr(os, "O_CLOEXEC", 0), dir_fd=dir_fd)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise StateFileError(exc.strerror or str(exc)) from None
-    finally:
-        os.close(dir_fd)
-    try:
-        _check(os.fstat(fd), limit)
-        chunks = []
-        size = 0
-        while chunk := os.read(fd, limit + 1 - size):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:
-                raise StateFileError(f"larger than {limit} bytes")
-    except OSError as exc:
-        raise StateFileError(exc.strerror or str(exc)) from None
-    finally:
-        os.close(fd)
-    return b"".join(chunks)
-
-
-def _check(info: os.stat_result, limit: int) -> None:
-    if not stat.S_ISREG(info.st_mode):
-        raise StateFileError("not a regular file")
-    if info.st_size > limit:
-        raise StateFileError(f"larger than {limit} bytes")
 
 
 def read_sealed(path: Path, purpose: bytes, limit: int) -> bytes | None:

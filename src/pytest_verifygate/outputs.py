@@ -45,7 +45,7 @@ def remember_outputs(paths: Iterable[str | os.PathLike[str]]) -> None:
     while they stay as written. Best effort: a file outside a git repository, or a record that
     cannot be written, is simply not remembered."""
     from pytest_verifygate.integrity import seal
-    from pytest_verifygate.storage import write_state
+    from pytest_verifygate.state_files import write_state
 
     by_record: dict[Path, list[str]] = {}
     for path in paths:

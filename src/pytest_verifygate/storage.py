@@ -18,18 +18,26 @@ import functools
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
-# ``<git dir>/verifygate``, and the per-run log directories' home in it.
-STATE_DIR_NAME = "verifygate"
+from pytest_verifygate.state_files import (
+    DIRECTORY,
+    STATE_DIR_NAME,
+    StateFileError,
+    open_state_dir,
+    read_state_file,
+    replace_in,
+    state_parts,
+)
+
+# The per-run log directories' home in the state directory.
 LOGS_DIR_NAME = "logs"
 KEEP_LOG_RUNS = 10
 # The logs of all kept runs together: past it, the oldest runs go (the newest always stays).
 KEEP_LOG_BYTES = 256 * 1024 * 1024
 # The most of ``.git`` (a file in submodules and worktrees) and ``commondir`` that is read.
 GIT_FILE_BYTES = 64 * 1024
-_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
 
 # Warnings said already by this process (``warn_once``).
 _warned: set[str] = set()
@@ -63,8 +71,6 @@ def _first_line(path: Path) -> str | None:
     """The first line of a small file git wrote (``.git``, ``commondir``); None if there is
     none. Read like a state file: a FIFO or a device there never blocks, and a huge file is
     not read whole."""
-    from pytest_verifygate.integrity import StateFileError, read_state_file
-
     try:
         raw = read_state_file(path, GIT_FILE_BYTES)
     except StateFileError:
@@ -182,96 +188,10 @@ def finish_pruning() -> None:
             thread.join()
 
 
-def _state_parts(path: Path) -> tuple[Path, tuple[str, ...]] | None:
-    """``path`` split into the directory that holds its state root and the names from the
-    root down; None for a path under no state root.
-
-    Every state root is a directory named ``verifygate``: ``<git dir>/verifygate``, the
-    private state directory ``~/.local/state/verifygate``, ``<tmp>/verifygate-<uid>/<digest>/
-    verifygate``. What holds it is trusted as it is (the git directory git names, a directory
-    checked to be this user's alone); below it, the tool names every directory itself and
-    never names one ``verifygate``, so the last such name is the root.
-    """
-    parts = path.parts
-    for index in range(len(parts) - 1, -1, -1):
-        if parts[index] == STATE_DIR_NAME:
-            return Path(*parts[:index]) if index else Path("."), parts[index:]
-    return None
-
-
-def open_state_dir(path: Path, *, create: bool = False) -> int:
-    """A descriptor (to close) of the directory ``path``, reached without following a link.
-
-    Under a state root (``_state_parts``), every directory from the root down is opened with
-    ``O_NOFOLLOW`` relative to the one before, so a symbolic link planted anywhere there is an
-    ``OSError`` and never leads elsewhere; with ``create``, missing ones are made (0700) and
-    the user's own made private. A path under no state root is opened as it is given.
-    """
-    split = _state_parts(Path(os.path.abspath(path)))
-    if split is None:
-        if create:
-            os.makedirs(path, exist_ok=True)
-        return os.open(path, _DIRECTORY)
-    anchor, names = split
-    fd = os.open(anchor, _DIRECTORY)
-    try:
-        for depth, name in enumerate(names, 1):
-            child = _open_child(fd, name, create)
-            if child is None:
-                import errno
-
-                raise OSError(errno.ELOOP, "a symbolic link or not a directory: never "
-                              "followed", str(anchor.joinpath(*names[:depth])))
-            os.close(fd)
-            fd = child
-            if create:
-                _make_private(fd)  # logs and caches are the user's alone
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _open_child(parent: int, name: str, create: bool) -> int | None:
-    """The directory ``name`` in ``parent``, opened; None when something else is there."""
-    import errno
-
-    flags = _DIRECTORY | os.O_NOFOLLOW
-    try:
-        return os.open(name, flags, dir_fd=parent)
-    except FileNotFoundError:
-        if not create:
-            raise
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-            return None
-        raise
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(name, 0o700, dir_fd=parent)
-    try:
-        return os.open(name, flags, dir_fd=parent)
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-            return None
-        raise
-
-
 def make_private_dir(path: Path) -> None:
     """Make ``path``, and the parents it lacks, directories only this user can use (0700);
     under a state root, through no link (``open_state_dir``)."""
     os.close(open_state_dir(path, create=True))
-
-
-def _make_private(fd: int) -> None:
-    """Take group and other permissions off a directory of this user's (made before logs were
-    private, or under a loose umask); anything else is left as it is."""
-    import stat
-
-    with contextlib.suppress(OSError):
-        info = os.fstat(fd)
-        if (stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
-                and info.st_mode & 0o077):
-            os.fchmod(fd, 0o700)
 
 
 def warn_once(message: str) -> None:
@@ -317,7 +237,7 @@ def _not_a_directory(path: Path) -> Path | None:
     not one: none is followed), else None."""
     import stat
 
-    split = _state_parts(path)
+    split = state_parts(path)
     depth = len(split[0].parts) if split is not None else len(path.parts)
     for parent in path.parents:
         try:  # below the state root's holder, a link is never followed
@@ -368,7 +288,7 @@ def _in_use(logs_fd: int, run: str) -> bool:
     import fcntl
 
     try:
-        fd = os.open(run, _DIRECTORY | os.O_NOFOLLOW, dir_fd=logs_fd)
+        fd = os.open(run, DIRECTORY | os.O_NOFOLLOW, dir_fd=logs_fd)
     except OSError:
         return True  # not to be opened: not to be removed either
     try:
@@ -440,7 +360,7 @@ def _prune(logs: Path, current: Path) -> None:
 def _size(logs_fd: int, run: str) -> int:
     total = 0
     with contextlib.suppress(OSError):
-        run_fd = os.open(run, _DIRECTORY | os.O_NOFOLLOW, dir_fd=logs_fd)
+        run_fd = os.open(run, DIRECTORY | os.O_NOFOLLOW, dir_fd=logs_fd)
         try:
             with os.scandir(run_fd) as entries:
                 for entry in entries:
@@ -456,7 +376,7 @@ def _remove_run(logs_fd: int, run: str) -> None:
     if a run claimed it meanwhile (the lock is held until it is gone)."""
     import fcntl
 
-    run_fd = os.open(run, _DIRECTORY | os.O_NOFOLLOW, dir_fd=logs_fd)
+    run_fd = os.open(run, DIRECTORY | os.O_NOFOLLOW, dir_fd=logs_fd)
     try:
         fcntl.flock(run_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         with os.scandir(run_fd) as entries:
@@ -469,104 +389,17 @@ def _remove_run(logs_fd: int, run: str) -> None:
         os.close(run_fd)
 
 
-def prune_own_files(
-    directory: Path,
-    is_own: Callable[[str], bool],
-    keep: int,
-    *,
-    companions: Callable[[str], Iterable[str]] = lambda name: (),
-) -> int:
-    """Remove all of the regular files in ``directory`` whose name ``is_own`` recognises but
-    the newest ``keep``; return how many were removed.
-
-    Newest by modification time (ties broken by name). ``directory`` is reached through no
-    link (``open_state_dir``); links, directories and names the tool did not make are never
-    touched. ``companions(name)``: files that go with an entry (removed with it if they are
-    there). A file another process pruned or replaced meanwhile is skipped, not counted: safe
-    while other processes prune the same directory.
-    """
-    try:
-        fd = open_state_dir(directory)
-    except OSError:
-        return 0
-    try:
-        dated: list[tuple[int, str]] = []
-        with os.scandir(fd) as entries:
-            for entry in entries:
-                if not is_own(entry.name):
-                    continue
-                with contextlib.suppress(OSError):
-                    if entry.is_file(follow_symlinks=False):
-                        dated.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.name))
-        if len(dated) <= keep:  # the usual case: nothing to remove
-            return 0
-        dated.sort()
-        removed = 0
-        for _, name in dated[: len(dated) - keep]:
-            try:
-                os.unlink(name, dir_fd=fd)
-            except OSError:
-                continue
-            removed += 1
-            for companion in companions(name):
-                with contextlib.suppress(OSError):
-                    os.unlink(companion, dir_fd=fd)
-        return removed
-    finally:
-        os.close(fd)
-
-
-def is_temp_name(name: str) -> bool:
-    """Whether ``name`` is a temp file ``write_state`` makes: ``.<name>.<pid>.<ns>.tmp``."""
-    body, _, suffix = name.rpartition(".")
-    rest, _, ns = body.rpartition(".")
-    _, _, pid = rest.rpartition(".")
-    return (name.startswith(".") and suffix == "tmp" and ns.isascii() and ns.isdigit()
-            and pid.isascii() and pid.isdigit())
-
-
-def write_state(path: Path, data: str | bytes) -> None:
-    """Write a state file atomically, through no link: its directory is reached with
-    ``open_state_dir`` (made if missing), the temp file is new (``O_EXCL``), and
-    ``os.replace`` puts it in place of whatever was there (a link is replaced, not
-    followed). A reader sees the old file or the complete new one, never half of either."""
-    dir_fd = open_state_dir(path.parent, create=True)
-    try:
-        _replace_in(dir_fd, path.name, data)
-    finally:
-        os.close(dir_fd)
-
-
 def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
     """Write ``data`` to ``path`` (a file of the user's, not state: see ``write_state``)
     through a temp file and ``os.replace``: a reader sees the old file or the complete new
     one, never half of either. A link at ``path`` itself is replaced, not followed."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    dir_fd = os.open(target.parent, _DIRECTORY)
+    dir_fd = os.open(target.parent, DIRECTORY)
     try:
-        _replace_in(dir_fd, target.name, data)
+        replace_in(dir_fd, target.name, data)
     finally:
         os.close(dir_fd)
-
-
-def _replace_in(dir_fd: int, name: str, data: str | bytes) -> None:
-    # A temp name of our own (this process, this instant) rather than ``tempfile.mkstemp``,
-    # whose import (random, shutil) would cost every agent stop more than the write itself.
-    # O_EXCL keeps mkstemp's guarantee: the file is new and ours, never a planted link.
-    temp = f".{name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                 | getattr(os, "O_CLOEXEC", 0), 0o600, dir_fd=dir_fd)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp, dir_fd=dir_fd)
-        raise
 
 
 def write_output(path: str | os.PathLike[str], data: str | bytes) -> None:

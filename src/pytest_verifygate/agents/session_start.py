@@ -27,7 +27,8 @@ from typing import NamedTuple
 from pytest_verifygate.agents.state import is_state_name, session_file_stem
 from pytest_verifygate.changes import git_output
 from pytest_verifygate.errors import ChangeSetError
-from pytest_verifygate.storage import prune_own_files, state_dir, write_state
+from pytest_verifygate.state_files import prune_own_files, write_state
+from pytest_verifygate.storage import state_dir
 
 START_VERSION = 1
 KEEP_STARTS = 200

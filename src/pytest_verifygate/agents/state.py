@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from pytest_verifygate.storage import prune_own_files, state_dir, write_state
+from pytest_verifygate.state_files import prune_own_files, write_state
+from pytest_verifygate.storage import state_dir
 
 STATE_VERSION = 1
 MAX_STATE_BYTES = 64 * 1024

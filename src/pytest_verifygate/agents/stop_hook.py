@@ -356,7 +356,7 @@ def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
     from pytest_verifygate import engine
     from pytest_verifygate.plugins import plugin_hook
     from pytest_verifygate.report.document import dumps
-    from pytest_verifygate.storage import write_state
+    from pytest_verifygate.state_files import write_state
 
     hook = plugin_hook()
     run = engine.run(plan, hook=hook)

@@ -1,0 +1,256 @@
+"""The one way into the tool's state directories (``<git dir>/verifygate``, the private state
+directory): directories reached through no link, state files read bounded and without
+blocking, written atomically, and pruned only by the names the tool gives them.
+
+Anything that can write the work tree can write ``.git``: a link planted anywhere under a
+state root must never lead a write, a read or a removal elsewhere, and a FIFO, a device or a
+huge file in place of a state file must never hang or exhaust a run.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+# The name of every state root: ``<git dir>/verifygate``, ``~/.local/state/verifygate``.
+STATE_DIR_NAME = "verifygate"
+DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
+
+
+class StateFileError(Exception):
+    """A state file that is not to be read: what is wrong with it, for a warning."""
+
+
+def state_parts(path: Path) -> tuple[Path, tuple[str, ...]] | None:
+    """``path`` split into the directory that holds its state root and the names from the
+    root down; None for a path under no state root.
+
+    Every state root is a directory named ``verifygate``: ``<git dir>/verifygate``, the
+    private state directory ``~/.local/state/verifygate``, ``<tmp>/verifygate-<uid>/<digest>/
+    verifygate``. What holds it is trusted as it is (the git directory git names, a directory
+    checked to be this user's alone); below it, the tool names every directory itself and
+    never names one ``verifygate``, so the last such name is the root.
+    """
+    parts = path.parts
+    for index in range(len(parts) - 1, -1, -1):
+        if parts[index] == STATE_DIR_NAME:
+            return Path(*parts[:index]) if index else Path("."), parts[index:]
+    return None
+
+
+def open_state_dir(path: Path, *, create: bool = False) -> int:
+    """A descriptor (to close) of the directory ``path``, reached without following a link.
+
+    Under a state root (``state_parts``), every directory from the root down is opened with
+    ``O_NOFOLLOW`` relative to the one before, so a symbolic link planted anywhere there is an
+    ``OSError`` and never leads elsewhere; with ``create``, missing ones are made (0700) and
+    the user's own made private. A path under no state root is opened as it is given.
+    """
+    split = state_parts(Path(os.path.abspath(path)))
+    if split is None:
+        if create:
+            os.makedirs(path, exist_ok=True)
+        return os.open(path, DIRECTORY)
+    anchor, names = split
+    try:
+        fd = os.open(anchor, DIRECTORY)
+    except FileNotFoundError:  # the temp directory's per-project part, made on first use
+        if not create:
+            raise
+        os.makedirs(anchor, 0o700, exist_ok=True)
+        fd = os.open(anchor, DIRECTORY)
+    try:
+        for depth, name in enumerate(names, 1):
+            child = _open_child(fd, name, create)
+            if child is None:
+                import errno
+
+                raise OSError(errno.ELOOP, "a symbolic link or not a directory: never "
+                              "followed", str(anchor.joinpath(*names[:depth])))
+            os.close(fd)
+            fd = child
+            if create:
+                _make_private(fd)  # logs and caches are the user's alone
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_child(parent: int, name: str, create: bool) -> int | None:
+    """The directory ``name`` in ``parent``, opened; None when something else is there."""
+    import errno
+
+    flags = DIRECTORY | os.O_NOFOLLOW
+    try:
+        return os.open(name, flags, dir_fd=parent)
+    except FileNotFoundError:
+        if not create:
+            raise
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+            return None
+        raise
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(name, 0o700, dir_fd=parent)
+    try:
+        return os.open(name, flags, dir_fd=parent)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+            return None
+        raise
+
+
+def _make_private(fd: int) -> None:
+    """Take group and other permissions off a directory of this user's (made before logs were
+    private, or under a loose umask); anything else is left as it is."""
+
+    with contextlib.suppress(OSError):
+        info = os.fstat(fd)
+        if (stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
+                and info.st_mode & 0o077):
+            os.fchmod(fd, 0o700)
+
+
+def read_state_file(path: Path, limit: int) -> bytes | None:
+    """The content of a state file of at most ``limit`` bytes; None when there is none.
+
+    Raises ``StateFileError`` for a file not to be read: a link (the file or any directory
+    from the state root down: ``storage.open_state_dir``), a FIFO, a device or a directory
+    (checked before it is opened, and again on the open file), one larger than ``limit``, or
+    one that cannot be read. Never blocks: a FIFO is not opened, and the open is
+    non-blocking for one swapped in between.
+    """
+    try:
+        # Its directory through no link (under a state root), then the file itself, checked
+        # before it is opened: a FIFO is never opened.
+        dir_fd = open_state_dir(path.parent)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise StateFileError(exc.strerror or str(exc)) from None
+    try:
+        _check(os.lstat(path.name, dir_fd=dir_fd), limit)
+        fd = os.open(path.name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW
+                     | getattr(os, "O_CLOEXEC", 0), dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StateFileError(exc.strerror or str(exc)) from None
+    finally:
+        os.close(dir_fd)
+    try:
+        _check(os.fstat(fd), limit)
+        chunks = []
+        size = 0
+        while chunk := os.read(fd, limit + 1 - size):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise StateFileError(f"larger than {limit} bytes")
+    except OSError as exc:
+        raise StateFileError(exc.strerror or str(exc)) from None
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def _check(info: os.stat_result, limit: int) -> None:
+    if not stat.S_ISREG(info.st_mode):
+        raise StateFileError("not a regular file")
+    if info.st_size > limit:
+        raise StateFileError(f"larger than {limit} bytes")
+
+
+def prune_own_files(
+    directory: Path,
+    is_own: Callable[[str], bool],
+    keep: int,
+    *,
+    companions: Callable[[str], Iterable[str]] = lambda name: (),
+) -> int:
+    """Remove all of the regular files in ``directory`` whose name ``is_own`` recognises but
+    the newest ``keep``; return how many were removed.
+
+    Newest by modification time (ties broken by name). ``directory`` is reached through no
+    link (``open_state_dir``); links, directories and names the tool did not make are never
+    touched. ``companions(name)``: files that go with an entry (removed with it if they are
+    there). A file another process pruned or replaced meanwhile is skipped, not counted: safe
+    while other processes prune the same directory.
+    """
+    try:
+        fd = open_state_dir(directory)
+    except OSError:
+        return 0
+    try:
+        dated: list[tuple[int, str]] = []
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                if not is_own(entry.name):
+                    continue
+                with contextlib.suppress(OSError):
+                    if entry.is_file(follow_symlinks=False):
+                        dated.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.name))
+        if len(dated) <= keep:  # the usual case: nothing to remove
+            return 0
+        dated.sort()
+        removed = 0
+        for _, name in dated[: len(dated) - keep]:
+            try:
+                os.unlink(name, dir_fd=fd)
+            except OSError:
+                continue
+            removed += 1
+            for companion in companions(name):
+                with contextlib.suppress(OSError):
+                    os.unlink(companion, dir_fd=fd)
+        return removed
+    finally:
+        os.close(fd)
+
+
+def is_temp_name(name: str) -> bool:
+    """Whether ``name`` is a temp file ``write_state`` makes: ``.<name>.<pid>.<ns>.tmp``."""
+    body, _, suffix = name.rpartition(".")
+    rest, _, ns = body.rpartition(".")
+    _, _, pid = rest.rpartition(".")
+    return (name.startswith(".") and suffix == "tmp" and ns.isascii() and ns.isdigit()
+            and pid.isascii() and pid.isdigit())
+
+
+def write_state(path: Path, data: str | bytes) -> None:
+    """Write a state file atomically, through no link: its directory is reached with
+    ``open_state_dir`` (made if missing), the temp file is new (``O_EXCL``), and
+    ``os.replace`` puts it in place of whatever was there (a link is replaced, not
+    followed). A reader sees the old file or the complete new one, never half of either."""
+    dir_fd = open_state_dir(path.parent, create=True)
+    try:
+        replace_in(dir_fd, path.name, data)
+    finally:
+        os.close(dir_fd)
+
+
+def replace_in(dir_fd: int, name: str, data: str | bytes) -> None:
+    """Write ``name`` in the directory ``dir_fd`` through a new temp file and ``os.replace``."""
+    # A temp name of our own (this process, this instant) rather than ``tempfile.mkstemp``,
+    # whose import (random, shutil) would cost every agent stop more than the write itself.
+    # O_EXCL keeps mkstemp's guarantee: the file is new and ours, never a planted link.
+    temp = f".{name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                 | getattr(os, "O_CLOEXEC", 0), 0o600, dir_fd=dir_fd)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp, dir_fd=dir_fd)
+        raise
