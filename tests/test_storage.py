@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from pytest_verifygate.state_files import prune_own_files
 from pytest_verifygate.storage import (
     KEEP_LOG_RUNS,
     _private_temp_dir,
+    claim_log_dir,
     finish_pruning,
     new_log_dir,
-    prune_own_files,
     state_dir,
 )
 
@@ -154,4 +155,20 @@ def test_pruning_without_a_thread_to_spare_happens_at_once(
     monkeypatch.setattr(threading.Thread, "start", refused)
     for _ in range(KEEP_LOG_RUNS):
         new_log_dir(repo)
+    assert not first.exists()
+
+
+def test_a_claimed_log_dir_is_kept_until_released(repo: Path) -> None:
+    """The claim is a lock on the directory: it holds for a run of this very process too,
+    whose pid alone would not keep it."""
+    first = new_log_dir(repo)
+    release = claim_log_dir(first)
+    (first / "lint.log").write_text("x\n")
+    for _ in range(KEEP_LOG_RUNS + 1):
+        new_log_dir(repo)
+    finish_pruning()
+    assert (first / "lint.log").exists()
+    release()
+    new_log_dir(repo)
+    finish_pruning()
     assert not first.exists()

@@ -293,8 +293,10 @@ def _in_use(logs_fd: int, run: str) -> bool:
         return True  # not to be opened: not to be removed either
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    except BlockingIOError:  # claimed
         return True
+    except OSError:  # a file system without locks: the pid alone decides
+        pass
     finally:
         os.close(fd)  # and with it the lock: pruning is best effort, a claim never waits
     owner = int(run.rpartition("-")[2])
@@ -378,7 +380,12 @@ def _remove_run(logs_fd: int, run: str) -> None:
 
     run_fd = os.open(run, DIRECTORY | os.O_NOFOLLOW, dir_fd=logs_fd)
     try:
-        fcntl.flock(run_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        try:
+            fcntl.flock(run_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # claimed since it was chosen: it stays
+            return
+        except OSError:  # a file system without locks: ``_in_use`` chose by the pid
+            pass
         with os.scandir(run_fd) as entries:
             for entry in entries:
                 if is_own_log_name(entry.name) and entry.is_file(follow_symlinks=False):
