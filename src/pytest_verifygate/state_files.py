@@ -254,3 +254,18 @@ def replace_in(dir_fd: int, name: str, data: str | bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temp, dir_fd=dir_fd)
         raise
+
+
+def remove_state_file(path: Path) -> None:
+    """Remove the state file ``path`` (a link there is removed, not what it points to),
+    reaching its directory through no link; a missing one is no error."""
+    try:
+        dir_fd = open_state_dir(path.parent)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    try:
+        os.unlink(path.name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        pass
+    finally:
+        os.close(dir_fd)

@@ -13,6 +13,7 @@ without it, and an agent that can write the work tree cannot reach it there by a
 PYTEST_DONT_REWRITE
 """
 
+import contextlib
 import json
 import os
 import re
@@ -21,7 +22,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from pytest_verifygate.state_files import prune_own_files, write_state
+from pytest_verifygate.state_files import prune_own_files, remove_state_file, write_state
 from pytest_verifygate.storage import state_dir
 
 STATE_VERSION = 1
@@ -111,7 +112,7 @@ class Rounds(NamedTuple):
             else:
                 if self.fallback is not None:
                     with contextlib.suppress(OSError):
-                        os.unlink(self.fallback)  # ours, and older than the count just kept
+                        remove_state_file(self.fallback)  # ours, older than the count kept
                 return True
         if self.fallback is not None:
             try:

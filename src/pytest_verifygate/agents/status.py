@@ -13,13 +13,13 @@ PYTEST_DONT_REWRITE
 
 import contextlib
 import json
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from pytest_verifygate.storage import state_dir, write_atomic
+from pytest_verifygate.state_files import remove_state_file, write_state
+from pytest_verifygate.storage import state_dir
 
 STATUS_SEAL = b"agent-status"  # what the record's MAC is for (integrity.signed)
 MAX_STATUS_BYTES = 64 * 1024
@@ -61,12 +61,12 @@ def record_status(repo_root: Path, outcome: str, *, agent: str, session: str, me
         if path is None:
             continue
         try:
-            write_atomic(path, text)
+            write_state(path, text)  # through no planted link
         except OSError:
             continue
         if path == primary and fallback is not None:
             with contextlib.suppress(OSError):
-                os.unlink(fallback)  # ours, and older than the record just written
+                remove_state_file(fallback)  # ours, and older than the record just written
         return
     print("verifygate agent-hook: cannot record this stop's outcome for `verifygate "
           "agent-status`", file=sys.stderr)
@@ -99,5 +99,4 @@ def clear_status(repo_root: Path) -> None:
     from one that was verified)."""
     for path in status_paths(repo_root):
         if path is not None:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+            remove_state_file(path)
