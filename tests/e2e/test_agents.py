@@ -1,0 +1,219 @@
+"""Verify-on-stop proven with the real agent CLIs: Claude Code, Codex CLI and Gemini CLI, each
+run headless in a throwaway repository whose hooks ``verifygate install-hook`` wrote, against a
+scripted model on 127.0.0.1 that plays the agent (``models.py``). Every model request and every
+hook call is logged (``harness.py``); the assertions are on them.
+"""
+
+from __future__ import annotations
+
+import shutil
+import stat
+
+import pytest
+
+from .harness import (
+    AGENTS,
+    BREAK,
+    CLAUDE,
+    FIX,
+    FIXED,
+    AgentCLI,
+    Project,
+    Session,
+    install_hook,
+    installed_commands,
+    run_agent,
+    write_file,
+)
+from .models import SUBAGENT, Delegate, Say, Script, Shell
+
+pytestmark = pytest.mark.e2e
+
+EVERY_AGENT = pytest.mark.parametrize("agent", list(AGENTS.values()), ids=list(AGENTS))
+BLOCK_THEN_FIX = (Shell(BREAK), Say("Done."), Shell(FIX), Say("Fixed."))
+# A model that keeps trying and never fixes it: a command, then the end of its turn. Its
+# retries carry tool calls, so Gemini CLI never sets stop_hook_active on them.
+NEVER_FIXES = (Shell("cat calc.py"), Say("I could not fix it."))
+
+
+def check_block_then_fix(session: Session) -> None:
+    """The first stop is blocked with a reason naming the failing gate, the next model
+    request carries that reason, the agent fixes the code, the second stop is allowed, and
+    the CLI exits 0."""
+    stops = session.stops()
+    assert session.exit_code == 0, session.describe()
+    assert [stop.decision for stop in stops] == ["block", "allow"], session.describe()
+    reason = stops[0].reason
+    assert "`tests`" in reason and "round 1 of 3" in reason, reason
+    after = session.request_after(stops[0])
+    assert after is not None, session.describe()
+    assert after.says(reason.splitlines()[0]), "the next model request lacks the reason"
+    assert after.says("### `tests` failed: command_failed"), "the next request lacks the digest"
+    assert len(session.conversation()) == len(BLOCK_THEN_FIX), session.describe()
+    assert session.project.read("calc.py") == FIXED
+
+
+# --------------------------------------------------------------------------------------------
+# block, then fix
+
+
+@EVERY_AGENT
+def test_a_failing_stop_is_blocked_and_the_fix_is_let_through(project: Project,
+                                                             agent: AgentCLI) -> None:
+    install_hook(project, agent)
+    session = run_agent(project, agent, Script(BLOCK_THEN_FIX))
+    check_block_then_fix(session)
+    start = [call for call in session.hook_calls if call.event == "SessionStart"]
+    assert len(start) == 1 and not start[0].stdout.strip("{} \n"), session.describe()
+
+
+def test_negative_control_a_hook_that_always_allows_fails_the_check(project: Project) -> None:
+    """The suite can fail: with a hook command that lets every stop through, the block-then-
+    fix check fails, though the CLI ran the hook at each stop."""
+    install_hook(project, CLAUDE, replace_command="true")
+    session = run_agent(project, CLAUDE, Script(BLOCK_THEN_FIX))
+    assert session.exit_code == 0, session.describe()
+    assert session.stops() and all(stop.decision == "allow" for stop in session.stops())
+    with pytest.raises(AssertionError):
+        check_block_then_fix(session)
+
+
+# --------------------------------------------------------------------------------------------
+# the round cap
+
+
+@EVERY_AGENT
+def test_the_round_cap_ends_the_session(project: Project, agent: AgentCLI,
+                                        record_property: pytest.RecordProperty) -> None:
+    install_hook(project, agent, "--max-rounds", "2")
+    session = run_agent(project, agent, Script((Shell(BREAK), Say("Done.")), then=NEVER_FIXES))
+    assert session.exit_code == 0, session.describe()
+    assert not session.refused(), session.describe()
+    assert [stop.decision for stop in session.stops()] == ["block", "block", "allow"], (
+        session.describe())
+    assert "round 2 of 2" in session.stops()[1].reason
+    assert "a human must review" in session.stops()[2].message, session.describe()
+    # The break and its end, then a command and an end for each of the two blocks.
+    assert len(session.conversation()) == 2 + 2 * 2, session.describe()
+    record_property(f"e2e: {agent.name} model requests up to the cap of 2",
+                    len(session.conversation()))
+
+
+# --------------------------------------------------------------------------------------------
+# committed work, clean stops, the contract
+
+
+@EVERY_AGENT
+def test_committed_broken_work_still_blocks(project: Project, agent: AgentCLI) -> None:
+    install_hook(project, agent)
+    head = project.git("rev-parse", "HEAD")
+    session = run_agent(project, agent, Script((
+        Shell(f"{BREAK} && git commit -qam 'change add'"), Say("Committed."),
+        Shell(f"{FIX} && git commit -qam 'fix add'"), Say("Fixed and committed."))))
+    assert [stop.decision for stop in session.stops()] == ["block", "allow"], (
+        session.describe())
+    assert "`tests`" in session.stops()[0].reason
+    assert "committed or not" in session.stops()[0].reason
+    assert project.git("status", "--porcelain") == ""
+    assert project.git("rev-list", "--count", f"{head.strip()}..HEAD").strip() == "2"
+    assert session.exit_code == 0, session.describe()
+
+
+@EVERY_AGENT
+def test_a_clean_stop_is_allowed_at_once(project: Project, agent: AgentCLI,
+                                         record_property: pytest.RecordProperty) -> None:
+    install_hook(project, agent)
+    good = FIXED + "\n\ndef mul(a, b):\n    return a * b\n"
+    session = run_agent(project, agent, Script((Shell(write_file("calc.py", good)),
+                                                Say("Added mul."))))
+    assert session.exit_code == 0, session.describe()
+    stops = session.stops()
+    assert [stop.decision for stop in stops] == ["allow"], session.describe()
+    assert stops[0].reason == "" and "verifygate" not in stops[0].message, session.describe()
+    assert len(session.conversation()) == 2, session.describe()
+    last_answer = session.conversation()[-1].at
+    record_property(f"e2e: {agent.name} hook time at a passing stop (s)",
+                    round(stops[0].seconds, 3))
+    record_property(f"e2e: {agent.name} last model answer to exit, hook included (s)",
+                    round(session.ended - last_answer, 3))
+    record_property(f"e2e: {agent.name} whole session (s)", round(session.seconds, 2))
+
+
+@EVERY_AGENT
+def test_an_agent_that_weakens_the_contract_is_still_held_to_it(project: Project,
+                                                                agent: AgentCLI) -> None:
+    install_hook(project, agent)
+    weakened = '[[gate]]\nname = "tests"\ncommand = ["true"]\n'
+    session = run_agent(project, agent, Script((
+        Shell(f"{BREAK} && {write_file('verify.toml', weakened)}"), Say("Done."),
+        Shell(FIX), Say("Fixed."))))
+    stops = session.stops()
+    assert [stop.decision for stop in stops] == ["block", "allow"], session.describe()
+    assert "`tests`" in stops[0].reason
+    assert "the contract changed since" in stops[0].reason, stops[0].reason
+    assert "the contract changed since" in stops[1].message, session.describe()
+    assert session.exit_code == 0, session.describe()
+
+
+# --------------------------------------------------------------------------------------------
+# the hook's command, subagents, state it cannot write
+
+
+@EVERY_AGENT
+def test_the_hook_runs_without_the_virtualenv_on_path(project: Project,
+                                                      agent: AgentCLI) -> None:
+    """The user installs the hook from the activated virtualenv and later starts the agent
+    from a shell without it: the installed command must still start (exit 127 is a
+    non-blocking error to every agent, which would let the broken work stop)."""
+    install_hook(project, agent)
+    session = run_agent(project, agent, Script(BLOCK_THEN_FIX), venv=False)
+    assert all(call.status != 127 for call in session.hook_calls), (
+        f"the installed hook command did not start without the virtualenv on PATH: "
+        f"{installed_commands(project)}\n{session.describe()}")
+    check_block_then_fix(session)
+
+
+def test_a_read_only_subagent_is_not_blocked_for_its_parents_work(project: Project) -> None:
+    """Claude Code: the agent breaks the code, then asks a read-only Explore subagent a
+    question. The subagent changed nothing: its stop is not blocked for the parent's
+    unfinished work (and does not use up the parent's rounds); the parent's stop is."""
+    install_hook(project, CLAUDE)
+    session = run_agent(project, CLAUDE, Script(
+        (Shell(BREAK), Delegate("Read calc.py and say what add does.", "Explore"),
+         Say("Done."), Shell(FIX), Say("Fixed.")),
+        subagent=(Shell("cat calc.py"), Say("add subtracts."))))
+    assert session.conversation(SUBAGENT), "the subagent never ran:\n" + session.describe()
+    subagent_stops = session.subagent_stops()
+    assert subagent_stops, session.describe()
+    assert all(stop.decision == "allow" for stop in subagent_stops), session.describe()
+    assert all(stop.payload.get("agent_type") == "Explore" for stop in subagent_stops)
+    stops = session.stops()
+    assert [stop.decision for stop in stops] == ["block", "allow"], session.describe()
+    assert "round 1 of 3" in stops[0].reason, stops[0].reason
+    assert session.exit_code == 0, session.describe()
+
+
+@EVERY_AGENT
+def test_the_cap_holds_when_rounds_cannot_be_recorded(project: Project,
+                                                      agent: AgentCLI) -> None:
+    """A file where ``.git/verifygate`` should be: no round can be recorded (root included).
+    The failing stop still blocks, and the session still ends within the cap, though the
+    model's retries carry tool calls (Gemini CLI then sends stop_hook_active: false)."""
+    install_hook(project, agent, "--max-rounds", "2")
+    state = project.root / ".git" / "verifygate"
+    if state.exists():
+        shutil.rmtree(state)
+    state.write_text("not a directory\n", encoding="utf-8")
+    state.chmod(stat.S_IRUSR)
+    session = run_agent(project, agent, Script((Shell(BREAK), Say("Done.")), then=NEVER_FIXES))
+    stops = session.stops()
+    assert not session.refused(), ("the hook sent the agent back until the model's runaway "
+                                   "limit:\n" + session.describe())
+    assert stops and stops[0].decision == "block", session.describe()
+    assert "`tests`" in stops[0].reason
+    assert len(stops) <= 3, session.describe()
+    assert stops[-1].decision == "allow", session.describe()
+    assert "human must review" in stops[-1].message, session.describe()
+    assert all("Traceback" not in call.stderr for call in session.hook_calls)
+    assert session.exit_code == 0, session.describe()
+
