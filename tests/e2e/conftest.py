@@ -14,6 +14,7 @@ import pytest
 
 from .harness import AGENTS, E2E_DIR, PINS, Project, make_project
 
+
 def missing_tools() -> list[str]:
     """Why the agent CLIs cannot run here: each problem in one line."""
     problems = [f"`{tool}` is not on PATH: install Node.js and npm" for tool in ("node", "npm")

@@ -166,7 +166,7 @@ def _handler(models: FakeModels) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             pass  # every request is logged as data instead
 
         def do_HEAD(self) -> None:
