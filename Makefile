@@ -1,12 +1,16 @@
 # Two entry points that work on a fresh machine with only Python 3.10+ and git:
 #   make demo   - set up, then run the main job on a copy of example-repo/
-#   make test   - set up, then run the whole test suite
+#   make test   - set up, then run the test suite but the end-to-end one (E2E=1: it too)
+# and one that also needs Node.js and npm:
+#   make e2e    - install the pinned agent CLIs, then run the end-to-end suite
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+E2E_DIR := .e2e
+E2E_STAMP := $(E2E_DIR)/.installed
 
-.PHONY: demo test lint fuzz bench clean
+.PHONY: demo test e2e lint fuzz bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,8 +21,24 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash example-repo/demo.sh
 
-test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 -q
+test: $(STAMP) $(if $(E2E),$(E2E_STAMP))
+	$(BIN)/python -m pytest -n 2 -q $(if $(E2E),,-m "not e2e")
+
+# The end-to-end suite (tests/e2e) drives the real Claude Code, Codex CLI and Gemini CLI, and
+# the MCP Inspector, at the versions tests/e2e/package.json pins, against a scripted model on
+# 127.0.0.1. npm installs them into .e2e/ (about 1 GB), again only when the pins change.
+# Without node or npm this fails, loudly: the suite never passes by not running.
+
+$(E2E_STAMP): tests/e2e/package.json tests/e2e/package-lock.json
+	@command -v node >/dev/null || { echo "make e2e: node is not on PATH: the end-to-end suite needs Node.js and npm" >&2; exit 1; }
+	@command -v npm >/dev/null || { echo "make e2e: npm is not on PATH: the end-to-end suite needs Node.js and npm" >&2; exit 1; }
+	mkdir -p $(E2E_DIR)
+	cp tests/e2e/package.json tests/e2e/package-lock.json $(E2E_DIR)/
+	cd $(E2E_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+e2e: $(STAMP) $(E2E_STAMP)
+	$(BIN)/python -m pytest -n 2 -q -m e2e tests/e2e
 
 # The benchmarks measure the product as users install it: a regular (not editable) install in
 # an environment of its own, beside only the peers it is compared with. This repository's test
@@ -37,7 +57,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BENCH_VENV) $(E2E_DIR) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
 
 # Long property-based runs: every hypothesis property with at least 2,000 examples (about
 # three minutes on two cores), random bytes at every state file and random output at the

@@ -73,8 +73,10 @@ def is_error(result: Any) -> bool:
 Scenario = Callable[[ClientSession], Awaitable[None]]
 
 
-def serve(repo: Path, scenario: Scenario, tmp_path: Path, *args: str) -> str:
-    """Run ``scenario`` against ``verifygate mcp`` started in ``repo``; the server's stderr."""
+def serve(repo: Path, scenario: Scenario, tmp_path: Path, *args: str,
+          initialized: list[Any] | None = None) -> str:
+    """Run ``scenario`` against ``verifygate mcp`` started in ``repo``; the server's stderr.
+    ``initialized`` receives the server's answer to ``initialize``."""
     errors = tmp_path / f"server-{uuid.uuid4().hex}.err"
 
     async def main() -> None:
@@ -84,7 +86,9 @@ def serve(repo: Path, scenario: Scenario, tmp_path: Path, *args: str) -> str:
         with errors.open("w") as errlog:
             async with stdio_client(params, errlog=errlog) as (read, write_stream), \
                     ClientSession(read, write_stream) as session:
-                await session.initialize()
+                answer = await session.initialize()
+                if initialized is not None:
+                    initialized.append(answer)
                 with anyio.fail_after(120):
                     await scenario(session)
 
@@ -118,6 +122,69 @@ def test_the_server_offers_its_tools_with_their_arguments(project: Path, tmp_pat
         assert explain["required"] == ["name"]
 
     serve(project, scenario, tmp_path)
+
+
+def test_the_server_names_this_package_and_its_version(project: Path, tmp_path: Path) -> None:
+    async def scenario(session: ClientSession) -> None:
+        pass
+
+    initialized: list[Any] = []
+    serve(project, scenario, tmp_path, initialized=initialized)
+    info = field(initialized[0], "server_info", "serverInfo")
+    assert (info.name, info.version) == ("verifygate", version("pytest-verifygate"))
+
+
+def test_the_tools_have_titles_annotations_and_output_schemas(project: Path,
+                                                              tmp_path: Path) -> None:
+    """Every structured answer is valid under the schema its tool lists (the report's, for
+    run_gates): checked here with jsonschema, whatever the SDK client checks by itself."""
+    jsonschema = pytest.importorskip("jsonschema")
+    from pytest_verifygate.report.document import load_schema
+
+    async def scenario(session: ClientSession) -> None:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        assert {name: tool.title for name, tool in tools.items()} == {
+            "list_gates": "List the gates", "run_gates": "Run the gates",
+            "explain_failure": "Explain a failed gate"}
+        hints = {name: field(tool.annotations, "read_only_hint", "readOnlyHint")
+                 for name, tool in tools.items()}
+        assert hints == {"list_gates": True, "run_gates": False, "explain_failure": False}
+        schemas = {name: field(tool, "output_schema", "outputSchema")
+                   for name, tool in tools.items()}
+        report_schema = load_schema()
+        assert schemas["run_gates"]["properties"] == report_schema["properties"]
+        for tool in tools.values():
+            assert field(tool, "input_schema", "inputSchema")["additionalProperties"] is False
+
+        calls = [("list_gates", {}), ("list_gates", {"changed_only": False}),
+                 ("run_gates", {}), ("explain_failure", {"name": "bad"}),
+                 ("explain_failure", {"name": "ok"}),
+                 ("explain_failure", {"name": "docs", "rerun": True})]
+        for tool, arguments in calls:
+            result = await session.call_tool(tool, arguments)
+            assert not is_error(result), text_of(result)
+            jsonschema.validate(data_of(result), schemas[tool])
+        with pytest.raises(jsonschema.ValidationError):  # the schemas can fail
+            jsonschema.validate({"verdict": "passed"}, schemas["run_gates"])
+
+    serve(project, scenario, tmp_path)
+
+
+def test_an_argument_a_tool_does_not_take_is_refused_in_one_line(project: Path,
+                                                                tmp_path: Path) -> None:
+    async def scenario(session: ClientSession) -> None:
+        result = await session.call_tool("run_gates", {"nmes": ["bad"]})
+        assert is_error(result)
+        assert text_of(result) == (
+            "verifygate: run_gates: unknown argument 'nmes' (did you mean 'names'?); it takes "
+            "names, roles, changed_only, changed_from")
+        assert data_of(result) == {"error": text_of(result)}
+        listing = await session.call_tool("list_gates", {"changed_only": True, "verbose": 1})
+        assert text_of(listing) == ("verifygate: list_gates: unknown argument 'verbose'; it "
+                                    "takes roles, changed_only, changed_from")
+
+    serve(project, scenario, tmp_path)
+    assert not (project / ".git" / "verifygate" / "logs").exists()  # nothing ran
 
 
 def test_list_gates_says_what_applies_and_why_not(project: Path, tmp_path: Path) -> None:

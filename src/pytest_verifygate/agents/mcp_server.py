@@ -4,6 +4,11 @@ Built on the official ``mcp`` SDK (the optional extra ``pytest-verifygate[mcp]``
 ``MCPServer``, called ``FastMCP`` before mcp 2), imported only when this server runs. The tools
 (``tools.py`` does their work): ``list_gates``, ``run_gates``, ``explain_failure``.
 
+Each tool is listed with a title, annotations (``list_gates`` is read-only) and the JSON Schema
+of its structured content (``run_gates``: the report's, ``report/report.schema.json``); the
+server says it is verifygate at this package's version; a call with an argument the tool does
+not take is refused with one line, never quietly run without it.
+
 A run sends one progress notification per finished gate (when the client asked for progress).
 A cancelled request (``notifications/cancelled``, or the client going away) ends its gates:
 the runner is cancelled, which kills every gate's process group, and closed before the
@@ -24,14 +29,20 @@ from pydantic import Field
 
 try:
     from mcp.server.mcpserver import Context, MCPServer
+
+    MCP_1 = False
 except ImportError:  # mcp 1.x: the same server, called FastMCP there
     from mcp.server.fastmcp import Context  # type: ignore[no-redef, attr-defined, unused-ignore]
     from mcp.server.fastmcp import (  # type: ignore[no-redef, attr-defined, unused-ignore]
         FastMCP as MCPServer,
     )
-from mcp.types import CallToolResult, TextContent
 
+    MCP_1 = True
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+
+from pytest_verifygate import __version__
 from pytest_verifygate.agents.tools import Answer, GateTools, progress_message
+from pytest_verifygate.contract.fields import did_you_mean
 from pytest_verifygate.errors import VerifyGateError
 
 if TYPE_CHECKING:
@@ -67,12 +78,88 @@ Rerun = Annotated[bool, Field(
     description="Run the gate now even if the last run_gates call has its result")]
 
 
+# By the wire's names: mcp 2 takes them as aliases, mcp 1 has no others.
+READ_ONLY = ToolAnnotations.model_validate({
+    "readOnlyHint": True, "idempotentHint": True, "openWorldHint": False})
+# Runs the contract's own commands (which may write, as a formatter does), never anything else.
+RUNS_GATES = ToolAnnotations.model_validate({
+    "readOnlyHint": False, "destructiveHint": False, "idempotentHint": True})
+
+
+class GateServer(MCPServer):  # type: ignore[misc, unused-ignore]
+    """The SDK's server, with what its tool decorator cannot say: each tool's output schema,
+    and a refusal of the arguments a tool does not take (the SDK would drop them silently)."""
+
+    output_schemas: dict[str, dict[str, Any]]  # build_server sets them
+
+    async def list_tools(self) -> Any:
+        listed = []
+        for tool in await super().list_tools():
+            wire = tool.model_dump(by_alias=True, exclude_none=True)
+            wire["inputSchema"] = {**wire["inputSchema"], "additionalProperties": False}
+            if tool.name in self.output_schemas:
+                wire["outputSchema"] = self.output_schemas[tool.name]
+            listed.append(type(tool).model_validate(wire))
+        return listed
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], *args: Any,
+                        **kwargs: Any) -> Any:
+        listed = {tool.name: tool for tool in await super().list_tools()}
+        if name in listed:
+            wire = listed[name].model_dump(by_alias=True)
+            known = list(wire["inputSchema"].get("properties", {}))
+            unknown = [key for key in arguments or {} if key not in known]
+            if unknown:
+                hint = did_you_mean(unknown[0], known)
+                text = (f"verifygate: {name}: unknown argument {unknown[0]!r}"
+                        f"{f' ({hint})' if hint else ''}; it takes {', '.join(known)}")
+                return _result(Answer(text, {"error": text}, is_error=True))
+        return await super().call_tool(name, arguments, *args, **kwargs)
+
+
+def output_schemas() -> dict[str, dict[str, Any]]:
+    """The JSON Schema of each tool's structured content: ``run_gates`` answers with the JSON
+    report, ``explain_failure`` with one of its gates (or why the gate did not run),
+    ``list_gates`` with the gates and why each applies. An error answer carries
+    ``{"error": ...}`` instead; clients do not check an error against the schema."""
+    from pytest_verifygate.report.document import load_schema
+
+    report = load_schema()
+    dialect = report["$schema"]
+    changes = {"type": "object", "required": ["source", "ref", "files"], "properties": {
+        "source": {"type": "string"}, "ref": {"type": ["string", "null"]},
+        "files": {"type": "array", "items": {"type": "string"}}}}
+    listed_gate = {"type": "object", "required": ["name", "selected", "runs", "reason"],
+                   "properties": {"name": {"type": "string"}, "selected": {"type": "boolean"},
+                                  "runs": {"type": "boolean"}, "reason": {"type": "string"}}}
+    not_run = {"type": "object", "required": ["name", "ran", "reason"], "properties": {
+        "name": {"type": "string"}, "ran": {"const": False}, "reason": {"type": "string"}}}
+    return {
+        "list_gates": {"$schema": dialect, "type": "object",
+                       "required": ["contract", "changes", "gates"],
+                       "properties": {"contract": {"type": "string"}, "changes": changes,
+                                      "gates": {"type": "array", "items": listed_gate}}},
+        "run_gates": {key: value for key, value in report.items() if key != "$id"},
+        "explain_failure": {"$schema": dialect, "type": "object",
+                            "anyOf": [{"$ref": "#/$defs/gate"}, not_run],
+                            "$defs": report["$defs"]},
+    }
+
+
 def build_server(root: Path, contract: str | None = None) -> Any:
     """The server, its tools bound to the repository at ``root``."""
     tools = GateTools(root, contract)
-    server = MCPServer("verifygate", instructions=INSTRUCTIONS)
+    if MCP_1:
+        server = GateServer("verifygate", instructions=INSTRUCTIONS)
+        # mcp 1's FastMCP takes no version and would name its own: its low-level server,
+        # which says who is serving, is the one place to give ours.
+        server._mcp_server.version = __version__  # type: ignore[attr-defined, unused-ignore]
+    else:
+        server = GateServer("verifygate", instructions=INSTRUCTIONS, version=__version__)
+    server.output_schemas = output_schemas()
 
-    @server.tool(name="list_gates", description=(
+    @server.tool(name="list_gates", title="List the gates", annotations=READ_ONLY,
+                 description=(
         "Which of the contract's gates apply to the current change, and why each other gate "
         "does not. Runs nothing."))
     async def list_gates(roles: Roles = None, changed_only: ChangedOnly = True,
@@ -83,7 +170,8 @@ def build_server(root: Path, contract: str | None = None) -> Any:
 
         return await _answered(answer)
 
-    @server.tool(name="run_gates", description=(
+    @server.tool(name="run_gates", title="Run the gates", annotations=RUNS_GATES,
+                 description=(
         "Run the gates that apply to the current change (or only those named) and return "
         "the verdict, each gate's outcome and failure code, and a digest of the failures; "
         "the JSON report is the structured content. Sends progress as gates finish."))
@@ -99,7 +187,8 @@ def build_server(root: Path, contract: str | None = None) -> Any:
 
         return await _answered_async(answer)
 
-    @server.tool(name="explain_failure", description=(
+    @server.tool(name="explain_failure", title="Explain a failed gate",
+                 annotations=RUNS_GATES, description=(
         "One gate's classified failure (its code, a hint, the command) and the end of its "
         "output, from the last run_gates call, else from running that gate now."))
     async def explain_failure(ctx: Context, name: GateName, rerun: Rerun = False,
@@ -197,6 +286,10 @@ async def _answered_async(work: Any) -> CallToolResult:
     except Exception as exc:  # a bug: one line for the agent, never a traceback
         text = f"verifygate: internal error ({type(exc).__name__}: {exc}); please report this"
         answer = Answer(text, {"error": text}, is_error=True)
+    return _result(answer)
+
+
+def _result(answer: Answer) -> CallToolResult:
     # By the wire's names: mcp 2 takes them as aliases, mcp 1 has no others.
     return CallToolResult.model_validate({
         "content": [TextContent(type="text", text=answer.text)],
