@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .harness import AGENTS, E2E_DIR, PINS, Project, make_project
+from .harness import AGENTS, E2E_DIR, PINS, Project, installed_version, make_project
 
 
 def missing_tools() -> list[str]:
@@ -20,29 +20,31 @@ def missing_tools() -> list[str]:
     problems = [f"`{tool}` is not on PATH: install Node.js and npm" for tool in ("node", "npm")
                 if shutil.which(tool) is None]
     pins = json.loads(PINS.read_text(encoding="utf-8"))["dependencies"]
-    for agent in AGENTS.values():
+    for package, pinned in pins.items():
         try:
-            installed = agent.version()
+            installed = installed_version(package)
         except (OSError, ValueError, KeyError):
-            problems.append(f"{agent.package} is not installed in {E2E_DIR}")
+            problems.append(f"{package} is not installed in {E2E_DIR}")
             continue
-        if installed != pins[agent.package]:
-            problems.append(f"{agent.package} {installed} is installed in {E2E_DIR}, but "
-                            f"{PINS.name} pins {pins[agent.package]}")
+        if installed != pinned:
+            problems.append(f"{package} {installed} is installed in {E2E_DIR}, but "
+                            f"{PINS.name} pins {pinned}")
     return problems
 
 
 @pytest.fixture(scope="session")
-def agent_clis() -> None:
+def node_tools() -> None:
+    """The pinned agent CLIs and MCP Inspector, installed; else every test fails, saying
+    what is missing and how to install it."""
     problems = missing_tools()
     if problems:
-        pytest.fail("the end-to-end suite cannot run the agent CLIs: " + "; ".join(problems) +
+        pytest.fail("the end-to-end suite cannot run: " + "; ".join(problems) +
                     ". Run `make e2e`, which installs the pinned versions into .e2e/ with npm "
                     "(or deselect this suite with -m 'not e2e')", pytrace=False)
 
 
 @pytest.fixture
-def project(tmp_path: Path, agent_clis: None) -> Iterator[Project]:
+def project(tmp_path: Path, node_tools: None) -> Iterator[Project]:
     yield make_project(tmp_path)
 
 
@@ -50,7 +52,7 @@ def pytest_report_header() -> str:
     versions = []
     for agent in AGENTS.values():
         try:
-            versions.append(f"{agent.title} {agent.version()}")
+            versions.append(f"{agent.title} {installed_version(agent.package)}")
         except (OSError, ValueError, KeyError):
             versions.append(f"{agent.title} (not installed)")
     return "agent CLIs: " + ", ".join(versions)

@@ -65,10 +65,11 @@ class AgentCLI(NamedTuple):
     configure: Callable[[Path, Path, str], dict[str, str]]
     argv: Callable[[Path, str], list[str]]
 
-    def version(self) -> str:
-        """The installed version (from its package.json under ``.e2e``)."""
-        manifest = E2E_DIR / "node_modules" / self.package / "package.json"
-        return str(json.loads(manifest.read_text(encoding="utf-8"))["version"])
+
+def installed_version(package: str) -> str:
+    """An npm package's version as installed under ``.e2e`` (from its package.json)."""
+    manifest = E2E_DIR / "node_modules" / package / "package.json"
+    return str(json.loads(manifest.read_text(encoding="utf-8"))["version"])
 
 
 def _claude_env(home: Path, repo: Path, url: str) -> dict[str, str]:

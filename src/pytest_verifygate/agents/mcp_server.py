@@ -113,21 +113,23 @@ class GateServer(MCPServer):  # type: ignore[misc, unused-ignore]
                 hint = did_you_mean(unknown[0], known)
                 text = (f"verifygate: {name}: unknown argument {unknown[0]!r}"
                         f"{f' ({hint})' if hint else ''}; it takes {', '.join(known)}")
-                return _result(Answer(text, {"error": text}, is_error=True))
+                return _result(Answer(text, {}, is_error=True))
         return await super().call_tool(name, arguments, *args, **kwargs)
 
 
 def output_schemas() -> dict[str, dict[str, Any]]:
     """The JSON Schema of each tool's structured content: ``run_gates`` answers with the JSON
     report, ``explain_failure`` with one of its gates (or why the gate did not run),
-    ``list_gates`` with the gates and why each applies. An error answer carries
-    ``{"error": ...}`` instead; clients do not check an error against the schema."""
+    ``list_gates`` with the gates and why each applies. An error answer is text only: a
+    client checks structured content against the schema even in an error (the MCP
+    Inspector does), and accepts an error without any."""
     from pytest_verifygate.report.document import load_schema
 
     report = load_schema()
     dialect = report["$schema"]
     changes = {"type": "object", "required": ["source", "ref", "files"], "properties": {
-        "source": {"type": "string"}, "ref": {"type": ["string", "null"]},
+        "source": {"type": "string"},
+        "ref": {"anyOf": [{"type": "string"}, {"type": "null"}]},
         "files": {"type": "array", "items": {"type": "string"}}}}
     listed_gate = {"type": "object", "required": ["name", "selected", "runs", "reason"],
                    "properties": {"name": {"type": "string"}, "selected": {"type": "boolean"},
@@ -282,15 +284,18 @@ async def _answered_async(work: Any) -> CallToolResult:
     try:
         answer: Answer = await work()
     except VerifyGateError as exc:
-        answer = Answer(f"verifygate: {exc}", {"error": str(exc)}, is_error=True)
+        answer = Answer(f"verifygate: {exc}", {}, is_error=True)
     except Exception as exc:  # a bug: one line for the agent, never a traceback
         text = f"verifygate: internal error ({type(exc).__name__}: {exc}); please report this"
-        answer = Answer(text, {"error": text}, is_error=True)
+        answer = Answer(text, {}, is_error=True)
     return _result(answer)
 
 
 def _result(answer: Answer) -> CallToolResult:
+    """The answer on the wire; an error's is text only (see ``output_schemas``)."""
     # By the wire's names: mcp 2 takes them as aliases, mcp 1 has no others.
-    return CallToolResult.model_validate({
-        "content": [TextContent(type="text", text=answer.text)],
-        "structuredContent": answer.data, "isError": answer.is_error})
+    wire: dict[str, Any] = {"content": [TextContent(type="text", text=answer.text)],
+                            "isError": answer.is_error}
+    if not answer.is_error:
+        wire["structuredContent"] = answer.data
+    return CallToolResult.model_validate(wire)
