@@ -59,13 +59,16 @@ def check_block_then_fix(session: Session) -> None:
 
 
 @EVERY_AGENT
-def test_a_failing_stop_is_blocked_and_the_fix_is_let_through(project: Project,
-                                                             agent: AgentCLI) -> None:
+def test_a_failing_stop_is_blocked_and_the_fix_is_let_through(
+        project: Project, agent: AgentCLI, record_property: pytest.RecordProperty) -> None:
     install_hook(project, agent)
     session = run_agent(project, agent, Script(BLOCK_THEN_FIX))
     check_block_then_fix(session)
     start = [call for call in session.hook_calls if call.event == "SessionStart"]
     assert len(start) == 1 and not start[0].stdout.strip("{} \n"), session.describe()
+    record_property(f"e2e: {agent.name} hook time at SessionStart (s)", round(start[0].seconds, 3))
+    record_property(f"e2e: {agent.name} hook time at a blocked stop (s)",
+                    round(session.stops()[0].seconds, 3))
     status = agent_status(project)
     assert status.returncode == 0, status.stdout + status.stderr
 

@@ -78,7 +78,8 @@ def test_structured_answers_pass_the_inspectors_schema_check(project: Project) -
 def test_an_unknown_argument_is_refused_in_one_line(project: Project) -> None:
     status, output, stderr = inspector(project, "--method", "tools/call", "--tool-name",
                                        "run_gates", "--tool-arg", "nmes=tests")
-    assert output.get("isError") is True, f"{output}\n{stderr}"
+    # Exit status 5: the Inspector's "the tool returned isError: true".
+    assert status == 5 and output.get("isError") is True, f"{status} {output}\n{stderr}"
     assert [block["text"] for block in output["content"]] == [
         "verifygate: run_gates: unknown argument 'nmes' (did you mean 'names'?); it takes "
         "names, roles, changed_only, changed_from"]
