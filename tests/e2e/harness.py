@@ -1,5 +1,5 @@
 """Driving the real agent CLIs headless: a throwaway project whose hooks ``verifygate
-install-hook`` wrote, a scripted model on 127.0.0.1 (``models.py``), and a log of every hook
+install-agent-hook`` wrote, a scripted model on 127.0.0.1 (``models.py``), and a log of every hook
 call (``hooklog.sh``, which runs the installed command unchanged).
 
 Each CLI runs with a home of its own (no user configuration, no credentials), a PATH of
@@ -53,7 +53,7 @@ FIX = write_file("calc.py", FIXED)
 
 
 class AgentCLI(NamedTuple):
-    """One agent CLI: its ``install-hook --agent`` name, npm package and program, the hook
+    """One agent CLI: its ``install-agent-hook --agent`` name, npm package and program, the hook
     events that are its stops, and how it is run headless."""
 
     name: str
@@ -183,12 +183,12 @@ def base_env(project: Project, *, venv: bool = True) -> dict[str, str]:
 
 def install_hook(project: Project, agent: AgentCLI, *args: str,
                  replace_command: str | None = None) -> str:
-    """Run ``verifygate install-hook --agent NAME`` in the project (by the virtualenv's
+    """Run ``verifygate install-agent-hook --agent NAME`` in the project (by the virtualenv's
     script, as from a shell where it is activated), route every hook command it wrote
     through ``hooklog.sh``, and commit the configuration. ``replace_command``: run this
-    instead of the installed command (the negative control). What install-hook printed."""
-    done = subprocess.run([str(VERIFYGATE), "install-hook", "--agent", agent.name, *args],
-                          cwd=project.root, env=base_env(project), capture_output=True,
+    instead of the installed command (the negative control). What install-agent-hook printed."""
+    done = subprocess.run([str(VERIFYGATE), "install-agent-hook", "--agent", agent.name,
+                           *args], cwd=project.root, env=base_env(project), capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     config_file = project.root / {"claude": ".claude/settings.json",
@@ -196,7 +196,7 @@ def install_hook(project: Project, agent: AgentCLI, *args: str,
                                   "gemini": ".gemini/settings.json"}[agent.name]
     config = json.loads(config_file.read_text(encoding="utf-8"))
     hooks = list(_command_hooks(config))
-    assert hooks, f"install-hook wrote no hook command to {config_file}"
+    assert hooks, f"install-agent-hook wrote no hook command to {config_file}"
     for hook in hooks:
         command = replace_command if replace_command is not None else hook["command"]
         hook["command"] = shlex.join(["/bin/sh", str(HOOKLOG), str(project.logs / "hooks"),
@@ -215,7 +215,7 @@ def agent_status(project: Project) -> subprocess.CompletedProcess[str]:
 
 
 def installed_commands(project: Project) -> list[str]:
-    """The hook commands install-hook wrote (as hooklog.sh runs them)."""
+    """The hook commands install-agent-hook wrote (as hooklog.sh runs them)."""
     commands = []
     for name in (".claude/settings.json", ".codex/hooks.json", ".gemini/settings.json"):
         path = project.root / name

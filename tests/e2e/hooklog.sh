@@ -2,7 +2,7 @@
 # Logs one call of a hook command and runs the command unchanged: the same shell, stdin,
 # environment and working directory the agent CLI gave it; its stdout, stderr and exit
 # status go back to the CLI as they came. $1: the log directory; $2: the command as
-# `verifygate install-hook` wrote it.
+# `verifygate install-agent-hook` wrote it.
 log=$1
 call="$log/$(date +%s%N)-$$"
 cat > "$call.stdin"

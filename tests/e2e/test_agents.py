@@ -1,7 +1,7 @@
-"""Verify-on-stop proven with the real agent CLIs: Claude Code, Codex CLI and Gemini CLI, each
-run headless in a throwaway repository whose hooks ``verifygate install-hook`` wrote, against a
-scripted model on 127.0.0.1 that plays the agent (``models.py``). Every model request and every
-hook call is logged (``harness.py``); the assertions are on them.
+"""Verify-on-stop proven with the real agent CLIs: Claude Code, Codex CLI and Gemini CLI,
+each run headless in a throwaway repository whose hooks ``verifygate install-agent-hook``
+wrote, against a scripted model on 127.0.0.1 that plays the agent (``models.py``). Every model
+request and every hook call is logged (``harness.py``); the assertions are on them.
 """
 
 from __future__ import annotations
