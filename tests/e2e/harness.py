@@ -54,7 +54,8 @@ FIX = write_file("calc.py", FIXED)
 
 class AgentCLI(NamedTuple):
     """One agent CLI: its ``install-agent-hook --agent`` name, npm package and program, the hook
-    events that are its stops, and how it is run headless."""
+    events that are its stops, and how it is run headless (``trusted``: with what it needs
+    to run project hooks; without, as a user who missed it runs it)."""
 
     name: str
     title: str
@@ -62,8 +63,8 @@ class AgentCLI(NamedTuple):
     program: str
     stop_event: str
     subagent_stop_event: str | None
-    configure: Callable[[Path, Path, str], dict[str, str]]
-    argv: Callable[[Path, str], list[str]]
+    configure: Callable[[Path, Path, str, bool], dict[str, str]]
+    argv: Callable[[Path, str, bool], list[str]]
 
 
 def installed_version(package: str) -> str:
@@ -72,7 +73,7 @@ def installed_version(package: str) -> str:
     return str(json.loads(manifest.read_text(encoding="utf-8"))["version"])
 
 
-def _claude_env(home: Path, repo: Path, url: str) -> dict[str, str]:
+def _claude_env(home: Path, repo: Path, url: str, trusted: bool) -> dict[str, str]:
     env = {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-ant-e2e-not-a-key",
            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
     if os.geteuid() == 0:  # Claude Code refuses to skip permissions as root outside a sandbox
@@ -80,13 +81,13 @@ def _claude_env(home: Path, repo: Path, url: str) -> dict[str, str]:
     return env
 
 
-def _claude_argv(logs: Path, prompt: str) -> list[str]:
+def _claude_argv(logs: Path, prompt: str, trusted: bool) -> list[str]:
     return [str(NODE_BIN / "claude"), "-p", prompt, "--dangerously-skip-permissions",
             "--output-format", "stream-json", "--verbose",
             "--debug-file", str(logs / "claude-debug.log")]
 
 
-def _codex_env(home: Path, repo: Path, url: str) -> dict[str, str]:
+def _codex_env(home: Path, repo: Path, url: str, trusted: bool) -> dict[str, str]:
     codex_home = home / ".codex"
     codex_home.mkdir(parents=True, exist_ok=True)
     # The project is trusted, as a user trusts it on first use; the hooks run under exec
@@ -99,25 +100,30 @@ def _codex_env(home: Path, repo: Path, url: str) -> dict[str, str]:
     return {"CODEX_HOME": str(codex_home), "SCRIPTED_API_KEY": "sk-e2e-not-a-key"}
 
 
-def _codex_argv(logs: Path, prompt: str) -> list[str]:
+def _codex_argv(logs: Path, prompt: str, trusted: bool) -> list[str]:
+    hook_trust = ["--dangerously-bypass-hook-trust"] if trusted else []
     return [str(NODE_BIN / "codex"), "exec", "--json",
-            "--dangerously-bypass-approvals-and-sandbox", "--dangerously-bypass-hook-trust",
-            prompt]
+            "--dangerously-bypass-approvals-and-sandbox", *hook_trust, prompt]
 
 
-def _gemini_env(home: Path, repo: Path, url: str) -> dict[str, str]:
+def _gemini_env(home: Path, repo: Path, url: str, trusted: bool) -> dict[str, str]:
     settings = home / ".gemini" / "settings.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
     settings.write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}),
                         encoding="utf-8")
     # Project hooks load only in a trusted folder; --skip-trust would disable them. Without
     # its relaunch (a second node process with a larger heap) it starts in half the time.
-    return {"GEMINI_API_KEY": "e2e-not-a-key", "GOOGLE_GEMINI_BASE_URL": url,
-            "GEMINI_CLI_TRUST_WORKSPACE": "true", "GEMINI_CLI_NO_RELAUNCH": "true"}
+    env = {"GEMINI_API_KEY": "e2e-not-a-key", "GOOGLE_GEMINI_BASE_URL": url,
+           "GEMINI_CLI_NO_RELAUNCH": "true"}
+    if trusted:
+        env["GEMINI_CLI_TRUST_WORKSPACE"] = "true"
+    return env
 
 
-def _gemini_argv(logs: Path, prompt: str) -> list[str]:
-    return [str(NODE_BIN / "gemini"), "--yolo", "-p", prompt]
+def _gemini_argv(logs: Path, prompt: str, trusted: bool) -> list[str]:
+    # Untrusted: the flag Gemini CLI itself suggests for headless use in a new folder.
+    return [str(NODE_BIN / "gemini"), "--yolo", *([] if trusted else ["--skip-trust"]),
+            "-p", prompt]
 
 
 CLAUDE = AgentCLI("claude", "Claude Code", "@anthropic-ai/claude-code", "claude", "Stop",
@@ -207,10 +213,10 @@ def install_hook(project: Project, agent: AgentCLI, *args: str,
     return done.stdout
 
 
-def agent_status(project: Project) -> subprocess.CompletedProcess[str]:
+def agent_status(project: Project, *args: str) -> subprocess.CompletedProcess[str]:
     """``verifygate agent-status`` in the project: how the hook's last stop ended, for a
     caller of a headless run (which exits 0 whatever the hook decided)."""
-    return subprocess.run([str(VERIFYGATE), "agent-status"], cwd=project.root,
+    return subprocess.run([str(VERIFYGATE), "agent-status", *args], cwd=project.root,
                           env=base_env(project), capture_output=True, text=True, timeout=60)
 
 
@@ -334,12 +340,12 @@ class Session:
 
 
 def run_agent(project: Project, agent: AgentCLI, script: Script, *, venv: bool = True,
-              prompt: str = PROMPT) -> Session:
+              trusted: bool = True, prompt: str = PROMPT) -> Session:
     """Run ``agent`` headless in the project against a scripted model; its session."""
     with FakeModels(script) as models:
         env = base_env(project, venv=venv)
-        env.update(agent.configure(project.home, project.root, models.url))
-        argv = agent.argv(project.logs, prompt)
+        env.update(agent.configure(project.home, project.root, models.url, trusted))
+        argv = agent.argv(project.logs, prompt, trusted)
         started = time.time()
         process = subprocess.Popen(argv, cwd=project.root, env=env, stdin=subprocess.DEVNULL,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -15,8 +15,10 @@ from .harness import (
     AGENTS,
     BREAK,
     CLAUDE,
+    CODEX,
     FIX,
     FIXED,
+    GEMINI,
     AgentCLI,
     Project,
     Session,
@@ -106,6 +108,23 @@ def test_the_round_cap_ends_the_session(project: Project, agent: AgentCLI,
     # The CLI exited 0 and printed nothing of the hand-over: the recorded status tells.
     status = agent_status(project)
     assert status.returncode == 1 and status.stdout.strip(), status.stdout + status.stderr
+
+
+@pytest.mark.parametrize("agent", [CODEX, GEMINI], ids=["codex", "gemini"])
+def test_a_hook_the_agent_skips_is_told_by_agent_status(project: Project,
+                                                        agent: AgentCLI) -> None:
+    """Without what it needs for project hooks (Codex CLI: hook trust; Gemini CLI: a trusted
+    folder, here with its --skip-trust), the agent skips the hook without a word and exits 0
+    over broken work. agent-status, cleared before the run, tells the caller."""
+    install_hook(project, agent)
+    cleared = agent_status(project, "--clear")
+    assert cleared.returncode == 0, cleared.stdout + cleared.stderr
+    session = run_agent(project, agent, Script((Shell(BREAK), Say("Done."))), trusted=False)
+    assert session.exit_code == 0, session.describe()
+    assert session.hook_calls == [], session.describe()
+    status = agent_status(project)
+    assert status.returncode == 1, status.stdout + status.stderr
+    assert "no stop recorded" in status.stdout
 
 
 # --------------------------------------------------------------------------------------------
