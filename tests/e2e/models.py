@@ -4,9 +4,11 @@ One HTTP server speaks Anthropic Messages (``POST /v1/messages``, SSE; Claude Co
 Responses (``POST /v1/responses``, SSE; Codex CLI with ``wire_api = "responses"``) and Gemini
 (``:generateContent`` / ``:streamGenerateContent``; Gemini CLI). It plays the agent from a
 script: each request of the agent's conversation (one that offers the agent its tools) takes
-the script's next reply, a shell command to run or a text that ends the turn. Requests without
-the agent's tools are the CLIs' side calls (titles, routing, quota checks): they get a short
-answer and leave the script alone. Every request is logged, with its body, in order.
+the script's next reply: a shell command to run, a text that ends the turn, or (Claude Code) a
+subagent to start, whose own requests (its tools lack ``Agent``) take the script's subagent
+replies. Requests without the agent's tools are the CLIs' side calls (titles, routing, quota
+checks): they get a short answer (JSON of the schema they ask for) and leave the script alone.
+Every request is logged, with its body, in order.
 
 A runaway guard bounds every run: past ``limit`` conversation requests the server answers
 with an HTTP error, which ends the CLI, so a hook that sends the agent back forever fails its
