@@ -1,7 +1,8 @@
-# Two entry points that work on a fresh machine with only Python 3.10+ and git:
+# Two entry points that work on a fresh machine with Python 3.10+, git, Node.js and npm:
 #   make demo   - set up, then run the main job on a copy of example-repo/
-#   make test   - set up, then run the test suite but the end-to-end one (E2E=1: it too)
-# and one that also needs Node.js and npm:
+#   make test   - set up (the virtualenv, and the pinned agent CLIs the end-to-end suite
+#                 drives), then run the whole test suite
+# and the end-to-end suite alone:
 #   make e2e    - install the pinned agent CLIs, then run the end-to-end suite
 PYTHON ?= python3
 VENV := .venv
@@ -21,8 +22,8 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash example-repo/demo.sh
 
-test: $(STAMP) $(if $(E2E),$(E2E_STAMP))
-	$(BIN)/python -m pytest -n 2 -q $(if $(E2E),,-m "not e2e")
+test: $(STAMP) $(E2E_STAMP)
+	$(BIN)/python -m pytest -n 2 -q
 
 # The end-to-end suite (tests/e2e) drives the real Claude Code, Codex CLI and Gemini CLI, and
 # the MCP Inspector, at the versions tests/e2e/package.json pins, against a scripted model on
