@@ -84,3 +84,15 @@ log("end")
 
 
 PYTHON = os.environ.get("PYTHON_FOR_GATES", "python3")
+
+
+def verifygate(*args: str, cwd: Path, stdin: str | None = None,
+               env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The ``verifygate`` command line run by a Python of its own, in ``cwd``."""
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_verifygate", *args],
+        cwd=cwd, capture_output=True, text=True, input=stdin,
+        env={**os.environ, **(env or {})},
+    )

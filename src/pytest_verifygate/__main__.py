@@ -1,5 +1,5 @@
 """``python -m pytest_verifygate``: the ``verifygate`` command, also where it is not on PATH
-(the agent hook's installed command runs it so).
+(the agent hook's installed command and the git hooks ``verifygate install`` writes run it so).
 
 PYTEST_DONT_REWRITE
 """

@@ -24,7 +24,7 @@ from pytest_verifygate import codes
 from pytest_verifygate.changes import ChangeRequest, ChangeSet, compute_changes
 from pytest_verifygate.contract import Contract, Gate, load_contract
 from pytest_verifygate.plan import plan_gates
-from pytest_verifygate.selection import Selection, select_gates
+from pytest_verifygate.selection import Selection, only_named, select_gates
 
 # The records' annotations are real ones (see runner/records.py): names of modules a run
 # may never load stand for ``object`` at run time, for the type checker only.
@@ -62,6 +62,7 @@ class RunRequest(NamedTuple):
     # A commit whose contract still binds the run (the agent hook's session start): the gates
     # it had run as they were there, with those added since (``contract/revision.py``).
     bound_by: str | None = None
+    names: tuple[str, ...] = ()  # only these gates (``verifygate run NAME...``); empty: all
 
 
 class Plan(NamedTuple):
@@ -124,6 +125,10 @@ def prepare(request: RunRequest) -> Plan:
                                   settings_changed_from=contract.settings.changed_from,
                                   cwd=request.start)
     selections = select_gates(contract, changes, role=request.role, phase=request.phase)
+    if request.names:
+        from pytest_verifygate.contract import display_path
+
+        selections = only_named(selections, request.names, display_path(contract.path))
     shard_warnings: tuple[str, ...] = ()
     if request.shard is not None:
         from pytest_verifygate.shards import shard_selections

@@ -24,6 +24,7 @@ BY_KIND = "kind"
 BY_ROLE = "role"
 BY_PHASE = "phase"
 BY_CHANGES = "changes"
+BY_NAME = "name"  # other gates were named on the command line (``verifygate run NAME``)
 
 # The roles a run asks for when the command line names none: comma-separated.
 ROLE_ENV = "VERIFYGATE_ROLE"
@@ -75,6 +76,24 @@ def select_gates(
                 include_manual=include_manual)
         for gate in contract.gates
     ]
+
+
+def only_named(selections: Sequence[Selection], names: Sequence[str],
+               shown: str) -> list[Selection]:
+    """``selections`` with every gate not in ``names`` left out (``verifygate run NAME...``,
+    as ``pre-commit run ID``); a name that is no gate is a usage error with a did-you-mean."""
+    known = [selection.gate.name for selection in selections]
+    for name in names:
+        if name not in known:
+            from pytest_verifygate.contract.fields import did_you_mean
+            from pytest_verifygate.errors import UsageError
+
+            hint = did_you_mean(name, known) or f"gates: {', '.join(known)}"
+            raise UsageError(f"{shown} has no gate named {name!r} ({hint})")
+    return [selection if selection.gate.name in names
+            else selection._replace(selected=False, matched_files=None, left_out_by=BY_NAME,
+                                    reason="not named on the command line")
+            for selection in selections]
 
 
 def _role_mismatch(gate: Gate, roles: tuple[str, ...]) -> str | None:

@@ -36,7 +36,8 @@ def _show(args: argparse.Namespace) -> int:
             "changes": {"source": changes.source, "ref": changes.ref,
                         "count": len(changes.files),
                         **({"detected_by": changes.detected_by} if changes.detected_by else {})},
-            "gates": [{key: row[key] for key in ("name", "selected", "runs", "reason")}
+            "gates": [{key: row[key] for key in ("name", "selected", "runs", "reason",
+                                                 *(("argv",) if args.verbose else ()))}
                       for row in rows],
         }
         import json
@@ -48,12 +49,19 @@ def _show(args: argparse.Namespace) -> int:
           f"{len(selections)} gate(s) selected (changes: {changes.describe()})")
     for row in rows:
         print(f"  {row['mark']:<4}  {row['name']:<{width}}  {row['reason']}")
+        if args.verbose:
+            from pytest_verifygate.commands import command_text
+
+            # Each invocation as a line sh would read alike (more than one: {files} chunked).
+            for argv in row["argv"]:
+                print(f"  {'':<4}  {'':<{width}}  $ {command_text(argv)}")
     return EXIT_OK
 
 
 def listed_gates(plan: "Plan") -> list[dict[str, Any]]:
     """One row per gate in contract order: ``name``, ``selected``, ``runs`` (whether ``run``
-    would start it), ``reason``, and the text form's ``mark`` (run, skip, pend)."""
+    would start it), ``reason``, ``argv`` (the argvs ``run`` would spawn, ``{files}``
+    expanded; empty when it spawns none) and the text form's ``mark`` (run, skip, pend)."""
     planned = {gate_plan.gate.name: gate_plan
                for gate_plan in (plan.gate_plans() if plan.selected else ())}
     rows: list[dict[str, Any]] = []
@@ -67,6 +75,8 @@ def listed_gates(plan: "Plan") -> list[dict[str, Any]]:
             mark, runs, reason = "pend", False, f"{gate_plan.pending_reason} ({reason})"
         elif gate_plan is not None and gate_plan.cache is not None and gate_plan.cache.hit:
             runs, reason = False, f"{reason}; cached: the pass stored for these inputs is reused"
+        argv = ([list(invocation) for invocation in gate_plan.invocations]
+                if gate_plan is not None and runs else [])
         rows.append({"name": name, "selected": selection.selected, "runs": runs,
-                     "reason": reason, "mark": mark})
+                     "reason": reason, "argv": argv, "mark": mark})
     return rows

@@ -82,7 +82,12 @@ def build_parser(command: str | None = None) -> Parser:
     if "list" in wanted:
         listing = commands.add_parser("list", help="show every gate, selected or not, and why")
         _add_selection_flags(listing)
-        listing.add_argument("--format", choices=("text", "json"), default="text")
+        listing.add_argument("--format", choices=("text", "json"), default="text",
+                             help="what to print: text (default) or JSON "
+                             '({"gates": [{"name", "selected", "reason"}]})')
+        listing.add_argument("-v", "--verbose", action="store_true",
+                             help="also show each selected gate's final argv, after {files} "
+                             "expansion (what run would spawn)")
     if "agent-hook" in wanted:
         hook = commands.add_parser("agent-hook",
                                    help="coding-agent Stop hook: block while gates fail")
@@ -111,6 +116,8 @@ def build_parser(command: str | None = None) -> Parser:
 
 
 def _add_selection_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("names", nargs="*", metavar="NAME",
+                        help="only these gates (as pre-commit run ID); default: every gate")
     parser.add_argument("--contract", metavar="PATH",
                         help="the contract file (default: found from the current directory up)")
     parser.add_argument("--role", metavar="R", action="append", help=ROLE_HELP)

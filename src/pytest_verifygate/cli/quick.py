@@ -21,7 +21,7 @@ COMMANDS = {"run": "run", "list": "listing", "agent-hook": "agent_hook", "merge"
             "install-hook": "install_hook", "mcp": "mcp"}
 # What argparse gives ``verifygate run`` for every option not on the command line.
 RUN_DEFAULTS: dict[str, object] = {
-    "command": "run", "contract": None, "role": None, "phase": None, "shard": None,
+    "command": "run", "names": [], "contract": None, "role": None, "phase": None, "shard": None,
     "staged": False, "changed_from": None, "files": None, "files_from": None, "all": False,
     "jobs": None, "json": None, "format": "text", "junit": None, "annotations": None,
     "no_cache": False, "color": "auto",
