@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import Contract, Gate
+from pytest_verifygate.filetypes import describe_filter, files_of_gate, filters_files
 from pytest_verifygate.patterns import DIR_MARK_GROUP, Matcher, matcher
 
 # What left a gate out (``Selection.left_out_by``). Front ends treat them differently: pytest
@@ -72,10 +73,21 @@ def select_gates(
         if could_match is not None:
             candidates = tuple(path for path in candidates if could_match(path))
     return [
-        _decide(gate, changes, candidates, roles=roles, phase=phase,
-                include_manual=include_manual)
+        _decide(gate, changes, _typed(gate, contract, candidates, changes), roles=roles,
+                phase=phase, include_manual=include_manual)
         for gate in contract.gates
     ]
+
+
+def _typed(gate: Gate, contract: Contract, candidates: Sequence[str],
+           changes: ChangeSet) -> Sequence[str]:
+    """The changed files of the kinds and names the gate takes (``types``, ``files_regex``,
+    ...: ``filetypes.py``); all of them for a gate without such keys."""
+    if not changes.filtering or not filters_files(gate):
+        return candidates
+    # The prefilter kept only what some gate's patterns can match: none, for a gate without.
+    source = candidates if gate.when_changed is not None else changes.files
+    return files_of_gate(gate, contract.root, source, changes.deleted)
 
 
 def only_named(selections: Sequence[Selection], names: Sequence[str],
@@ -136,17 +148,20 @@ def _decide(
                 gate, False, f"when_changed_all pattern {pattern!r} matches no changed file",
                 left_out_by=BY_CHANGES,
             )
-    if gate.when_changed is None:
+    if gate.when_changed is None and not filters_files(gate):
         reason = "always (no when_changed)"
         if gate.when_changed_all:
             reason = "every when_changed_all pattern matches a changed file"
         return Selection(gate, True, reason, changes.existing_files)
-    matched = list(matching(matcher(gate.when_changed), candidates))
+    matched = (list(candidates) if gate.when_changed is None
+               else list(matching(matcher(gate.when_changed), candidates)))
     if not matched:
         if not changes.files:
             return Selection(gate, False, "no files changed", left_out_by=BY_CHANGES)
-        return Selection(gate, False, f"no changed file matches when_changed "
-                                      f"[{', '.join(gate.when_changed)}]",
+        wanted = [f"when_changed [{', '.join(gate.when_changed)}]"] if gate.when_changed else []
+        if filters_files(gate):
+            wanted.append(describe_filter(gate))
+        return Selection(gate, False, f"no changed file matches {'; '.join(wanted)}",
                          left_out_by=BY_CHANGES)
     first = matched[0]
     more = f" (and {len(matched) - 1} more)" if len(matched) > 1 else ""
@@ -154,7 +169,8 @@ def _decide(
     return Selection(
         gate,
         True,
-        f"changed {first!r}{deleted_note}{more} matches when_changed",
+        f"changed {first!r}{deleted_note}{more} matches "
+        f"{'when_changed' if gate.when_changed else describe_filter(gate)}",
         tuple(f for f in matched if f not in changes.deleted),
     )
 

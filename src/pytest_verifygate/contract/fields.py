@@ -187,6 +187,33 @@ class FieldReader:
                     gate=gate, key=key) from None
         return patterns
 
+    def file_types(self, value: object, *, gate: str | None, key: str) -> tuple[str, ...]:
+        """identify's tags, as pre-commit's ``types`` (``filetypes.py``)."""
+        from pytest_verifygate.filetypes import known_tags
+
+        tags = self.string_list(value, gate=gate, key=key,
+                                empty_hint="remove the key to take files of every type")
+        known = known_tags()
+        for tag in tags:
+            if tag not in known:
+                raise self.error(f"{short_repr(tag)} is not a file type identify knows",
+                                 gate=gate, key=key,
+                                 hint=did_you_mean(tag, sorted(known))
+                                 or "see identify's tags: text, binary, python, yaml, ...")
+        return tags
+
+    def regex(self, value: object, *, gate: str | None, key: str) -> str:
+        """A Python regular expression, as pre-commit's ``files`` / ``exclude``."""
+        import re
+
+        text = self.string(value, gate=gate, key=key)
+        try:
+            re.compile(text)
+        except re.error as exc:
+            raise self.error(f"is not a valid Python regular expression: {exc}", gate=gate,
+                             key=key) from None
+        return text
+
     def cwd(self, value: object, *, gate: str | None, key: str) -> str:
         """A directory inside the repository, relative to the project root, "/"-separated."""
         text = self.string(value, gate=gate, key=key)

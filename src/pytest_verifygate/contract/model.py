@@ -51,6 +51,11 @@ GATE_KEYS = (
     "inputs",
     "needs",
     "exclusive",
+    "types",
+    "types_or",
+    "exclude_types",
+    "files_regex",
+    "exclude_regex",
 )
 OPENTIGER_KEYS = ("commands", "byRole", "rules", "settings")
 OPENTIGER_RULE_KEYS = ("whenChangedAny", "whenChangedAll", "commands")
@@ -110,6 +115,13 @@ class Gate(NamedTuple):
     # no other gate may run while this one does (a formatter rewriting files others read).
     needs: tuple[str, ...] = ()
     exclusive: bool = False
+    # Which files the gate takes, with pre-commit's meaning (filetypes.py): identify's tags,
+    # and Python regexes searched in the path (pre-commit's ``files`` / ``exclude``).
+    types: tuple[str, ...] = ()
+    types_or: tuple[str, ...] = ()
+    exclude_types: tuple[str, ...] = ()
+    files_regex: str | None = None
+    exclude_regex: str | None = None
 
     @property
     def command_text(self) -> str:

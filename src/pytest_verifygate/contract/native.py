@@ -129,6 +129,10 @@ def _load_gate(
             raise reader.error(f"{secret_name!r} is not a valid environment variable name",
                                gate=name, key="secret_env")
     phases = _phases(raw["phases"], name, reader) if "phases" in raw else None
+    types = {key: reader.file_types(raw[key], gate=name, key=key) if key in raw else ()
+             for key in ("types", "types_or", "exclude_types")}
+    regexes = {key: reader.regex(raw[key], gate=name, key=key) if key in raw else None
+               for key in ("files_regex", "exclude_regex")}
     return Gate(
         name=name,
         command=command,
@@ -176,6 +180,11 @@ def _load_gate(
             reader.boolean(raw["exclusive"], gate=name, key="exclusive")
             if "exclusive" in raw else False
         ),
+        types=types["types"],
+        types_or=types["types_or"],
+        exclude_types=types["exclude_types"],
+        files_regex=regexes["files_regex"],
+        exclude_regex=regexes["exclude_regex"],
     )
 
 

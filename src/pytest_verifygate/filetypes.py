@@ -1,0 +1,82 @@
+"""Which files a gate takes by their kind and name, with pre-commit's meaning: ``types``,
+``types_or`` and ``exclude_types`` (the tags of ``identify``, the library pre-commit uses) and
+``files_regex`` / ``exclude_regex`` (pre-commit's ``files`` / ``exclude``: Python regexes
+searched in the path relative to the project root).
+
+A gate without these keys takes every file (``when_changed`` alone decides); ``identify`` is
+imported only when some gate names a type.
+
+PYTEST_DONT_REWRITE
+"""
+
+import os
+import re
+from collections.abc import Callable, Collection, Sequence
+from pathlib import Path
+
+from pytest_verifygate.contract.model import Gate
+
+
+def filters_files(gate: Gate) -> bool:
+    """Whether ``gate`` takes only some files by kind or name."""
+    return bool(gate.types or gate.types_or or gate.exclude_types or gate.files_regex
+                or gate.exclude_regex)
+
+
+def files_of_gate(gate: Gate, root: Path, paths: Sequence[str],
+                  deleted: Collection[str] = ()) -> tuple[str, ...]:
+    """The ``paths`` (relative to ``root``) that ``gate``'s types and regexes let through, in
+    order, as pre-commit's ``Classifier`` filters a hook's files.
+
+    A path in ``deleted`` has no file left to look at: its tags are those its name gives,
+    plus ``file`` (a deletion of ``a.py`` still concerns a gate with ``types = ["python"]``).
+    """
+    if not filters_files(gate):
+        return tuple(paths)
+    keep = _name_test(gate.files_regex, gate.exclude_regex)
+    wanted = frozenset(gate.types), frozenset(gate.types_or), frozenset(gate.exclude_types)
+    typed = any(wanted)
+    kept = []
+    for path in paths:
+        if not keep(path):
+            continue
+        if typed and not _tags_match(_tags(str(root / path), path in deleted), *wanted):
+            continue
+        kept.append(path)
+    return tuple(kept)
+
+
+def describe_filter(gate: Gate) -> str:
+    """The gate's file filter in its own keys' words, for reasons ("types [text]")."""
+    parts = [f"{key} [{', '.join(value)}]" for key, value in (
+        ("types", gate.types), ("types_or", gate.types_or),
+        ("exclude_types", gate.exclude_types)) if value]
+    parts += [f"{key} {value!r}" for key, value in (
+        ("files_regex", gate.files_regex), ("exclude_regex", gate.exclude_regex)) if value]
+    return ", ".join(parts)
+
+
+def known_tags() -> frozenset[str]:
+    """Every tag ``identify`` knows (what ``types`` may name)."""
+    from identify.identify import ALL_TAGS
+
+    return frozenset(ALL_TAGS)
+
+
+def _tags_match(tags: frozenset[str], types: frozenset[str], types_or: frozenset[str],
+                exclude_types: frozenset[str]) -> bool:
+    return tags >= types and (not types_or or bool(tags & types_or)) and not tags & exclude_types
+
+
+def _tags(path: str, deleted: bool) -> frozenset[str]:
+    from identify.identify import tags_from_filename, tags_from_path
+
+    if deleted or not os.path.lexists(path):
+        return frozenset(tags_from_filename(os.path.basename(path)) | {"file"})
+    return frozenset(tags_from_path(path))
+
+
+def _name_test(files_regex: str | None, exclude_regex: str | None) -> Callable[[str], bool]:
+    include = re.compile(files_regex or "").search
+    exclude = re.compile(exclude_regex).search if exclude_regex else None
+    return lambda path: include(path) is not None and (exclude is None or exclude(path) is None)
