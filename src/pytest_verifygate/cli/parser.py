@@ -110,6 +110,15 @@ def build_parser(command: str | None = None) -> Parser:
         mcp = commands.add_parser("mcp", help="serve the gates as MCP tools over stdio")
         mcp.add_argument("--contract", metavar="PATH",
                          help="the contract file (default: found from the current directory up)")
+    if "migrate" in wanted:
+        _add_migrate_options(commands.add_parser(
+            "migrate", help="write a contract from .pre-commit-config.yaml or lefthook.yml",
+            description="Write verify.toml from a .pre-commit-config.yaml or lefthook.yml: "
+            "local hooks and well-known hook repositories become gates running the same "
+            "programs over the same files; what does not carry over is listed, with what to "
+            "do. Reading YAML needs PyYAML (pip install 'pytest-verifygate[migrate]').",
+            epilog="example: verifygate migrate && verifygate run --all\n\nexit status: 0 "
+            "written; 2 nothing to migrate, a bad config, or the output exists"))
     if command == "agent-hook":  # argparse reports stray arguments on the top-level parser
         parser.error_status = HOOK_USAGE_STATUS
     return parser
@@ -187,6 +196,15 @@ def _add_install_options(install: argparse.ArgumentParser) -> None:
                          help="the agent whose project configuration to write or merge")
     install.add_argument("--max-rounds", type=options.positive_int, metavar="N",
                          help="failing rounds before the hook stops blocking (default 3)")
+
+
+def _add_migrate_options(migrate: argparse.ArgumentParser) -> None:
+    migrate.add_argument("path", nargs="?", metavar="PATH",
+                         help="the config, or a directory holding one (default: the current "
+                         "directory's .pre-commit-config.yaml, else lefthook.yml)")
+    migrate.add_argument("--output", "-o", metavar="PATH",
+                         help="where to write the contract (default: verify.toml beside the "
+                         "config; - for stdout); an existing file is never overwritten")
 
 
 def _add_merge_options(merge: argparse.ArgumentParser) -> None:

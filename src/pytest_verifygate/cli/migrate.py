@@ -1,0 +1,86 @@
+"""``verifygate migrate [PATH]``: a contract from a ``.pre-commit-config.yaml`` or a
+``lefthook.yml`` (``migrate/``), written as ``verify.toml`` beside it (never over an existing
+file), with what did not carry over listed in the file and on stderr.
+
+PYTEST_DONT_REWRITE
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+from pytest_verifygate.cli.exits import EXIT_OK
+from pytest_verifygate.contract.writer import check_contract_text, contract_text, write_new
+from pytest_verifygate.errors import UsageError
+
+PRE_COMMIT_NAMES = (".pre-commit-config.yaml", ".pre-commit-config.yml")
+LEFTHOOK_NAMES = ("lefthook.yml", ".lefthook.yml", "lefthook.yaml", ".lefthook.yaml")
+
+
+def main(args: argparse.Namespace) -> int:
+    source = _source(args.path)
+    try:
+        text = source.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {source}: {getattr(exc, 'strerror', None) or exc}"
+                         ) from None
+    from pytest_verifygate.migrate import load_yaml
+
+    config = load_yaml(text, str(source))
+    if "lefthook" in source.name:
+        from pytest_verifygate.migrate.lefthook import from_lefthook
+
+        migration = from_lefthook(config, str(source))
+    else:
+        from pytest_verifygate.migrate.precommit import from_pre_commit
+
+        migration = from_pre_commit(config, str(source))
+    if not migration.gates:
+        raise UsageError(f"{source}: no hook carries over: "
+                         + "; ".join(migration.notes or ["it defines no hooks"]))
+    comments = [f"Migrated from {source.name} by verifygate migrate."]
+    if migration.settings.get("jobs") == 1:
+        comments.append("jobs = 1: one gate at a time in the config's order, as pre-commit "
+                        "runs hooks (a fixer rewrites files before later gates read them).")
+    if migration.notes:
+        comments.append("Not carried over, or needing you (what to do):")
+        comments += [f"- {note}" for note in migration.notes]
+    output = Path(args.output) if args.output not in (None, "-") else (
+        source.parent / "verify.toml")
+    text = contract_text(migration.gates, settings=migration.settings, comments=comments)
+    check_contract_text(text, str(output), source.parent.resolve())
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        write_new(output, text)
+        print(f"verifygate: wrote {output}: {len(migration.gates)} gate(s) from {source.name}")
+    for note in migration.notes:
+        print(f"verifygate: migrate: {note}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _source(path: str | None) -> Path:
+    """The config to read: ``path``, else the first config found in the current directory."""
+    if path is not None:
+        given = Path(path)
+        if given.is_dir():
+            found = _first(given)
+            if found is None:
+                raise UsageError(f"{given} has no {PRE_COMMIT_NAMES[0]} or "
+                                 f"{LEFTHOOK_NAMES[0]}")
+            return found
+        if not given.is_file():
+            raise UsageError(f"{given}: no such file")
+        return given
+    found = _first(Path("."))
+    if found is None:
+        raise UsageError(f"no {PRE_COMMIT_NAMES[0]} or {LEFTHOOK_NAMES[0]} here: name the "
+                         "file to migrate (verifygate migrate PATH)")
+    return found
+
+
+def _first(directory: Path) -> Path | None:
+    for name in (*PRE_COMMIT_NAMES, *LEFTHOOK_NAMES):
+        if (directory / name).is_file():
+            return directory / name
+    return None

@@ -1,0 +1,88 @@
+"""Writing a native contract (``verify.toml`` or ``[tool.verifygate]``) that ``init`` and
+``migrate`` generate: the ``#:schema`` line, comments, ``[settings]`` and ``[[gate]]`` tables
+of strings, string lists and booleans, checked by the contract's own loader before a byte is
+written.
+
+PYTEST_DONT_REWRITE
+"""
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from pytest_verifygate.errors import UsageError
+
+# Where taplo and Even Better TOML find the contract's schema: the name it is submitted to
+# SchemaStore under (the same file ships in the package: contract/contract.schema.json).
+SCHEMA_URL = "https://json.schemastore.org/verifygate.json"
+
+Value = str | bool | int | Sequence[str]
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+# What a TOML literal string ('...') cannot hold: its quote, and control characters but tab.
+_NOT_LITERAL = re.compile(r"['\x00-\x08\x0a-\x1f\x7f]")
+
+
+def toml_string(text: str) -> str:
+    """``text`` as a TOML string: literal ('...', a regex's backslashes kept as written)
+    where it can be, else basic, whose escapes JSON's are a subset of."""
+    if not _NOT_LITERAL.search(text):
+        return f"'{text}'"
+    return json.dumps(text, ensure_ascii=False)
+
+
+def toml_value(value: Value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return toml_string(value)
+    return "[" + ", ".join(toml_string(item) for item in value) + "]"
+
+
+def toml_key(key: str) -> str:
+    return key if _BARE_KEY.fullmatch(key) else toml_string(key)
+
+
+def contract_text(gates: Sequence[Mapping[str, Value]], *,
+                  settings: Mapping[str, Value] | None = None, comments: Sequence[str] = (),
+                  table: str = "", schema: bool = True) -> str:
+    """The text of a contract with these gates (each a mapping of gate keys in the order to
+    write them). ``table`` is ``tool.verifygate`` for a pyproject.toml's tables; ``comments``
+    open the text, one ``#`` line each."""
+    lines = [f"#:schema {SCHEMA_URL}"] if schema else []
+    lines += [f"# {line}".rstrip() for comment in comments for line in comment.splitlines()]
+    prefix = f"{table}." if table else ""
+    if settings:
+        lines += ["", f"[{prefix}settings]"]
+        lines += [f"{toml_key(key)} = {toml_value(value)}" for key, value in settings.items()]
+    for gate in gates:
+        lines += ["", f"[[{prefix}gate]]"]
+        lines += [f"{toml_key(key)} = {toml_value(value)}" for key, value in gate.items()]
+    return "\n".join(lines).lstrip("\n") + "\n"
+
+
+def check_contract_text(text: str, shown: str, root: Path, *, pyproject: bool = False) -> None:
+    """Load ``text`` as the contract it will be (raises ``ContractError`` as for the file
+    itself): what is written is always a contract the loader accepts."""
+    from pytest_verifygate.contract.discover import find_repo_root
+    from pytest_verifygate.contract.fields import FieldReader
+    from pytest_verifygate.contract.native import load_native
+    from pytest_verifygate.contract.parse import parse_toml
+
+    data = parse_toml(text, shown)
+    load_native(data, FieldReader(shown, root, find_repo_root(root) or root),
+                "pyproject" if pyproject else "toml")
+
+
+def write_new(path: Path, text: str) -> None:
+    """Write ``text`` to a new file at ``path``; never over an existing file."""
+    try:
+        with open(path, "x", encoding="utf-8") as stream:
+            stream.write(text)
+    except FileExistsError:
+        raise UsageError(f"{path} already exists: not overwritten (write elsewhere with "
+                         "--output PATH, or - for stdout)") from None
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -1,0 +1,46 @@
+"""``verifygate migrate``'s conversions: a ``.pre-commit-config.yaml`` (``precommit``) or a
+``lefthook.yml`` (``lefthook``) into the gates of a native contract, with a note for each thing
+that does not carry over and what to do about it.
+
+PYTEST_DONT_REWRITE
+"""
+
+from typing import Any, NamedTuple
+
+from pytest_verifygate.contract.writer import Value
+from pytest_verifygate.errors import UsageError
+
+
+class Migration(NamedTuple):
+    """What a conversion made: gates (keys in writing order), settings, and notes (one line
+    each: what did not carry over, or needs the user, and what to do)."""
+
+    gates: list[dict[str, Value]]
+    settings: dict[str, Value]
+    notes: list[str]
+
+
+def load_yaml(text: str, shown: str) -> Any:
+    """The YAML document in ``text``. PyYAML is needed only here (the ``migrate`` extra)."""
+    try:
+        import yaml
+    except ImportError:
+        raise UsageError(f"reading {shown} needs PyYAML: pip install "
+                         "'pytest-verifygate[migrate]' (or pip install pyyaml)") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" (line {where.line + 1})" if where is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise UsageError(f"{shown}: not valid YAML{line}: {problem}") from None
+
+
+def unique_name(name: str, taken: set[str]) -> str:
+    """``name``, or ``name-2``, ``name-3``... when a gate already has it."""
+    candidate, number = name, 1
+    while candidate in taken:
+        number += 1
+        candidate = f"{name}-{number}"
+    taken.add(candidate)
+    return candidate

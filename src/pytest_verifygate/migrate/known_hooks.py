@@ -1,0 +1,175 @@
+"""The hooks of well-known pre-commit hook repositories, as their ``.pre-commit-hooks.yaml``
+define them: what ``migrate`` turns a remote hook into.
+
+A remote hook runs in an environment pre-commit builds from the hook's repository; a gate runs
+the same program from the project's own environment, so each repository names the PyPI
+package that provides it (installed by the user, at the ``rev`` the config pinned).
+
+PYTEST_DONT_REWRITE
+"""
+
+from typing import NamedTuple
+
+
+class HookDefinition(NamedTuple):
+    """One hook of a repository's manifest (the keys ``migrate`` uses)."""
+
+    entry: str
+    args: tuple[str, ...] = ()
+    types: tuple[str, ...] = ()
+    types_or: tuple[str, ...] = ()
+    files: str = ""
+    pass_filenames: bool = True
+    always_run: bool = False
+    stages: tuple[str, ...] = ()
+    language: str = "python"
+    # It rewrites the files it is given (pre-commit fails it when it does).
+    fixer: bool = False
+
+
+class HookRepository(NamedTuple):
+    package: str  # the PyPI distribution that provides the hooks' programs
+    hooks: dict[str, HookDefinition]
+
+
+_PY = ("python", "pyi", "jupyter")
+_TEXT = ("text",)
+_ALL_STAGES = ("pre-commit", "pre-push", "manual")
+
+
+def _check(entry: str, *types: str, **more: object) -> HookDefinition:
+    return HookDefinition(entry, types=types, **more)  # type: ignore[arg-type]
+
+
+def _fix(entry: str, *types: str, **more: object) -> HookDefinition:
+    return HookDefinition(entry, types=types, fixer=True, **more)  # type: ignore[arg-type]
+
+
+_RUFF_CHECK = HookDefinition("ruff check --force-exclude", types_or=_PY)
+_PRE_COMMIT_HOOKS = {
+    "check-added-large-files": _check("check-added-large-files"),
+    "check-ast": _check("check-ast", "python"),
+    "check-byte-order-marker": _check("check-byte-order-marker", "text"),
+    "check-builtin-literals": _check("check-builtin-literals", "python"),
+    "check-case-conflict": _check("check-case-conflict"),
+    "check-docstring-first": _check("check-docstring-first", "python"),
+    "check-executables-have-shebangs": _check("check-executables-have-shebangs", "text",
+                                              "executable", stages=_ALL_STAGES),
+    "check-illegal-windows-names": _check("check-illegal-windows-names"),
+    "check-json": _check("check-json", "json"),
+    "check-merge-conflict": _check("check-merge-conflict", "text"),
+    "check-shebang-scripts-are-executable": _check("check-shebang-scripts-are-executable",
+                                                   "text", stages=_ALL_STAGES),
+    "check-symlinks": _check("check-symlinks", "symlink"),
+    "check-toml": _check("check-toml", "toml"),
+    "check-vcs-permalinks": _check("check-vcs-permalinks", "text"),
+    "check-xml": _check("check-xml", "xml"),
+    "check-yaml": _check("check-yaml", "yaml"),
+    "debug-statements": _check("debug-statement-hook", "python"),
+    "destroyed-symlinks": _check("destroyed-symlinks", "file"),
+    "detect-aws-credentials": _check("detect-aws-credentials", "text"),
+    "detect-private-key": _check("detect-private-key", "text"),
+    "double-quote-string-fixer": _fix("double-quote-string-fixer", "python"),
+    "end-of-file-fixer": _fix("end-of-file-fixer", "text", stages=_ALL_STAGES),
+    "file-contents-sorter": _fix("file-contents-sorter", files="^$"),
+    "fix-byte-order-marker": _fix("fix-byte-order-marker", "text"),
+    "forbid-new-submodules": _check("forbid-new-submodules"),
+    "forbid-submodules": _check("forbid-submodules", "directory"),
+    "mixed-line-ending": _fix("mixed-line-ending", "text"),
+    "name-tests-test": _check("name-tests-test", files=r"(^|/)tests/.+\.py$"),
+    "no-commit-to-branch": _check("no-commit-to-branch", pass_filenames=False,
+                                  always_run=True),
+    "pretty-format-json": _check("pretty-format-json", "json"),
+    "requirements-txt-fixer": _fix("requirements-txt-fixer",
+                                   files=r"(requirements|constraints).*\.txt$"),
+    "sort-simple-yaml": _fix("sort-simple-yaml", files="^$"),
+    "trailing-whitespace": _fix("trailing-whitespace-fixer", "text", stages=_ALL_STAGES),
+}
+
+
+def _pygrep(pattern: str, *types: str) -> HookDefinition:
+    return HookDefinition(pattern, types=types, language="pygrep")
+
+
+_MOCK_METHODS = r"""(?x)(
+    assert .*\.(
+        not_called|
+        called_
+    )|
+    # ''.join(rf'(?<!\b{s})' for s in dir(mock) if s.endswith('Mock')))
+    (?<!\bAsyncMock)(?<!\bMagicMock)(?<!\bMock)(?<!\bNonCallableMagicMock)(?<!\bNonCallableMock)(?<!\bPropertyMock)
+    \.assert_(
+        any_call|
+        called|
+        called_once|
+        called_once_with|
+        called_with|
+        has_calls|
+        not_called
+    )($|[^(\w])
+)
+"""
+
+# Keyed by the repository's name (its URL's last part): forks and moves (psf/black and
+# psf/black-pre-commit-mirror, woodruffw/ and zizmorcore/zizmor-pre-commit) share hooks.
+KNOWN_REPOSITORIES: dict[str, HookRepository] = {
+    "ruff-pre-commit": HookRepository("ruff", {
+        "ruff": _RUFF_CHECK,
+        "ruff-check": _RUFF_CHECK,
+        "ruff-format": HookDefinition("ruff format --force-exclude", types_or=_PY, fixer=True),
+    }),
+    "mirrors-mypy": HookRepository("mypy", {
+        "mypy": HookDefinition("mypy", args=("--ignore-missing-imports", "--scroll-output"),
+                               types_or=("python", "pyi")),
+    }),
+    "black": HookRepository("black", {
+        "black": HookDefinition("black", types_or=("python", "pyi"), fixer=True),
+        "black-jupyter": HookDefinition("black", types_or=_PY, fixer=True),
+    }),
+    "pre-commit-hooks": HookRepository("pre-commit-hooks", _PRE_COMMIT_HOOKS),
+    "codespell": HookRepository("codespell", {"codespell": _check("codespell", "text")}),
+    "flake8": HookRepository("flake8", {"flake8": _check("flake8", "python")}),
+    "isort": HookRepository("isort", {
+        "isort": HookDefinition("isort", args=("--filter-files",),
+                                types_or=("cython", "pyi", "python"), fixer=True),
+    }),
+    "pyupgrade": HookRepository("pyupgrade", {"pyupgrade": _fix("pyupgrade", "python")}),
+    "blacken-docs": HookRepository("blacken-docs", {
+        "blacken-docs": HookDefinition("blacken-docs", fixer=True, types_or=(
+            "rst", "markdown", "tex", "python", "pyi")),
+    }),
+    "pyright-python": HookRepository("pyright", {
+        "pyright": HookDefinition("pyright", types_or=("python", "pyi")),
+    }),
+    "uv-pre-commit": HookRepository("uv", {
+        "uv-lock": HookDefinition("uv lock", files=r"^(uv\.lock|pyproject\.toml|uv\.toml)$",
+                                  pass_filenames=False),
+        "pip-compile": HookDefinition("uv pip compile", files=r"^requirements\.(in|txt)$",
+                                      pass_filenames=False),
+        "uv-export": HookDefinition("uv export", args=("--frozen",
+                                                       "--output-file=requirements.txt"),
+                                    files=r"^uv\.lock$", pass_filenames=False),
+    }),
+    "typos": HookRepository("typos", {
+        "typos": HookDefinition("typos", args=("--write-changes",), types=_TEXT, fixer=True),
+    }),
+    "zizmor-pre-commit": HookRepository("zizmor", {"zizmor": _check("zizmor", "yaml")}),
+    "pyproject-fmt": HookRepository("pyproject-fmt", {
+        "pyproject-fmt": HookDefinition("pyproject-fmt", files=r"(^|/)pyproject\.toml$",
+                                        fixer=True),
+    }),
+    # pygrep hooks run pre-commit's own grep (``python -m pre_commit.languages.pygrep``).
+    "pygrep-hooks": HookRepository("pre-commit", {
+        "python-check-blanket-noqa": _pygrep(r"(?i)# noqa(?!: )", "python"),
+        "python-check-mock-methods": _pygrep(_MOCK_METHODS, "python"),
+        "python-no-eval": _pygrep(r"\beval\(", "python"),
+        "python-no-log-warn": _pygrep(r"(?<!warnings)\.warn\(", "python"),
+        "python-use-type-annotations": _pygrep(r"# type(?!: *ignore([^a-zA-Z0-9]|$))",
+                                               "python"),
+        "rst-backticks": _pygrep(r"(^| )`[^`]+`([^_]|$)", "rst"),
+        "rst-inline-touching-normal": _pygrep(r"\w``\w", "rst"),
+        "text-unicode-replacement-char": _pygrep("\ufffd", "text"),
+    }),
+}
+# Names the same repository is published under.
+KNOWN_REPOSITORIES["black-pre-commit-mirror"] = KNOWN_REPOSITORIES["black"]
