@@ -30,6 +30,8 @@ class HookDefinition(NamedTuple):
 class HookRepository(NamedTuple):
     package: str  # the PyPI distribution that provides the hooks' programs
     hooks: dict[str, HookDefinition]
+    # Whether the config's ``rev`` is the package's version (a mirror's tags are).
+    rev_is_version: bool = True
 
 
 _PY = ("python", "pyi", "jupyter")
@@ -159,7 +161,7 @@ KNOWN_REPOSITORIES: dict[str, HookRepository] = {
                                         fixer=True),
     }),
     # pygrep hooks run pre-commit's own grep (``python -m pre_commit.languages.pygrep``).
-    "pygrep-hooks": HookRepository("pre-commit", {
+    "pygrep-hooks": HookRepository("pre-commit", rev_is_version=False, hooks={
         "python-check-blanket-noqa": _pygrep(r"(?i)# noqa(?!: )", "python"),
         "python-check-mock-methods": _pygrep(_MOCK_METHODS, "python"),
         "python-no-eval": _pygrep(r"\beval\(", "python"),

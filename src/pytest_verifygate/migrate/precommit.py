@@ -88,7 +88,8 @@ def _effective_hook(url: str, hook: dict[str, Any], repo: dict[str, Any],
                      "for its entry, args and types)")
         return None
     version = _VERSION.fullmatch(str(repo.get("rev", "")))
-    packages.setdefault(known.package, version.group(1) if version else None)
+    packages.setdefault(known.package,
+                        version.group(1) if version and known.rev_is_version else None)
     return {**_definition_keys(definition), **hook}
 
 
@@ -124,8 +125,11 @@ def _gate(hook: Mapping[str, Any], config: Mapping[str, Any],
     args = [str(arg) for arg in hook.get("args") or ()]
     if language == "pygrep":
         argv = ["python", "-m", "pre_commit.languages.pygrep", *args, entry]
-        notes.append(f"hook {hook_id!r} (pygrep) runs pre-commit's grep: keep pre-commit "
-                     "installed in the project's environment")
+        note = ("pygrep hooks run pre-commit's own grep (python -m "
+                "pre_commit.languages.pygrep): keep pre-commit installed in the project's "
+                "environment")
+        if note not in notes:
+            notes.append(note)
     elif language == "fail":
         argv = ["python", "-c", _FAIL_SCRIPT, entry]
     else:
