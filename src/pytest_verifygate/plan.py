@@ -55,6 +55,7 @@ def plan_gates(
                                   unsupported=str(exc)))
             continue
         files: list[str] = []
+        given: list[str] = []
         if parsed.uses_files:
             if selection.matched_files is not None:
                 candidates: Sequence[str] = selection.matched_files
@@ -63,11 +64,8 @@ def plan_gates(
                     tracked = all_files(contract.root)
                 candidates = files_of_gate(gate, contract.root,
                                            files_for_gate(gate, tracked))
-            files = [
-                _relative_to_cwd(path, contract.root, cwd)
-                for path in candidates
-                if os.path.lexists(contract.root / path)
-            ]
+            given = [path for path in candidates if os.path.lexists(contract.root / path)]
+            files = [_relative_to_cwd(path, contract.root, cwd) for path in given]
             if not files:
                 plans.append(GatePlan(gate, cwd, display_command=_display(gate.command_text),
                                       skip_reason="no matching files for {files}"))
@@ -82,6 +80,8 @@ def plan_gates(
             invocations=invocations,
             env=env,
             display_command=_truncated(invocations[0]),
+            given_files=tuple(given) if parsed.uses_files else (),
+            root=contract.root,
         )
         if gate.cache:
             from pytest_verifygate import cache  # only when some gate caches its passes

@@ -59,6 +59,8 @@ def gate_entry(
     }
     if result.reason is not None:
         entry["reason"] = redactor.text(result.reason)
+    if result.modified_files:
+        entry["modified_files"] = list(result.modified_files)
     if gate is not None:
         entry["kind"] = gate.kind
         entry["category"] = gate.category

@@ -45,6 +45,9 @@ class GateResult(NamedTuple):
     started_at: float | None = None
     finished_at: float | None = None
     cached: bool = False  # a pass reused from the result cache: nothing was run
+    # Files the gate was given ({files}) that it changed: a fixer's work, which fails the gate
+    # (as pre-commit fails a hook that modifies files) so that nothing is committed unseen.
+    modified_files: tuple[str, ...] = ()
 
     @property
     def failed(self) -> bool:
@@ -84,6 +87,10 @@ class GatePlan(NamedTuple):
     unsupported: str | None = None
     # Set for gates with ``cache = true``: where a pass is stored, and the reused pass if any.
     cache: CacheSlot | None = None
+    # The files ``{files}`` gave the gate, relative to the project root (a fixer is caught
+    # changing them: ``runner/fixers.py``).
+    given_files: tuple[str, ...] = ()
+    root: Path | None = None
 
 
 def bare_result(

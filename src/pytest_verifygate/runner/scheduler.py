@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from pytest_verifygate import codes
+from pytest_verifygate.runner import fixers
 from pytest_verifygate.runner.logfile import DEFAULT_LOG_MAX_BYTES
 from pytest_verifygate.runner.process import HELD_OUTPUT_REASON, OutputFilter, run_attempt
 from pytest_verifygate.runner.records import GatePlan, GateResult, bare_result
@@ -287,9 +288,14 @@ class GateRunner:
         started = time.time()
         failed_before = False
         attempts = 0
+        before = fixers.stamps(plan.root, plan.given_files)
         while True:
             attempts += 1
             result = self._attempt(plan, log_path, attempts - 1)
+            changed = fixers.modified(plan.root, before)
+            if changed:  # never retried: a second run would check what the first one fixed
+                result = _modified(result, changed)
+                break
             if not result.failed:
                 break
             failed_before = True
@@ -432,6 +438,17 @@ def _held_back(plan: GatePlan, need: str, ended: GateResult | None) -> GateResul
     else:
         how = "was skipped"
     return bare_result(plan, codes.SKIPPED, None)._replace(reason=f"needs {need!r}, which {how}")
+
+
+def _modified(result: GateResult, changed: tuple[str, ...]) -> GateResult:
+    """``result`` failed because the gate changed files it was given (``fixers``)."""
+    message = fixers.describe(changed)
+    output = result.output_tail
+    if output and not output.endswith("\n"):
+        output += "\n"
+    return result._replace(outcome=codes.FAILED, code=result.code or codes.COMMAND_FAILED,
+                           output_tail=f"{output}verifygate: {message}\n", reason=message,
+                           modified_files=changed)
 
 
 def _needs_process(plan: GatePlan) -> bool:

@@ -1,0 +1,47 @@
+"""Catching a gate that changes the files it was given (a fixer: a formatter, ``--fix``,
+pre-commit-hooks' ``trailing-whitespace-fixer``): their stamps before and after it ran.
+
+A changed file fails the gate, as pre-commit fails a hook that modifies files: what the gate
+checked is no longer what is on disk, and a fixed file must not be committed unseen. A stamp is
+the file's size, modification time and inode (``os.lstat``), so a rewrite with the same bytes
+counts too; a file that appears or disappears counts as changed.
+
+PYTEST_DONT_REWRITE
+"""
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+Stamps = dict[str, tuple[int, int, int] | None]
+
+# The first words of the message (the rest names the files).
+MODIFIED = "files were modified by this gate"
+
+
+def stamps(root: Path | None, files: Sequence[str]) -> Stamps:
+    """Each file's stamp (None: missing), keyed by its path relative to ``root``."""
+    if root is None:
+        return {}
+    return {path: _stamp(root / path) for path in files}
+
+
+def modified(root: Path | None, before: Stamps) -> tuple[str, ...]:
+    """The files whose stamp is not what it was."""
+    if root is None:
+        return ()
+    return tuple(path for path, stamp in before.items() if _stamp(root / path) != stamp)
+
+
+def describe(paths: Sequence[str], limit: int = 20) -> str:
+    shown = ", ".join(paths[:limit])
+    more = f" and {len(paths) - limit} more" if len(paths) > limit else ""
+    return f"{MODIFIED}: {shown}{more}"
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        status = os.lstat(path)
+    except OSError:
+        return None
+    return status.st_size, status.st_mtime_ns, status.st_ino
