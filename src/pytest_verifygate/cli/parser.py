@@ -48,6 +48,11 @@ class _HelpFormatter(argparse.HelpFormatter):
         super().__init__(prog, indent_increment, max_help_position,
                          width if width is not None else _terminal_columns() - 2)
 
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        # Paragraphs (a description, an example, the exit statuses) stay apart.
+        return "\n\n".join(super(_HelpFormatter, self)._fill_text(paragraph, width, indent)
+                             for paragraph in text.split("\n\n"))
+
 
 def _terminal_columns() -> int:
     """``shutil.get_terminal_size().columns``: $COLUMNS, else the terminal's, else 80."""
@@ -110,6 +115,18 @@ def build_parser(command: str | None = None) -> Parser:
         mcp = commands.add_parser("mcp", help="serve the gates as MCP tools over stdio")
         mcp.add_argument("--contract", metavar="PATH",
                          help="the contract file (default: found from the current directory up)")
+    if "init" in wanted:
+        init = commands.add_parser(
+            "init", help="write a starter contract from the tools the project uses",
+            description="Write verify.toml (with the #:schema line) for the project in the "
+            "current directory: a gate per tool it already uses (ruff, black, flake8, mypy, "
+            "pyright, pytest, sphinx, pre-commit, tox and nox environments), found in "
+            "pyproject.toml, setup.cfg, tox.ini, noxfile.py and tool configs, run through "
+            "uv/poetry/pdm/pipenv when a lock file says so. Never overwrites a contract.",
+            epilog="example: verifygate init && verifygate list --all\n\nexit status: 0 "
+            "written; 2 a contract exists already, or no tool was found")
+        init.add_argument("--pyproject", action="store_true",
+                          help="append [tool.verifygate] to pyproject.toml instead")
     if "migrate" in wanted:
         _add_migrate_options(commands.add_parser(
             "migrate", help="write a contract from .pre-commit-config.yaml or lefthook.yml",

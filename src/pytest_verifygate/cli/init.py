@@ -1,0 +1,63 @@
+"""``verifygate init [--pyproject]``: write a starter contract for the project in the current
+directory (``starter``), as ``verify.toml`` (with the ``#:schema`` line) or as
+``[tool.verifygate]`` tables appended to ``pyproject.toml``; never over an existing contract.
+
+PYTEST_DONT_REWRITE
+"""
+
+import argparse
+from pathlib import Path
+
+from pytest_verifygate.cli.exits import EXIT_OK
+from pytest_verifygate.contract.writer import check_contract_text, contract_text, write_new
+from pytest_verifygate.errors import UsageError
+from pytest_verifygate.starter import starter_gates
+
+_NEXT = "next: verifygate check, then verifygate list --all"
+
+
+def main(args: argparse.Namespace) -> int:
+    root = Path.cwd()
+    _refuse_existing(root)
+    starter = starter_gates(root)
+    if not starter.gates:
+        raise UsageError("found no tool to make a gate of (ruff, black, flake8, mypy, pyright, "
+                         "pytest, sphinx, pre-commit, tox, nox): write verify.toml by hand "
+                         "(see the README's Quick start)")
+    comments = ["Written by verifygate init from what this project uses; edit freely.",
+                "See the README's Gate keys for every key.", *starter.suggestions]
+    if args.pyproject:
+        pyproject = root / "pyproject.toml"
+        if not pyproject.is_file():
+            raise UsageError("no pyproject.toml here for --pyproject: run verifygate init "
+                             "without it to write verify.toml")
+        text = contract_text(starter.gates, comments=comments, table="tool.verifygate",
+                             schema=False)
+        existing = pyproject.read_text(encoding="utf-8")
+        check_contract_text(existing + "\n" + text, "pyproject.toml", root, pyproject=True)
+        with open(pyproject, "a", encoding="utf-8") as stream:
+            stream.write(("\n" if existing and not existing.endswith("\n\n") else "") + text)
+        written = "[tool.verifygate] to pyproject.toml"
+    else:
+        text = contract_text(starter.gates, comments=comments)
+        check_contract_text(text, "verify.toml", root)
+        write_new(root / "verify.toml", text)
+        written = "verify.toml"
+    print(f"verifygate: wrote {written}: {len(starter.gates)} gate(s) "
+          f"({', '.join(starter.found)}); {_NEXT}")
+    return EXIT_OK
+
+
+def _refuse_existing(root: Path) -> None:
+    """A contract here already (``verify.toml`` or ``[tool.verifygate]``): left as it is."""
+    if (root / "verify.toml").exists():
+        raise UsageError("verify.toml already exists: not overwritten (verifygate list shows "
+                         "its gates)")
+    pyproject = root / "pyproject.toml"
+    if pyproject.is_file():
+        from pytest_verifygate.contract.parse import parse_toml
+
+        data = parse_toml(pyproject.read_text(encoding="utf-8-sig"), "pyproject.toml")
+        tool = data.get("tool")
+        if isinstance(tool, dict) and "verifygate" in tool:
+            raise UsageError("pyproject.toml already has [tool.verifygate]: not overwritten")

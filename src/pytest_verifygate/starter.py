@@ -1,0 +1,148 @@
+"""The starter contract ``verifygate init`` writes: gates for the tools a project already uses,
+found in its files (``pyproject.toml``, ``setup.cfg``, ``tox.ini``, ``noxfile.py``, tool
+configs, lock files), each with the ``when_changed`` / ``types`` that keep it to the changes
+it can judge.
+
+PYTEST_DONT_REWRITE
+"""
+
+import ast
+import configparser
+import contextlib
+import re
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from pytest_verifygate.contract.writer import Value
+
+# A lock file says which runner puts the project's tools on PATH.
+_RUNNERS = (("uv.lock", ["uv", "run"]), ("poetry.lock", ["poetry", "run"]),
+            ("pdm.lock", ["pdm", "run"]), ("Pipfile.lock", ["pipenv", "run"]))
+_PYTHON = ["python", "pyi"]
+_PYTHON_AND_CONFIG = ["**/*.py", "**/*.pyi", "pyproject.toml", "setup.cfg", "tox.ini",
+                      "pytest.ini"]
+_PYTHON_VERSION_ENV = re.compile(r"py(py)?\d*(-.*)?$")
+
+
+class Starter(NamedTuple):
+    gates: list[dict[str, Value]]
+    found: list[str]  # what was detected, for the summary line
+    # What was found but is better added by hand (comments in the file): tox environments
+    # and nox sessions (often the same tools again, in a matrix), a pre-commit config.
+    suggestions: list[str]
+
+
+def starter_gates(root: Path) -> Starter:
+    pyproject = _toml(root / "pyproject.toml")
+    tool = pyproject.get("tool", {}) if isinstance(pyproject.get("tool"), dict) else {}
+    setup_cfg = _ini(root / "setup.cfg")
+    tox_ini = _ini(root / "tox.ini")
+    runner = next((prefix for name, prefix in _RUNNERS if (root / name).is_file()), [])
+    gates: list[dict[str, Value]] = []
+    found: list[str] = []
+
+    def add(tool_name: str, gate: dict[str, Value]) -> None:
+        command = gate["command"]
+        assert isinstance(command, list)
+        gate["command"] = [*runner, *command]
+        gates.append(gate)
+        found.append(tool_name)
+
+    ruff = "ruff" in tool or (root / "ruff.toml").is_file() or (root / ".ruff.toml").is_file()
+    black = "black" in tool
+    if ruff:
+        # --force-exclude: files named on the command line are still held to the config's
+        # exclude and extend-exclude (without it ruff checks them all).
+        add("ruff", {"name": "ruff", "command": ["ruff", "check", "--force-exclude", "{files}"],
+                     "types_or": _PYTHON})
+        if not black:
+            add("ruff format", {"name": "ruff-format", "command": [
+                "ruff", "format", "--check", "--force-exclude", "{files}"], "types_or": _PYTHON})
+    if black:
+        add("black", {"name": "black", "command": ["black", "--check", "{files}"],
+                      "types_or": _PYTHON})
+    if (root / ".flake8").is_file() or "flake8" in setup_cfg or "flake8" in tox_ini:
+        add("flake8", {"name": "flake8", "command": ["flake8", "{files}"], "types": ["python"]})
+    mypy = tool.get("mypy") if isinstance(tool.get("mypy"), dict) else None
+    if mypy is None and ((root / "mypy.ini").is_file() or "mypy" in setup_cfg):
+        mypy = {}
+    if mypy is not None:
+        # With files = [...] in its config mypy checks the whole program it names, else the
+        # changed files (as pre-commit's mirrors-mypy does).
+        command = ["mypy"] if mypy.get("files") else ["mypy", "{files}"]
+        add("mypy", {"name": "mypy", "command": command, "when_changed": _PYTHON_AND_CONFIG})
+    if "pyright" in tool or (root / "pyrightconfig.json").is_file():
+        add("pyright", {"name": "pyright", "command": ["pyright"],
+                        "when_changed": _PYTHON_AND_CONFIG})
+    if _uses_pytest(root, tool, setup_cfg, tox_ini):
+        add("pytest", {"name": "pytest", "command": ["python", "-m", "pytest", "-q"],
+                       "when_changed": _PYTHON_AND_CONFIG})
+    for docs in ("docs", "doc"):
+        if (root / docs / "conf.py").is_file():
+            add("sphinx", {"name": "docs", "command": [
+                "sphinx-build", "-q", "-b", "dummy", docs, f"{docs}/_build/verifygate"],
+                "when_changed": [f"{docs}/**", "**/*.py", "**/*.rst"]})
+            break
+    suggestions = []
+    if (root / ".pre-commit-config.yaml").is_file():
+        suggestions.append("This project has a .pre-commit-config.yaml: verifygate migrate "
+                           "turns its hooks into gates (or add a gate running "
+                           "[\"pre-commit\", \"run\", \"--files\", \"{files}\"]).")
+    envs = _tox_envs(tox_ini)
+    if envs:
+        suggestions.append(f"tox environments: {', '.join(envs)}: a gate per environment to "
+                           'check, e.g. command = "tox -e ' + envs[0] + '".')
+    sessions = _nox_sessions(root / "noxfile.py")
+    if sessions:
+        suggestions.append(f"nox sessions: {', '.join(sessions)}: a gate per session to "
+                           'check, e.g. command = "nox -s ' + sessions[0] + '".')
+    return Starter(gates, found, suggestions)
+
+
+def _toml(path: Path) -> dict[str, Any]:
+    from pytest_verifygate.contract.parse import parse_toml
+
+    try:
+        return parse_toml(path.read_text(encoding="utf-8-sig"), str(path))
+    except (OSError, UnicodeDecodeError):
+        return {}
+
+
+def _ini(path: Path) -> configparser.ConfigParser:
+    parser = configparser.ConfigParser(interpolation=None)
+    with contextlib.suppress(configparser.Error, UnicodeDecodeError):  # unreadable: no tools
+        parser.read(path, encoding="utf-8")
+    return parser
+
+
+def _uses_pytest(root: Path, tool: dict[str, Any], setup_cfg: configparser.ConfigParser,
+                 tox_ini: configparser.ConfigParser) -> bool:
+    return ("pytest" in tool or (root / "pytest.ini").is_file() or "tool:pytest" in setup_cfg
+            or "pytest" in tox_ini or (root / "conftest.py").is_file()
+            or any((root / name / "conftest.py").is_file()
+                   for name in ("tests", "test", "testing")))
+
+
+def _tox_envs(tox_ini: configparser.ConfigParser) -> list[str]:
+    """The envlist's named environments (lint, docs, type...): not the interpreter matrix
+    (py311, py3{10,11}), which is CI's job, nor generated names."""
+    if not tox_ini.has_option("tox", "envlist"):
+        return []
+    # Commas inside braces (py3{10,11}-django) belong to one generated name.
+    names = re.split(r"[\s,]+(?![^{]*})", tox_ini.get("tox", "envlist"))
+    return [name for name in names if name and not _PYTHON_VERSION_ENV.match(name)
+            and not re.search(r"[{}]", name)]
+
+
+def _nox_sessions(path: Path) -> list[str]:
+    """The functions of ``noxfile.py`` decorated as sessions (read, never run)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return []
+    sessions = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and any(
+                "session" in ast.unparse(decorator) for decorator in node.decorator_list):
+            sessions.append(node.name)
+    return sessions
