@@ -4,12 +4,12 @@ TOML) and the contract loader agree on the same cases."""
 from __future__ import annotations
 
 import json
-import tomllib
 from importlib import resources
 from pathlib import Path
 
 import jsonschema
 import pytest
+import tomllib
 
 from pytest_verifygate.contract import load_contract
 from pytest_verifygate.errors import ContractError
