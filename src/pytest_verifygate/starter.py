@@ -9,6 +9,7 @@ PYTEST_DONT_REWRITE
 import ast
 import configparser
 import contextlib
+import os
 import re
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -19,8 +20,7 @@ from pytest_verifygate.contract.writer import Value
 _RUNNERS = (("uv.lock", ["uv", "run"]), ("poetry.lock", ["poetry", "run"]),
             ("pdm.lock", ["pdm", "run"]), ("Pipfile.lock", ["pipenv", "run"]))
 _PYTHON = ["python", "pyi"]
-_PYTHON_AND_CONFIG = ["**/*.py", "**/*.pyi", "pyproject.toml", "setup.cfg", "tox.ini",
-                      "pytest.ini"]
+_PYTHON_CONFIGS = ("pyproject.toml", "setup.cfg", "tox.ini", "pytest.ini")
 _PYTHON_VERSION_ENV = re.compile(r"py(py)?\d*(-.*)?$")
 
 
@@ -40,6 +40,9 @@ def starter_gates(root: Path) -> Starter:
     runner = next((prefix for name, prefix in _RUNNERS if (root / name).is_file()), [])
     gates: list[dict[str, Value]] = []
     found: list[str] = []
+    # Only what is there: a pattern that matches nothing is what verifygate check warns of.
+    python_and_config = ["**/*.py", *(["**/*.pyi"] if _any(root, "*.pyi") else []),
+                         *(name for name in _PYTHON_CONFIGS if (root / name).is_file())]
 
     def add(tool_name: str, gate: dict[str, Value]) -> None:
         command = gate["command"]
@@ -70,18 +73,19 @@ def starter_gates(root: Path) -> Starter:
         # With files = [...] in its config mypy checks the whole program it names, else the
         # changed files (as pre-commit's mirrors-mypy does).
         command = ["mypy"] if mypy.get("files") else ["mypy", "{files}"]
-        add("mypy", {"name": "mypy", "command": command, "when_changed": _PYTHON_AND_CONFIG})
+        add("mypy", {"name": "mypy", "command": command, "when_changed": python_and_config})
     if "pyright" in tool or (root / "pyrightconfig.json").is_file():
         add("pyright", {"name": "pyright", "command": ["pyright"],
-                        "when_changed": _PYTHON_AND_CONFIG})
+                        "when_changed": python_and_config})
     if _uses_pytest(root, tool, setup_cfg, tox_ini):
         add("pytest", {"name": "pytest", "command": ["python", "-m", "pytest", "-q"],
-                       "when_changed": _PYTHON_AND_CONFIG})
+                       "when_changed": python_and_config})
     for docs in ("docs", "doc"):
         if (root / docs / "conf.py").is_file():
             add("sphinx", {"name": "docs", "command": [
                 "sphinx-build", "-q", "-b", "dummy", docs, f"{docs}/_build/verifygate"],
-                "when_changed": [f"{docs}/**", "**/*.py", "**/*.rst"]})
+                "when_changed": [f"{docs}/**", "**/*.py",
+                                 *(["**/*.rst"] if _any(root, "*.rst", docs) else [])]})
             break
     suggestions = []
     if (root / ".pre-commit-config.yaml").is_file():
@@ -97,6 +101,19 @@ def starter_gates(root: Path) -> Starter:
         suggestions.append(f"nox sessions: {', '.join(sessions)}: a gate per session to "
                            'check, e.g. command = "nox -s ' + sessions[0] + '".')
     return Starter(gates, found, suggestions)
+
+
+def _any(root: Path, pattern: str, but: str = "") -> bool:
+    """Whether a file matching ``pattern`` is under ``root`` (hidden directories, virtualenvs'
+    and ``but`` left out)."""
+    import fnmatch
+
+    for _directory, subdirs, names in os.walk(root):
+        subdirs[:] = [name for name in subdirs if not name.startswith(".")
+                      and name not in ("node_modules", "venv", but)]
+        if any(fnmatch.fnmatch(name, pattern) for name in names):
+            return True
+    return False
 
 
 def _toml(path: Path) -> dict[str, Any]:

@@ -115,6 +115,19 @@ def build_parser(command: str | None = None) -> Parser:
         mcp = commands.add_parser("mcp", help="serve the gates as MCP tools over stdio")
         mcp.add_argument("--contract", metavar="PATH",
                          help="the contract file (default: found from the current directory up)")
+    if "check" in wanted:
+        check = commands.add_parser(
+            "check", help="check the setup before running: programs, patterns, hooks",
+            description="Report everything that can be known before running: programs not "
+            "on PATH, shell syntax without shell = true, a cwd that does not exist, patterns "
+            "and types that match no tracked file, two contracts (verify.toml and "
+            "[tool.verifygate]), a misspelt [tool.verify-gate], a UTF-8 byte-order mark, and "
+            "installed git, pre-commit and agent hooks whose command will not start.",
+            epilog="example: verifygate check\n\nexit status: 0 the setup is sound "
+            "(warnings may be printed); 1 an error was found")
+        check.add_argument("--contract", metavar="PATH",
+                           help="the contract file (default: found from the current "
+                           "directory up)")
     if "init" in wanted:
         init = commands.add_parser(
             "init", help="write a starter contract from the tools the project uses",

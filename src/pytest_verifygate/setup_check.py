@@ -1,0 +1,215 @@
+"""What ``verifygate check`` finds wrong before anything runs: the contract's files (two
+contracts, a misspelt ``[tool.verify-gate]``, a byte-order mark), each gate (a program not on
+PATH, shell syntax without ``shell = true``, a ``cwd`` that does not exist, patterns and types
+that match no tracked file) and the installed hooks (git, pre-commit's, the coding agents')
+whose command will not start.
+
+Each finding is a ``Finding``: an error makes the setup unsound, a warning is worth a look.
+
+PYTEST_DONT_REWRITE
+"""
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from pytest_verifygate.contract import Contract, Gate
+from pytest_verifygate.errors import VerifyGateError
+
+ERROR = "error"
+WARNING = "warning"
+BOM = b"\xef\xbb\xbf"
+HOOK_NAMES = ("pre-commit", "pre-push")
+AGENT_CONFIGS = (".claude/settings.json", ".codex/hooks.json", ".cursor/hooks.json",
+                 ".gemini/settings.json")
+
+
+class Finding(NamedTuple):
+    level: str  # ERROR or WARNING
+    where: str  # the file (and gate) it is about
+    message: str  # what is wrong, and how to fix it
+
+
+def contract_file_findings(directory: Path) -> Iterator[Finding]:
+    """Problems of the contract files in ``directory`` that loading one would not show."""
+    verify = directory / "verify.toml"
+    pyproject = directory / "pyproject.toml"
+    for path in (verify, pyproject):
+        try:
+            head = path.read_bytes()[:3]
+        except OSError:
+            continue
+        if head == BOM:
+            yield Finding(ERROR, path.name, "starts with a UTF-8 byte-order mark: save it "
+                          "as UTF-8 without one (TOML tools and taplo refuse or misread it)")
+    tool = _pyproject_tool(pyproject)
+    if verify.is_file() and "verifygate" in tool:
+        yield Finding(ERROR, "pyproject.toml", "[tool.verifygate] is ignored: verify.toml in "
+                      "the same directory wins; keep one of the two")
+    for key in tool:
+        normal = re.sub(r"[-_.]", "", key.lower())
+        if key != "verifygate" and (normal == "verifygate" or re.fullmatch(
+                r"verif\w*gates?", normal)):
+            yield Finding(ERROR, "pyproject.toml", f"[tool.{key}] is not read: the table is "
+                          "[tool.verifygate]")
+
+
+def gate_findings(contract: Contract, tracked: Sequence[str],
+                  environ: dict[str, str]) -> Iterator[Finding]:
+    from pytest_verifygate.commands import UnsupportedCommand, parse_command
+    from pytest_verifygate.contract import display_path
+
+    shown = display_path(contract.path)
+    for gate in contract.gates:
+        where = f"{shown}: gate {gate.name!r}"
+        cwd = contract.root / gate.cwd
+        if not cwd.is_dir():
+            yield Finding(ERROR, where, f"cwd {gate.cwd!r} does not exist: create it or fix "
+                          "the key")
+        if gate.kind == "command":
+            try:
+                parsed = parse_command(gate.command, shell=gate.shell)
+            except UnsupportedCommand as exc:
+                yield Finding(ERROR, where, f"{exc}")
+            else:
+                if not parsed.shell:
+                    yield from _program(where, parsed.words[0], cwd,
+                                        {**environ, **gate.env, **parsed.env})
+        yield from _pattern_findings(where, gate, contract.root, tracked)
+
+
+def _program(where: str, program: str, cwd: Path, environ: dict[str, str]) -> Iterator[Finding]:
+    if "/" in program:
+        path = cwd / program
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            yield Finding(ERROR, where, f"program {program!r} is not an executable file "
+                          f"(relative to {cwd.name or cwd})")
+    elif shutil.which(program, path=environ.get("PATH", os.defpath)) is None:
+        yield Finding(ERROR, where, f"program {program!r} is not on PATH: install it in "
+                      "the environment the gates run in, or name it by its path")
+
+
+def _pattern_findings(where: str, gate: Gate, root: Path,
+                      tracked: Sequence[str]) -> Iterator[Finding]:
+    from pytest_verifygate.filetypes import describe_filter, files_of_gate, filters_files
+    from pytest_verifygate.patterns import matcher
+
+    for key in ("when_changed", "when_changed_all", "inputs"):
+        for pattern in getattr(gate, key) or ():
+            if pattern.startswith("!"):
+                continue
+            if not any(True for _ in matcher([pattern]).match_files(tracked)):
+                yield Finding(WARNING, where, f"{key} pattern {pattern!r} matches no tracked "
+                              "file: a typo, or a path that moved?")
+    if filters_files(gate) and not files_of_gate(gate, root, tracked):
+        yield Finding(WARNING, where, f"{describe_filter(gate)}: no tracked file is of these "
+                      "types and names")
+
+
+def hook_findings(repo_root: Path, environ: dict[str, str]) -> Iterator[Finding]:
+    """Installed hooks that run verifygate (or pre-commit) but would not start."""
+    hooks_dir = git_hooks_dir(repo_root)
+    for name in HOOK_NAMES:
+        path = hooks_dir / name if hooks_dir is not None else None
+        if path is None or not path.is_file():
+            continue
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        shown = os.path.relpath(path, repo_root)
+        if "verifygate" not in text and "pre-commit" not in text:
+            continue
+        if not os.access(path, os.X_OK):
+            yield Finding(ERROR, shown, "is not executable: git skips it (chmod +x)")
+        for line in text.splitlines():
+            yield from _hook_line(shown, line, environ)
+    for config in AGENT_CONFIGS:
+        path = repo_root / config
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for command in _commands(data):
+            if "verifygate" in command or "pytest_verifygate" in command:
+                yield from _command_start(config, command, environ)
+
+
+def git_hooks_dir(repo_root: Path) -> Path | None:
+    """Where git looks for hooks: ``core.hooksPath`` if set, else the git directory's."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-path",
+                              "hooks"], cwd=repo_root, capture_output=True, text=True,
+                             check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return Path(out) if out else None
+
+
+def _hook_line(shown: str, line: str, environ: dict[str, str]) -> Iterator[Finding]:
+    """A hook script's line that starts a program of ours: ``INSTALL_PYTHON=...`` (what
+    pre-commit's hook runs) or a command naming verifygate."""
+    stripped = line.strip()
+    assignment = re.match(r"INSTALL_PYTHON=(.+)", stripped)
+    if assignment:
+        python = _words(assignment.group(1))
+        if python and not Path(python[0]).exists():
+            yield Finding(ERROR, shown, f"pre-commit's hook runs {python[0]}, which no longer "
+                          "exists: run pre-commit install again")
+        return
+    if stripped.startswith("#") or ("verifygate" not in stripped
+                                     and "pytest_verifygate" not in stripped):
+        return
+    yield from _command_start(shown, stripped, environ)
+
+
+def _command_start(shown: str, command: str, environ: dict[str, str]) -> Iterator[Finding]:
+    words = _words(command)
+    while words and (("=" in words[0] and not words[0].startswith(("=", "/"))) or words[0] in (
+            "exec", "if", "then", "!")):
+        words = words[1:]
+    if not words or words[0].startswith("$"):
+        return
+    program = words[0]
+    found = Path(program).exists() if "/" in program else shutil.which(
+        program, path=environ.get("PATH", os.defpath)) is not None
+    if not found:
+        yield Finding(ERROR, shown, f"runs {program!r}, which does not resolve here: "
+                      "install it again (verifygate install, or the agent hook's installer)")
+
+
+def _words(text: str) -> list[str]:
+    try:
+        return shlex.split(text, comments=True)
+    except ValueError:
+        return []
+
+
+def _commands(data: Any) -> Iterable[str]:
+    """Every string under a ``command`` key, anywhere in an agent's configuration."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if key == "command" and isinstance(value, str):
+                yield value
+            else:
+                yield from _commands(value)
+    elif isinstance(data, list):
+        for item in data:
+            yield from _commands(item)
+
+
+def _pyproject_tool(path: Path) -> dict[str, Any]:
+    from pytest_verifygate.contract.parse import parse_toml
+
+    try:
+        data = parse_toml(path.read_text(encoding="utf-8-sig"), path.name)
+    except (OSError, UnicodeDecodeError, VerifyGateError):
+        return {}
+    tool = data.get("tool")
+    return tool if isinstance(tool, dict) else {}
