@@ -115,6 +115,16 @@ def build_parser(command: str | None = None) -> Parser:
         mcp = commands.add_parser("mcp", help="serve the gates as MCP tools over stdio")
         mcp.add_argument("--contract", metavar="PATH",
                          help="the contract file (default: found from the current directory up)")
+    for name, what in (("install", "write plain git hooks (pre-commit, pre-push) that run "
+                                  "the gates"),
+                       ("uninstall", "remove the git hooks verifygate install wrote")):
+        if name in wanted:
+            hooks = commands.add_parser(name, help=what, description=_GIT_HOOKS[name],
+                                        epilog=f"example: verifygate {name} --hook pre-commit"
+                                        "\n\nexit status: 0 done; 2 not a git repository, "
+                                        "or a hook in the way")
+            hooks.add_argument("--hook", choices=("pre-commit", "pre-push"), action="append",
+                               help="only this git hook (repeatable; default: both)")
     if "check" in wanted:
         check = commands.add_parser(
             "check", help="check the setup before running: programs, patterns, hooks",
@@ -152,6 +162,17 @@ def build_parser(command: str | None = None) -> Parser:
     if command == "agent-hook":  # argparse reports stray arguments on the top-level parser
         parser.error_status = HOOK_USAGE_STATUS
     return parser
+
+
+_GIT_HOOKS = {
+    "install": "Write git's pre-commit hook (verifygate run --staged) and pre-push hook (the "
+    "pushed range) where git looks for hooks (core.hooksPath honoured), for teams without the "
+    "pre-commit framework. Idempotent; a hook already there is kept and run first "
+    "(NAME.verifygate-chained). The hooks run this Python by its path, so they work without "
+    "the virtualenv on PATH. (install-hook is the coding agents' installer.)",
+    "uninstall": "Remove the hooks verifygate install wrote (no other) and put back the hooks "
+    "they chained to.",
+}
 
 
 def _add_selection_flags(parser: argparse.ArgumentParser) -> None:

@@ -1,0 +1,144 @@
+"""Plain git hooks (``pre-commit``, ``pre-push``) that run the gates, for teams without the
+pre-commit framework: written by ``verifygate install``, removed by ``verifygate uninstall``.
+
+As lefthook does: the hooks go where git looks (``core.hooksPath`` honoured), installing twice
+changes nothing, and a hook that was already there is kept beside ours
+(``NAME.verifygate-chained``) and run first, never overwritten; ``uninstall`` puts it back.
+The hook runs this interpreter by its absolute path (``python -m pytest_verifygate``), so it
+works without the virtualenv on PATH; if that interpreter is gone the hook fails, and the
+commit with it (``verifygate check`` says so beforehand).
+
+PYTEST_DONT_REWRITE
+"""
+
+import os
+import shlex
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from pytest_verifygate.errors import UsageError
+
+HOOKS = ("pre-commit", "pre-push")
+MARKER = "# verifygate: written by verifygate install"
+CHAINED = ".verifygate-chained"
+
+_PRE_COMMIT = """\
+#!/bin/sh
+{marker}; verifygate uninstall removes it.
+chained="$(dirname "$0")/pre-commit{chained}"
+if [ -x "$chained" ]; then
+    "$chained" "$@" || exit $?
+fi
+exec {python} -m pytest_verifygate run --staged
+"""
+
+# git gives a push's refs on stdin: "<local ref> <local sha> <remote ref> <remote sha>". Each
+# pushed ref is checked as pre-commit's pre-push stage checks it (its variables, the same
+# meaning): the pushed range, or every gate for history the remote has no base for.
+_PRE_PUSH = """\
+#!/bin/sh
+{marker}; verifygate uninstall removes it.
+input=$(cat)
+chained="$(dirname "$0")/pre-push{chained}"
+if [ -x "$chained" ]; then
+    printf '%s\\n' "$input" | "$chained" "$@" || exit $?
+fi
+printf '%s\\n' "$input" | {{
+    while read -r local_ref local_sha remote_ref remote_sha; do
+        case "$local_sha" in *[!0]*) ;; *) continue ;; esac  # a deletion: nothing to check
+        case "$remote_sha" in
+            *[!0]*) known=$(git rev-parse --quiet --verify "$remote_sha^{{commit}}") ;;
+            *) known= ;;
+        esac
+        if [ -n "$known" ]; then
+            PRE_COMMIT_FROM_REF="$remote_sha" PRE_COMMIT_TO_REF="$local_sha" \\
+                {python} -m pytest_verifygate run </dev/null || exit $?
+        else
+            PRE_COMMIT=1 PRE_COMMIT_REMOTE_BRANCH="$remote_ref" \\
+                PRE_COMMIT_LOCAL_BRANCH="$local_sha" \\
+                {python} -m pytest_verifygate run </dev/null || exit $?
+        fi
+    done
+}}
+"""
+
+
+def hooks_dir(start: Path) -> Path:
+    """Where git runs hooks from for the repository at ``start`` (``core.hooksPath``)."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-path",
+                              "hooks"], cwd=start, capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        raise UsageError("not in a git repository: run it in the repository to hook") from None
+    return Path(out.stdout.strip())
+
+
+def hook_text(name: str, python: str) -> str:
+    template = _PRE_COMMIT if name == "pre-commit" else _PRE_PUSH
+    return template.format(marker=MARKER, chained=CHAINED, python=shlex.quote(python))
+
+
+def is_ours(path: Path) -> bool:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as stream:
+            return MARKER in stream.read(4096)
+    except OSError:
+        return False
+
+
+def install(directory: Path, names: Sequence[str], python: str) -> list[str]:
+    """Write the hooks; what was done, one line per hook."""
+    directory.mkdir(parents=True, exist_ok=True)
+    done = []
+    for name in names:
+        path = directory / name
+        chained = directory / f"{name}{CHAINED}"
+        text = hook_text(name, python)
+        if os.path.lexists(path) and not is_ours(path):
+            if os.path.lexists(chained):
+                raise UsageError(f"{path} is not ours and {chained.name} exists already: "
+                                 "merge them by hand, then run verifygate install again")
+            os.rename(path, chained)  # a link is moved as a link, never followed
+            done.append(f"{name}: installed; the hook that was there runs first "
+                        f"({chained.name})")
+        elif os.path.lexists(path):
+            if path.read_text(encoding="utf-8") == text:
+                done.append(f"{name}: already installed")
+                continue
+            done.append(f"{name}: updated")
+        else:
+            done.append(f"{name}: installed")
+        _write(path, text)
+    return done
+
+
+def uninstall(directory: Path, names: Sequence[str]) -> list[str]:
+    """Remove our hooks (only ours) and put back what they chained to."""
+    done = []
+    for name in names:
+        path = directory / name
+        chained = directory / f"{name}{CHAINED}"
+        if not os.path.lexists(path):
+            done.append(f"{name}: not installed")
+            continue
+        if not is_ours(path) or path.is_symlink():
+            done.append(f"{name}: not written by verifygate install: left as it is")
+            continue
+        path.unlink()
+        if os.path.lexists(chained):
+            os.rename(chained, path)
+            done.append(f"{name}: removed; the earlier hook is back")
+        else:
+            done.append(f"{name}: removed")
+    return done
+
+
+def _write(path: Path, text: str) -> None:
+    """Replace ``path`` atomically with an executable script (a link there is replaced, not
+    followed)."""
+    temporary = path.with_name(f".{path.name}.verifygate-tmp")
+    with open(temporary, "w", encoding="utf-8") as stream:
+        stream.write(text)
+    os.chmod(temporary, 0o755)
+    os.replace(temporary, path)
