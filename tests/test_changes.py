@@ -184,7 +184,7 @@ def test_git_output_is_git_stdout_or_one_line_saying_why_not(repo: Path, tmp_pat
     assert "\n" not in str(failed.value)
     plain = tmp_path / "plain"
     plain.mkdir()
-    with pytest.raises(ChangeSetError, match="is not in a git repository: use --files or --all"):
+    with pytest.raises(ChangeSetError, match="is not in a git repository, so no change set"):
         git_output(plain, "diff", "--name-only")
 
 
@@ -322,7 +322,7 @@ def test_a_read_started_outside_a_repository_fails_as_git_would(tmp_path: Path,
     monkeypatch.chdir(plain)
     early.start(early.STAGED_DIFF)
     try:
-        with pytest.raises(ChangeSetError, match="is not in a git repository: use --files"):
+        with pytest.raises(ChangeSetError, match="is not in a git repository, so no change set"):
             compute_changes(plain, ChangeRequest(staged=True))
         assert early._started == []
     finally:

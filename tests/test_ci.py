@@ -395,11 +395,11 @@ def test_shallow_clone_gets_one_clear_error(tmp_path: Path) -> None:
         f"verifygate: error: change base from {GITHUB_DETECTED}: no merge-base between "
         "'origin/main' and HEAD in this shallow clone: give actions/checkout `fetch-depth: 0` "
         "(all history and branches), or fetch more history before verifygate runs: "
-        "`git fetch --deepen=200 origin main`"]
+        "`git fetch --deepen=200 origin +main:refs/remotes/origin/main`"]
     assert done.stdout == "" and not (clone / "report.json").exists()  # nothing was run
 
     # The advice works.
-    git(clone, "fetch", "-q", "--deepen=200", "origin", "main")
+    git(clone, "fetch", "-q", "--deepen=200", "origin", "+main:refs/remotes/origin/main")
     fixed = verifygate("list", "--format", "json", cwd=clone, env={"GITHUB_BASE_REF": "main"})
     assert fixed.returncode == 0, fixed.stderr
     # The branch's own change only: docs/index.md changed on main after the fork.
@@ -417,13 +417,16 @@ def test_base_missing_from_the_clone(tmp_path: Path) -> None:
         f"verifygate: error: change base from {GITHUB_DETECTED}: unknown git ref "
         "'origin/main': no such commit; give actions/checkout `fetch-depth: 0` (all history "
         "and branches), or fetch more history before verifygate runs: "
-        "`git fetch --deepen=200 origin main`"]
+        "`git fetch --deepen=200 origin +main:refs/remotes/origin/main`"]
     base = git(upstream, "rev-parse", "main~1").strip()
     gitlab = verifygate("list", cwd=clone, env={"CI_MERGE_REQUEST_DIFF_BASE_SHA": base})
     assert gitlab.returncode == 2
     assert gitlab.stderr.startswith(f"verifygate: error: change base from {GITLAB_DETECTED}: "
                                     f"unknown git ref '{base}': no such commit; set the CI/CD "
                                     "variable `GIT_DEPTH: 0`")
+    # The advice works in a single-branch clone too (creates origin/main).
+    git(clone, "fetch", "-q", "--deepen=200", "origin", "+main:refs/remotes/origin/main")
+    assert verifygate("list", cwd=clone, env={"GITHUB_BASE_REF": "main"}).returncode == 0
 
 
 def test_explicit_ref_in_a_shallow_clone_names_both_fixes(tmp_path: Path) -> None:

@@ -123,7 +123,7 @@ command = "true"
     with pytest.raises(ContractError) as error:
         load_contract()
     assert str(error.value) == (
-        "pyproject.toml: gate 't': key 'tool.verifygate.comand': unknown key in [[gate]] "
+        "pyproject.toml: gate 't': key 'comand': unknown key in [[tool.verifygate.gate]] "
         "(did you mean 'command'?)"
     )
 

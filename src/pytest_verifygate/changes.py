@@ -246,7 +246,10 @@ def detect_change_base(environ: Mapping[str, str]) -> ChangeBase | None:
             f"origin/{branch}",
             f"GitHub Actions pull request ({GITHUB_BASE_ENV}={branch})",
             "give actions/checkout `fetch-depth: 0` (all history and branches), or fetch "
-            f"more history before verifygate runs: `git fetch --deepen=200 origin {branch}`",
+            # The explicit refspec creates origin/<branch> in a single-branch clone too, where
+            # a plain `git fetch origin <branch>` fills only FETCH_HEAD.
+            "more history before verifygate runs: "
+            f"`git fetch --deepen=200 origin +{branch}:refs/remotes/origin/{branch}`",
         )
     sha = environ.get(GITLAB_BASE_ENV, "").strip()
     if sha:
@@ -406,7 +409,8 @@ def _finish_git(root: Path, process: subprocess.Popen[bytes] | early.EarlyRead) 
         # the options that need one instead of saying so.
         if "not a git repository" in first or "usage: git diff --no-index" in stderr:
             raise ChangeSetError(
-                f"{root} is not in a git repository: use --files or --all to choose gates"
+                f"{root} is not in a git repository, so no change set can be computed "
+                "(verifygate run and pytest take explicit files or all gates instead)"
             )
         command = list(process.args)[1]  # type: ignore[arg-type]
         raise ChangeSetError(f"git {command!s} failed: {first}")

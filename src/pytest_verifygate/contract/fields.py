@@ -60,7 +60,8 @@ class FieldReader:
     """Reads the values of one contract file, raising errors that name file, gate and key.
 
     ``key_prefix`` is put before every key an error names (``tool.verifygate.`` in a
-    pyproject.toml), so that the key is the one the user sees in the file.
+    pyproject.toml), so that the key is the one the user sees in the file; a gate's key is
+    named as written in its table, which the message names (``[[tool.verifygate.gate]]``).
     """
 
     def __init__(self, shown: str, root: Path, repo_root: Path, *, key_prefix: str = "") -> None:
@@ -77,10 +78,9 @@ class FieldReader:
         self, message: str, *, gate: str | None = None, key: str | None = None,
         hint: str | None = None,
     ) -> ContractError:
-        return ContractError(
-            self.shown, message, gate=gate, key=None if key is None else self.key_prefix + key,
-            hint=hint,
-        )
+        if key is not None and gate is None:
+            key = self.key_prefix + key
+        return ContractError(self.shown, message, gate=gate, key=key, hint=hint)
 
     def check_keys(
         self, table: dict[str, Any], allowed: tuple[str, ...], *, gate: str | None,

@@ -100,7 +100,7 @@ def _load_gate(
         raise reader.error(f"must be one line of text, not hold the control character "
                            f"U+{ord(control.group()):04X}", gate=label, key="name",
                            hint="write the name without line breaks or escapes")
-    reader.check_keys(raw, GATE_KEYS, gate=name, where="[[gate]]")
+    reader.check_keys(raw, GATE_KEYS, gate=name, where=f"[[{reader.key_prefix}gate]]")
     kind = reader.choice(raw.get("kind", "command"), KINDS, gate=name, key="kind")
     command = _command(raw, kind, name, reader)
     env = _env(raw.get("env", {}), name, reader)
