@@ -10,7 +10,7 @@ PYTEST_DONT_REWRITE
 import argparse
 import os
 import sys
-from typing import Any
+from typing import Any, TypedDict
 
 from pytest_verifygate import __version__, options
 from pytest_verifygate.cli.exits import EXIT_USAGE, HOOK_USAGE_STATUS
@@ -83,9 +83,11 @@ def build_parser(command: str | None = None) -> Parser:
     wanted = tuple(COMMANDS) if command is None else (command,)
 
     if "run" in wanted:
-        _add_run_options(commands.add_parser("run", help="run the selected gates"))
+        _add_run_options(commands.add_parser("run", help="run the selected gates",
+                                             **_TEXTS["run"]))
     if "list" in wanted:
-        listing = commands.add_parser("list", help="show every gate, selected or not, and why")
+        listing = commands.add_parser("list", help="show every gate, selected or not, and why",
+                                      **_TEXTS["list"])
         _add_selection_flags(listing)
         listing.add_argument("--format", choices=("text", "json"), default="text",
                              help="what to print: text (default) or JSON "
@@ -95,24 +97,27 @@ def build_parser(command: str | None = None) -> Parser:
                              "expansion (what run would spawn)")
     if "agent-hook" in wanted:
         hook = commands.add_parser("agent-hook",
-                                   help="coding-agent Stop hook: block while gates fail")
+                                   help="coding-agent Stop hook: block while gates fail",
+                                   **_TEXTS["agent-hook"])
         hook.error_status = HOOK_USAGE_STATUS
         _add_agent_hook_options(hook)
     if "merge" in wanted:
         _add_merge_options(commands.add_parser(
-            "merge", help="one report from the reports of a run's shards"))
+            "merge", help="one report from the reports of a run's shards", **_TEXTS["merge"]))
     for name in ("install-agent-hook", "install-hook"):  # the second: a deprecated alias
         if name in wanted:
             _add_install_options(commands.add_parser(name, help=(
                 "add the agent hook to a coding agent's configuration" if name != "install-hook"
-                else "deprecated name of install-agent-hook")))
+                else "deprecated name of install-agent-hook"), **_TEXTS["install-agent-hook"]))
     if "agent-status" in wanted:
         agent_status = commands.add_parser(
-            "agent-status", help="exit 0 only if the agent hook's last stop was verified")
+            "agent-status", help="exit 0 only if the agent hook's last stop was verified",
+            **_TEXTS["agent-status"])
         agent_status.add_argument("--clear", action="store_true",
                                   help="forget the last stop (before a new agent run)")
     if "mcp" in wanted:
-        mcp = commands.add_parser("mcp", help="serve the gates as MCP tools over stdio")
+        mcp = commands.add_parser("mcp", help="serve the gates as MCP tools over stdio",
+                                  **_TEXTS["mcp"])
         mcp.add_argument("--contract", metavar="PATH",
                          help="the contract file (default: found from the current directory up)")
     for name, what in (("install", "write plain git hooks (pre-commit, pre-push) that run "
@@ -150,6 +155,17 @@ def build_parser(command: str | None = None) -> Parser:
             "written; 2 a contract exists already, or no tool was found")
         init.add_argument("--pyproject", action="store_true",
                           help="append [tool.verifygate] to pyproject.toml instead")
+    if "completion" in wanted:
+        completion = commands.add_parser(
+            "completion", help="print a shell completion script (bash, zsh, fish, tcsh)",
+            description="Print the completion script of verifygate for a shell, made by "
+            "shtab from this parser (pip install 'pytest-verifygate[completion]').",
+            epilog="example: verifygate completion bash > "
+            "~/.local/share/bash-completion/completions/verifygate\n\n"
+            "example: verifygate completion fish > ~/.config/fish/completions/verifygate.fish"
+            "\n\nexit status: 0 printed; 2 shtab is not installed")
+        completion.add_argument("shell", choices=("bash", "zsh", "fish", "tcsh"),
+                                help="the shell to complete for")
     if "migrate" in wanted:
         _add_migrate_options(commands.add_parser(
             "migrate", help="write a contract from .pre-commit-config.yaml or lefthook.yml",
@@ -164,6 +180,48 @@ def build_parser(command: str | None = None) -> Parser:
     return parser
 
 
+class _Texts(TypedDict):
+    description: str
+    epilog: str
+
+
+def _texts(description: str, example: str, exits: str) -> _Texts:
+    return {"description": description,
+            "epilog": f"example: {example}\n\nexit status: {exits}"}
+
+
+_RUN_EXITS = ("0 passed, pending or unverified; 1 a gate failed; 2 contract or usage error; "
+              "130 interrupted")
+_TEXTS = {
+    "run": _texts("Run the gates that apply to the change set (staged, since a ref, the files "
+                  "named, or all) and report the verdict. NAME... runs only those gates.",
+                  "verifygate run --changed-from origin/main lint", _RUN_EXITS),
+    "list": _texts("Show every gate of the contract, whether run would start it and why; -v "
+                   "adds the argv run would spawn.", "verifygate list -v --staged",
+                   "0 listed; 2 contract or usage error"),
+    "agent-hook": _texts("The Stop hook of Claude Code, Codex, Cursor and Gemini CLI: reads the "
+                         "agent's payload on stdin and blocks the stop while gates fail, for at "
+                         "most --max-rounds rounds.", "verifygate agent-hook --agent claude",
+                         "0 the answer is on stdout (allow or block); 1 a usage error (the "
+                         "agent shows it)"),
+    "merge": _texts("Merge the JSON reports of a run's shards into one report (and JUnit).",
+                    "verifygate merge shard-*.json --json report.json",
+                    "0 merged verdict passed; 1 a gate failed; 2 a bad or missing report"),
+    "install-agent-hook": _texts("Add verifygate agent-hook to a coding agent's project "
+                                 "configuration, keeping everything else in it. (verifygate "
+                                 "install writes git hooks.)",
+                                 "verifygate install-agent-hook --agent claude",
+                                 "0 written or already there; 2 not a git repository, or a "
+                                 "file that is not the agent's configuration"),
+    "agent-status": _texts("Whether the agent hook's last stop in this repository was "
+                           "verified, for callers of headless agent runs.",
+                           "claude -p 'fix the tests' && verifygate agent-status",
+                           "0 the last stop was verified (or --clear done); 1 it was not, or "
+                           "there is none; 2 not a git repository"),
+    "mcp": _texts("Serve list_gates, run_gates and explain_failure as MCP tools over stdio "
+                  "(pip install 'pytest-verifygate[mcp]').", "verifygate mcp",
+                  "0 the client closed the session; 2 the MCP SDK is missing"),
+}
 _GIT_HOOKS = {
     "install": "Write git's pre-commit hook (verifygate run --staged) and pre-push hook (the "
     "pushed range) where git looks for hooks (core.hooksPath honoured), for teams without the "
@@ -225,7 +283,8 @@ def _add_agent_hook_options(hook: argparse.ArgumentParser) -> None:
 
     hook.add_argument("--max-rounds", type=options.positive_int, default=3, metavar="N",
                       help="failing rounds per session before it stops blocking (default 3)")
-    hook.add_argument("--contract", metavar="PATH")
+    hook.add_argument("--contract", metavar="PATH",
+                      help="the contract file (default: found from the current directory up)")
     hook.add_argument("--agent", choices=AGENTS,
                       help="the agent whose protocol to speak (default: told by the payload)")
     hook.add_argument("--role", metavar="R", action="append", help=ROLE_HELP)

@@ -20,7 +20,7 @@ COMMANDS = {"run": "run", "list": "listing", "agent-hook": "agent_hook", "merge"
             "install-agent-hook": "install_hook", "agent-status": "agent_status",
             "install-hook": "install_hook", "mcp": "mcp", "migrate": "migrate",
             "init": "init", "check": "check", "install": "install",
-            "uninstall": "uninstall"}
+            "uninstall": "uninstall", "completion": "completion"}
 # What argparse gives ``verifygate run`` for every option not on the command line.
 RUN_DEFAULTS: dict[str, object] = {
     "command": "run", "names": [], "contract": None, "role": None, "phase": None, "shard": None,

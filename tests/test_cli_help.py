@@ -1,0 +1,55 @@
+"""Every subcommand's ``--help`` (a description, an example, its exit statuses, help for
+every option) and the shell completion scripts made from the same parser."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+import pytest
+
+from pytest_verifygate.cli.parser import build_parser
+from pytest_verifygate.cli.quick import COMMANDS
+
+from conftest import verifygate
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_every_subcommand_explains_itself(command: str) -> None:
+    parser = build_parser(command)
+    sub = next(action for action in parser._actions
+               if isinstance(action, argparse._SubParsersAction)).choices[command]
+    assert sub.description, command
+    assert "example: verifygate " in (sub.epilog or ""), command
+    assert "exit status: 0 " in (sub.epilog or ""), command
+    for action in sub._actions:
+        assert action.help, f"{command} {action.option_strings or action.dest} has no help"
+
+
+def test_help_keeps_its_paragraphs(tmp_path: object) -> None:
+    done = subprocess.run([sys.executable, "-m", "pytest_verifygate", "check", "--help"],
+                          capture_output=True, text=True, env={"COLUMNS": "80", "PATH": ""})
+    assert done.returncode == 0
+    assert "\n\nexample: verifygate check\n\nexit status: 0 the setup is sound" in done.stdout
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish", "tcsh"])
+def test_completion_scripts_offer_every_subcommand(tmp_path: object, shell: str) -> None:
+    from pathlib import Path
+
+    done = verifygate("completion", shell, cwd=Path(str(tmp_path)))
+    assert done.returncode == 0, done.stderr
+    for command in ("run", "list", "migrate", "install", "agent-hook"):
+        assert command in done.stdout
+
+
+def test_bash_completion_completes_a_subcommand(tmp_path: object) -> None:
+    from pathlib import Path
+
+    script = Path(str(tmp_path)) / "verifygate.bash"
+    script.write_text(verifygate("completion", "bash", cwd=Path(str(tmp_path))).stdout)
+    done = subprocess.run(["bash", "-c", f"source {script}; COMP_WORDS=(verifygate mig); "
+                           "COMP_CWORD=1; _shtab_verifygate; echo \"${COMPREPLY[@]}\""],
+                          capture_output=True, text=True)
+    assert done.stdout.split() == ["migrate"], done.stderr
