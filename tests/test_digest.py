@@ -386,3 +386,21 @@ def test_signature_changes_with_the_failure() -> None:
     assert failure_signature(report(gate("t", "AssertionError: expected apples\n",
                                          code="timeout"))) != base
     assert failure_signature(report(gate("t", "x", outcome="passed"))) is None
+
+
+def test_interrupted_gates_are_counted_apart_and_unstarted_ones_get_no_section() -> None:
+    def gate(name: str, code: str, attempts: int) -> dict[str, object]:
+        return {"name": name, "outcome": "failed", "code": code, "command": ["x"], "cwd": ".",
+                "exit_code": None, "signal": None, "duration_s": 0.1, "attempts": attempts,
+                "output_tail": f"{name} output\n", "output_truncated": False}
+
+    report = {"version": 1, "verdict": "failed", "gates": [
+        gate("lint", "command_failed", 1), gate("tests", "interrupted", 1),
+        gate("docs", "interrupted", 0), gate("build", "interrupted", 0)]}
+    digest = to_digest(report)
+    assert digest.startswith("## verifygate: 1 of 4 gate(s) failed, 3 interrupted: `lint`, "
+                             "`tests`\n\nInterrupted before they started: `docs`, `build`\n")
+    assert "### `docs`" not in digest and "docs output" not in digest
+    only_cut = to_digest({**report, "gates": report["gates"][1:]})
+    assert only_cut.startswith("## verifygate: interrupted: 3 of 3 gate(s) did not finish: "
+                               "`tests`\n")

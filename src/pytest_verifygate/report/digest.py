@@ -319,13 +319,30 @@ def to_digest(report: Mapping[str, Any], *, root: str | os.PathLike[str] | None 
     failed = [gate for gate in gates if gate.get("outcome") == codes.FAILED]
     if not failed:
         return _keep_start(_one_line(report), total)
+    # Gates cut short are counted apart from failures (as the verdict line counts them), and
+    # one that never started has no section: there is nothing of it to read.
+    cut = [gate for gate in failed if gate.get("code") == codes.INTERRUPTED]
+    unstarted = [gate for gate in cut if not gate.get("attempts")]
+    real = [gate for gate in failed if gate.get("code") != codes.INTERRUPTED]
+    failed = [gate for gate in failed if gate not in unstarted]
     names = [_code_span(_inline(str(gate.get("name", "?")), 64)) for gate in failed]
     listed = ", ".join(names[:MAX_NAMES_IN_TITLE])
     if len(names) > MAX_NAMES_IN_TITLE:
         listed += f" and {len(names) - MAX_NAMES_IN_TITLE} more"
-    title = f"## verifygate: {len(failed)} of {len(gates)} gate(s) failed: {listed}"
+    if real:
+        title = f"## verifygate: {len(real)} of {len(gates)} gate(s) failed"
+        title += f", {len(cut)} interrupted: {listed}" if cut else f": {listed}"
+    else:
+        title = f"## verifygate: interrupted: {len(cut)} of {len(gates)} gate(s) did not finish"
+        title += f": {listed}" if failed else ""
     parts = [title]
-    used = _size(title)
+    if unstarted:
+        never = ", ".join(_code_span(_inline(str(gate.get("name", "?")), 64))
+                          for gate in unstarted[:MAX_NAMES_IN_TITLE])
+        more = len(unstarted) - MAX_NAMES_IN_TITLE
+        parts.append(_shorten(f"Interrupted before they started: {never}"
+                              + (f" and {more} more" if more > 0 else ""), 400))
+    used = sum(_size(part) + 2 for part in parts) - 2
     omitted_room = 160  # for the closing "N more failed gate(s) not shown" line
     for index, gate in enumerate(failed):
         remaining = len(failed) - index
