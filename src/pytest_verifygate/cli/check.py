@@ -21,13 +21,9 @@ from pytest_verifygate.setup_check import (
 
 
 def main(args: argparse.Namespace) -> int:
-    from pytest_verifygate.changes import all_files
-    from pytest_verifygate.contract import (
-        display_path,
-        find_contract,
-        find_repo_root,
-        load_contract,
-    )
+    from pytest_verifygate.changes import ChangeRequest, all_files
+    from pytest_verifygate.contract import display_path, find_contract, find_repo_root
+    from pytest_verifygate.engine import RunRequest, prepare
 
     environ = dict(os.environ)
     start = Path.cwd()
@@ -37,7 +33,8 @@ def main(args: argparse.Namespace) -> int:
     repo_root = find_repo_root(start)
     checked = "no contract"
     try:
-        contract = load_contract(args.contract, start=start)
+        contract = prepare(RunRequest(contract=args.contract, start=start,
+                                      changes=ChangeRequest(all=True))).contract
     except ContractError as exc:
         findings.append(Finding(ERROR, "contract", str(exc)))
     else:

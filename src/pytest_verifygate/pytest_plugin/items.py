@@ -15,6 +15,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -145,3 +146,21 @@ def result_from_entry(entry: dict[str, Any]) -> GateResult:
     values = {key: value for key, value in entry.items() if key in GateResult._fields}
     values["command"] = tuple(values.get("command") or ())
     return GateResult(**values)
+
+
+def suite_twice(items: Sequence[pytest.Item], contract_nodeid: str) -> list[str]:
+    """A notice when a collected gate runs pytest and the same run collects tests too (the
+    suite would run twice), naming both ways out; none otherwise."""
+    import shlex
+
+    tests = any(not isinstance(item, GateItem) for item in items)
+    twice = [item for item in items if isinstance(item, GateItem) and any(
+        os.path.basename(word) in ("pytest", "py.test") for word in (
+            item.gate.command.split() if isinstance(item.gate.command, str)
+            else item.gate.command))]
+    if not tests or not twice:
+        return []
+    return [f"gate {twice[0].gate.name!r} runs pytest, and this run collects tests too: the "
+            f"suite runs twice. Collect only the gates (pytest {contract_nodeid} "
+            f"--verify-contract), or leave the gate out here (--deselect "
+            f"{shlex.quote(twice[0].nodeid)})"]

@@ -84,7 +84,6 @@ class VerifyGateSession(ContractCollection):
         self.report: dict[str, Any] | None = None
         self.report_written = False  # the summary names the report's file only once it is
         self.messages: list[str] = []
-        self.notices: list[str] = []  # worth knowing, not a failure (shown in yellow)
         self.interruptible = Interruptible(keep_others=True)  # pytest keeps its own SIGINT
         self._redactor: Redactor | None = None
         self.command_stop: CommandStop | None = None
@@ -166,17 +165,6 @@ class VerifyGateSession(ContractCollection):
         self.collected_names = _unique(
             item.gate.name for item in session.items if isinstance(item, GateItem)
         )
-        tests = any(not isinstance(item, GateItem) for item in session.items)
-        twice = [item for item in session.items
-                 if isinstance(item, GateItem) and _runs_pytest(item.gate.command)]
-        if tests and twice and not self.is_worker:
-            import shlex
-
-            self.notices.append(
-                f"gate {twice[0].gate.name!r} runs pytest, and this run collects tests too: "
-                f"the suite runs twice. Collect only the gates (pytest {self.contract_nodeid} "
-                f"--verify-contract), or leave the gate out here (--deselect "
-                f"{shlex.quote(twice[0].nodeid)})")
 
     # -- xdist ---------------------------------------------------------------------------
 
@@ -481,15 +469,9 @@ class VerifyGateSession(ContractCollection):
                 reporter.write_line(line)
         for message in self.messages:
             reporter.write_line(f"verifygate: {message}", red=True)
-        for notice in self.notices:
+        from pytest_verifygate.pytest_plugin.items import suite_twice  # a notice, not a failure
+        for notice in suite_twice(getattr(self.session, "items", ()), self.contract_nodeid):
             reporter.write_line(f"verifygate: {notice}", yellow=True)
-
-
-def _runs_pytest(command: str | tuple[str, ...]) -> bool:
-    """Whether a gate's command runs pytest (``pytest``, ``python -m pytest``, a script that
-    calls it): the same tests a pytest run collecting them beside the gates runs itself."""
-    words = command.split() if isinstance(command, str) else list(command)
-    return any(os.path.basename(word) in ("pytest", "py.test") for word in words)
 
 
 def _write_styled(reporter: pytest.TerminalReporter, line: Styled) -> None:
