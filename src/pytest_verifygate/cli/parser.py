@@ -227,7 +227,7 @@ _GIT_HOOKS = {
     "pushed range) where git looks for hooks (core.hooksPath honoured), for teams without the "
     "pre-commit framework. Idempotent; a hook already there is kept and run first "
     "(NAME.verifygate-chained). The hooks run this Python by its path, so they work without "
-    "the virtualenv on PATH. (install-hook is the coding agents' installer.)",
+    "the virtualenv on PATH. (install-agent-hook is the coding agents' installer.)",
     "uninstall": "Remove the hooks verifygate install wrote (no other) and put back the hooks "
     "they chained to.",
 }
