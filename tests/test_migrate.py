@@ -164,6 +164,10 @@ repos:
   hooks:
   - id: mypy
     additional_dependencies: [types-requests]
+- repo: https://github.com/codespell-project/codespell
+  rev: 2ccb47ff45ad361a21071a7eedda4c37e6ae8c5a  # frozen: v2.4.2
+  hooks:
+  - id: codespell
 - repo: https://github.com/pre-commit/pygrep-hooks
   rev: v1.10.0
   hooks:
@@ -195,7 +199,8 @@ def test_well_known_hooks_become_gates_and_the_rest_is_listed(repo: Path) -> Non
     gates = {gate["name"]: gate for gate in contract["gate"]}
     assert contract["settings"] == {"jobs": 1}
     assert list(gates) == ["check-yaml", "trailing-whitespace", "mixed-line-ending",
-                           "ruff-check", "ruff-format", "mypy", "python-no-eval", "lint"]
+                           "ruff-check", "ruff-format", "mypy", "codespell", "python-no-eval",
+                           "lint"]
     assert gates["python-no-eval"]["command"] == [
         "python", "-m", "pre_commit.languages.pygrep", r"\beval\(", "{files}"]
     assert gates["trailing-whitespace"] == {
@@ -217,8 +222,9 @@ def test_well_known_hooks_become_gates_and_the_rest_is_listed(repo: Path) -> Non
     assert any("'lint': ruff given file names" in note and "--force-exclude" in note
                for note in notes)
     # pygrep-hooks' rev is no version of pre-commit, whose grep its gates run.
+    # A frozen rev (a commit) pins the version its comment names.
     assert any(note.endswith("pip install pre-commit-hooks==6.0.0 ruff==0.16.0 mypy==2.3.0 "
-                             "pre-commit") for note in notes)
+                             "codespell==2.4.2 pre-commit") for note in notes)
     assert all(f"# - {note.removeprefix('verifygate: migrate: ')}" in done.stdout
                for note in notes)  # and written into the contract
 

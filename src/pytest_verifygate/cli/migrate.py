@@ -32,9 +32,9 @@ def main(args: argparse.Namespace) -> int:
 
         migration = from_lefthook(config, str(source))
     else:
-        from pytest_verifygate.migrate.precommit import from_pre_commit
+        from pytest_verifygate.migrate.precommit import from_pre_commit, frozen_revs
 
-        migration = from_pre_commit(config, str(source))
+        migration = from_pre_commit(config, str(source), frozen_revs(text))
     if not migration.gates:
         raise UsageError(f"{source}: no hook carries over: "
                          + "; ".join(migration.notes or ["it defines no hooks"]))

@@ -29,7 +29,17 @@ _VERSION = re.compile(r"v?(\d+(?:\.\d+)*)")
 _GLOBAL_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
 
 
-def from_pre_commit(config: object, shown: str) -> Migration:
+# ``rev: <sha>  # frozen: v1.2.3``: what ``pre-commit autoupdate --freeze`` writes.
+_FROZEN = re.compile(r"^\s*rev:\s*['\"]?([0-9a-f]{7,64})['\"]?\s*#\s*frozen:\s*(\S+)", re.M)
+
+
+def frozen_revs(text: str) -> dict[str, str]:
+    """The version each frozen (commit) ``rev`` of a config's text stands for."""
+    return {match.group(1): match.group(2) for match in _FROZEN.finditer(text)}
+
+
+def from_pre_commit(config: object, shown: str, frozen: dict[str, str] | None = None
+                    ) -> Migration:
     if isinstance(config, list):  # the format before pre-commit 1.0: a list of repos
         config = {"repos": config}
     if not isinstance(config, dict) or not isinstance(config.get("repos"), list):
@@ -49,7 +59,7 @@ def from_pre_commit(config: object, shown: str) -> Migration:
         for hook in repo["hooks"]:
             if not isinstance(hook, dict) or not isinstance(hook.get("id"), str):
                 raise UsageError(f"{shown}: a hook of repo {url!r} has no 'id'")
-            effective = _effective_hook(url, hook, repo, packages, notes)
+            effective = _effective_hook(url, hook, repo, packages, notes, frozen or {})
             if effective is None:
                 continue
             gate = _gate(effective, config, notes)
@@ -66,7 +76,8 @@ def from_pre_commit(config: object, shown: str) -> Migration:
 
 
 def _effective_hook(url: str, hook: dict[str, Any], repo: dict[str, Any],
-                    packages: dict[str, str | None], notes: list[str]) -> dict[str, Any] | None:
+                    packages: dict[str, str | None], notes: list[str],
+                    frozen: dict[str, str] | None = None) -> dict[str, Any] | None:
     """The hook's definition (the manifest's, overridden by the config's keys); None, with a
     note, for a hook that cannot be carried over."""
     hook_id = hook["id"]
@@ -87,7 +98,8 @@ def _effective_hook(url: str, hook: dict[str, Any], repo: dict[str, Any],
                      "that runs its program (see that repository's .pre-commit-hooks.yaml "
                      "for its entry, args and types)")
         return None
-    version = _VERSION.fullmatch(str(repo.get("rev", "")))
+    rev = str(repo.get("rev", ""))
+    version = _VERSION.fullmatch((frozen or {}).get(rev, rev))
     packages.setdefault(known.package,
                         version.group(1) if version and known.rev_is_version else None)
     return {**_definition_keys(definition), **hook}
