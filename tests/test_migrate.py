@@ -261,10 +261,15 @@ pre-commit:
     types:
       root: "src/"
       run: mypy .
+    prettier:
+      glob: "*.md"
+      run: prettier --write {staged_files} && git add {staged_files}
 pre-push:
   commands:
     tests:
       run: pytest -q
+    lint:
+      run: ruff check .
 commit-msg:
   commands:
     message:
@@ -279,9 +284,14 @@ commit-msg:
         "lint": {"name": "lint", "command": "ruff check --force-exclude {files}",
                  "shell": True, "when_changed": ["*.py", "*.pyi"]},
         "types": {"name": "types", "command": "mypy .", "shell": True, "cwd": "src"},
+        "prettier": {"name": "prettier", "command": "prettier --write {files} && git add "
+                     "{files}", "shell": True, "when_changed": ["*.md"]},
         "tests": {"name": "tests", "command": "pytest -q", "shell": True,
                   "roles": ["pre-push"]},
+        "pre-push-lint": {"name": "pre-push-lint", "command": "ruff check .", "shell": True,
+                          "roles": ["pre-push"]},
     }
+    assert "pre-commit 'prettier' stages what it fixed (git add / stage_fixed)" in done.stderr
     assert "commit-msg: only pre-commit and pre-push carry over" in done.stderr
 
 

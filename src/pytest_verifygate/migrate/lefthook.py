@@ -16,7 +16,7 @@ from pytest_verifygate.migrate import Migration, unique_name
 
 _FILE_TEMPLATES = re.compile(r"\{(staged_files|push_files|all_files|files)\}")
 _BRACES = re.compile(r"\{([^{}]*,[^{}]*)\}")
-_CARRIED = {"run", "glob", "root", "name", "exclude", "file_types"}
+_CARRIED = {"run", "glob", "root", "name", "exclude", "file_types", "stage_fixed"}
 
 
 def from_lefthook(config: object, shown: str) -> Migration:
@@ -38,7 +38,9 @@ def from_lefthook(config: object, shown: str) -> Migration:
         for name, command in _commands(hook):
             gate = _gate(hook_name, name, command, notes)
             if gate is not None:
-                gates.append({"name": unique_name(name, taken), **gate})
+                # The same command name in both hooks (lint, lint): pre-push-lint for the second.
+                wanted = name if name not in taken else f"{hook_name}-{name}"
+                gates.append({"name": unique_name(wanted, taken), **gate})
     return Migration(gates, {}, notes)
 
 
@@ -63,6 +65,10 @@ def _gate(hook_name: str, name: str, command: dict[str, Any],
                      "over")
         return None
     script = _FILE_TEMPLATES.sub("{files}", run.strip())
+    if re.search(r"\bgit\s+add\b", script) or command.get("stage_fixed"):
+        notes.append(f"{hook_name} {name!r} stages what it fixed (git add / stage_fixed): a "
+                     "gate that changes its files fails instead (review, then stage); drop "
+                     "the git add")
     gate: dict[str, Value] = {"command": script, "shell": True}
     if hook_name == "pre-push":
         gate["roles"] = ["pre-push"]
