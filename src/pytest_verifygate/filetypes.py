@@ -3,8 +3,9 @@
 ``files_regex`` / ``exclude_regex`` (pre-commit's ``files`` / ``exclude``: Python regexes
 searched in the path relative to the project root).
 
-A gate without these keys takes every file (``when_changed`` alone decides); ``identify`` is
-imported only when some gate names a type.
+A gate without these keys takes every file (``when_changed`` alone decides); this module is
+imported only for a gate with them (``Gate.filters_files``), ``identify`` only when one names a
+type.
 
 PYTEST_DONT_REWRITE
 """
@@ -17,12 +18,6 @@ from pathlib import Path
 from pytest_verifygate.contract.model import Gate
 
 
-def filters_files(gate: Gate) -> bool:
-    """Whether ``gate`` takes only some files by kind or name."""
-    return bool(gate.types or gate.types_or or gate.exclude_types or gate.files_regex
-                or gate.exclude_regex)
-
-
 def files_of_gate(gate: Gate, root: Path, paths: Sequence[str],
                   deleted: Collection[str] = ()) -> tuple[str, ...]:
     """The ``paths`` (relative to ``root``) that ``gate``'s types and regexes let through, in
@@ -31,7 +26,7 @@ def files_of_gate(gate: Gate, root: Path, paths: Sequence[str],
     A path in ``deleted`` has no file left to look at: its tags are those its name gives,
     plus ``file`` (a deletion of ``a.py`` still concerns a gate with ``types = ["python"]``).
     """
-    if not filters_files(gate):
+    if not gate.filters_files:
         return tuple(paths)
     keep = _name_test(gate.files_regex, gate.exclude_regex)
     wanted = frozenset(gate.types), frozenset(gate.types_or), frozenset(gate.exclude_types)

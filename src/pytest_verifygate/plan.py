@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 from pytest_verifygate.changes import all_files
 from pytest_verifygate.commands import UnsupportedCommand, expand, parse_command, shell_words
 from pytest_verifygate.contract import Contract
-from pytest_verifygate.filetypes import files_of_gate
 from pytest_verifygate.runner.records import GatePlan
 from pytest_verifygate.selection import Selection, files_for_gate
 
@@ -62,8 +61,11 @@ def plan_gates(
             else:
                 if tracked is None:
                     tracked = all_files(contract.root)
-                candidates = files_of_gate(gate, contract.root,
-                                           files_for_gate(gate, tracked))
+                candidates = files_for_gate(gate, tracked)
+                if gate.filters_files:
+                    from pytest_verifygate.filetypes import files_of_gate
+
+                    candidates = files_of_gate(gate, contract.root, candidates)
             given = [path for path in candidates if os.path.lexists(contract.root / path)]
             files = [_relative_to_cwd(path, contract.root, cwd) for path in given]
             if not files:

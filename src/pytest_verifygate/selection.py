@@ -15,7 +15,6 @@ from typing import NamedTuple
 
 from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import Contract, Gate
-from pytest_verifygate.filetypes import describe_filter, files_of_gate, filters_files
 from pytest_verifygate.patterns import DIR_MARK_GROUP, Matcher, matcher
 
 # What left a gate out (``Selection.left_out_by``). Front ends treat them differently: pytest
@@ -83,8 +82,10 @@ def _typed(gate: Gate, contract: Contract, candidates: Sequence[str],
            changes: ChangeSet) -> Sequence[str]:
     """The changed files of the kinds and names the gate takes (``types``, ``files_regex``,
     ...: ``filetypes.py``); all of them for a gate without such keys."""
-    if not changes.filtering or not filters_files(gate):
+    if not changes.filtering or not gate.filters_files:
         return candidates
+    from pytest_verifygate.filetypes import files_of_gate  # only for gates that filter
+
     # The prefilter kept only what some gate's patterns can match: none, for a gate without.
     source = candidates if gate.when_changed is not None else changes.files
     return files_of_gate(gate, contract.root, source, changes.deleted)
@@ -106,6 +107,12 @@ def only_named(selections: Sequence[Selection], names: Sequence[str],
             else selection._replace(selected=False, matched_files=None, left_out_by=BY_NAME,
                                     reason="not named on the command line")
             for selection in selections]
+
+
+def _described(gate: Gate) -> str:
+    from pytest_verifygate.filetypes import describe_filter
+
+    return describe_filter(gate)
 
 
 def _role_mismatch(gate: Gate, roles: tuple[str, ...]) -> str | None:
@@ -148,7 +155,7 @@ def _decide(
                 gate, False, f"when_changed_all pattern {pattern!r} matches no changed file",
                 left_out_by=BY_CHANGES,
             )
-    if gate.when_changed is None and not filters_files(gate):
+    if gate.when_changed is None and not gate.filters_files:
         reason = "always (no when_changed)"
         if gate.when_changed_all:
             reason = "every when_changed_all pattern matches a changed file"
@@ -159,8 +166,8 @@ def _decide(
         if not changes.files:
             return Selection(gate, False, "no files changed", left_out_by=BY_CHANGES)
         wanted = [f"when_changed [{', '.join(gate.when_changed)}]"] if gate.when_changed else []
-        if filters_files(gate):
-            wanted.append(describe_filter(gate))
+        if gate.filters_files:
+            wanted.append(_described(gate))
         return Selection(gate, False, f"no changed file matches {'; '.join(wanted)}",
                          left_out_by=BY_CHANGES)
     first = matched[0]
@@ -170,7 +177,7 @@ def _decide(
         gate,
         True,
         f"changed {first!r}{deleted_note}{more} matches "
-        f"{'when_changed' if gate.when_changed else describe_filter(gate)}",
+        f"{'when_changed' if gate.when_changed else _described(gate)}",
         tuple(f for f in matched if f not in changes.deleted),
     )
 

@@ -97,7 +97,7 @@ def _program(where: str, program: str, cwd: Path, environ: dict[str, str]) -> It
 
 def _pattern_findings(where: str, gate: Gate, root: Path,
                       tracked: Sequence[str]) -> Iterator[Finding]:
-    from pytest_verifygate.filetypes import describe_filter, files_of_gate, filters_files
+    from pytest_verifygate.filetypes import describe_filter, files_of_gate
     from pytest_verifygate.patterns import matcher
 
     for key in ("when_changed", "when_changed_all", "inputs"):
@@ -107,7 +107,7 @@ def _pattern_findings(where: str, gate: Gate, root: Path,
             if not any(True for _ in matcher([pattern]).match_files(tracked)):
                 yield Finding(WARNING, where, f"{key} pattern {pattern!r} matches no tracked "
                               "file: a typo, or a path that moved?")
-    if filters_files(gate) and not files_of_gate(gate, root, tracked):
+    if gate.filters_files and not files_of_gate(gate, root, tracked):
         yield Finding(WARNING, where, f"{describe_filter(gate)}: no tracked file is of these "
                       "types and names")
 

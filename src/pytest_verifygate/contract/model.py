@@ -124,6 +124,12 @@ class Gate(NamedTuple):
     exclude_regex: str | None = None
 
     @property
+    def filters_files(self) -> bool:
+        """Whether the gate takes only some files by kind or name (``filetypes.py``)."""
+        return bool(self.types or self.types_or or self.exclude_types or self.files_regex
+                    or self.exclude_regex)
+
+    @property
     def command_text(self) -> str:
         """The command as a user would type it (for messages and reports)."""
         if isinstance(self.command, str):
