@@ -96,3 +96,14 @@ def verifygate(*args: str, cwd: Path, stdin: str | None = None,
         cwd=cwd, capture_output=True, text=True, input=stdin,
         env={**os.environ, **(env or {})},
     )
+
+
+# pytest's xunit2 schema (its default junit_family), vendored: see tests/data/README.md.
+JUNIT_SCHEMA = Path(__file__).parent / "data" / "junit-10.xsd"
+
+
+def validate_junit(path: Path) -> None:
+    """Fail unless the JUnit file at ``path`` is valid against pytest's ``junit-10.xsd``."""
+    import xmlschema
+
+    xmlschema.XMLSchema(str(JUNIT_SCHEMA)).validate(str(path))

@@ -101,8 +101,9 @@ def test_one_item_per_selected_gate_in_contract_order(project: pytest.Pytester) 
         "a.py:1: E999 something is wrong",
     ])
     result.stdout.fnmatch_lines([
-        "SKIPPED [[]1[]] verify.toml:1: no matching files for {files}",
-        "SKIPPED [[]1[]] verify.toml:1: pending: manual gate: awaits human sign-off",
+        # At each gate's [[gate]] table.
+        "SKIPPED [[]1[]] verify.toml:10: no matching files for {files}",
+        "SKIPPED [[]1[]] verify.toml:14: pending: manual gate: awaits human sign-off",
     ])
     # The terminal summary: every gate with outcome, code and time.
     result.stdout.fnmatch_lines([
@@ -301,7 +302,9 @@ def test_ctrl_c_writes_a_report_with_unfinished_gates_interrupted(
 
 def test_junitxml_properties_and_short_message(project: pytest.Pytester) -> None:
     standard_contract(project.path)
-    project.runpytest("--verify-contract", "--verify-role", "implementer", "--junitxml=junit.xml")
+    # pytest's default family, xunit2, allows no testcase properties: xunit1 carries them.
+    project.runpytest("--verify-contract", "--verify-role", "implementer", "--junitxml=junit.xml",
+                      "-o", "junit_family=xunit1")
     cases = junit_cases(project.path / "junit.xml")
     lint = junit_properties(cases["lint"])
     assert lint["verifygate.outcome"] == "passed"
@@ -383,7 +386,7 @@ def test_change_set_selects_gates_and_expands_files(project: pytest.Pytester) ->
     result = project.runpytest("--verify-contract", "--verify-changed-from", "HEAD",
                                "--verify-report", "report.json", "-rs")
     result.assert_outcomes(passed=1, skipped=1)
-    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] verify.toml:1: no changed file matches "
+    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] verify.toml:5: no changed file matches "
                                  "when_changed [[]docs/**[]]"])
     report = load_json(project.path / "report.json")
     validate_report(report)
@@ -552,12 +555,13 @@ def test_junit_time_is_the_gate_s_own_duration(project: pytest.Pytester,
     # pytest alone would time those at a millisecond.
     write_contract(project.path, *({"name": f"g{i}", "command": sleeping(0.4)}
                                    for i in range(3)))
-    result = project.runpytest("--verify-contract", "--junitxml=junit.xml", *extra)
+    result = project.runpytest("--verify-contract", "--junitxml=junit.xml",
+                               "-o", "junit_family=xunit1", *extra)
     result.assert_outcomes(passed=3)
     for name, case in junit_cases(project.path / "junit.xml").items():
-        duration = float(junit_properties(case)["verifygate.duration_s"])
-        assert duration >= 0.4, (name, duration)
-        assert float(case.attrib["time"]) >= duration, (name, case.attrib)
+        duration = junit_properties(case)["verifygate.duration_s"]
+        assert float(duration) >= 0.4, (name, duration)
+        assert case.attrib["time"] == duration, (name, case.attrib)
 
 
 def test_durations_shows_each_gate_s_own_time(project: pytest.Pytester) -> None:

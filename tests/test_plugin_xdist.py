@@ -47,7 +47,8 @@ def test_same_items_and_outcomes_and_one_complete_report(project: pytest.Pyteste
     project.makepyfile(test_one="def test_one(): pass")
     result = project.runpytest_subprocess(
         "--verify-contract", *XDIST, "--verify-report", "report.json",
-        "--verify-digest", "digest.md", "--junitxml", "junit.xml", "-rs",
+        "--verify-digest", "digest.md", "--junitxml", "junit.xml", "-o", "junit_family=xunit1",
+        "-rs",
     )
     result.assert_outcomes(passed=3, failed=1, skipped=2)
     result.stdout.fnmatch_lines([
@@ -55,7 +56,7 @@ def test_same_items_and_outcomes_and_one_complete_report(project: pytest.Pyteste
         "*= verifygate =*",
         "verdict: failed (2 passed, 1 failed, 1 skipped, 1 pending)*",
     ])
-    result.stdout.fnmatch_lines(["*verify.toml:1: pending: manual gate: awaits human sign-off"])
+    result.stdout.fnmatch_lines(["*verify.toml:12: pending: manual gate: awaits human sign-off"])
     report = load_json(project.path / "report.json")
     validate_report(report)
     # Every gate exactly once, in contract order, although two workers ran them.

@@ -50,7 +50,8 @@ def main(args: argparse.Namespace) -> int:
         from pytest_verifygate.report.junit import write_junit
 
         try:
-            write_junit(args.junit, merged)
+            write_junit(args.junit, merged, timeouts=_junit_timeouts(merged),
+                        family=args.junit_family)
         except OSError as exc:
             problems.append(f"cannot write the JUnit file {args.junit}: {exc.strerror or exc}")
     if args.json or args.junit:
@@ -353,6 +354,26 @@ def _result(gate: Mapping[str, Any]) -> Any:
     values = {key: value for key, value in gate.items() if key in GateResult._fields}
     values["command"] = tuple(values.get("command") or ())
     return GateResult(**values)
+
+
+def _junit_timeouts(merged: Mapping[str, Any]) -> dict[str, float]:
+    """Each timed-out gate's ``timeout_seconds``, from the contract the shards ran (when this
+    repository has it), so that the JUnit headline says ``timed out after N s`` as ``run``'s
+    does. Without a readable contract the headline says ``timed out``: nothing is guessed."""
+    from pytest_verifygate.contract import find_repo_root
+    from pytest_verifygate.contract.load import load_contract
+    from pytest_verifygate.errors import VerifyGateError
+
+    if not any(gate.get("code") == codes.TIMEOUT for gate in merged["gates"]):
+        return {}
+    root = find_repo_root(Path.cwd())
+    if root is None:
+        return {}
+    try:
+        contract = load_contract(root / str(merged["contract"]))
+    except (VerifyGateError, OSError):
+        return {}
+    return {gate.name: gate.timeout_seconds for gate in contract.gates}
 
 
 def _record_durations(merged: Mapping[str, Any]) -> None:

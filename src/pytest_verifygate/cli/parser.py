@@ -266,6 +266,7 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
                      help="what to print: text (default), the JSON report, or the agent digest")
     run.add_argument("--junit", metavar="PATH",
                      help="write JUnit XML here (what pytest --junitxml writes for the gates)")
+    _add_junit_family(run)
     run.add_argument("--annotations", choices=options.ANNOTATION_CHOICES,
                      help="github: print GitHub Actions error annotations for failed gates and "
                      "append a table to $GITHUB_STEP_SUMMARY (default: when GITHUB_ACTIONS is "
@@ -317,10 +318,19 @@ def _add_migrate_options(migrate: argparse.ArgumentParser) -> None:
                          "config; - for stdout); an existing file is never overwritten")
 
 
+def _add_junit_family(command: argparse.ArgumentParser) -> None:
+    # pytest's junit_family names: xunit2 (pytest's default, valid against junit-10.xsd) has
+    # no testcase properties; xunit1 carries each gate's verifygate.* properties.
+    command.add_argument("--junit-family", choices=("xunit2", "xunit1"), default="xunit2",
+                         help="the JUnit family, as pytest's junit_family: xunit2 (default) "
+                         "or xunit1 (adds each gate's verifygate.* properties)")
+
+
 def _add_merge_options(merge: argparse.ArgumentParser) -> None:
     merge.add_argument("reports", nargs="+", metavar="REPORT.json",
                        help="the JSON reports of every shard (verifygate run --shard K/N --json)")
     merge.add_argument("--json", metavar="PATH", help="write the merged JSON report here")
     merge.add_argument("--junit", metavar="PATH", help="write JUnit XML of the merged report here")
+    _add_junit_family(merge)
     merge.add_argument("--format", choices=("text", "json"), default="text",
                        help="what to print: text (default) or the merged JSON report")

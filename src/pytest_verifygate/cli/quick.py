@@ -26,7 +26,7 @@ RUN_DEFAULTS: dict[str, object] = {
     "command": "run", "names": [], "contract": None, "role": None, "phase": None, "shard": None,
     "staged": False, "changed_from": None, "files": None, "files_from": None, "all": False,
     "jobs": None, "json": None, "format": "text", "junit": None, "annotations": None,
-    "no_cache": False, "color": "auto",
+    "no_cache": False, "color": "auto", "junit_family": "xunit2",
 }
 # The flags read here, each with the attribute it sets to True.
 QUICK_FLAGS = {"--staged": "staged", "--all": "all", "--no-cache": "no_cache"}

@@ -74,7 +74,8 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
                                 f"{exc.strerror or exc}")
         if args.junit:
             problems += _write_junit(args.junit, report, contract, started,
-                                     time.monotonic() - clock, plan.selections)
+                                     time.monotonic() - clock, plan.selections,
+                                     args.junit_family)
         if args.json or args.junit:
             from pytest_verifygate.outputs import remember_outputs
 
@@ -107,7 +108,8 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
 
 
 def _write_junit(path: str, report: dict[str, Any], contract: Contract, started: float,
-                 seconds: float, selections: Sequence[Selection]) -> list[str]:
+                 seconds: float, selections: Sequence[Selection],
+                 family: str = "xunit2") -> list[str]:
     """Write the JUnit XML; a problem to report (exit status 2) instead of a traceback.
 
     Its cases are what pytest's would be: the selected gates, and the gates left out because
@@ -124,7 +126,8 @@ def _write_junit(path: str, report: dict[str, Any], contract: Contract, started:
     try:
         write_junit(path, report, suite_seconds=seconds, started_at=started,
                     timeouts={gate.name: gate.timeout_seconds for gate in contract.gates},
-                    cases=cases, names=item_names(gate.name for gate in contract.gates))
+                    cases=cases, names=item_names(gate.name for gate in contract.gates),
+                    family=family)
     except OSError as exc:
         return [f"cannot write the JUnit file {path}: {exc.strerror or exc}"]
     return []

@@ -14,7 +14,8 @@ from pytest_verifygate.report.junit import failure_text
 from pytest_verifygate.runner.records import GateResult
 
 
-def failure_repr(result: GateResult, head: str, *, path: str, verbosity: int) -> Any:
+def failure_repr(result: GateResult, head: str, *, path: str, verbosity: int,
+                 lineno: int = 1) -> Any:
     """The failure as pytest shows it: the headline, then ``failure_text``.
 
     An exception-style repr rather than a plain string: its ``reprcrash`` message (the
@@ -36,5 +37,5 @@ def failure_repr(result: GateResult, head: str, *, path: str, verbosity: int) ->
     # terminal (an OSC 52 clipboard write, a title, a query answered into the input).
     head = terminal_safe(head)
     text = terminal_safe(failure_text(result._asdict(), head, verbosity=verbosity))
-    crash = ReprFileLocation(path=path, lineno=1, message=head)
+    crash = ReprFileLocation(path=path, lineno=lineno, message=head)
     return ExceptionChainRepr([(ReprTracebackNative([text + "\n"]), crash, None)])

@@ -39,8 +39,9 @@ class GateSource(Protocol):
     contract: Contract
     selections: Sequence[Selection]
     item_names: Mapping[str, str]  # gate name -> item name
+    declared_lines: Mapping[str, int]  # gate name -> its table's line in the contract (1-based)
 
-    def result_for(self, name: str) -> GateResult: ...
+    def result_for(self, name: str, *, again: bool = False) -> GateResult: ...
 
     def redactor(self) -> Redactor: ...
 
@@ -80,6 +81,7 @@ class GateItem(pytest.Item):
         self.gate = gate
         self.selection = selection
         self.gate_entry: dict[str, Any] | None = None
+        self.line = self.config.stash[SOURCE_KEY].declared_lines.get(gate.name, 1)
         self.extra_keyword_matches.add(gate.name)  # -k finds the name as the contract has it
         self.add_marker("verifygate")
         if gate.category is not None:
@@ -97,31 +99,59 @@ class GateItem(pytest.Item):
         from pytest_verifygate.report.document import gate_entry
         from pytest_verifygate.report.junit import (
             failure_message,
-            properties,
             skip_message,
             unchanged_entry,
         )
 
         if not self.runs:
             # Stays in the report's not_selected, as ``verifygate run`` reports it.
-            self.user_properties.extend(properties(unchanged_entry(self.gate.name,
-                                                                   self.selection.reason)))
+            self._record_properties(unchanged_entry(self.gate.name, self.selection.reason))
             pytest.skip(self.selection.reason)
         session = self.config.stash[SOURCE_KEY]
-        entry = self.gate_entry = gate_entry(session.result_for(self.gate.name),
-                                             session.contract, session.redactor())
+        previous = self.gate_entry
+        # Run again by a rerun plugin (pytest-rerunfailures): the gate runs again for real,
+        # never a replay of the result it already had.
+        result = session.result_for(self.gate.name, again=previous is not None)
+        if previous is not None:
+            result = after_rerun(result_from_entry(previous), result)
+        entry = self.gate_entry = gate_entry(result, session.contract, session.redactor())
         # Shown from the report entry, not the raw result: JUnit XML and CI logs leave the
         # machine like the report does, so they get the same redaction of secrets.
-        self.user_properties.extend(properties(entry))
+        self._record_properties(entry)
         if entry["outcome"] == codes.FAILED and entry["code"] == codes.INTERRUPTED:
             # Cut short (-x, --maxfail): not a failure of its own; the report says interrupted.
             pytest.skip(f"{codes.INTERRUPTED}: {entry.get('reason') or INTERRUPTED_REASON}")
         if entry["outcome"] == codes.FAILED:
             raise GateFailed(result_from_entry(entry),
                              failure_message(entry, self.gate.timeout_seconds))
+        if entry["outcome"] == codes.PASSED and entry.get("output_tail"):
+            # A passing gate's output (its end) where pytest users look for a passing test's:
+            # -rP's "Captured stdout call", JUnit's <system-out> with junit_logging=all.
+            from pytest_verifygate.text import terminal_safe
+
+            self.add_report_section("call", "stdout", terminal_safe(str(entry["output_tail"])))
         if entry["outcome"] in (codes.SKIPPED, codes.PENDING):
             # The session's makereport hook moves the location to the contract.
             pytest.skip(skip_message(entry))
+
+    def _record_properties(self, entry: Mapping[str, Any]) -> None:
+        """The ``verifygate.*`` properties, for JUnit families that allow them in a testcase.
+
+        pytest writes every user property into the testcase; its default family, xunit2
+        (``junit-10.xsd``), forbids testcase properties, which is why pytest warns about
+        ``record_property`` there. Under xunit2 the JSON report (``--verify-report``) has them.
+        """
+        from pytest_verifygate.report.junit import has_testcase_properties, properties
+
+        try:
+            family = str(self.config.getini("junit_family"))
+        except ValueError:  # pytest's junitxml plugin is disabled: nothing reads the family
+            family = "xunit1"
+        if has_testcase_properties(family):
+            # Fresh on a rerun: the properties describe the result this item reports.
+            self.user_properties[:] = [(key, value) for key, value in self.user_properties
+                                       if not key.startswith("verifygate.")]
+            self.user_properties.extend(properties(entry))
 
     def repr_failure(
         self,
@@ -134,11 +164,22 @@ class GateItem(pytest.Item):
             excinfo.value.result,
             excinfo.value.headline,
             path=str(self.path),
+            lineno=self.line,
             verbosity=self.config.get_verbosity(),
         )
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, 0, f"gate {self.gate.name}"
+        # pytest's line numbers are 0-based here, as a function's are.
+        return self.path, self.line - 1, f"gate {self.gate.name}"
+
+
+def after_rerun(before: GateResult, again: GateResult) -> GateResult:
+    """The result of a gate run again by a rerun plugin: every attempt counted, and flaky
+    when it passed this time after failing before."""
+    return again._replace(
+        attempts=before.attempts + again.attempts,
+        flaky=again.outcome == codes.PASSED and (before.failed or again.flaky or before.flaky),
+    )
 
 
 def result_from_entry(entry: dict[str, Any]) -> GateResult:

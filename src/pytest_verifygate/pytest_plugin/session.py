@@ -25,6 +25,7 @@ from pytest_verifygate.contract import posix_relative
 from pytest_verifygate.engine import Plan, RunRequest, prepare
 from pytest_verifygate.names import item_names, role_marker
 from pytest_verifygate.pytest_plugin.collection import ContractCollection
+from pytest_verifygate.pytest_plugin.declared import declared_lines
 from pytest_verifygate.pytest_plugin.items import INTERRUPTED_REASON, GateItem, result_from_entry
 from pytest_verifygate.pytest_plugin.options import VerifyOptions, output_paths, read_options
 from pytest_verifygate.runner.records import GateResult
@@ -67,6 +68,7 @@ class VerifyGateSession(ContractCollection):
         self.changes = plan.changes
         self.selections: Sequence[Selection] = plan.selections
         self.item_names: Mapping[str, str] = item_names(gate.name for gate in contract.gates)
+        self.declared_lines: Mapping[str, int] = declared_lines(contract)
         self.is_worker = hasattr(config, "workerinput")
         self.contract_path = _pytest_view(contract.path, config.rootpath)
         self.contract_nodeid = posix_relative(self.contract_path, config.rootpath)
@@ -216,9 +218,10 @@ class VerifyGateSession(ContractCollection):
         self.runner = engine.start(self.plan, [plans[name] for name in names],
                                    hook=self.config.hook, log_dir=self._log_dir())
 
-    def result_for(self, name: str) -> GateResult:
-        """The gate's result: from the running runner, or by running it now."""
-        if self.runner is not None and name in self.runner_names:
+    def result_for(self, name: str, *, again: bool = False) -> GateResult:
+        """The gate's result: from the running runner, or by running it now (``again``: a
+        rerun plugin runs the item once more, so the gate runs once more)."""
+        if not again and self.runner is not None and name in self.runner_names:
             return self.runner.result(name)
         runner = engine.start(self.plan, [self._plans()[name]], jobs=1, hook=self.config.hook,
                               log_dir=self._log_dir())
@@ -273,6 +276,10 @@ class VerifyGateSession(ContractCollection):
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
+        if call.when != "call" and isinstance(item, GateItem) and item.runs:
+            # Setup and teardown do nothing for a gate; their few milliseconds would make
+            # JUnit's time= (pytest adds the three phases) differ from the gate's duration_s.
+            report.duration = 0.0
         if call.when == "call" and isinstance(item, GateItem):
             entry = item.gate_entry
             if entry is not None:
@@ -300,7 +307,8 @@ class VerifyGateSession(ContractCollection):
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         entry: dict[str, Any] | None = getattr(report, REPORT_ATTRIBUTE, None)
-        if entry is not None:
+        # A report pytest-rerunfailures will run again is not the item's result: its last is.
+        if entry is not None and report.outcome != "rerun":  # type: ignore[comparison-overlap]
             previous = self.entries.get(entry["name"])
             # With --dist each a gate runs on every worker: the report keeps the worst.
             if previous is None or (
@@ -312,12 +320,28 @@ class VerifyGateSession(ContractCollection):
         ):
             self.runner.cancel()  # -x / --maxfail: kill the gates still running now
 
+    # -- pytest-timeout ------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True, optionalhook=True)
+    def pytest_timeout_set_timer(self, item: pytest.Item) -> bool | None:
+        # A gate item runs under its gate's own timeout_seconds, which the runner enforces on
+        # the gate's whole process tree; --timeout is for Python tests (a gate allowed 300 s
+        # must not be killed after --timeout 1). True: no timer of pytest-timeout's is set.
+        return True if isinstance(item, GateItem) else None
+
+    @pytest.hookimpl(tryfirst=True, optionalhook=True)
+    def pytest_timeout_cancel_timer(self, item: pytest.Item) -> bool | None:
+        return True if isinstance(item, GateItem) else None
+
     # -- the end -------------------------------------------------------------------------
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.interruptible.hold()  # a signal from here on is noted, not raised: whole report
         self.close_runner()
-        if not self.is_worker and not self.config.option.collectonly:
+        # A usage error (a test path that does not exist, a bad option) ends pytest before
+        # any gate starts: there is no run to report, and no verdict (none was reached).
+        usage_error = exitstatus == pytest.ExitCode.USAGE_ERROR and not self.started
+        if not self.is_worker and not self.config.option.collectonly and not usage_error:
             self.finish(session, exitstatus)
         received = self.interruptible.received
         if received is not None and session.exitstatus != pytest.ExitCode.INTERRUPTED:

@@ -31,9 +31,11 @@ from pytest_verifygate import codes
 from pytest_verifygate.contract import Gate
 from pytest_verifygate.report.words import (
     failure_code,
+    flaky_note,
     format_seconds,
     is_interrupted,
     outcome_counts,
+    skip_code,
 )
 from pytest_verifygate.runner.records import GateResult
 
@@ -119,7 +121,7 @@ def gate_line(result: GateResult, width: int, *, color: bool = False) -> str:
     if result.outcome == codes.FAILED and result.reason:
         detail = f"{result.code}: {result.reason}"
     if result.outcome in (codes.PASSED, codes.FAILED) and result.flaky:
-        detail = (detail + " (flaky: passed on a retry)").strip()
+        detail = (detail + f" ({flaky_note(result._asdict())})").strip()
     timing = format_seconds(result.duration_s) if result.attempts else ""
     if result.cached:
         timing = "cached"
@@ -186,7 +188,10 @@ def table_lines(results: Sequence[GateResult]) -> list[Styled]:
         if result.outcome == codes.FAILED and result.code == codes.INTERRUPTED:
             outcome = codes.INTERRUPTED  # cut short: not counted as a failure
         outcome += " (cached)" if result.cached else ""
-        rows.append((result.name, outcome, result.code or "-", timing))
+        # A skip's code (on_missing = "skip") as every front end shows it: from the reason
+        # when the result came back from a report entry (pytest), which has no code.
+        code = result.code if result.failed else skip_code(result._asdict())
+        rows.append((result.name, outcome, code or "-", timing))
         styles.append(outcome_style({"outcome": result.outcome, "code": result.code}))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     rows.insert(1, tuple("-" * width for width in widths))

@@ -3,10 +3,15 @@
 Owns the JUnit form of a run (``verifygate run --junit PATH``): ``<testsuites>`` holding one
 ``<testsuite>`` with the counts, one ``<testcase>`` per selected gate (``classname`` the
 contract path as pytest spells it, ``name`` the gate's pytest item name, ``names.item_name``),
-the ``verifygate.*`` properties, a ``<failure>`` whose ``message`` is the gate's headline
-(``[<code>] <name>: <how it ended>``) and whose text ends with the output, or a ``<skipped>``
-with the reason. Gates left out because nothing they watch changed are skipped cases too, as
-pytest collects and skips them. Also owns that headline
+a ``<failure>`` whose ``message`` is the gate's headline (``[<code>] <name>: <how it ended>``)
+and whose text ends with the output, or a ``<skipped>`` with the reason, and Surefire's
+``<flakyFailure>``/``<rerunFailure>`` for the attempts before a gate's last. Gates left out
+because nothing they watch changed are skipped cases too, as pytest collects and skips them.
+
+Valid against pytest's default family, xunit2 (``junit-10.xsd``), which allows no
+``<properties>`` in a ``<testcase>``: the ``verifygate.*`` properties of each gate are written
+under the xunit1 family only, as pytest writes ``record_property`` (the README, "JUnit").
+Also owns that headline
 and the failure text under it (``failure_text``, for a file or, bounded by verbosity, for a
 terminal), which the pytest plugin uses too, so both front ends say the same.
 
@@ -26,9 +31,12 @@ from typing import Any
 from pytest_verifygate import codes
 from pytest_verifygate.commands import command_text
 from pytest_verifygate.names import item_name
-from pytest_verifygate.report.words import failure_code, is_interrupted
+from pytest_verifygate.report.words import failure_code, flaky_note, skip_code
 
 SUITE_NAME = "verifygate"
+# pytest's ``junit_family`` values: xunit2 (pytest's default) forbids testcase properties.
+FAMILIES = ("xunit2", "xunit1", "legacy")
+DEFAULT_FAMILY = "xunit2"
 # What XML 1.0 does not allow (https://www.w3.org/TR/xml/#charsets), dropped: spelt as the few
 # ranges it is, not as the complement of what is allowed (the same set, compiled in a tenth of
 # the time: 3 ms of every pytest run). A source, compiled (and cached by ``re``) on first use.
@@ -153,15 +161,22 @@ def classname(contract: str) -> str:
     return re.sub(r"\.py$", "", contract.replace("/", "."))
 
 
+def has_testcase_properties(family: str) -> bool:
+    """Whether a JUnit ``family`` (pytest's ``junit_family``) allows testcase properties."""
+    return family in ("xunit1", "legacy")
+
+
 def properties(gate: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The ``verifygate.*`` properties, valued exactly as the pytest plugin values them."""
     exit_code = gate.get("exit_code")
     return [
-        ("verifygate.code", str(gate.get("code") or "")),
+        ("verifygate.code", str(gate.get("code") or skip_code(gate) or "")),
         ("verifygate.outcome", str(gate.get("outcome"))),
         ("verifygate.exit_code", "" if exit_code is None else str(exit_code)),
         ("verifygate.duration_s", f"{float(gate.get('duration_s') or 0.0):.3f}"),
         ("verifygate.cached", "true" if gate.get("cached") else "false"),
+        ("verifygate.attempts", str(int(gate.get("attempts") or 0))),
+        ("verifygate.flaky", "true" if gate.get("flaky") else "false"),
     ]
 
 
@@ -174,6 +189,7 @@ def to_junit(
     hostname: str | None = None,
     cases: Sequence[Mapping[str, Any]] | None = None,
     names: Mapping[str, str] | None = None,
+    family: str = DEFAULT_FAMILY,
 ) -> str:
     """The JUnit XML document of a report.
 
@@ -182,6 +198,7 @@ def to_junit(
     ``timeout_seconds`` (for the headline of a gate that timed out). ``cases``: the gate
     entries to write, in order (default: the report's gates; ``unchanged_entry`` adds the
     gates pytest would skip), ``names`` each gate's testcase name (default ``item_name``).
+    ``family``: pytest's ``junit_family``; testcase properties only under xunit1.
     """
     # Imported here: the message helpers above serve CI annotations and the pytest plugin,
     # which need no XML.
@@ -190,16 +207,13 @@ def to_junit(
     import xml.etree.ElementTree as ET
 
     gates: list[Mapping[str, Any]] = list(report.get("gates", []) if cases is None else cases)
-    # A gate cut short is an <error> (it could not finish), not a <failure>, as the report's
-    # summary counts it apart from the failed ones.
-    errors = sum(1 for gate in gates if is_interrupted(gate))
-    failures = sum(1 for gate in gates if gate.get("outcome") == codes.FAILED) - errors
+    failures = sum(1 for gate in gates if gate.get("outcome") == codes.FAILED)
     skipped = sum(1 for gate in gates if gate.get("outcome") in (codes.SKIPPED, codes.PENDING))
     if suite_seconds is None:
         suite_seconds = sum(float(gate.get("duration_s") or 0.0) for gate in gates)
     attributes = {
         "name": SUITE_NAME,
-        "errors": str(errors),
+        "errors": "0",
         "failures": str(failures),
         "skipped": str(skipped),
         "tests": str(len(gates)),
@@ -217,26 +231,46 @@ def to_junit(
     for gate in gates:
         name = str(gate.get("name"))
         shown = names.get(name) if names is not None else None
+        # time= is the gate's duration_s as written in its property (both rounded alike).
         case = ET.SubElement(suite, "testcase", classname=xml_text(owner),
                              name=xml_text(shown if shown is not None else item_name(name)),
                              time=f"{float(gate.get('duration_s') or 0.0):.3f}")
-        listed = ET.SubElement(case, "properties")
-        for name, value in properties(gate):
-            ET.SubElement(listed, "property", name=name, value=xml_text(value))
+        if has_testcase_properties(family):
+            listed = ET.SubElement(case, "properties")
+            for key, value in properties(gate):
+                ET.SubElement(listed, "property", name=key, value=xml_text(value))
         outcome = gate.get("outcome")
         if outcome == codes.FAILED:
-            timeout = (timeouts or {}).get(str(gate.get("name")))
+            timeout = (timeouts or {}).get(name)
             headline = failure_message(gate, timeout)
-            element = "error" if is_interrupted(gate) else "failure"
-            failure = ET.SubElement(case, element, message=xml_text(headline))
+            # A gate cut short is a <failure> too (typed interrupted): junit-10.xsd has no
+            # <error> in a testcase, and an unfinished gate is never a pass.
+            failure = ET.SubElement(case, "failure", message=xml_text(headline),
+                                    type=failure_code(gate))
             failure.text = xml_text(failure_text(gate, headline))
+            _earlier_attempts(case, gate, "rerunFailure")
         elif outcome in (codes.SKIPPED, codes.PENDING):
-            message = xml_text(skip_message(gate))
-            skip = ET.SubElement(case, "skipped", message=message)
-            skip.text = message
+            # The reason once, as its message: a body repeating it is shown twice by viewers.
+            ET.SubElement(case, "skipped", message=xml_text(skip_message(gate)),
+                          type=skip_code(gate) or str(outcome))
+        elif gate.get("flaky"):
+            _earlier_attempts(case, gate, "flakyFailure")
     root = ET.Element("testsuites", name=SUITE_NAME)
     root.append(suite)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _earlier_attempts(case: Any, gate: Mapping[str, Any], tag: str) -> None:
+    """Surefire's record of the attempts before the last (read by junitparser's ``is_flaky``
+    and ``is_rerun``): ``<flakyFailure>`` when the gate passed in the end, ``<rerunFailure>``
+    when it failed every time. Only the last attempt's output is kept, so these carry none."""
+    import xml.etree.ElementTree as ET
+
+    attempts = int(gate.get("attempts") or 0)
+    note = flaky_note(gate)
+    for number in range(1, attempts):
+        message = f"attempt {number} of {attempts} failed" + (f" ({note})" if note else "")
+        ET.SubElement(case, tag, message=message, type="retried")
 
 
 def write_junit(path: str | os.PathLike[str], report: Mapping[str, Any], **options: Any) -> None:

@@ -55,3 +55,29 @@ def format_seconds(seconds: float, *, prose: bool = False) -> str:
 def failure_code(gate: Mapping[str, Any]) -> str:
     """The code of a failed gate's report entry; ``command_failed`` when it names none."""
     return str(gate.get("code") or codes.COMMAND_FAILED)
+
+
+def skip_code(gate: Mapping[str, Any]) -> str | None:
+    """The code a gate skipped by ``on_missing = "skip"`` was skipped for, else None.
+
+    A report entry has a code only when failed (the README, "JSON report"); the runner's
+    reason for such a skip starts with the code (``missing_script (on_missing = "skip")``),
+    which every form shows in its code column or property.
+    """
+    if gate.get("outcome") != codes.SKIPPED:
+        return None
+    if gate.get("code") in codes.MISSING_CODES:
+        return str(gate["code"])
+    word = str(gate.get("reason") or "").split(" ", 1)[0]
+    return word if word in codes.MISSING_CODES else None
+
+
+def flaky_note(gate: Mapping[str, Any]) -> str:
+    """``flaky: passed on attempt 2 after 1 failed``: how every form says a gate passed on a
+    retry (empty for a gate that is not flaky)."""
+    if not gate.get("flaky"):
+        return ""
+    attempts = int(gate.get("attempts") or 0)
+    if attempts < 2:
+        return "flaky: passed on a retry"
+    return f"flaky: passed on attempt {attempts} after {attempts - 1} failed"

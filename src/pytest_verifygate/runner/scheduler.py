@@ -303,6 +303,10 @@ class GateRunner:
                 break
             delay = min(BACKOFF_BASE_SECONDS * 2 ** (attempts - 1), BACKOFF_MAX_SECONDS)
             if self.cancelled.wait(delay):
+                # Cut short before the attempt it was owed: interrupted, not failed, as a
+                # gate cut short during an attempt is.
+                result = result._replace(code=codes.INTERRUPTED,
+                                         reason="the run was interrupted between two attempts")
                 break
         finished = time.time()
         result = result._replace(

@@ -1,0 +1,49 @@
+"""Where each gate is declared in its contract file: the line pytest reports for its item.
+
+A gate item's location (``SKIPPED [1] verify.toml:7``, JUnit xunit1's ``line``, the
+``lineno`` of pytest-json-report) is the line of the gate's ``[[gate]]`` table (in a
+pyproject, ``[[tool.verifygate.gate]]``); in an openTiger JSON contract, the first line that
+lists the gate's command. The contract is already loaded and valid: this only reads its text
+again to find lines, and a gate it cannot place is at line 1.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from pytest_verifygate.contract import Contract
+
+# A ``[[gate]]`` table header, as TOML allows it spelt (blanks, a trailing comment).
+_TABLE = re.compile(r"^\s*\[\[\s*(?:tool\s*\.\s*verifygate\s*\.\s*)?gate\s*\]\]\s*(?:#.*)?$")
+
+
+def declared_lines(contract: Contract) -> dict[str, int]:
+    """Each gate's line (1-based) in ``contract``'s file; gates it cannot place are left out."""
+    try:
+        lines = contract.path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return {}
+    if contract.path.suffix == ".json":
+        return _json_lines(contract, lines)
+    headers = [number for number, line in enumerate(lines, start=1) if _TABLE.match(line)]
+    # The loader keeps the tables' order, one gate per table: a count that differs (tables
+    # written inline, ``gate = [...]``) places none rather than misplacing some.
+    if len(headers) != len(contract.gates):
+        return {}
+    return {gate.name: number for gate, number in zip(contract.gates, headers, strict=True)}
+
+
+def _json_lines(contract: Contract, lines: list[str]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for gate in contract.gates:
+        command = gate.command if isinstance(gate.command, str) else " ".join(gate.command)
+        needles = (json.dumps(gate.name, ensure_ascii=False),
+                   json.dumps(command, ensure_ascii=False))
+        for number, line in enumerate(lines, start=1):
+            if any(needle in line for needle in needles):
+                found[gate.name] = number
+                break
+    return found
