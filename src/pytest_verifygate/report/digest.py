@@ -258,8 +258,9 @@ def _code_span(text: str) -> str:
 
 
 def gate_digest(gate: Mapping[str, Any], *, root: str | os.PathLike[str] | None = None,
-                budget: int = PER_GATE_BYTES) -> str:
-    """The digest section of one failed gate (a report gate entry), at most ``budget`` bytes."""
+                budget: int = PER_GATE_BYTES, heading: int = 3) -> str:
+    """The digest section of one failed gate (a report gate entry), at most ``budget`` bytes,
+    under a Markdown heading of level ``heading``."""
     budget = max(budget, MIN_PER_GATE_BYTES)
     code = failure_code(gate)
     name = _inline(str(gate.get("name", "?")), min(MAX_NAME_BYTES, budget // 10))
@@ -267,26 +268,27 @@ def gate_digest(gate: Mapping[str, Any], *, root: str | os.PathLike[str] | None 
                       min(MAX_COMMAND_BYTES, budget // 5))
     cwd = _inline(normalize_paths(str(gate.get("cwd") or "."), root), min(100, budget // 10))
     header = [
-        f"### {_code_span(name)} failed: {code}, {gate_status(gate)}",
+        f"{'#' * heading} {_code_span(name)} failed: {code}, {gate_status(gate)}",
         f"Hint: {HINTS.get(code, HINTS[codes.COMMAND_FAILED])}",
         f"Command: {_code_span(command)} (cwd: {_code_span(cwd)})",
     ]
     reason = gate.get("reason")
     if reason and code in (codes.INTERRUPTED, codes.UNSUPPORTED_FORMAT):
         header.append(f"Reason: {_inline(str(reason), 200)}")
-    head = "\n".join(header)
+    # Paragraphs of their own: lines of one paragraph render as one line in Markdown.
+    head = "\n\n".join(header)
     lines = clean_output(str(gate.get("output_tail") or ""), root)
     if not lines:
-        return _keep_start(f"{head}\n(no output)", budget)
+        return _keep_start(f"{head}\n\n(no output)", budget)
     title = "Output (end):" if gate.get("output_truncated") else "Output:"
     # The fence is at most MAX_BACKTICK_RUN + 1 long: reserve it before choosing lines.
     fence_room = 2 * (MAX_BACKTICK_RUN + 2)
-    room = budget - _size(head) - _size(title) - fence_room - 3
+    room = budget - _size(head) - _size(title) - fence_room - 4
     if room < 256:
-        return _keep_start(f"{head}\n(output left out: no room)", budget)
+        return _keep_start(f"{head}\n\n(output left out: no room)", budget)
     excerpt = _excerpt(lines, room)
     fence = _fence(excerpt)
-    return "\n".join([head, title, fence, excerpt, fence])
+    return "\n".join([head, "", title, fence, excerpt, fence])
 
 
 def _one_line(report: Mapping[str, Any]) -> str:
@@ -305,12 +307,14 @@ def _one_line(report: Mapping[str, Any]) -> str:
 
 
 def to_digest(report: Mapping[str, Any], *, root: str | os.PathLike[str] | None = None,
-              per_gate: int = PER_GATE_BYTES, total: int = TOTAL_BYTES) -> str:
+              per_gate: int = PER_GATE_BYTES, total: int = TOTAL_BYTES,
+              heading: int = 2) -> str:
     """The Markdown digest of a report: failed gates only; one line when nothing failed.
 
     Each gate's section is at most ``per_gate`` UTF-8 bytes and the whole digest at most
     ``total`` bytes (hard bounds, whatever the output holds). ``root`` (the repository root)
-    turns absolute paths under it into relative ones.
+    turns absolute paths under it into relative ones. ``heading``: the level of its title's
+    Markdown heading (each gate's is one deeper), to sit inside a page that has its own.
     """
     if per_gate < MIN_PER_GATE_BYTES or total < MIN_TOTAL_BYTES:
         raise ValueError(f"digest limits too small: per_gate >= {MIN_PER_GATE_BYTES} and "
@@ -330,10 +334,11 @@ def to_digest(report: Mapping[str, Any], *, root: str | os.PathLike[str] | None 
     if len(names) > MAX_NAMES_IN_TITLE:
         listed += f" and {len(names) - MAX_NAMES_IN_TITLE} more"
     if real:
-        title = f"## verifygate: {len(real)} of {len(gates)} gate(s) failed"
+        title = f"{'#' * heading} verifygate: {len(real)} of {len(gates)} gate(s) failed"
         title += f", {len(cut)} interrupted: {listed}" if cut else f": {listed}"
     else:
-        title = f"## verifygate: interrupted: {len(cut)} of {len(gates)} gate(s) did not finish"
+        title = (f"{'#' * heading} verifygate: interrupted: {len(cut)} of {len(gates)} "
+                 "gate(s) did not finish")
         title += f": {listed}" if failed else ""
     parts = [title]
     if unstarted:
@@ -354,7 +359,7 @@ def to_digest(report: Mapping[str, Any], *, root: str | os.PathLike[str] | None 
             parts.append(_shorten(f"({remaining} more failed gate(s) not shown: {rest}; run "
                                   f"`verifygate run` or read the JSON report)", omitted_room))
             break
-        section = gate_digest(gate, root=root, budget=budget)
+        section = gate_digest(gate, root=root, budget=budget, heading=heading + 1)
         parts.append(section)
         used += _size(section) + 2
     return _keep_start("\n\n".join(parts) + "\n", total)

@@ -433,7 +433,8 @@ def step_summary(
     if planned is not None and planned.left_out:
         lines += _left_out_section(planned.left_out)
     if any(gate.get("outcome") == codes.FAILED for gate in gates):
-        digest = to_digest(report, root=repo_root).rstrip()
+        # One level below the page's own heading (###), as Markdown nests sections.
+        digest = to_digest(report, root=repo_root, heading=4).rstrip()
         lines += ["", "<details><summary>Output of the failed gates</summary>", "", digest, "",
                   "</details>"]
     return "\n".join(lines) + "\n\n"
