@@ -19,7 +19,7 @@ def git(repo: Path, *args: str) -> str:
 
 # What makes verifygate speak to CI (change base, annotations, step summary). This suite may run
 # on GitHub Actions or GitLab CI itself: no test sees them unless it sets them.
-CI_VARIABLES = ("GITHUB_ACTIONS", "GITHUB_BASE_REF", "GITHUB_STEP_SUMMARY",
+CI_VARIABLES = ("GITHUB_ACTIONS", "GITHUB_BASE_REF", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT",
                 "CI_MERGE_REQUEST_DIFF_BASE_SHA")
 
 
@@ -107,3 +107,24 @@ def validate_junit(path: Path) -> None:
     import xmlschema
 
     xmlschema.XMLSchema(str(JUNIT_SCHEMA)).validate(str(path))
+
+
+def read_output_file(path: Path) -> dict[str, str]:
+    """``$GITHUB_OUTPUT`` as the runner reads it: ``name=value`` and ``name<<DELIMITER``."""
+    outputs: dict[str, str] = {}
+    lines = iter(path.read_text(encoding="utf-8").splitlines()) if path.exists() else iter(())
+    for line in lines:
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delimiter = line.split("<<", 1)
+            value: list[str] = []
+            for part in lines:
+                if part == delimiter:
+                    break
+                value.append(part)
+            else:
+                raise AssertionError(f"{name}: no closing delimiter")
+            outputs[name] = "\n".join(value)
+        elif line:
+            name, value_text = line.split("=", 1)
+            outputs[name] = value_text
+    return outputs

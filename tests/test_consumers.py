@@ -27,7 +27,7 @@ from plugin_support import (
     write_contract,
 )
 
-from conftest import validate_junit
+from conftest import read_output_file, validate_junit
 
 # Fails on its first run in each pair of runs, passes on the next: flaky under one retry.
 FLAKY = python(
@@ -203,3 +203,25 @@ def test_a_gate_cut_short_between_attempts_is_interrupted(project: pytest.Pytest
     assert (gates["fast"]["outcome"], gates["fast"]["code"]) == ("failed", "command_failed")
     assert (gates["retried"]["outcome"], gates["retried"]["code"]) == ("failed", "interrupted")
     assert gates["retried"]["attempts"] == 1
+
+
+def test_github_outputs_and_summary_from_pytest(project: pytest.Pytester,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    write_contract(project.path, {"name": "ok", "command": passing()},
+                   {"name": "bad gate", "command": failing()})
+    commit_all(project.path)
+    outputs, summary = project.path / "outputs", project.path / "summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_OUTPUT", str(outputs))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "--verify-contract",
+                                          "--verify-all", "--verify-report", "report.json")
+    assert result.ret == 1
+    assert read_output_file(outputs) == {"verdict": "failed", "failed-gates": '["bad gate"]',
+                                         "report": str(project.path / "report.json")}
+    text = summary.read_text(encoding="utf-8")
+    headings = [line.split(" ", 1)[0] for line in text.splitlines() if line.startswith("#")]
+    # The page's heading first; the digest's nest below it.
+    assert headings == ["###", "####", "#####"], text
+    # Hint, command and output each a paragraph of their own, not one run-on line.
+    assert "\n\nHint: " in text and "\n\nCommand: " in text and "\n\nOutput:" in text

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from pytest_verifygate import codes, options
@@ -92,11 +92,12 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
         sys.stdout.write(run_summary(report, run.results, root=contract.repo_root,
                                      report_path=report_path, color=color,
                                      timeouts={gate.name: gate.timeout_seconds
-                                               for gate in contract.gates}))
+                                               for gate in contract.gates},
+                                     fold=_fold(stop)))
     sys.stdout.flush()
     if options.github_annotations(args.annotations, os.environ):
         # On stdout where GitHub reads workflow commands, unless stdout is the report/digest.
-        _github_outputs(report, contract, stream, hook, stop)
+        _github_outputs(report, contract, stream, hook, stop, report_path)
     for problem in problems:
         print(f"verifygate: error: {problem}", file=sys.stderr)
     if problems:
@@ -133,13 +134,24 @@ def _write_junit(path: str, report: dict[str, Any], contract: Contract, started:
     return []
 
 
+def _fold(stop: CommandStop | None) -> Callable[[str, str], str] | None:
+    """In GitHub Actions, each failed gate's output folded in the log."""
+    if stop is None:
+        return None
+    from pytest_verifygate.report.github import folded
+
+    return lambda title, body: folded(title, body, stop)
+
+
 def _github_outputs(report: dict[str, Any], contract: Contract, stream: TextIO, hook: Any,
-                    stop: CommandStop | None) -> None:
-    """GitHub Actions: error annotations for failed gates, and the step summary."""
-    from pytest_verifygate.report.github import github_outputs
+                    stop: CommandStop | None, report_path: str | None) -> None:
+    """GitHub Actions: error annotations for failed gates, the step summary and outputs."""
+    from pytest_verifygate.report.github import github_outputs, write_step_outputs
 
     lines, warnings = github_outputs(report, os.environ, repo_root=contract.repo_root,
                                      project_root=contract.root, hook=hook)
+    warning = write_step_outputs(report, os.environ, report_path=report_path)
+    warnings += [warning] if warning else []
     if stop is not None:
         stop.resume()
     for line in lines:

@@ -368,10 +368,13 @@ class VerifyGateSession(ContractCollection):
         self.results, self.report = results, report
         self.write_outputs(report, session)
         if self.github_annotations():
-            from pytest_verifygate.report.github import append_step_summary
+            from pytest_verifygate.report.github import append_step_summary, write_step_outputs
 
             warning = append_step_summary(report, os.environ, repo_root=self.contract.repo_root,
                                           project_root=self.contract.root, hook=self.config.hook)
+            self.messages += [warning] if warning else []
+            report_path = str(self.options.report) if self.report_written else None
+            warning = write_step_outputs(report, os.environ, report_path=report_path)
             self.messages += [warning] if warning else []
         deselected = any(s.reason == DESELECTED_REASON for s in selections)
         if (

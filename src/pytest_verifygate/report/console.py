@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TextIO
 
 from pytest_verifygate import codes
@@ -294,13 +294,15 @@ def run_summary(
     report_path: str | None = None,
     color: bool = False,
     timeouts: Mapping[str, float] | None = None,
+    fold: Callable[[str, str], str] | None = None,
 ) -> str:
     """What ``verifygate run`` prints after the gate lines (text format), newline-terminated.
 
     Nothing failed: the verdict line alone. Something failed: the digest of the failed gates
     (never colored: it is Markdown, for people and agents alike), the recap table of
     ``results`` (in contract order, as ``run_gates`` returns them), the slowest and the failed
-    gates (``closing_summary``), then the verdict line.
+    gates (``closing_summary``), then the verdict line. ``fold(title, text)``: each failed
+    gate's section folded in a CI log (GitHub Actions' groups) instead of one digest.
     """
     verdict = paint(verdict_line(report, report_path=report_path), verdict_style(report), color)
     sections = closing_summary(report, timeouts)
@@ -309,6 +311,12 @@ def run_summary(
     from pytest_verifygate.report.digest import to_digest  # only when something failed
 
     digest = to_digest(report, root=root).rstrip()
+    if fold is not None:
+        from pytest_verifygate.report.digest import gate_digest
+
+        failed = [gate for gate in report.get("gates", []) if gate.get("outcome") == codes.FAILED]
+        digest = "".join(fold(f"verifygate {gate.get('name')} [{failure_code(gate)}]",
+                              gate_digest(gate, root=root)) for gate in failed).rstrip()
     table = "\n".join(render(line, color) for line in table_lines(results))
     closing = "".join(paint(f"{title}:", "bold", color) + "\n"
                       + "".join(render(line, color) + "\n" for line in lines)

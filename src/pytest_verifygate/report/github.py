@@ -4,8 +4,10 @@ Owns GitHub Actions workflow commands: the ``::error``/``::warning`` annotations
 gates (one per error a tool reported, at its file, line and column, read by
 ``report.locations``; one per gate when nothing there points into the repository), within
 the limits GitHub shows per step; the escaping those commands need; stopping workflow
-commands while untrusted text (gate output, test names, file names) is printed; and the
-Markdown appended to ``$GITHUB_STEP_SUMMARY``. Everything works on the report dict (SPEC 6.3),
+commands while untrusted text (gate output, test names, file names) is printed; folding each
+failed gate's output in the log (``::group::``); the Markdown appended to
+``$GITHUB_STEP_SUMMARY``; and the step's outputs written to ``$GITHUB_OUTPUT`` (``verdict``,
+``failed-gates``, ``report``). Everything works on the report dict (SPEC 6.3),
 so the ``verifygate`` command and the pytest plugin (the xdist controller) share it.
 Where a build's change base comes from is input, not output: ``changes.detect_change_base``.
 
@@ -25,9 +27,15 @@ from pytest_verifygate.report.digest import clean_output, is_error_line, normali
 from pytest_verifygate.report.junit import gate_status
 from pytest_verifygate.report.locations import ERROR, NOTICE, WARNING
 from pytest_verifygate.report.places import Located, Resolver, find_location, gate_locations
-from pytest_verifygate.report.words import failure_code, format_seconds, outcome_counts
+from pytest_verifygate.report.words import (
+    failure_code,
+    flaky_note,
+    format_seconds,
+    outcome_counts,
+)
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+OUTPUT_ENV = "GITHUB_OUTPUT"
 
 # GitHub shows at most this much of an annotation's message usefully; the log has the rest.
 MAX_MESSAGE_CHARS = 500
@@ -415,7 +423,7 @@ def step_summary(
             outcome = str(gate.get("outcome"))
             shown = f"{ICONS.get(outcome, '')} {outcome}".strip()
             if gate.get("flaky"):
-                shown += " (flaky)"
+                shown += f" ({flaky_note(gate)})"
             if gate.get("cached"):
                 shown += " (cached)"
             if outcome != codes.FAILED and gate.get("reason"):
@@ -485,3 +493,59 @@ def github_outputs(
     warning = append_step_summary(report, environ, repo_root=repo_root, planned=planned)
     lines = planned.shown + ([left_out_line(planned.left_out)] if planned.left_out else [])
     return lines, planned.warnings + ([warning] if warning else [])
+
+
+# --------------------------------------------------------------------------------------------
+# the step's outputs, and folding in the log
+
+
+def step_outputs(report: Mapping[str, Any], report_path: str | None) -> dict[str, str]:
+    """What a step that ran the gates offers later steps (``steps.<id>.outputs``): the
+    verdict, the failed gates (a JSON array, for ``fromJSON``) and the JSON report's path
+    (empty when none was written)."""
+    import json
+
+    failed = [str(gate.get("name")) for gate in report.get("gates", [])
+              if gate.get("outcome") == codes.FAILED]
+    return {"verdict": str(report.get("verdict")),
+            "failed-gates": json.dumps(failed, ensure_ascii=False),
+            "report": report_path or ""}
+
+
+def write_step_outputs(report: Mapping[str, Any], environ: Mapping[str, str], *,
+                       report_path: str | None = None,
+                       delimiter: Callable[[], str] | None = None) -> str | None:
+    """Append ``step_outputs`` to ``$GITHUB_OUTPUT`` when it is set; a warning when the file
+    cannot be written (the run's result stands), else None.
+
+    Each value is written in GitHub's multiline form (``name<<DELIMITER``) with a random
+    delimiter, so no gate name can end a value early or add an output of its own.
+    """
+    path = environ.get(OUTPUT_ENV, "")
+    if not path:
+        return None
+    new_delimiter = delimiter or (lambda: "verifygate_" + secrets.token_hex(16))
+    lines: list[str] = []
+    for name, value in step_outputs(report, report_path).items():
+        token = new_delimiter()
+        lines += [f"{name}<<{token}", value, token]
+    try:
+        with open(path, "a", encoding="utf-8", errors="backslashreplace") as handle:
+            handle.write("\n".join(lines) + "\n")
+    except OSError as exc:
+        return f"cannot append to {OUTPUT_ENV} {path}: {exc.strerror or exc}"
+    return None
+
+
+def folded(title: str, body: str, stop: CommandStop | None) -> str:
+    """``body`` folded under ``title`` in a GitHub Actions log (``::group::``/``::endgroup::``).
+
+    With ``stop`` (workflow commands stopped around untrusted text), the group commands are
+    written with commands resumed, and ``body`` with them stopped again.
+    """
+    resume = stop.resuming() if stop is not None else []
+    pause = stop.stopping() if stop is not None else []
+    opening = [*resume, workflow_command("group", title), *pause]
+    closing = [*(stop.resuming() if stop is not None else []), "::endgroup::",
+               *(stop.stopping() if stop is not None else [])]
+    return "\n".join([*opening, body.rstrip("\n"), *closing]) + "\n"
