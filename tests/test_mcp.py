@@ -477,3 +477,26 @@ def test_the_command_line_never_imports_the_sdk_elsewhere(project: Path) -> None
                           cwd=project, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.rstrip().endswith("[]")
+
+
+def test_run_gates_says_a_flaky_pass_as_every_report_does(repo: Path, tmp_path: Path) -> None:
+    code = (f"import os, sys; f = {str(tmp_path / 'runs')!r}; first = not os.path.exists(f); "
+            "open(f, 'a').close(); sys.exit(1 if first else 0)")
+    write(repo / "verify.toml",
+          f'[[gate]]\nname = "flaky"\nretries = 1\ncommand = [{PY}, "-c", {json.dumps(code)}]\n')
+    commit_all(repo)
+    progress: list[str | None] = []
+
+    async def scenario(session: ClientSession) -> None:
+        async def on_progress(done: float, total: float | None, message: str | None) -> None:
+            progress.append(message)
+
+        answer = await session.call_tool("run_gates", {"changed_only": False},
+                                         progress_callback=on_progress)
+        assert "- flaky: passed (flaky: passed on attempt 2 after 1 failed)\n" in text_of(answer)
+        with anyio.fail_after(10):
+            while not progress:
+                await anyio.sleep(0.05)
+
+    serve(repo, scenario, tmp_path)
+    assert progress == ["flaky: passed (flaky: passed on attempt 2 after 1 failed)"]

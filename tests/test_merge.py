@@ -304,3 +304,24 @@ def test_a_gate_deselected_in_its_own_pytest_shard_is_not_a_split_error(
     validate_report(merged)
     assert [g["name"] for g in merged["gates"]] == ["a", "b", "d"]
     assert merged["not_selected"] == [{"name": "c", "reason": DESELECTED_REASON}]
+
+
+def test_merged_junit_says_a_timeout_as_run_does(repo: Path) -> None:
+    write(repo / "verify.toml", gate("slow", f"{PY} -c \"import time; time.sleep(30)\"",
+                                     timeout_seconds=1) + gate("fine"))
+    commit_all(repo)
+    names = []
+    for index in (1, 2):
+        done = verifygate("run", "--all", "--shard", f"{index}/2", "--json", f"s{index}.json",
+                          cwd=repo)
+        assert done.returncode in (0, 1), done.stderr
+        names.append(f"s{index}.json")
+    ran = verifygate("run", "--all", "--junit", "run.xml", cwd=repo)
+    merged = verifygate("merge", *names, "--junit", "merged.xml", cwd=repo)
+    assert ran.returncode == merged.returncode == 1, merged.stderr
+
+    def failure(name: str) -> str | None:
+        found = ET.parse(repo / name).getroot().find(".//failure")
+        return None if found is None else found.get("message")
+
+    assert failure("merged.xml") == failure("run.xml") == "[timeout] slow: timed out after 1 s"

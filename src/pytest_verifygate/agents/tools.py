@@ -109,13 +109,14 @@ class GateTools:
                    names: Sequence[str] | None = None) -> Answer:
         """The verdict, each gate's outcome and code, and the agent digest."""
         from pytest_verifygate.report.digest import to_digest
-        from pytest_verifygate.report.words import outcome_counts
+        from pytest_verifygate.report.words import flaky_note, outcome_counts
 
         lines = [f"verdict: {report['verdict']} ({outcome_counts(report['summary'])})"]
         for gate in report["gates"]:
             code = f" [{gate['code']}]" if gate.get("code") else ""
             reason = f" ({gate['reason']})" if gate.get("reason") else ""
-            lines.append(f"- {gate['name']}: {gate['outcome']}{code}{reason}")
+            flaky = f" ({flaky_note(gate)})" if gate.get("flaky") else ""
+            lines.append(f"- {gate['name']}: {gate['outcome']}{code}{reason}{flaky}")
         ran = {gate["name"] for gate in report["gates"]}
         for selection in plan.selections:
             if names and selection.gate.name in names and selection.gate.name not in ran:
@@ -154,8 +155,11 @@ class GateTools:
 
 def progress_message(result: GateResult) -> str:
     """What one finished gate's progress notification says."""
+    from pytest_verifygate.report.words import flaky_note
+
     code = f" [{result.code}]" if result.outcome == codes.FAILED and result.code else ""
-    return f"{result.name}: {result.outcome}{code}"
+    flaky = f" ({flaky_note(result._asdict())})" if result.flaky else ""
+    return f"{result.name}: {result.outcome}{code}{flaky}"
 
 
 def _contract_name(plan: Plan) -> str:
