@@ -7,6 +7,7 @@ plugins installed as test dependencies.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -225,3 +226,24 @@ def test_github_outputs_and_summary_from_pytest(project: pytest.Pytester,
     assert headings == ["###", "####", "#####"], text
     # Hint, command and output each a paragraph of their own, not one run-on line.
     assert "\n\nHint: " in text and "\n\nCommand: " in text and "\n\nOutput:" in text
+
+
+def test_declared_lines_in_every_contract_form(tmp_path: Path) -> None:
+    from pytest_verifygate.contract.load import load_contract
+    from pytest_verifygate.pytest_plugin.declared import declared_lines
+
+    (tmp_path / ".git").mkdir()
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[project]\nname = "x"\n\n[[tool.verifygate.gate]]\nname = "lint"\n'
+                         'command = "true"\n\n[[ tool.verifygate.gate ]]  # spaced\n'
+                         'name = "types"\ncommand = "true"\n', encoding="utf-8")
+    assert declared_lines(load_contract(pyproject)) == {"lint": 4, "types": 8}
+    opentiger = tmp_path / ".opentiger" / "verify.contract.json"
+    opentiger.parent.mkdir()
+    opentiger.write_text(json.dumps({"commands": ["npm run lint"],
+                                     "byRole": {"tester": ["npm test"]}}, indent=2),
+                         encoding="utf-8")
+    lines = opentiger.read_text(encoding="utf-8").splitlines()
+    assert declared_lines(load_contract(opentiger)) == {
+        "npm run lint": lines.index('    "npm run lint"') + 1,
+        "npm test": lines.index('      "npm test"') + 1}
