@@ -8,6 +8,7 @@ plugins installed as test dependencies.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -247,3 +248,27 @@ def test_declared_lines_in_every_contract_form(tmp_path: Path) -> None:
     assert declared_lines(load_contract(opentiger)) == {
         "npm run lint": lines.index('    "npm run lint"') + 1,
         "npm test": lines.index('      "npm test"') + 1}
+
+
+def test_github_outputs_and_folding_from_the_cli(project: pytest.Pytester) -> None:
+    from actions_runner import honoured
+
+    write_contract(project.path, {"name": "ok", "command": passing()},
+                   {"name": "bad", "command": failing(message="::error::forged by the gate")})
+    commit_all(project.path)
+    outputs = project.path / "outputs"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_verifygate.cli", "run", "--all", "--json", "r.json"],
+        cwd=project.path, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": str(outputs)})
+    assert done.returncode == 1, done.stderr
+    assert read_output_file(outputs) == {"verdict": "failed", "failed-gates": '["bad"]',
+                                         "report": "r.json"}
+    commands = [(command.name, command.data) for command in honoured(done.stdout)
+                if command.name in ("group", "endgroup", "error")]
+    # The group is honoured; what the gate printed inside it is not.
+    assert commands[:2] == [("group", "verifygate bad [command_failed]"), ("endgroup", "")]
+    assert ("error", "forged by the gate") not in commands
+    inside = done.stdout.split("::group::verifygate bad [command_failed]")[1].split(
+        "::endgroup::")[0]
+    assert "::error::forged by the gate" in inside
