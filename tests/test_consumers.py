@@ -248,6 +248,12 @@ def test_declared_lines_in_every_contract_form(tmp_path: Path) -> None:
     assert declared_lines(load_contract(opentiger)) == {
         "npm run lint": lines.index('    "npm run lint"') + 1,
         "npm test": lines.index('      "npm test"') + 1}
+    # openTiger makes two gates of "A && B": each is at the line listing it.
+    opentiger.write_text(json.dumps({"commands": ["npm run lint && npm test"]}, indent=2),
+                         encoding="utf-8")
+    contract = load_contract(opentiger)
+    assert len(contract.gates) == 2
+    assert set(declared_lines(contract).values()) == {3}
 
 
 def test_github_outputs_and_folding_from_the_cli(project: pytest.Pytester) -> None:

@@ -3,8 +3,9 @@
 A gate item's location (``SKIPPED [1] verify.toml:7``, JUnit xunit1's ``line``, the
 ``lineno`` of pytest-json-report) is the line of the gate's ``[[gate]]`` table (in a
 pyproject, ``[[tool.verifygate.gate]]``); in an openTiger JSON contract, the first line that
-lists the gate's command. The contract is already loaded and valid: this only reads its text
-again to find lines, and a gate it cannot place is at line 1.
+lists the gate's command (or the part of a command it was made from). The contract is already
+loaded and valid: this only reads its text again to find lines, and a gate it cannot place is
+at line 1.
 
 PYTEST_DONT_REWRITE
 """
@@ -40,8 +41,10 @@ def _json_lines(contract: Contract, lines: list[str]) -> dict[str, int]:
     found: dict[str, int] = {}
     for gate in contract.gates:
         command = gate.command if isinstance(gate.command, str) else " ".join(gate.command)
+        # The command as JSON spells it, without its quotes: openTiger splits ``A && B`` into
+        # two gates, each a part of the string the file lists.
         needles = (json.dumps(gate.name, ensure_ascii=False),
-                   json.dumps(command, ensure_ascii=False))
+                   json.dumps(command, ensure_ascii=False)[1:-1])
         for number, line in enumerate(lines, start=1):
             if any(needle in line for needle in needles):
                 found[gate.name] = number
