@@ -28,6 +28,7 @@ from plugin_support import (
     python,
     write_contract,
 )
+from pytest_verifygate.report.github import step_summary
 
 from conftest import read_output_file, validate_junit
 
@@ -142,6 +143,11 @@ def test_xunit1_keeps_the_properties(project: pytest.Pytester) -> None:
                for line in table.splitlines())
     assert any(line.split()[:3] == ["miss", "skipped", "missing_make_target"]
                for line in cli.stdout.splitlines())
+    # ... and so does the step summary's.
+    report = {"verdict": "passed", "gates": [{"name": "miss", "outcome": "skipped", "code": None,
+                                              "reason": 'missing_script (on_missing = "skip")'}]}
+    assert "| `miss` | \u23ed\ufe0f skipped: missing_script (on_missing = \"skip\") | " \
+        "`missing_script` |" in step_summary(report)
 
 
 def test_rerunfailures_runs_the_gate_again(project: pytest.Pytester) -> None:

@@ -32,6 +32,7 @@ from pytest_verifygate.report.words import (
     flaky_note,
     format_seconds,
     outcome_counts,
+    skip_code,
 )
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
@@ -428,7 +429,8 @@ def step_summary(
                 shown += " (cached)"
             if outcome != codes.FAILED and gate.get("reason"):
                 shown += f": {gate['reason']}"
-            code = _code(str(gate["code"])) if gate.get("code") else ""
+            shown_code = gate.get("code") or skip_code(gate)  # as the console table shows it
+            code = _code(str(shown_code)) if shown_code else ""
             lines.append(f"| {_code(str(gate.get('name', '?')))} | {_cell(shown)} | {code} | "
                          f"{_seconds(gate)} |")
         lines.append("")
