@@ -325,3 +325,10 @@ def test_merged_junit_says_a_timeout_as_run_does(repo: Path) -> None:
         return None if found is None else found.get("message")
 
     assert failure("merged.xml") == failure("run.xml") == "[timeout] slow: timed out after 1 s"
+    # xunit1, as pytest's junit_family names it, adds each gate's properties.
+    assert verifygate("merge", *names, "--junit", "xunit1.xml", "--junit-family", "xunit1",
+                      cwd=repo).returncode == 1
+    codes = {case.get("name"): prop.get("value")
+             for case in ET.parse(repo / "xunit1.xml").iter("testcase")
+             for prop in case.iter("property") if prop.get("name") == "verifygate.code"}
+    assert codes == {"slow": "timeout", "fine": ""}
