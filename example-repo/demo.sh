@@ -143,10 +143,12 @@ amounts-review=pending/-"
 expect "gate outcomes in the report" "$expected_outcomes" "$(outcomes "$out/report.json")"
 
 heading "6. The same gates as pytest items (expected to fail: exit 1)"
+# JUnit family xunit1: each testcase carries the verifygate.* properties (pytest's default,
+# xunit2, allows none in a testcase).
 run_expecting 1 "pytest --verify-contract" \
     python -m pytest --verify-contract --verify-changed-from HEAD \
     --verify-report "$out/pytest-report.json" --junitxml "$out/junit.xml" \
-    -p no:cacheprovider verify.toml
+    -o junit_family=xunit1 -p no:cacheprovider verify.toml
 if [[ -f "$out/pytest-report.json" ]]; then
     expect "gate outcomes in pytest's report" "$expected_outcomes" \
         "$(outcomes "$out/pytest-report.json")"
