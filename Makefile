@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 E2E_DIR := .e2e
 E2E_STAMP := $(E2E_DIR)/.installed
 
-.PHONY: demo test e2e lint fuzz bench clean
+.PHONY: demo test e2e lint fuzz bench bench-replay clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +52,24 @@ bench:
 	$(BENCH_VENV)/bin/python -m pip install --quiet lefthook pre-commit '.[xdist]'
 	$(BENCH_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall .
 	$(BENCH_VENV)/bin/python bench/run.py
+
+# A project's real history, replayed commit by commit for verifygate, prek, pre-commit and
+# lefthook (bench/replay.py): REPO is a clone to replay, SUITE its gates (default: the suite
+# for pypa/packaging), COMMITS how many; FLAGS=--workflow for agent stop -> commit -> push -> CI.
+REPO ?=
+SUITE ?= bench/suites/packaging.toml
+COMMITS ?= 40
+FLAGS ?=
+
+bench-replay:
+	@test -n "$(REPO)" || { echo "make bench-replay: set REPO=path/to/a/clone" >&2; exit 2; }
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install --quiet lefthook pre-commit prek '.[xdist]' \
+		ruff mypy pytest pretend hypothesis tomli_w
+	$(BENCH_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall .
+	$(BENCH_VENV)/bin/python bench/replay.py --repo "$(REPO)" --suite "$(SUITE)" \
+		--commits $(COMMITS) $(FLAGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests
