@@ -184,17 +184,34 @@ def longest_first(
         for need in (needs or {}).get(name, ()):
             if need in waiting_for and need != name:
                 waiting_for[need].append(name)
+    chains = _longest_chains(seconds, waiting_for)
+    return sorted(names, key=lambda name: -chains[name])
+
+
+def _longest_chains(seconds: Mapping[str, float],
+                    waiting_for: Mapping[str, Sequence[str]]) -> dict[str, float]:
+    """Each gate's seconds plus the longest chain of gates waiting for it. Depth-first with
+    an explicit stack (a chain of thousands of needs is no recursion); a gate met again on
+    its own path (a circle, which the contract loader refuses) adds nothing."""
     chains: dict[str, float] = {}
-
-    def chain(name: str, seen: frozenset[str]) -> float:
-        if name not in chains:
-            # ``seen`` guards against a circle, which the contract loader refuses anyway.
-            after = [chain(other, seen | {name}) for other in waiting_for[name]
-                     if other not in seen]
-            chains[name] = seconds[name] + max(after, default=0.0)
-        return chains[name]
-
-    return sorted(names, key=lambda name: -chain(name, frozenset()))
+    on_path: set[str] = set()
+    for root in waiting_for:
+        stack = [root]
+        while stack:
+            name = stack[-1]
+            if name in chains:
+                stack.pop()
+                continue
+            if name not in on_path:
+                on_path.add(name)
+                stack += [other for other in waiting_for[name]
+                          if other not in chains and other not in on_path]
+                continue
+            stack.pop()
+            on_path.discard(name)
+            chains[name] = seconds[name] + max(
+                (chains.get(other, 0.0) for other in waiting_for[name]), default=0.0)
+    return chains
 
 
 def planned_order(contract: Contract, names: Sequence[str]) -> list[str]:

@@ -244,22 +244,32 @@ def _phases(value: object, name: str, reader: FieldReader) -> tuple[int, ...]:
     return tuple(reader.integer(item, gate=name, key="phases", minimum=1) for item in value)
 
 
+# Gates of a circle of needs named in its error; a longer circle is shown by its ends.
+MAX_CIRCLE_SHOWN = 12
+
+
 def _check_needs(gates: list[Gate], reader: FieldReader) -> None:
     """Every ``needs`` names another gate of this file, and no gate needs itself through
     others: a gate that could never start is a contract error, not a hang."""
     names = [gate.name for gate in gates]
+    known_names = set(names)
     for gate in gates:
         for need in gate.needs:
             if need == gate.name:
                 raise reader.error("a gate cannot need itself", gate=gate.name, key="needs",
                                    hint=f"remove {need!r} from needs")
-            if need not in names:
+            if need not in known_names:
                 known = did_you_mean(need, names) or f"gates: {', '.join(names)}"
                 raise reader.error(f"names no gate {need!r}", gate=gate.name, key="needs",
                                    hint=known)
     cycle = _needs_cycle({gate.name: gate.needs for gate in gates})
     if cycle:
-        path = " -> ".join(repr(name) for name in (*cycle, cycle[0]))
+        shown = [repr(name) for name in (*cycle, cycle[0])]
+        if len(shown) > MAX_CIRCLE_SHOWN:
+            # One readable line however long the circle: its start and its end.
+            hidden = len(shown) - MAX_CIRCLE_SHOWN
+            shown[MAX_CIRCLE_SHOWN // 2:-MAX_CIRCLE_SHOWN // 2] = [f"... ({hidden} more)"]
+        path = " -> ".join(shown)
         raise reader.error(f"gates need each other in a circle: {path}", gate=cycle[0],
                            key="needs", hint="remove one of these needs")
 

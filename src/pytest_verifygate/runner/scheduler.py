@@ -19,6 +19,7 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import contextlib
+import heapq
 import os
 import threading
 import time
@@ -397,19 +398,31 @@ def run_order(plans: Sequence[GatePlan],
     keeps its place among the others: the gates declared before it still start before it,
     those declared after it still after it.
     """
-    names = {plan.gate.name for plan in plans}
     remaining = _between_exclusive_gates(plans, start_order) if start_order else list(plans)
+    position = {plan.gate.name: index for index, plan in enumerate(remaining)}
+    # Kahn's algorithm, always taking the earliest ready gate: linear in the gates and their
+    # needs, however long a chain of needs is.
+    waiting_on = [0] * len(remaining)
+    needed_by: list[list[int]] = [[] for _ in remaining]
+    for index, plan in enumerate(remaining):
+        for need in dict.fromkeys(plan.gate.needs):
+            if need in position and need != plan.gate.name:
+                waiting_on[index] += 1
+                needed_by[position[need]].append(index)
+    ready = [index for index, count in enumerate(waiting_on) if count == 0]
+    heapq.heapify(ready)
     ordered: list[GatePlan] = []
-    placed: set[str] = set()
-    while remaining:
-        for index, plan in enumerate(remaining):
-            if all(need in placed or need not in names for need in plan.gate.needs):
-                ordered.append(remaining.pop(index))
-                placed.add(plan.gate.name)
-                break
-        else:  # a circle of needs (the contract loader refuses them): the rest as given
-            ordered += remaining
-            break
+    while ready:
+        index = heapq.heappop(ready)
+        ordered.append(remaining[index])
+        for other in needed_by[index]:
+            waiting_on[other] -= 1
+            if waiting_on[other] == 0:
+                heapq.heappush(ready, other)
+    if len(ordered) < len(remaining):
+        # A circle of needs (the contract loader refuses them): the rest as given.
+        placed = {id(plan) for plan in ordered}
+        ordered += [plan for plan in remaining if id(plan) not in placed]
     return ordered
 
 
