@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from pytest_verifygate.runner import tree
+from pytest_verifygate.runner import tree, watchdog
 from pytest_verifygate.runner.process import KILL_GRACE_SECONDS
 
 from .support import (
@@ -182,6 +182,9 @@ def test_processes_that_cannot_be_killed_are_named_in_the_output(
 
     monkeypatch.setattr(tree, "send_signal", send_signal)
     monkeypatch.setattr(tree, "send_group_signal", send_group_signal)
+    # The refusal is made in this process only: the watchdog, a process of its own, would
+    # kill the survivor that no process of the same user can be refused.
+    monkeypatch.setattr(watchdog, "_spawn", lambda: None)
     try:
         (result,) = run_contract(repo, _escape_gate("survivor", command, marker=marker,
                                                     timeout=1)).results

@@ -18,13 +18,14 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import selectors
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from pytest_verifygate.runner.logfile import DEFAULT_LOG_MAX_BYTES, GateLog
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from pytest_verifygate.runner.records import GatePlan
+    from pytest_verifygate.runner.watchdog import Watchdog
 
 READ_SIZE = 1 << 20
 TICK_SECONDS = 0.1
@@ -164,12 +166,14 @@ def run_attempt(
     base_env: Mapping[str, str],
     log_max_bytes: int = DEFAULT_LOG_MAX_BYTES,
     log_filter: OutputFilter | None = None,
+    watchdog: Watchdog | None = None,
 ) -> tuple[AttemptEnd, OutputSink]:
     """Run the plan's commands one after another until one fails, all within one deadline.
 
     Attempt 0 starts the log afresh; later attempts append to it under a header line. Each
     attempt's part of the log holds at most ``log_max_bytes`` (head and tail), of the output
-    as ``log_filter`` passes it.
+    as ``log_filter`` passes it. ``watchdog`` is told of each command's process tree, so the
+    tree ends at the deadline even if this process cannot end it (``runner.watchdog``).
     """
     log = None
     if log_path is not None:
@@ -181,7 +185,7 @@ def run_attempt(
     end = AttemptEnd()
     try:
         for argv in plan.invocations:
-            step = spawn_and_wait(plan, argv, sink, deadline, cancelled, base_env)
+            step = spawn_and_wait(plan, argv, sink, deadline, cancelled, base_env, watchdog)
             # The first command that failed decides (a signal death counts as a failure).
             if not end.failed or step.timed_out or step.interrupted:
                 end = step
@@ -210,6 +214,7 @@ def spawn_and_wait(
     deadline: float,
     cancelled: threading.Event,
     base_env: Mapping[str, str],
+    watchdog: Watchdog | None = None,
 ) -> AttemptEnd:
     """Spawn ``argv`` in a session of its own and supervise it; a spawn error goes to ``sink``.
 
@@ -251,7 +256,11 @@ def spawn_and_wait(
     except OSError as exc:
         sink.write(f"verifygate: cannot run {argv[0]!r}: {exc.strerror or exc}\n".encode())
         return AttemptEnd(spawn_failed=True)
-    return supervise(process, sink, deadline, cancelled, GateTree(process.pid, mark))
+    release: Callable[[], None] | None = None
+    if watchdog is not None:
+        watchdog.started(process.pid, mark, deadline)
+        release = functools.partial(watchdog.ended, process.pid)
+    return supervise(process, sink, deadline, cancelled, GateTree(process.pid, mark), release)
 
 
 def supervise(
@@ -260,16 +269,18 @@ def supervise(
     deadline: float,
     cancelled: threading.Event,
     tree: GateTree,
+    release: Callable[[], None] | None = None,
 ) -> AttemptEnd:
     """Watch ``process`` and its pipe until both are done, ending its tree on deadline or
-    cancel; then end whatever of the tree is left (even when this raises), and reap it."""
+    cancel; then end whatever of the tree is left (even when this raises), and reap it.
+    ``release`` is called once the tree is ended, before its first process is reaped."""
     assert process.stdout is not None
     end = AttemptEnd()
     try:
         _watch(process, sink, deadline, cancelled, tree, end)
     finally:
         process.stdout.close()
-        survivors = _end_tree(process, tree)
+        survivors = _end_tree(process, tree, release)
     if survivors:
         sink.note(survivors)
     if end.output_held:
@@ -364,14 +375,19 @@ def _wait_exit(process: subprocess.Popen[bytes], seconds: float) -> None:
         delay = min(delay * 2, 0.02)
 
 
-def _end_tree(process: subprocess.Popen[bytes], tree: GateTree) -> str:
+def _end_tree(process: subprocess.Popen[bytes], tree: GateTree,
+              release: Callable[[], None] | None = None) -> str:
     """Kill whatever of the gate still runs, reap its first process; a note naming the
     processes that could not be killed ("" when none)."""
     if not tree.traceable:  # no /proc: the process group is what can be reached
+        if release is not None:
+            release()
         _reap(process)
         _reap_leftovers(tree.leader, KILL_GRACE_SECONDS)
         return ""
     survivors = tree.end(LEFTOVER_GRACE_SECONDS)
+    if release is not None:
+        release()
     if not _reap(process):
         survivors = tree.members() or survivors
     return describe(survivors) if survivors else ""

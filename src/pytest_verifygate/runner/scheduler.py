@@ -31,6 +31,7 @@ from pytest_verifygate.runner import fixers
 from pytest_verifygate.runner.logfile import DEFAULT_LOG_MAX_BYTES
 from pytest_verifygate.runner.process import HELD_OUTPUT_REASON, OutputFilter, run_attempt
 from pytest_verifygate.runner.records import GatePlan, GateResult, bare_result
+from pytest_verifygate.runner.watchdog import Watchdog
 from pytest_verifygate.storage import (
     claim_log_dir,
     finish_pruning,
@@ -51,33 +52,6 @@ WAIT_STEP_SECONDS = 0.5
 ClassifyHook = Callable[["Gate", GateResult], str | None]
 GateCallback = Callable[["Gate", GateResult], None]
 StartCallback = Callable[["Gate"], None]
-
-
-class _ResultSlot:
-    """Where one gate's result (or the exception that ended its thread) is handed over.
-
-    ``concurrent.futures.Future`` would do, but importing it loads ``logging``: several
-    milliseconds on every ``verifygate run`` (every commit), for three methods' worth of use.
-    """
-
-    def __init__(self) -> None:
-        self.done = threading.Event()
-        self._result: GateResult | None = None
-        self._error: BaseException | None = None
-
-    def set(self, result: GateResult) -> None:
-        self._result = result
-        self.done.set()
-
-    def fail(self, error: BaseException) -> None:
-        self._error = error
-        self.done.set()
-
-    def value(self) -> GateResult:
-        if self._error is not None:
-            raise self._error
-        assert self._result is not None
-        return self._result
 
 
 class GateRunner:
@@ -113,17 +87,23 @@ class GateRunner:
         self.cancelled = threading.Event()
         # Taken here, in the thread that makes the runner: see ``process.spawn_and_wait``.
         self.base_env = dict(os.environ)
-        self._slots: dict[str, _ResultSlot] = {}
+        self._by_name = {plan.gate.name: plan for plan in self.plans}
         # The gates that wait for a worker, in run order (``run_order``), and what a worker
-        # must know to pick the next one; all guarded by ``_ready``, which is notified
-        # whenever a gate finishes.
+        # must know to pick the next one; each gate's result once announced (or the exception
+        # that ended its thread), for whoever waits for it: all guarded by ``_ready``, which
+        # is notified whenever a gate finishes.
         self._ready = threading.Condition()
-        self._waiting: list[tuple[GatePlan, _ResultSlot]] = []
+        self._waiting: list[GatePlan] = []
+        self._results: dict[str, GateResult] = {}
+        self._errors: dict[str, BaseException] = {}
         self._running: dict[str, bool] = {}  # name -> exclusive
         self._ended: dict[str, GateResult | None] = {}  # None: its thread raised
         self._needs: dict[str, tuple[str, ...]] = {}
         self._workers: list[threading.Thread] | None = None
         self._callback_lock = threading.Lock()
+        # Ends the gates' trees at their deadlines even if this process cannot: started with
+        # the first gate that spawns a process (``runner.watchdog``).
+        self._watchdog = Watchdog()
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -153,42 +133,48 @@ class GateRunner:
         static = {plan.gate.name: _static_result(plan) for plan in self.plans
                   if not _needs_process(plan)}
         self._ended.update(static)  # known before any worker looks at a gate's needs
-        for plan in ordered:
-            slot = self._slots[plan.gate.name] = _ResultSlot()
-            if _needs_process(plan):
-                self._waiting.append((plan, slot))
-        # Plain threads rather than a concurrent.futures executor, for the same start-up
-        # cost as _ResultSlot's; nothing here needs more.
+        self._waiting = [plan for plan in ordered if _needs_process(plan)]
+        # Plain threads rather than a concurrent.futures executor: a worker picks the next
+        # gate by its needs (``_pick``), which an executor's queue cannot.
         for index in range(min(self.jobs, len(self._waiting))):
             worker = threading.Thread(target=self._work, name=f"gate-{index}")
             self._workers.append(worker)
             worker.start()
-        # Announced last: a Ctrl-C raised from the callback leaves every gate with a slot.
+        # Announced last: a Ctrl-C raised from the callback leaves the others to ``result``.
         for plan in self.plans:
             if plan.gate.name in static:
-                self._slots[plan.gate.name].set(self._finish(plan, static[plan.gate.name]))
+                self._deliver(plan.gate.name, self._finish(plan, static[plan.gate.name]))
+
+    def _deliver(self, name: str, result: GateResult | None,
+                 error: BaseException | None = None) -> None:
+        """Hand a gate's result (or the exception that ended its thread) to its waiters."""
+        with self._ready:
+            if result is not None:
+                self._results.setdefault(name, result)
+            elif error is not None:
+                self._errors.setdefault(name, error)
+            self._ready.notify_all()
 
     def _work(self) -> None:
         while True:
             picked = self._next_gate()
             if picked is None:
                 return
-            plan, slot, held_back = picked
+            plan, held_back = picked
             result: GateResult | None = None
+            error: BaseException | None = None
             try:
                 result = (self._run_plan(plan) if held_back is None
                           else self._finish(plan, held_back))
             except BaseException as exc:  # handed to whoever waits for this gate
-                slot.fail(exc)
+                error = exc
             finally:
                 with self._ready:
                     self._running.pop(plan.gate.name, None)
                     self._ended[plan.gate.name] = result
-                    self._ready.notify_all()
-            if result is not None:
-                slot.set(result)
+                self._deliver(plan.gate.name, result, error)
 
-    def _next_gate(self) -> tuple[GatePlan, _ResultSlot, GateResult | None] | None:
+    def _next_gate(self) -> tuple[GatePlan, GateResult | None] | None:
         """The next gate this worker takes (None: no gate is left waiting), and the skip
         result if a gate it needs did not pass. Blocks while every waiting gate must wait."""
         with self._ready:
@@ -196,10 +182,10 @@ class GateRunner:
                 picked = self._pick()
                 if picked is not None:
                     index, held_back = picked
-                    plan, slot = self._waiting.pop(index)
+                    plan = self._waiting.pop(index)
                     if held_back is None:
                         self._running[plan.gate.name] = plan.gate.exclusive
-                    return plan, slot, held_back
+                    return plan, held_back
                 # Woken when a gate ends; the timeout re-checks a cancel made without a notify.
                 self._ready.wait(WAIT_STEP_SECONDS)
             return None
@@ -210,7 +196,7 @@ class GateRunner:
             return 0, None  # it ends as interrupted without starting
         if any(self._running.values()):
             return None  # an exclusive gate runs alone
-        for index, (plan, _) in enumerate(self._waiting):
+        for index, plan in enumerate(self._waiting):
             unfinished = False
             for need in self._needs[plan.gate.name]:
                 if need not in self._ended:
@@ -230,16 +216,23 @@ class GateRunner:
     def result(self, name: str) -> GateResult:
         """Wait for one gate's result (starting the run if needed)."""
         self.start()
-        slot = self._slots[name]
-        while not slot.done.wait(WAIT_STEP_SECONDS):
+        plan = self._by_name[name]
+        while True:
+            with self._ready:
+                # Woken when a gate ends; the timeout lets Ctrl-C reach the main thread.
+                self._ready.wait_for(lambda: name in self._results or name in self._errors,
+                                     WAIT_STEP_SECONDS)
+                if name in self._errors:
+                    raise self._errors[name]
+                if name in self._results:
+                    return self._results[name]
             if not any(worker.is_alive() for worker in self._workers or ()):
-                if slot.done.is_set():
-                    break
-                # Nobody is left to fill it: a Ctrl-C cut start() short.
-                plan = next(plan for plan in self.plans if plan.gate.name == name)
-                slot.set(self._finish(plan, _interrupted(plan, "the run was interrupted "
-                                                                "before it started")))
-        return slot.value()
+                with self._ready:
+                    done = name in self._results or name in self._errors
+                if not done:
+                    # Nobody is left to announce it: a Ctrl-C cut start() short.
+                    self._deliver(name, self._finish(plan, _interrupted(
+                        plan, "the run was interrupted before it started")))
 
     def results(self) -> list[GateResult]:
         """Wait for every gate; results in plan (contract) order."""
@@ -262,10 +255,13 @@ class GateRunner:
         if self._workers is None:
             finish_pruning()
             return
-        if any(not slot.done.is_set() for slot in self._slots.values()):
+        with self._ready:
+            unfinished = len(self._results) + len(self._errors) < len(self.plans)
+        if unfinished:
             self.cancel()
         for worker in self._workers:
             worker.join()
+        self._watchdog.close()
         finish_pruning()
         self._release_log_dir()
 
@@ -339,7 +335,8 @@ class GateRunner:
         end, sink = run_attempt(plan, log_path=log_path, attempt_number=attempt_number,
                                 tail_bytes=self.tail_bytes, cancelled=self.cancelled,
                                 base_env=self.base_env, log_max_bytes=self.log_max_bytes,
-                                log_filter=self.log_filter() if self.log_filter else None)
+                                log_filter=self.log_filter() if self.log_filter else None,
+                                watchdog=self._watchdog)
         output, truncated = sink.text()
         result = bare_result(
             plan, codes.PASSED, None, output=output, truncated=truncated, total=sink.total,

@@ -1,0 +1,185 @@
+"""The watchdog: one small process per run that ends a gate's process tree at the gate's
+deadline, or at once when the run that started the gate is gone.
+
+The run supervises its gates itself (``runner.process``); but a run killed with SIGKILL (the
+OOM killer, an agent tool's hard kill), stopped, or a pytest ended by ``os._exit`` (
+pytest-timeout's thread method) supervises nothing, and its gates, each in a session of its
+own, would run on. So the first gate a run spawns also starts this process, in a session of
+its own, reading the run's messages on its stdin (``Watchdog``): a gate started (its first
+process, its tree mark, its deadline) and a gate ended. It ends a gate's tree
+(``runner.tree``: its group, its marked processes, their descendants) when the gate's
+deadline and the run's own grace have passed, and every gate's tree as soon as its stdin
+reaches end of file: the run closed it, exited or died (the kernel closes a dead process's
+pipes). Then it exits. A run that ends normally has ended its gates by then.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterable
+
+from pytest_verifygate.runner.tree import GateTree, read_proc, send_group_signal
+
+# After a gate's deadline, the run itself sends SIGTERM, waits its grace (2 s,
+# ``process.KILL_GRACE_SECONDS``), sends SIGKILL and ends what is left of the tree (1.5 s at
+# most): the watchdog steps in only after that, so a live run still ends the gate, names what
+# it could not kill and records the timeout itself.
+AFTER_DEADLINE_SECONDS = 5.0
+# Between SIGTERM and SIGKILL when the watchdog ends a tree.
+GRACE_SECONDS = 1.0
+
+
+class Watchdog:
+    """The run's side: starts the watchdog process with the first gate, tells it of each
+    gate, and closes its stdin when the run ends (which ends the watchdog)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._closed = False
+
+    def started(self, leader: int, mark: str, deadline: float) -> None:
+        """A gate's first process ``leader`` (its group's id) started, with tree ``mark``,
+        to be ended at ``deadline`` (``time.monotonic()``, shared by every process)."""
+        self._send(f"start {leader} {mark} {deadline!r}\n", start=True)
+
+    def ended(self, leader: int) -> None:
+        """The run ended the gate of ``leader`` itself. Said before the first process is
+        reaped, so that its id cannot be handed to another process while the watchdog holds
+        it."""
+        self._send(f"end {leader}\n", start=False)
+
+    def close(self) -> None:
+        """No gate will start any more: the watchdog ends what is left and exits."""
+        with self._lock:
+            self._closed = True
+            process, self._process = self._process, None
+        if process is None:
+            return
+        assert process.stdin is not None
+        with contextlib.suppress(OSError):
+            process.stdin.close()
+        # Reaped in the background: the run does not wait for the watchdog to exit.
+        threading.Thread(target=process.wait, name="watchdog-reaper", daemon=True).start()
+
+    def _send(self, message: str, *, start: bool) -> None:
+        with self._lock:
+            if self._process is None and start and not self._closed:
+                self._process = _spawn()
+            if self._process is None:
+                return
+            assert self._process.stdin is not None
+            try:
+                self._process.stdin.write(message.encode())
+                self._process.stdin.flush()
+            except OSError:
+                # The watchdog is gone (killed): the run still ends its gates itself.
+                self._process = None
+
+
+def _spawn() -> subprocess.Popen[bytes] | None:
+    """The watchdog process, or None when it cannot be started (a process limit): the run
+    then supervises its gates alone, as it always does while it lives."""
+    # Started where the package this run imported lives, so that ``-m`` finds that package
+    # (not one of the same name in the project the run checks); it needs nothing else than
+    # the standard library, so neither ``site`` nor the environment's PYTHON* variables.
+    home = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-S", "-E", "-m", __name__],
+            cwd=home,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            # Out of the run's process group: a Ctrl-C or a kill of the run's group does not
+            # reach it, so it is still there to end the gates.
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError:
+        return None
+
+
+# -- the watchdog process ------------------------------------------------------------------
+
+
+class _Gate:
+    __slots__ = ("deadline", "tree")
+
+    def __init__(self, tree: GateTree, deadline: float) -> None:
+        self.tree = tree
+        self.deadline = deadline
+
+
+def main() -> None:
+    """Read the run's messages until end of file, ending trees whose deadline has passed;
+    then end every tree still watched."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        # Whoever stops the run must not stop the one that cleans up after it.
+        signal.signal(signum, signal.SIG_IGN)
+    gates: dict[int, _Gate] = {}
+    stdin = sys.stdin.buffer.fileno()
+    pending = b""
+    with selectors.DefaultSelector() as selector:
+        selector.register(stdin, selectors.EVENT_READ)
+        while True:
+            now = time.monotonic()
+            due = [leader for leader, gate in gates.items() if gate.deadline <= now]
+            if due:
+                _end([gates.pop(leader).tree for leader in due])
+                continue
+            wait = min((gate.deadline for gate in gates.values()), default=now + 3600) - now
+            if not selector.select(max(0.0, wait)):
+                continue
+            chunk = os.read(stdin, 1 << 16)
+            if not chunk:
+                break
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            _apply(lines, gates)
+    _end([gate.tree for gate in gates.values()])
+
+
+def _apply(lines: Iterable[bytes], gates: dict[int, _Gate]) -> None:
+    for line in lines:
+        words = line.decode("ascii", "replace").split()
+        if len(words) == 4 and words[0] == "start":
+            leader, mark, deadline = int(words[1]), words[2], float(words[3])
+            tree = GateTree(leader, mark)
+            if not tree.traceable and read_proc(os.getpid()) is not None:
+                # /proc works but the first process is gone: the run has reaped it, and its
+                # "end" is on its way. Its id may already be another process's.
+                continue
+            gates[leader] = _Gate(tree, deadline + AFTER_DEADLINE_SECONDS)
+        elif len(words) == 2 and words[0] == "end":
+            gates.pop(int(words[1]), None)
+
+
+def _end(trees: list[GateTree]) -> None:
+    """End ``trees`` together: SIGTERM to all, the grace, then SIGKILL until none is left."""
+    for tree in trees:
+        if tree.traceable:
+            tree.signal(signal.SIGTERM)
+        else:  # no /proc: the process group is what can be reached
+            send_group_signal(tree.leader, signal.SIGTERM)
+    end = time.monotonic() + GRACE_SECONDS
+    while time.monotonic() < end and any(tree.members() for tree in trees if tree.traceable):
+        time.sleep(0.05)
+    for tree in trees:
+        if tree.traceable:
+            tree.end(0.0)
+        else:
+            send_group_signal(tree.leader, signal.SIGKILL)
+
+
+if __name__ == "__main__":
+    main()
