@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import load_contract
-from pytest_verifygate.patterns import translations
 from pytest_verifygate.selection import select_gates
 
 from conftest import write
@@ -130,32 +125,9 @@ def test_the_prefilter_never_changes_a_decision(repo: Path) -> None:
             assert list(selection.matched_files or ()) == expected
 
 
-# Remembers the translations given as JSON, loads the contract and selects gates for a change
-# set large enough for the prefilter, then reports the decisions and whether pathspec was
-# imported. A fresh interpreter, as the command line is.
-REMEMBERING_RUN = textwrap.dedent("""
-    import json, sys
-    from pytest_verifygate.patterns import Translation, remember
+def test_a_large_change_set_selects_through_the_prefilter(repo: Path) -> None:
+    from pytest_verifygate.selection import PREFILTER_MIN_FILES, files_for_gate
 
-    remember({p: Translation(*t) for p, t in json.loads(sys.argv[1]).items()})
-    from pytest_verifygate.changes import ChangeSet
-    from pytest_verifygate.contract import load_contract
-    from pytest_verifygate.selection import PREFILTER_MIN_FILES, files_for_gate, select_gates
-
-    contract = load_contract()
-    files = ("src/app/main.py", "src/vendored/v.py", "src/app/data.json",
-             *(f"other/{i}.txt" for i in range(PREFILTER_MIN_FILES)))
-    selections = select_gates(contract, ChangeSet("files", files=files))
-    print(json.dumps({
-        "selected": [s.gate.name for s in selections if s.selected],
-        "lint": list(selections[0].matched_files or ()),
-        "files": {g.name: list(files_for_gate(g, files[:3])) for g in contract.gates},
-        "pathspec": "pathspec" in sys.modules,
-    }))
-""")
-
-
-def test_remembered_translations_select_without_importing_pathspec(repo: Path) -> None:
     write(repo / "verify.toml", """
 [[gate]]
 name = "lint"
@@ -172,23 +144,15 @@ name = "both"
 command = "true"
 when_changed_all = ["src/app/", "*.json"]
 """)
-
-    def run(remembered: dict[str, object]) -> dict[str, object]:
-        done = subprocess.run([sys.executable, "-c", REMEMBERING_RUN, json.dumps(remembered)],
-                              cwd=repo, capture_output=True, text=True, check=True)
-        result: dict[str, object] = json.loads(done.stdout)
-        return result
-
-    patterns = ["src/**/*.py", "!src/vendored/**", "docs/", "src/app/", "*.json"]
-    remembered = run(dict(translations(patterns)))
-    assert remembered["pathspec"] is False
-    assert remembered["selected"] == ["lint", "both"]
-    assert remembered["lint"] == ["src/app/main.py"]
-    assert remembered["files"] == {"lint": ["src/app/main.py"], "docs": [],
-                                   "both": ["src/app/main.py", "src/vendored/v.py",
-                                            "src/app/data.json"]}
-    # The same run translating for itself imports pathspec, and decides the same.
-    assert run({}) == {**remembered, "pathspec": True}
+    contract = load_contract(repo / "verify.toml")
+    files = ("src/app/main.py", "src/vendored/v.py", "src/app/data.json",
+             *(f"other/{i}.txt" for i in range(PREFILTER_MIN_FILES)))
+    selections = select_gates(contract, ChangeSet("files", files=files))
+    assert [s.gate.name for s in selections if s.selected] == ["lint", "both"]
+    assert selections[0].matched_files == ("src/app/main.py",)
+    assert {g.name: list(files_for_gate(g, files[:3])) for g in contract.gates} == {
+        "lint": ["src/app/main.py"], "docs": [],
+        "both": ["src/app/main.py", "src/vendored/v.py", "src/app/data.json"]}
 
 
 def test_a_role_scoped_gate_needs_one_of_its_roles_asked_for(repo: Path) -> None:

@@ -24,7 +24,12 @@ from pytest_verifygate import codes
 from pytest_verifygate.changes import ChangeRequest, ChangeSet, compute_changes
 from pytest_verifygate.contract import Contract, Gate, load_contract
 from pytest_verifygate.plan import plan_gates
-from pytest_verifygate.selection import Selection, only_named, select_gates
+from pytest_verifygate.selection import (
+    Selection,
+    only_named,
+    select_gates,
+    unmatched_pattern_warnings,
+)
 
 # The records' annotations are real ones (see runner/records.py): names of modules a run
 # may never load stand for ``object`` at run time, for the type checker only.
@@ -75,6 +80,8 @@ class Plan(NamedTuple):
     read_cache: bool = True
     shard: Shard | None = None
     shard_warnings: tuple[str, ...] = ()
+    # Patterns of the gates left out by the change set that match no tracked file.
+    pattern_warnings: tuple[str, ...] = ()
 
     @property
     def selected(self) -> tuple[Selection, ...]:
@@ -82,8 +89,9 @@ class Plan(NamedTuple):
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        """What the user should know before the gates run (contract and change set)."""
-        return (*self.contract.warnings, *self.changes.warnings, *self.shard_warnings)
+        """What the user should know before the gates run (contract, change set, patterns)."""
+        return (*self.contract.warnings, *self.changes.warnings, *self.pattern_warnings,
+                *self.shard_warnings)
 
     def gate_plans(self) -> list["GatePlan"]:
         """The selected gates as argvs to spawn (or why not to spawn them)."""
@@ -129,6 +137,7 @@ def prepare(request: RunRequest) -> Plan:
         from pytest_verifygate.contract import display_path
 
         selections = only_named(selections, request.names, display_path(contract.path))
+    pattern_warnings = tuple(unmatched_pattern_warnings(contract, selections))
     shard_warnings: tuple[str, ...] = ()
     if request.shard is not None:
         from pytest_verifygate.shards import shard_selections
@@ -136,7 +145,8 @@ def prepare(request: RunRequest) -> Plan:
         selections, warning = shard_selections(contract, selections, request.shard)
         shard_warnings = (f"warning: {warning}",) if warning else ()  # as warn_once says it
     return Plan(contract, changes, tuple(selections), effective_jobs(request.jobs, contract),
-                request.read_cache, shard=request.shard, shard_warnings=shard_warnings)
+                request.read_cache, shard=request.shard, shard_warnings=shard_warnings,
+                pattern_warnings=pattern_warnings)
 
 
 def change_set(request: RunRequest, root: Path) -> ChangeSet:

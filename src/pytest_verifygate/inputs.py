@@ -90,10 +90,10 @@ class RepoFiles:
     def _matching(self, patterns: tuple[str, ...], listing: _Listing) -> list[str]:
         """The files ``patterns`` match, and the directories git does not look into that they
         may reach: submodules, and links to directories (git lists the link alone)."""
-        from pytest_verifygate.patterns import matcher
+        from pytest_verifygate.patterns import match_files
 
         ignored = self._ignored_files(patterns)
-        matched = set(matcher(patterns).match_files([*listing.paths, *ignored]))
+        matched = set(match_files(patterns, [*listing.paths, *ignored]))
         reached = {link for link in listing.gitlinks if _may_reach(patterns, link)}
         # Git's listing names tracked links by their mode; untracked and ignored ones are
         # looked at, only where a pattern may reach into them.

@@ -1,207 +1,188 @@
-"""Gitignore-style patterns (``when_changed``, ``when_changed_all``, ``inputs``) without
-importing pathspec on every run.
+"""Gitignore-style patterns (``when_changed``, ``when_changed_all``, ``inputs``): what a
+contract's pattern may be, and the files a list of patterns matches.
 
-pathspec stays the authority on what a pattern means: its ``GitIgnoreSpec`` translates each
-pattern into a regular expression and an include/exclude flag. Importing pathspec costs about
-15 ms, more than the rest of a commit's run, so this module has its own matcher (``Matcher``)
-that applies those translations by ``GitIgnoreSpec``'s own rules, and keeps the translations
-in a table that a persisted cache can seed (``remember``), keyed by ``pathspec_identity``.
-pathspec is imported only to translate a pattern the table does not hold.
-
-Everything this module asks of pathspec is in ``_translate``, through its public API only
-(``GitIgnoreSpec.from_lines``, the spec's ``patterns``, each pattern's ``regex`` and
-``include``). The matching rules are a copy of pathspec's, so tests/test_patterns.py compares
-``Matcher`` with ``GitIgnoreSpec.match_file`` on many patterns and paths: a pathspec whose
-meaning changes fails there, not silently in a user's selection.
+pathspec's ``GitIgnoreSpec`` is what a pattern means and what matches it. Its regex engine is
+google-re2 where that is installed (a dependency wherever it has wheels: Linux on x86_64 and
+aarch64, macOS), which matches in time linear in a path's length whatever the pattern; without
+it pathspec falls back to Python's ``re``, which backtracks. So that no contract and no file
+name can make selection blow up either way, a contract's patterns are bounded
+(``check_pattern``): their length and their wildcards, the same limits wherever the contract is
+read.
 
 PYTEST_DONT_REWRITE
 """
 
+from __future__ import annotations
+
 import functools
-import os
 import re
-import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Literal
 
-# Our name for the group that marks a match "as a directory" (the "/" after a directory name
-# in the path). pathspec's own name for it is private, so ``_translate`` renames it.
-DIR_MARK = "vg_dir"
-DIR_MARK_GROUP = f"(?P<{DIR_MARK}>/)"
-# The separators pathspec's GitIgnoreSpec.match_file turns into "/": none on POSIX.
-_SEPARATORS = tuple(sep for sep in (os.sep, os.altsep) if sep and sep != "/")
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
 
-
-class Translation(NamedTuple):
-    """pathspec's meaning of one pattern: a regex searched in a normalised path, and whether a
-    match includes (True) or excludes (False) it. ``include`` None is a no-op (a blank line, a
-    comment, a range Git discards), whose ``regex`` is empty and never used.
-
-    JSON-friendly: ``Translation(*json.loads(json.dumps(t)))`` is ``t``.
-    """
-
-    regex: str
-    include: bool | None
+# Bounds on one pattern. Python's ``re`` (pathspec without google-re2) takes time polynomial in
+# a path's length, of a degree that grows with the wildcards a failed match backtracks through:
+# ``*`` within one name, ``**`` across directories. These keep that degree small, and are far
+# above what a real pattern needs (``src/**/tests/**/test_*.py`` has two of each).
+MAX_PATTERN_LENGTH = 1024
+MAX_STARS_PER_NAME = 3
+MAX_DOUBLE_STARS = 3
 
 
 class PatternError(ValueError):
-    """A pattern that pathspec rejects ("!", a trailing backslash, "[z-a]", ...)."""
+    """A pattern a contract may not hold: ``problem`` says why, ``fix`` how to fix it."""
+
+    def __init__(self, problem: str, fix: str) -> None:
+        super().__init__(f"{problem} ({fix})")
+        self.problem = problem
+        self.fix = fix
 
 
-_table: dict[str, Translation] = {}
-
-
-def translations(patterns: Iterable[str]) -> dict[str, Translation]:
-    """Each pattern's translation: remembered, else computed by pathspec and remembered.
-
-    Raises ``PatternError`` for an invalid pattern.
-    """
-    found: dict[str, Translation] = {}
-    for pattern in patterns:
-        translation = _table.get(pattern)
-        if translation is None:
-            translation = _table[pattern] = _translate(pattern)
-        found[pattern] = translation
-    return found
-
-
-def _translate(pattern: str) -> Translation:
-    """pathspec's translation of one pattern: the one place that uses pathspec."""
-    # Imported here: a run whose translations were remembered never pays for pathspec's import.
+def check_pattern(pattern: str, roots: Iterable[str] = ()) -> None:
+    """Raise ``PatternError`` if ``pattern`` is invalid (pathspec rejects it), can never
+    match a path (``./src/**``, ``src/../x``, the absolute path of one of ``roots``: paths
+    are matched relative to the project root, without ``.`` or ``..``), or is beyond the
+    bounds on length and wildcards."""
+    if len(pattern) > MAX_PATTERN_LENGTH:
+        raise PatternError(f"is {len(pattern)} characters long; at most {MAX_PATTERN_LENGTH}",
+                           "split it into shorter patterns")
+    body = pattern[1:] if pattern.startswith("!") else pattern
+    body = body.rstrip("/") if body.strip("/") else body
+    for root in roots:
+        root = root.rstrip("/")
+        if root and (body == root or body.startswith(root + "/")):
+            relative = body[len(root):].lstrip("/") or "**"
+            raise PatternError("is an absolute path and can never match: patterns are "
+                               "relative to the project root", f"write {relative!r}")
+    names = body.lstrip("/").split("/")
+    if names[0] == "." and len(names) > 1:
+        raise PatternError("can never match: changed paths never start with './'",
+                           f"write {'/'.join(names[1:])!r}")
+    if "." in names or ".." in names:
+        raise PatternError("can never match: changed paths hold no '.' or '..' directory",
+                           "name the path from the project root without them")
+    double = sum(1 for name in names if name == "**")
+    if double > MAX_DOUBLE_STARS:
+        raise PatternError(f"has {double} '**'; at most {MAX_DOUBLE_STARS}",
+                           "match fewer directory levels in one pattern")
+    for name in names:
+        stars = _star_runs(name) if name != "**" else 0
+        if stars > MAX_STARS_PER_NAME:
+            raise PatternError(f"has {stars} '*' in one name ({name!r}); at most "
+                               f"{MAX_STARS_PER_NAME}", "use fewer wildcards in one name")
     from pathspec import GitIgnoreSpec
 
     try:
-        compiled = GitIgnoreSpec.from_lines([pattern]).patterns
+        GitIgnoreSpec.from_lines([pattern])
     except (ValueError, re.error) as error:
-        raise PatternError(f"{pattern!r} is not a valid gitignore-style pattern: {error}"
-                           ) from error
-    if len(compiled) > 1:
-        # One line has always been one pattern; a pathspec that splits it needs this module
-        # updated, not half of it used.
-        raise RuntimeError(f"pathspec translated {pattern!r} into {len(compiled)} patterns")
-    # from_lines skips an empty line altogether: that is a no-op too.
-    if not compiled or compiled[0].include is None or compiled[0].regex is None:
-        return Translation("", None)
-    source = compiled[0].regex.pattern
-    if not isinstance(source, str):  # pragma: no cover - str patterns give str regexes
-        raise TypeError(f"pathspec translated {pattern!r} to {source!r}")
-    # pathspec marks the "/" after a directory's name with a named group, whose name is
-    # private: it is found by its shape (a named group capturing just "/", which a user's glob
-    # never produces, since there "/" only separates segments) and given ours.
-    regex = re.sub(r"\(\?P<\w+>/\)", lambda _: DIR_MARK_GROUP, source)
-    if set(re.compile(regex).groupindex) - {DIR_MARK}:
-        # A pathspec whose regexes name other groups needs this module updated, not guessed.
-        raise RuntimeError(f"unexpected named group in pathspec's regex {source!r}")
-    return Translation(regex, compiled[0].include)
+        raise PatternError(f"is not a valid gitignore-style pattern ({error})",
+                           "see the README: Selection") from None
 
 
-def remember(table: Mapping[str, Translation]) -> None:
-    """Seed the translations table (from a cache made with the same ``pathspec_identity``).
-
-    The cache checks its entries' types; a regex that still does not compile is translated
-    again when a matcher needs it.
-    """
-    _table.update(table)
-
-
-def pathspec_identity() -> str | None:
-    """The installed pathspec, cheaply and without importing it (None: not installed).
-
-    The path of its ``__init__.py``, with that file's and its directory's modification time
-    and size: an upgrade rewrites the package, so translations keyed by this are recomputed.
-    """
-    spec = _find_spec("pathspec")
-    origin = getattr(spec, "origin", None)
-    if not origin:
-        return None
-    try:
-        file = os.stat(origin)
-        directory = os.stat(os.path.dirname(origin))
-    except OSError:
-        return None
-    return (f"{origin}:{file.st_mtime_ns}:{file.st_size}"
-            f":{directory.st_mtime_ns}:{directory.st_size}")
-
-
-def _find_spec(name: str) -> object:
-    # importlib.util.find_spec without importing importlib.util (and contextlib): for a
-    # top-level name, ask the import system's finders; none of them executes the package.
-    module = sys.modules.get(name)
-    if module is not None:
-        return getattr(module, "__spec__", None)
-    for finder in sys.meta_path:
-        find_spec = getattr(finder, "find_spec", None)
-        spec = find_spec(name, None) if find_spec is not None else None
-        if spec is not None:
-            return spec
-    return None
-
-
-class Matcher:
-    """A gitignore-style pattern list, matched as ``GitIgnoreSpec`` matches it."""
-
-    def __init__(self, translated: Sequence[Translation]) -> None:
-        rules = [t for t in translated if t.include is not None]  # no-ops never match
-        # The regex sources of the include patterns: a path matches the list only if it
-        # matches one of these (what a prefilter can test first).
-        self.include_regexes: tuple[str, ...] = tuple(t.regex for t in rules if t.include)
-        # Last pattern first, as pathspec's simple backend walks them.
-        compiled = [(re.compile(t.regex), bool(t.include)) for t in reversed(rules)]
-        self._rules = [(regex.search, include, DIR_MARK in regex.groupindex)
-                       for regex, include in compiled]
-
-    def match_file(self, path: str) -> bool:
-        """Whether the list matches ``path`` (a POSIX path relative to the root)."""
-        file = _normalize(path)
-        # SimpleGiBackend.match_file, GitIgnoreSpec's default, walking the patterns last to
-        # first: the last pattern that matches the path as a file wins; failing that, the last
-        # one that matches it as under a directory (its DIR_MARK group caught the "/" after a
-        # parent's name). Unlike git, a later include directory pattern does not outrank an
-        # earlier exclude file pattern here (pathspec issue #134); we agree with pathspec.
-        as_directory: bool | None = None
-        for search, include, has_mark in self._rules:
-            match = search(file)
-            if match is None:
-                continue
-            if not (has_mark and match.group(DIR_MARK)):
-                return include
-            if as_directory is None:
-                as_directory = include
-        return bool(as_directory)
-
-    def match_files(self, paths: Iterable[str]) -> Iterator[str]:
-        """The paths the list matches, in order, as given."""
-        for path in paths:
-            if self.match_file(path):
-                yield path
-
-
-def matcher(patterns: Sequence[str]) -> Matcher:
-    """The matcher of ``patterns``, built once per distinct list."""
-    return _matcher(tuple(patterns))
+def _star_runs(name: str) -> int:
+    """The ``*`` wildcards in one name; a run of them is one (gitignore reads ``a**b`` as
+    ``a*b``), an escaped ``\\*`` none."""
+    runs, escaped, previous = 0, False, ""
+    for char in name:
+        if escaped:
+            escaped, previous = False, ""
+            continue
+        if char == "\\":
+            escaped = True
+        elif char == "*" and previous != "*":
+            runs += 1
+        previous = char
+    return runs
 
 
 @functools.lru_cache(maxsize=1024)
-def _matcher(patterns: tuple[str, ...]) -> Matcher:
-    table = translations(patterns)
+def _spec(patterns: tuple[str, ...]) -> GitIgnoreSpec:
+    # Imported here: a run with nothing to match (no patterns, or no change filtering) never
+    # pays for pathspec's import.
+    from pathspec import GitIgnoreSpec
+
+    return GitIgnoreSpec.from_lines(patterns, backend=backend())
+
+
+@functools.lru_cache(maxsize=1)
+def backend() -> Literal["re2", "simple"]:
+    """The engine pathspec matches with: re2 where google-re2 is installed, else Python's
+    ``re``. Named, not left to pathspec's "best": that would take hyperscan when installed,
+    a third engine whose edge cases may differ again."""
     try:
-        return Matcher([table[pattern] for pattern in patterns])
-    except re.error:
-        # Only a remembered translation can fail to compile (pathspec's own always do): it
-        # came from a damaged cache, so ask pathspec again.
-        for pattern in patterns:
-            _table.pop(pattern, None)
-        table = translations(patterns)
-        return Matcher([table[pattern] for pattern in patterns])
+        import re2  # noqa: F401
+    except ImportError:
+        return "simple"
+    return "re2"
 
 
-def _normalize(path: str) -> str:
-    # As pathspec normalises a path before matching: native separators to "/", then one
-    # leading "/" or "./" dropped.
-    for sep in _SEPARATORS:
-        path = path.replace(sep, "/")
+@functools.lru_cache(maxsize=64)
+def _union(patterns: tuple[str, ...]) -> Callable[[str], Sequence[int]]:
+    """For include patterns (none starting with "!"): the positions in ``patterns`` of those
+    that match a path, each on its own. An include pattern alone matches a path exactly when
+    its regex (pathspec's public translation) is found in it, so one pass of a set
+    of regexes answers for all of them: one C call per path with re2."""
+    from pathspec import GitIgnoreSpec
+
+    # Each pattern translated alone: from_lines drops blank lines, which would shift places.
+    sources = [(position, pattern.regex.pattern) for position, text in enumerate(patterns)
+               for pattern in GitIgnoreSpec.from_lines([text]).patterns
+               if pattern.include and pattern.regex is not None]
+    if backend() == "re2":
+        import re2
+
+        options = re2.Options()
+        options.never_capture = True
+        options.log_errors = False
+        regex_set = re2.Set.SearchSet(options)
+        for _, source in sources:
+            regex_set.Add(source)
+        regex_set.Compile()
+        positions = [position for position, _ in sources]
+        return lambda path: [positions[index] for index in regex_set.Match(path) or ()]
+    regexes = [(position, re.compile(source)) for position, source in sources]
+    return lambda path: [position for position, regex in regexes if regex.search(path)]
+
+
+def matching_any(patterns: Sequence[str], paths: Iterable[str]) -> list[str]:
+    """The ``paths`` that match at least one of ``patterns``, all include patterns."""
+    matches = _union(tuple(patterns))
+    return [path for path in paths if matches(_normalized(path))]
+
+
+def unmatched(patterns: Sequence[str], paths: Iterable[str]) -> list[str]:
+    """The ``patterns`` (include patterns) that match none of ``paths``, in order; one pass
+    over ``paths``, which ends once every pattern has matched."""
+    matches = _union(tuple(patterns))
+    left = set(range(len(patterns)))
+    for path in paths:
+        if not left:
+            break
+        left.difference_update(matches(_normalized(path)))
+    return [pattern for position, pattern in enumerate(patterns) if position in left]
+
+
+def _normalized(path: str) -> str:
+    # As GitIgnoreSpec normalises a path before matching: one leading "/" or "./" dropped.
     if path.startswith("/"):
         return path[1:]
-    if path.startswith("./"):
-        return path[2:]
-    return path
+    return path[2:] if path.startswith("./") else path
+
+
+def match_files(patterns: Sequence[str], paths: Iterable[str]) -> list[str]:
+    """The ``paths`` (POSIX, relative to the project root) that ``patterns`` match, in
+    order."""
+    if not patterns:
+        return []
+    spec = _spec(tuple(patterns))
+    return [path for path in paths if spec.match_file(path)]
+
+
+def matches_any(patterns: Sequence[str], paths: Iterable[str]) -> bool:
+    """Whether ``patterns`` match one of ``paths`` at least (stops at the first)."""
+    if not patterns:
+        return False
+    spec = _spec(tuple(patterns))
+    return any(spec.match_file(path) for path in paths)

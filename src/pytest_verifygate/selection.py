@@ -1,21 +1,20 @@
 """Which gates apply to a run, and why: by kind, role, phase and changed-file patterns.
 
-Owns the use of the ``when_changed`` matchers (gitignore-style, ``patterns.matcher``: pathspec's
-translations matched by ``GitIgnoreSpec``'s rules, built once per pattern list), a prefilter
-that makes large change sets cheap, a human-readable reason for every gate, selected or not,
+Owns the use of the ``when_changed`` patterns (gitignore-style, matched by pathspec:
+``patterns.py``), a prefilter that makes large change sets cheap, the warnings about
+patterns that match no tracked file, a human-readable reason for every gate, selected or not,
 and which roles a run asks for (``--role``, repeatable, else ``VERIFYGATE_ROLE``): a gate with
 ``roles`` runs only when one of them is asked for, as openTiger's ``byRole``.
 
 PYTEST_DONT_REWRITE
 """
 
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import Contract, Gate
-from pytest_verifygate.patterns import DIR_MARK_GROUP, Matcher, matcher
+from pytest_verifygate.patterns import match_files, matches_any, matching_any, unmatched
 
 # What left a gate out (``Selection.left_out_by``). Front ends treat them differently: pytest
 # collects a gate left out by the change set as a skipped item (nothing it watches changed is
@@ -66,11 +65,9 @@ def select_gates(
     them is asked for; with none asked for, only gates without ``roles`` are.
     """
     roles = (role,) if isinstance(role, str) else tuple(role or ())
-    candidates = changes.files
+    candidates: Sequence[str] = changes.files
     if len(candidates) >= PREFILTER_MIN_FILES:
-        could_match = compile_prefilter(contract.gates)
-        if could_match is not None:
-            candidates = tuple(path for path in candidates if could_match(path))
+        candidates = prefiltered(contract.gates, candidates)
     return [
         _decide(gate, changes, _typed(gate, contract, candidates, changes), roles=roles,
                 phase=phase, include_manual=include_manual)
@@ -150,7 +147,7 @@ def _decide(
     if not changes.filtering:
         return Selection(gate, True, "no change filtering (all gates apply)")
     for pattern in gate.when_changed_all:
-        if not any(True for _ in matching(matcher([pattern]), candidates)):
+        if not matches_any([pattern], candidates):
             return Selection(
                 gate, False, f"when_changed_all pattern {pattern!r} matches no changed file",
                 left_out_by=BY_CHANGES,
@@ -161,7 +158,7 @@ def _decide(
             reason = "every when_changed_all pattern matches a changed file"
         return Selection(gate, True, reason, changes.existing_files)
     matched = (list(candidates) if gate.when_changed is None
-               else list(matching(matcher(gate.when_changed), candidates)))
+               else match_files(gate.when_changed, candidates))
     if not matched:
         if not changes.files:
             return Selection(gate, False, "no files changed", left_out_by=BY_CHANGES)
@@ -182,61 +179,58 @@ def _decide(
     )
 
 
-# Below this many changed files the prefilter costs more to compile than it saves.
+# Below this many changed files the prefilter costs more than it saves.
 PREFILTER_MIN_FILES = 2000
-_ANY_DEPTH = "^(?:.+/)?"
-_ANY_NAME = "[^/]*"
 
 
-def compile_prefilter(gates: Sequence[Gate]) -> Callable[[str], object] | None:
-    """One cheap test a path must pass to match any gate's patterns (None: no prefilter).
-
-    A path can only match a gitignore-style spec if it matches one of its include patterns, so
-    the union of every gate's include patterns is a sound prefilter; matching it once per path
-    replaces one regex call per pattern per gate. Two rewrites keep the union fast in Python's
-    backtracking engine: ``^(?:.+/)?X`` (a pattern at any depth) becomes a search for
-    ``(?:^|/)X``, and a shared ``[^/]*`` (``*.ext``) is factored out of those alternatives.
-    """
-    anchored: list[str] = []
-    any_name: list[str] = []
-    any_depth: list[str] = []
+def prefiltered(gates: Sequence[Gate], paths: Sequence[str]) -> Sequence[str]:
+    """The ``paths`` that could match some gate's patterns: a path matches a gitignore-style
+    list only if it matches one of its include patterns, so one match against the union of
+    every gate's include patterns replaces one per pattern list per gate for the paths that
+    match none."""
+    includes: list[str] = []
     for gate in gates:
-        patterns = [*(gate.when_changed or ()), *gate.when_changed_all]
-        if gate.when_changed is None and not gate.when_changed_all:
-            continue
-        for regex in matcher(patterns).include_regexes:
-            # The union needs unique group names, and has no use for the directory marker.
-            source = regex.replace(DIR_MARK_GROUP, "/")
-            if not source.startswith("^"):
-                return None
-            if source.startswith(_ANY_DEPTH):
-                rest = source[len(_ANY_DEPTH):]
-                if rest.startswith(_ANY_NAME):
-                    any_name.append(rest[len(_ANY_NAME):])
-                else:
-                    any_depth.append(rest)
-            else:
-                anchored.append(source[1:])
-    tests: list[Callable[[str], object]] = []
-    try:
-        if anchored:
-            tests.append(re.compile("(?:" + "|".join(anchored) + ")").match)
-        if any_name:
-            tests.append(re.compile(f"(?:^|/){_ANY_NAME}(?:" + "|".join(any_name) + ")").search)
-        if any_depth:
-            tests.append(re.compile("(?:^|/)(?:" + "|".join(any_depth) + ")").search)
-    except re.error:
-        return None
-    return lambda path: any(test(path) for test in tests)
+        includes += [pattern for pattern in (*(gate.when_changed or ()), *gate.when_changed_all)
+                     if not pattern.startswith("!")]
+    return matching_any(list(dict.fromkeys(includes)), paths)
 
 
-def matching(patterns: Matcher, files: Sequence[str]) -> Iterable[str]:
-    """The files that ``patterns`` match, in order."""
-    return patterns.match_files(files)
+def unmatched_pattern_warnings(contract: Contract, selections: Sequence[Selection]
+                               ) -> list[str]:
+    """``pattern_warnings`` for the gates of a run that no changed file selected: a pattern
+    with a typo leaves its gate out of every run, and must not do so silently. The tracked
+    files are listed only when some gate was left out by the change set."""
+    left_out = [selection.gate for selection in selections
+                if selection.left_out_by == BY_CHANGES]
+    return pattern_warnings(contract, left_out) if left_out else []
+
+
+def pattern_warnings(contract: Contract, gates: Iterable[Gate] | None = None,
+                     tracked: Sequence[str] | None = None) -> list[str]:
+    """One warning per ``when_changed`` or ``when_changed_all`` pattern of ``gates`` (default:
+    every gate of ``contract``) that matches none of the ``tracked`` files (default: every
+    file git tracks under the contract's root). Negated patterns are not looked at."""
+    from pytest_verifygate.changes import all_files
+    from pytest_verifygate.contract.discover import display_path
+
+    gates = contract.gates if gates is None else gates
+    if tracked is None:
+        tracked = all_files(contract.root)
+    shown = display_path(contract.path)
+    places = [(gate.name, key, pattern) for gate in gates
+              for key, patterns in (("when_changed", gate.when_changed or ()),
+                                    ("when_changed_all", gate.when_changed_all))
+              for pattern in patterns if not pattern.startswith("!")]
+    # One pass over the tracked files for every pattern together.
+    missing = set(unmatched(list(dict.fromkeys(pattern for _, _, pattern in places)), tracked))
+    return [f"{shown}: gate {name!r}: key {key!r}: {pattern!r} matches no tracked file, so no "
+            "change selects the gate through it (a typo? patterns are relative to the "
+            "contract's directory)"
+            for name, key, pattern in places if pattern in missing]
 
 
 def files_for_gate(gate: Gate, candidates: Sequence[str]) -> tuple[str, ...]:
     """``candidates`` filtered by the gate's ``when_changed`` (all of them when it has none)."""
     if gate.when_changed is None:
         return tuple(candidates)
-    return tuple(matching(matcher(gate.when_changed), candidates))
+    return tuple(match_files(gate.when_changed, candidates))

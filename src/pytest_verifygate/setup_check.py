@@ -98,15 +98,15 @@ def _program(where: str, program: str, cwd: Path, environ: dict[str, str]) -> It
 def _pattern_findings(where: str, gate: Gate, root: Path,
                       tracked: Sequence[str]) -> Iterator[Finding]:
     from pytest_verifygate.filetypes import describe_filter, files_of_gate
-    from pytest_verifygate.patterns import matcher
+    from pytest_verifygate.patterns import unmatched
 
     for key in ("when_changed", "when_changed_all", "inputs"):
-        for pattern in getattr(gate, key) or ():
-            if pattern.startswith("!"):
-                continue
-            if not any(True for _ in matcher([pattern]).match_files(tracked)):
-                yield Finding(WARNING, where, f"{key} pattern {pattern!r} matches no tracked "
-                              "file: a typo, or a path that moved?")
+        includes = [pattern for pattern in getattr(gate, key) or ()
+                    if not pattern.startswith("!")]
+        # One pass over the tracked files for all of them (patterns.py).
+        for pattern in unmatched(list(dict.fromkeys(includes)), tracked):
+            yield Finding(WARNING, where, f"{key} pattern {pattern!r} matches no tracked "
+                          "file: a typo, or a path that moved?")
     if gate.filters_files and not files_of_gate(gate, root, tracked):
         yield Finding(WARNING, where, f"{describe_filter(gate)}: no tracked file is of these "
                       "types and names")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_verifygate.errors import ContractError
-from pytest_verifygate.patterns import PatternError, translations
+from pytest_verifygate.patterns import PatternError, check_pattern
 
 # The longest a gate may be given: a timeout past a year is a typo, not a plan.
 MAX_SECONDS = 365 * 24 * 3600
@@ -175,16 +175,18 @@ class FieldReader:
     def patterns(
         self, patterns: tuple[str, ...], *, gate: str | None, key: str
     ) -> tuple[str, ...]:
-        """Compile each pattern once now, so a bad one is a contract error, not a traceback
-        at selection time (pathspec rejects "!", a trailing backslash, "[z-a]", ...).
-        Remembered translations make this cheap: pathspec is imported only for new ones."""
+        """Check each pattern now, so a bad one is a contract error, not a traceback or a gate
+        that silently never runs: one pathspec rejects ("!", a trailing backslash, "[z-a]"),
+        one that can never match (``./src/**``, ``..``, the project's absolute path), one
+        beyond the bounds on length and wildcards (``patterns.check_pattern``)."""
+        roots = tuple(dict.fromkeys(str(path) for path in (
+            self.root, self.repo_root, self.root.resolve(), self.repo_root.resolve())))
         for pattern in patterns:
             try:
-                translations([pattern])
-            except PatternError:
-                raise self.error(
-                    f"{short_repr(pattern)} is not a valid gitignore-style pattern",
-                    gate=gate, key=key) from None
+                check_pattern(pattern, roots)
+            except PatternError as error:
+                raise self.error(f"{short_repr(pattern)} {error.problem}", gate=gate, key=key,
+                                 hint=error.fix) from None
         return patterns
 
     def file_types(self, value: object, *, gate: str | None, key: str) -> tuple[str, ...]:

@@ -13,11 +13,10 @@ PYTEST_DONT_REWRITE
 """
 
 import posixpath
-import re
 from typing import NamedTuple
 
 from pytest_verifygate.commands import UnsupportedCommand, split_words
-from pytest_verifygate.contract.fields import FieldReader, type_name
+from pytest_verifygate.contract.fields import FieldReader, short_repr, type_name
 from pytest_verifygate.contract.model import (
     OPENTIGER_KEYS,
     OPENTIGER_RULE_KEYS,
@@ -26,6 +25,7 @@ from pytest_verifygate.contract.model import (
     Settings,
 )
 from pytest_verifygate.contract.settings import load_settings
+from pytest_verifygate.patterns import MAX_PATTERN_LENGTH
 
 # Longest gate name made from a command; longer commands are cut at a word boundary.
 MAX_NAME_LENGTH = 48
@@ -225,8 +225,29 @@ def _json_globs(value: object, reader: FieldReader, key: str) -> tuple[str, ...]
     globs = reader.string_list(value, gate=None, key=key, allow_empty=True)
     converted: list[str] = []
     for glob in globs:
-        converted.extend(minimatch_to_gitignore(glob))
+        if len(glob) > MAX_PATTERN_LENGTH:  # what the expansions are made of stays bounded
+            raise reader.error(f"{short_repr(glob)} is {len(glob)} characters long; at most "
+                               f"{MAX_PATTERN_LENGTH}", key=key,
+                               hint="split it into shorter globs")
+        try:
+            converted.extend(minimatch_to_gitignore(glob))
+        except TooManyExpansions as error:
+            raise reader.error(
+                f"{short_repr(glob)} expands to more than {MAX_EXPANSIONS} patterns "
+                f"({error})", key=key,
+                hint="use fewer {a,b} groups, or globs such as * that match the same files",
+            ) from None
     return reader.patterns(tuple(converted), gate=None, key=key)
+
+
+# The most patterns one glob's ``{a,b}`` groups may expand to: each group multiplies them
+# (five groups of ten options are 100,000 patterns), and each is matched against every
+# changed file.
+MAX_EXPANSIONS = 256
+
+
+class TooManyExpansions(ValueError):
+    """A glob whose braces expand to more than ``MAX_EXPANSIONS`` patterns."""
 
 
 def minimatch_to_gitignore(glob: str) -> list[str]:
@@ -234,26 +255,55 @@ def minimatch_to_gitignore(glob: str) -> list[str]:
 
     Minimatch anchors every pattern at the root (``*.ts`` is top-level only) and expands
     ``{a,b}`` braces; gitignore matches a slash-less pattern at any depth and has no braces.
+    Raises ``TooManyExpansions`` past ``MAX_EXPANSIONS`` patterns.
     """
     negated = glob.startswith("!")
     body = glob[1:] if negated else glob
     body = body.removeprefix("./")
     patterns = []
-    for expanded in _expand_braces(body):
+    for expanded in expand_braces(body):
         anchored = expanded if expanded.startswith(("/", "**")) else "/" + expanded
         patterns.append(("!" if negated else "") + anchored)
     return patterns
 
 
-def _expand_braces(glob: str) -> list[str]:
-    match = re.search(r"\{([^{}]*,[^{}]*)\}", glob)
-    if not match:
-        return [glob]
-    head, tail = glob[: match.start()], glob[match.end():]
-    results: list[str] = []
-    for option in match.group(1).split(","):
-        results.extend(_expand_braces(head + option + tail))
-    return results
+def expand_braces(glob: str) -> list[str]:
+    """``glob`` with each ``{a,b,...}`` group (innermost first) replaced by each option in
+    turn, in order, each pattern once. Every step makes a pattern into two or more, so at
+    most ``MAX_EXPANSIONS`` steps run before the bound stops them: the work is bounded
+    whatever the glob (no recursion, no pattern made past the bound)."""
+    done: list[str] = []
+    pending = [glob]  # a stack: the last item is expanded next, keeping the options' order
+    while pending:
+        current = pending.pop()
+        group = _innermost_group(current)
+        if group is None:
+            done.append(current)
+            continue
+        start, end = group
+        options = current[start + 1:end].split(",")
+        if len(done) + len(pending) + len(options) > MAX_EXPANSIONS:
+            raise TooManyExpansions(f"at least {len(done) + len(pending) + len(options)}")
+        head, tail = current[:start], current[end + 1:]
+        pending += [head + option + tail for option in reversed(options)]
+    return list(dict.fromkeys(done))
+
+
+def _innermost_group(glob: str) -> tuple[int, int] | None:
+    """Where the first ``{...}`` with a comma and no brace inside is (its two braces), in
+    one pass over ``glob``; None if there is none."""
+    start: int | None = None
+    comma = False
+    for index, char in enumerate(glob):
+        if char == "{":
+            start, comma = index, False
+        elif char == "," and start is not None:
+            comma = True
+        elif char == "}" and start is not None:
+            if comma:
+                return start, index
+            start = None
+    return None
 
 
 def name_from_command(command: str) -> str:
