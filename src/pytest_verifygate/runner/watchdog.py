@@ -19,15 +19,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-import selectors
+import select
 import signal
-import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from pytest_verifygate.runner.tree import GateTree, read_proc, send_group_signal
+
+if TYPE_CHECKING:
+    import subprocess
+    from collections.abc import Iterable
 
 # After a gate's deadline, the run itself sends SIGTERM, waits its grace (2 s,
 # ``process.KILL_GRACE_SECONDS``), sends SIGKILL and ends what is left of the tree (1.5 s at
@@ -43,6 +45,8 @@ class Watchdog:
     gate, and closes its stdin when the run ends (which ends the watchdog)."""
 
     def __init__(self) -> None:
+        import threading  # the run's side only: the watchdog process starts without it
+
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._closed = False
@@ -65,8 +69,10 @@ class Watchdog:
             process, self._process = self._process, None
         if process is None:
             return
+        import threading
+
         assert process.stdin is not None
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError):  # it is gone already
             process.stdin.close()
         # Reaped in the background: the run does not wait for the watchdog to exit.
         threading.Thread(target=process.wait, name="watchdog-reaper", daemon=True).start()
@@ -89,6 +95,8 @@ class Watchdog:
 def _spawn() -> subprocess.Popen[bytes] | None:
     """The watchdog process, or None when it cannot be started (a process limit): the run
     then supervises its gates alone, as it always does while it lives."""
+    import subprocess
+
     # Started where the package this run imported lives, so that ``-m`` finds that package
     # (not one of the same name in the project the run checks); it needs nothing else than
     # the standard library, so neither ``site`` nor the environment's PYTHON* variables.
@@ -127,25 +135,24 @@ def main() -> None:
         # Whoever stops the run must not stop the one that cleans up after it.
         signal.signal(signum, signal.SIG_IGN)
     gates: dict[int, _Gate] = {}
-    stdin = sys.stdin.buffer.fileno()
+    stdin = sys.stdin.fileno()
     pending = b""
-    with selectors.DefaultSelector() as selector:
-        selector.register(stdin, selectors.EVENT_READ)
-        while True:
-            now = time.monotonic()
-            due = [leader for leader, gate in gates.items() if gate.deadline <= now]
-            if due:
-                _end([gates.pop(leader).tree for leader in due])
-                continue
-            wait = min((gate.deadline for gate in gates.values()), default=now + 3600) - now
-            if not selector.select(max(0.0, wait)):
-                continue
-            chunk = os.read(stdin, 1 << 16)
-            if not chunk:
-                break
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            _apply(lines, gates)
+    while True:
+        now = time.monotonic()
+        due = [leader for leader, gate in gates.items() if gate.deadline <= now]
+        if due:
+            _end([gates.pop(leader).tree for leader in due])
+            continue
+        wait = min((gate.deadline for gate in gates.values()), default=now + 3600) - now
+        readable, _, _ = select.select([stdin], [], [], max(0.0, wait))
+        if not readable:
+            continue
+        chunk = os.read(stdin, 1 << 16)
+        if not chunk:
+            break
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        _apply(lines, gates)
     _end([gate.tree for gate in gates.values()])
 
 
