@@ -176,6 +176,9 @@ def match_files(patterns: Sequence[str], paths: Iterable[str]) -> list[str]:
     order."""
     if not patterns:
         return []
+    if not any(pattern.startswith("!") for pattern in patterns):
+        # Without a negation, the list matches what any of its patterns matches.
+        return matching_any(patterns, paths)
     spec = _spec(tuple(patterns))
     return [path for path in paths if spec.match_file(path)]
 
@@ -184,5 +187,8 @@ def matches_any(patterns: Sequence[str], paths: Iterable[str]) -> bool:
     """Whether ``patterns`` match one of ``paths`` at least (stops at the first)."""
     if not patterns:
         return False
+    if not any(pattern.startswith("!") for pattern in patterns):
+        matches = _union(tuple(patterns))
+        return any(matches(_normalized(path)) for path in paths)
     spec = _spec(tuple(patterns))
     return any(spec.match_file(path) for path in paths)
