@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec
@@ -118,18 +118,26 @@ def backend() -> Literal["re2", "simple"]:
     return "re2"
 
 
+class _Union(NamedTuple):
+    """Include patterns (none starting with "!") matched together: ``search(path)`` gives
+    the indices (into ``positions``) of those that match ``path``, each on its own, or None.
+    An include pattern alone matches a path exactly when its regex (pathspec's public
+    translation) is found in it, so one set of regexes answers for all of them: one C call
+    per path with re2."""
+
+    search: Callable[[str], Sequence[int] | None]
+    positions: tuple[int, ...]  # each regex's pattern, by its place in the list
+
+
 @functools.lru_cache(maxsize=64)
-def _union(patterns: tuple[str, ...]) -> Callable[[str], Sequence[int]]:
-    """For include patterns (none starting with "!"): the positions in ``patterns`` of those
-    that match a path, each on its own. An include pattern alone matches a path exactly when
-    its regex (pathspec's public translation) is found in it, so one pass of a set
-    of regexes answers for all of them: one C call per path with re2."""
+def _union(patterns: tuple[str, ...]) -> _Union:
     from pathspec import GitIgnoreSpec
 
     # Each pattern translated alone: from_lines drops blank lines, which would shift places.
     sources = [(position, pattern.regex.pattern) for position, text in enumerate(patterns)
                for pattern in GitIgnoreSpec.from_lines([text]).patterns
                if pattern.include and pattern.regex is not None]
+    positions = tuple(position for position, _ in sources)
     if backend() == "re2":
         import re2
 
@@ -140,28 +148,34 @@ def _union(patterns: tuple[str, ...]) -> Callable[[str], Sequence[int]]:
         for _, source in sources:
             regex_set.Add(source)
         regex_set.Compile()
-        positions = [position for position, _ in sources]
-        return lambda path: [positions[index] for index in regex_set.Match(path) or ()]
-    regexes = [(position, re.compile(source)) for position, source in sources]
-    return lambda path: [position for position, regex in regexes if regex.search(path)]
+        return _Union(regex_set.Match, positions)
+    regexes = [re.compile(source) for _, source in sources]
+    return _Union(lambda path: [index for index, regex in enumerate(regexes)
+                                if regex.search(path)] or None, positions)
 
 
 def matching_any(patterns: Sequence[str], paths: Iterable[str]) -> list[str]:
     """The ``paths`` that match at least one of ``patterns``, all include patterns."""
-    matches = _union(tuple(patterns))
-    return [path for path in paths if matches(_normalized(path))]
+    search = _union(tuple(patterns)).search
+    return [path for path in paths
+            if search(_normalized(path) if path.startswith(_LEADS) else path)]
 
 
 def unmatched(patterns: Sequence[str], paths: Iterable[str]) -> list[str]:
     """The ``patterns`` (include patterns) that match none of ``paths``, in order; one pass
     over ``paths``, which ends once every pattern has matched."""
-    matches = _union(tuple(patterns))
+    union = _union(tuple(patterns))
     left = set(range(len(patterns)))
     for path in paths:
         if not left:
             break
-        left.difference_update(matches(_normalized(path)))
+        left.difference_update(union.positions[index]
+                               for index in union.search(_normalized(path)) or ())
     return [pattern for position, pattern in enumerate(patterns) if position in left]
+
+
+# What GitIgnoreSpec drops from the start of a path before matching.
+_LEADS = ("/", "./")
 
 
 def _normalized(path: str) -> str:
@@ -188,7 +202,7 @@ def matches_any(patterns: Sequence[str], paths: Iterable[str]) -> bool:
     if not patterns:
         return False
     if not any(pattern.startswith("!") for pattern in patterns):
-        matches = _union(tuple(patterns))
-        return any(matches(_normalized(path)) for path in paths)
+        search = _union(tuple(patterns)).search
+        return any(search(_normalized(path)) for path in paths)
     spec = _spec(tuple(patterns))
     return any(spec.match_file(path) for path in paths)
