@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec
@@ -118,19 +118,16 @@ def backend() -> Literal["re2", "simple"]:
     return "re2"
 
 
-class _Union(NamedTuple):
-    """Include patterns (none starting with "!") matched together: ``search(path)`` gives
-    the indices (into ``positions``) of those that match ``path``, each on its own, or None.
-    An include pattern alone matches a path exactly when its regex (pathspec's public
-    translation) is found in it, so one set of regexes answers for all of them: one C call
-    per path with re2."""
-
-    search: Callable[[str], Sequence[int] | None]
-    positions: tuple[int, ...]  # each regex's pattern, by its place in the list
+# Include patterns matched together: a search giving the indices of the regexes found in a
+# path (or None), and each regex's pattern, by its place in the list.
+_Union = tuple[Callable[[str], Sequence[int] | None], tuple[int, ...]]
 
 
 @functools.lru_cache(maxsize=64)
 def _union(patterns: tuple[str, ...]) -> _Union:
+    """Include patterns (none starting with "!") matched together. An include pattern alone
+    matches a path exactly when its regex (pathspec's public translation) is found in it, so
+    one set of regexes answers for all of them: one C call per path with re2."""
     from pathspec import GitIgnoreSpec
 
     # Each pattern translated alone: from_lines drops blank lines, which would shift places.
@@ -148,15 +145,15 @@ def _union(patterns: tuple[str, ...]) -> _Union:
         for _, source in sources:
             regex_set.Add(source)
         regex_set.Compile()
-        return _Union(regex_set.Match, positions)
+        return regex_set.Match, positions
     regexes = [re.compile(source) for _, source in sources]
-    return _Union(lambda path: [index for index, regex in enumerate(regexes)
-                                if regex.search(path)] or None, positions)
+    return (lambda path: [index for index, regex in enumerate(regexes)
+                          if regex.search(path)] or None), positions
 
 
 def matching_any(patterns: Sequence[str], paths: Iterable[str]) -> list[str]:
     """The ``paths`` that match at least one of ``patterns``, all include patterns."""
-    search = _union(tuple(patterns)).search
+    search, _ = _union(tuple(patterns))
     return [path for path in paths
             if search(_normalized(path) if path.startswith(_LEADS) else path)]
 
@@ -164,13 +161,12 @@ def matching_any(patterns: Sequence[str], paths: Iterable[str]) -> list[str]:
 def unmatched(patterns: Sequence[str], paths: Iterable[str]) -> list[str]:
     """The ``patterns`` (include patterns) that match none of ``paths``, in order; one pass
     over ``paths``, which ends once every pattern has matched."""
-    union = _union(tuple(patterns))
+    search, positions = _union(tuple(patterns))
     left = set(range(len(patterns)))
     for path in paths:
         if not left:
             break
-        left.difference_update(union.positions[index]
-                               for index in union.search(_normalized(path)) or ())
+        left.difference_update(positions[index] for index in search(_normalized(path)) or ())
     return [pattern for position, pattern in enumerate(patterns) if position in left]
 
 
@@ -202,7 +198,7 @@ def matches_any(patterns: Sequence[str], paths: Iterable[str]) -> bool:
     if not patterns:
         return False
     if not any(pattern.startswith("!") for pattern in patterns):
-        search = _union(tuple(patterns)).search
+        search, _ = _union(tuple(patterns))
         return any(search(_normalized(path)) for path in paths)
     spec = _spec(tuple(patterns))
     return any(spec.match_file(path) for path in paths)
