@@ -7,7 +7,9 @@ aarch64, macOS), which matches in time linear in a path's length whatever the pa
 it pathspec falls back to Python's ``re``, which backtracks. So that no contract and no file
 name can make selection blow up either way, a contract's patterns are bounded
 (``check_pattern``): their length and their wildcards, the same limits wherever the contract is
-read.
+read. A list without a negation matches what any of its patterns matches, so such lists (and
+the union of many, for the prefilter and the warnings) are matched as one set of pathspec's
+regexes, one call per path.
 
 PYTEST_DONT_REWRITE
 """
