@@ -10,6 +10,7 @@ directories (see the README: The contract).
 from __future__ import annotations
 
 import functools
+import os
 import re
 import subprocess
 import sys
@@ -203,3 +204,16 @@ def test_the_union_of_include_patterns_agrees_with_pathspec_on_the_corpus(
     expected = [path for path in paths if any(oracle([p]).match_file(path) for p in includes)]
     assert matching_any(includes, paths) == expected
     assert unmatched(["*.rs", "src/", "scr/**", "*.py"], paths) == ["*.rs", "scr/**"]
+
+
+def test_names_that_are_not_utf8_match_as_any_character() -> None:
+    """git names a file that is not UTF-8 with a lone surrogate per undecodable byte
+    (``os.fsdecode``); re2 takes no surrogate, and each one is one character still."""
+    name = os.fsdecode(b"caf\xe9\xff.py")
+    for pattern_list in (["*.py"], ["caf??.py"], ["caf??.py", "!other"]):
+        assert match_files(pattern_list, [name, "b.txt"]) == [name], pattern_list
+        assert matches_any(pattern_list, [name])
+    assert match_files(["caf?.py"], [name]) == []
+    assert unmatched(["caf??.py", "x"], [name]) == ["x"]
+    with pytest.raises(PatternError, match="lone surrogate"):
+        check_pattern("caf\udce9.py")

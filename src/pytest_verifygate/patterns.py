@@ -50,6 +50,9 @@ def check_pattern(pattern: str, roots: Iterable[str] = ()) -> None:
     if len(pattern) > MAX_PATTERN_LENGTH:
         raise PatternError(f"is {len(pattern)} characters long; at most {MAX_PATTERN_LENGTH}",
                            "split it into shorter patterns")
+    if any("\ud800" <= char <= "\udfff" for char in pattern):  # JSON's "\udcff"
+        raise PatternError("holds a lone surrogate, which is not text",
+                           "write the name as UTF-8 text; '?' matches any one character")
     body = pattern[1:] if pattern.startswith("!") else pattern
     body = body.rstrip("/") if body.strip("/") else body
     for root in roots:
@@ -77,7 +80,7 @@ def check_pattern(pattern: str, roots: Iterable[str] = ()) -> None:
     from pathspec import GitIgnoreSpec
 
     try:
-        GitIgnoreSpec.from_lines([pattern])
+        GitIgnoreSpec.from_lines([pattern], backend=backend())
     except (ValueError, re.error) as error:
         raise PatternError(f"is not a valid gitignore-style pattern ({error})",
                            "see the README: Selection") from None
@@ -157,7 +160,8 @@ def matching_any(patterns: Sequence[str], paths: Iterable[str]) -> list[str]:
     """The ``paths`` that match at least one of ``patterns``, all include patterns."""
     search, _ = _union(tuple(patterns))
     return [path for path in paths
-            if search(_normalized(path) if path.startswith(_LEADS) else path)]
+            if search(path if path.isascii() and not path.startswith(_LEADS)
+                      else _normalized(path))]
 
 
 def unmatched(patterns: Sequence[str], paths: Iterable[str]) -> list[str]:
@@ -179,8 +183,18 @@ _LEADS = ("/", "./")
 def _normalized(path: str) -> str:
     # As GitIgnoreSpec normalises a path before matching: one leading "/" or "./" dropped.
     if path.startswith("/"):
-        return path[1:]
-    return path[2:] if path.startswith("./") else path
+        path = path[1:]
+    elif path.startswith("./"):
+        path = path[2:]
+    if path.isascii():
+        return path
+    # A name that is not UTF-8 reaches us with each undecodable byte as a lone surrogate
+    # (``os.fsdecode``), which re2 cannot take: each becomes U+FFFD, one character for one,
+    # which every wildcard matches as it matched the byte (a pattern holds no surrogate).
+    return path.translate(_SURROGATES)
+
+
+_SURROGATES = {code: "\ufffd" for code in range(0xD800, 0xE000)}
 
 
 def match_files(patterns: Sequence[str], paths: Iterable[str]) -> list[str]:
@@ -192,7 +206,7 @@ def match_files(patterns: Sequence[str], paths: Iterable[str]) -> list[str]:
         # Without a negation, the list matches what any of its patterns matches.
         return matching_any(patterns, paths)
     spec = _spec(tuple(patterns))
-    return [path for path in paths if spec.match_file(path)]
+    return [path for path in paths if spec.match_file(_normalized(path))]
 
 
 def matches_any(patterns: Sequence[str], paths: Iterable[str]) -> bool:
@@ -203,4 +217,4 @@ def matches_any(patterns: Sequence[str], paths: Iterable[str]) -> bool:
         search, _ = _union(tuple(patterns))
         return any(search(_normalized(path)) for path in paths)
     spec = _spec(tuple(patterns))
-    return any(spec.match_file(path) for path in paths)
+    return any(spec.match_file(_normalized(path)) for path in paths)
