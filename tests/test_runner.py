@@ -286,3 +286,29 @@ def test_cancel_interrupts_gates_waiting_for_their_needs(repo: Path) -> None:
     assert {name: (r.outcome, r.code) for name, r in results.items()} == dict.fromkeys(
         ("slow", "after", "other"), ("failed", "interrupted"))
     assert results["after"].attempts == 0  # it never started: not skipped, interrupted
+
+
+def test_ctrl_c_while_the_workers_start_leaves_no_traceback(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C between making a worker thread and starting it: closing the run must not try
+    to join the thread that never started (a RuntimeError instead of the interrupted run)."""
+    write(repo / "verify.toml", "".join(f'[[gate]]\nname = "g{i}"\ncommand = "sleep 30"\n'
+                                        for i in range(3)))
+    contract = load_contract(repo / "verify.toml")
+    runner = GateRunner(plan_gates(contract, select_gates(contract, ChangeSet("all"))), jobs=3)
+    started = threading.Thread.start
+    calls = []
+
+    def start_then_interrupt(thread: threading.Thread) -> None:
+        calls.append(thread.name)
+        if thread.name == "gate-1":
+            raise KeyboardInterrupt
+        started(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        runner.start()
+    monkeypatch.setattr(threading.Thread, "start", started)
+    runner.close()  # cancels gate-0's gate and joins it; gate-1 never ran
+    assert calls[:2] == ["gate-0", "gate-1"]

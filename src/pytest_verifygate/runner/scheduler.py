@@ -260,7 +260,8 @@ class GateRunner:
         if unfinished:
             self.cancel()
         for worker in self._workers:
-            worker.join()
+            if worker.ident is not None:  # a Ctrl-C may have come before it was started
+                worker.join()
         self._watchdog.close()
         finish_pruning()
         self._release_log_dir()
