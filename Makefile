@@ -66,7 +66,7 @@ bench-replay:
 	$(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(BENCH_VENV)/bin/python -m pip install --quiet lefthook pre-commit prek '.[xdist]' \
-		ruff mypy pytest pretend hypothesis tomli_w
+		ruff mypy pytest pretend hypothesis tomli_w codespell
 	$(BENCH_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall .
 	$(BENCH_VENV)/bin/python bench/replay.py --repo "$(REPO)" --suite "$(SUITE)" \
 		--commits $(COMMITS) $(FLAGS)
