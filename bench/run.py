@@ -284,9 +284,7 @@ def scenario_startup(root: Path) -> list[Result]:
                     rows.append((int(cumulative), name[1:].rstrip()))
         names = {name.strip() for _, name in rows}
         heavy = sorted(n for n in names if n.split(".")[0] in ("pytest", "_pytest", "xdist"))
-        # argparse reads only the less common command lines (``cli.quick``): not a commit's.
-        unwanted = ("tomllib", "tomli", "json", "shutil",
-                    *(("argparse", "gettext") if args[0] == "run" else ()))
+        unwanted = ("tomllib", "tomli", "json", "shutil")
         avoided = sorted(n for n in names if n in unwanted)
         top = sorted(rows, reverse=True)[:8]
         total_ms = sum(c for c, n in rows if not n.startswith(" ")) / 1000

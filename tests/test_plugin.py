@@ -576,45 +576,6 @@ def test_durations_shows_each_gate_s_own_time(project: pytest.Pytester) -> None:
     assert all(float(line.split("s", 1)[0]) >= 0.4 for line in lines), lines
 
 
-LOADER_PROBE = """
-import json, sys
-
-def pytest_sessionfinish(session):
-    loaded = {name: type(module.__loader__).__name__ + "|" + (module.__doc__ or "")
-              for name, module in list(sys.modules.items())
-              if name.split(".")[0] == "pytest_verifygate"}
-    with open("loaders.json", "w") as handle:
-        json.dump(loaded, handle)
-"""
-
-
-@pytest.mark.parametrize("bytecode", [True, False], ids=["bytecode", "no-bytecode"])
-def test_the_plugin_s_modules_are_not_assertion_rewritten(
-    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, bytecode: bool,
-) -> None:
-    # pytest rewrites every module of a plugin's distribution; without bytecode writing
-    # (PYTHONDONTWRITEBYTECODE, a read-only site-packages) it would parse and compile each of
-    # them again on every start. Only the two modules pytest itself imports to load the
-    # plugin go through its import hook, and their docstrings tell it not to rewrite them.
-    if not bytecode:
-        monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
-    write_contract(project.path, {"name": "lint", "command": passing()},
-                   {"name": "types", "command": failing()})
-    project.makeconftest(LOADER_PROBE)
-    result = project.runpytest_subprocess("--verify-contract", "--junitxml=junit.xml")
-    result.assert_outcomes(passed=1, failed=1)
-    loaded = load_json(project.path / "loaders.json")
-    assert {"pytest_verifygate.engine", "pytest_verifygate.pytest_plugin.session",
-            "pytest_verifygate.runner.scheduler", "pytest_verifygate.report.junit"} <= set(
-        loaded)
-    through_hook = {name for name, value in loaded.items()
-                    if value.split("|", 1)[0] == "AssertionRewritingHook"}
-    assert through_hook <= {"pytest_verifygate", "pytest_verifygate.pytest_plugin"}, loaded
-    for name in through_hook:
-        assert "PYTEST_DONT_REWRITE" in loaded[name].split("|", 1)[1], name
-    assert "PytestAssertRewriteWarning" not in result.stdout.str()
-
-
 def test_every_module_of_the_package_says_pytest_dont_rewrite() -> None:
     import ast
 

@@ -25,7 +25,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pytest_verifygate import early
 from pytest_verifygate.errors import ChangeSetError
 
 # Where a change set came from, as written in the report's "changes.source".
@@ -299,9 +298,9 @@ def _staged(root: Path, *, warn_partial: bool) -> ChangeSet:
     # warning below.
     unstaged: bytes | None = None
     if warn_partial:
-        out, unstaged = _git_together(root, early.STAGED_DIFF, early.UNSTAGED_NAMES)
+        out, unstaged = _git_together(root, _STAGED_DIFF, _UNSTAGED_NAMES)
     else:
-        out = git_output(root, *early.STAGED_DIFF)
+        out = git_output(root, *_STAGED_DIFF)
     files, deleted = _parse_name_status(out)
     warnings: tuple[str, ...] = ()
     if unstaged is not None and files:
@@ -354,10 +353,12 @@ def _range(root: Path, from_ref: str, to_ref: str) -> ChangeSet:
 # --------------------------------------------------------------------------------------------
 # git helpers
 
-# Every change set's diff (``early.DIFF``). ``--relative``: git runs in the project root, so
-# paths come relative to it and changes outside it are left out (a project below the
-# repository's top level).
-_DIFF = early.DIFF
+# Every change set's diff. ``--relative``: git runs in the project root, so paths come
+# relative to it and changes outside it are left out (a project below the repository's top
+# level).
+_DIFF = ("diff", "--name-status", "-z", "--no-renames", "--relative")
+_STAGED_DIFF = (*_DIFF, "--cached", "--")
+_UNSTAGED_NAMES = ("diff", "--name-only", "-z", "--no-renames", "--relative", "--")
 
 
 def git_output(root: Path, *args: str) -> bytes:
@@ -384,10 +385,7 @@ def _git_together(root: Path, first: Sequence[str], second: Sequence[str]
     return out, _finish_git(root, running)
 
 
-def _start_git(root: Path, *args: str) -> subprocess.Popen[bytes] | early.EarlyRead:
-    started = early.claim(root, args)  # the same read, started at launch (``early``)
-    if started is not None:
-        return started
+def _start_git(root: Path, *args: str) -> subprocess.Popen[bytes]:
     try:
         return subprocess.Popen(["git", *args], cwd=root, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -397,7 +395,7 @@ def _start_git(root: Path, *args: str) -> subprocess.Popen[bytes] | early.EarlyR
         raise ChangeSetError(f"cannot run git in {root}: {exc.strerror or exc}") from None
 
 
-def _finish_git(root: Path, process: subprocess.Popen[bytes] | early.EarlyRead) -> bytes:
+def _finish_git(root: Path, process: subprocess.Popen[bytes]) -> bytes:
     """Wait for a git started by ``_start_git``: its output, or a one-line error."""
     with process:
         stdout, stderr_bytes = process.communicate()

@@ -15,6 +15,8 @@ stop with no changes do) spawns nothing and imports no process machinery.
 PYTEST_DONT_REWRITE
 """
 
+from __future__ import annotations
+
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -31,18 +33,15 @@ from pytest_verifygate.selection import (
     unmatched_pattern_warnings,
 )
 
-# The records' annotations are real ones (see runner/records.py): names of modules a run
-# may never load stand for ``object`` at run time, for the type checker only.
+# Names of modules a run may never load, for the type checker only.
 if TYPE_CHECKING:
     from pytest_verifygate.report.redact import Redactor
     from pytest_verifygate.runner.records import GatePlan, GateResult
     from pytest_verifygate.runner.scheduler import GateRunner
     from pytest_verifygate.shards import Shard
-else:
-    Redactor = GatePlan = GateResult = GateRunner = Shard = object
 
 GateCallback = Callable[[Gate], None]
-ResultCallback = Callable[[Gate, GateResult], None]
+ResultCallback = Callable[[Gate, "GateResult"], None]
 
 
 class RunRequest(NamedTuple):
@@ -93,7 +92,7 @@ class Plan(NamedTuple):
         return (*self.contract.warnings, *self.changes.warnings, *self.pattern_warnings,
                 *self.shard_warnings)
 
-    def gate_plans(self) -> list["GatePlan"]:
+    def gate_plans(self) -> list[GatePlan]:
         """The selected gates as argvs to spawn (or why not to spawn them)."""
         return plan_gates(self.contract, self.selections, read_cache=self.read_cache)
 
@@ -166,14 +165,14 @@ def effective_jobs(jobs: int | None, contract: Contract) -> int:
 
 def start(
     plan: Plan,
-    gate_plans: Sequence["GatePlan"] | None = None,
+    gate_plans: Sequence[GatePlan] | None = None,
     *,
     jobs: int | None = None,
     hook: Any = None,
     on_started: GateCallback | None = None,
     on_finished: ResultCallback | None = None,
     log_dir: Path | None = None,
-) -> "GateRunner":
+) -> GateRunner:
     """Start the gates of ``gate_plans`` (default: every selected gate) and return the runner.
 
     They start in the contract's order (with more than one job, the longest first: see
@@ -195,20 +194,20 @@ def start(
 
 def _runner(
     plan: Plan,
-    gate_plans: Sequence["GatePlan"] | None,
+    gate_plans: Sequence[GatePlan] | None,
     *,
     jobs: int | None,
     hook: Any,
     on_started: GateCallback | None,
     on_finished: ResultCallback | None,
     log_dir: Path | None,
-) -> "GateRunner":
+) -> GateRunner:
     """A runner for ``gate_plans``, wired to the pluggy hooks, not started yet."""
     from pytest_verifygate.report.redact import redactor_for
     from pytest_verifygate.runner.scheduler import GateRunner
     from pytest_verifygate.storage import new_log_dir
 
-    def classify_hook(gate: Gate, result: "GateResult") -> str | None:
+    def classify_hook(gate: Gate, result: GateResult) -> str | None:
         code: str | None = hook.pytest_verifygate_classify(gate=gate, result=result)
         return code
 
@@ -218,7 +217,7 @@ def _runner(
         if on_started is not None:
             on_started(gate)
 
-    def finished(gate: Gate, result: "GateResult") -> None:
+    def finished(gate: Gate, result: GateResult) -> None:
         if hook is not None:
             hook.pytest_verifygate_gate_finished(gate=gate, result=result)
         if on_finished is not None:
@@ -243,7 +242,7 @@ def _runner(
     )
 
 
-def start_order(contract: Contract, gate_plans: Sequence["GatePlan"],
+def start_order(contract: Contract, gate_plans: Sequence[GatePlan],
                 jobs: int) -> list[str] | None:
     """The order to start gates in when more than one runs at once: the longest first, by
     the durations earlier runs recorded (``durations.py``), so that a long gate is not left to
@@ -257,7 +256,7 @@ def start_order(contract: Contract, gate_plans: Sequence["GatePlan"],
     return planned_order(contract, [gate_plan.gate.name for gate_plan in gate_plans])
 
 
-def in_contract_order(gate_plans: Sequence["GatePlan"], contract: Contract) -> list["GatePlan"]:
+def in_contract_order(gate_plans: Sequence[GatePlan], contract: Contract) -> list[GatePlan]:
     """``gate_plans`` in the contract's order, whatever order a front end asked for them in
     (pytest's items may be reordered): results come back in this order, and gates start in it
     unless ``start_order`` says otherwise (see the scheduler)."""
@@ -337,7 +336,7 @@ def run_gates(
 
 
 def verdict_of(
-    results: Sequence["GateResult"], changes: ChangeSet, fail_when_unverified: bool = False
+    results: Sequence[GateResult], changes: ChangeSet, fail_when_unverified: bool = False
 ) -> codes.Verdict:
     """SPEC 5: failed > pending > unverified (no gate ran) > passed."""
     outcomes = {result.outcome for result in results}
@@ -354,7 +353,7 @@ def verdict_of(
 
 
 def report(run: RunResult, hook: Any = None, *,
-           redactor: "Redactor | None" = None) -> dict[str, Any]:
+           redactor: Redactor | None = None) -> dict[str, Any]:
     """The JSON report (SPEC 6.3) of a finished run: the one place it is assembled.
 
     With ``hook`` (a pluggy ``HookRelay``), plugins get ``pytest_verifygate_modifyreport``

@@ -8,12 +8,11 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Mapping
 
 
 def _integer_at_least(text: str, minimum: int, rule: str) -> int:
-    import argparse  # what calls this has loaded it: ``verifygate``'s quick path never does
-
     try:
         value = int(text)
     except ValueError:

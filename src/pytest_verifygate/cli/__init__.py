@@ -11,33 +11,21 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import io
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
+from typing import Any, NoReturn, TextIO, cast
 
-from pytest_verifygate import early
 from pytest_verifygate.cli.exits import EXIT_FLUSH_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
-from pytest_verifygate.cli.quick import COMMANDS, quick_args
-
-if TYPE_CHECKING:
-    import argparse
+from pytest_verifygate.cli.parser import COMMANDS, build_parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     open_closed_streams()  # first: before anything opens a file that could take fd 1 or 2
-    arguments = sys.argv[1:] if argv is None else list(argv)
-    # A commit's ``verifygate run`` is read without argparse (see ``quick``), and the git
-    # reads of its change set start now, while the rest is imported (see ``early``).
-    quick = quick_args(arguments)
-    try:
-        if quick is not None:
-            early.start(*early.staged_reads(quick.staged, quick.all, os.environ))
-        return _main(cast("argparse.Namespace | None", quick) or parse_arguments(arguments))
-    finally:
-        early.discard()
+    return _main(parse_arguments(sys.argv[1:] if argv is None else list(argv)))
 
 
 def _main(args: argparse.Namespace) -> int:
@@ -66,8 +54,6 @@ def _main(args: argparse.Namespace) -> int:
 
 def parse_arguments(arguments: list[str]) -> argparse.Namespace:
     """``arguments`` read by argparse (a usage error exits, as argparse does)."""
-    from pytest_verifygate.cli.parser import build_parser
-
     named = arguments[0] if arguments else None
     return build_parser(named if named in COMMANDS else None).parse_args(arguments)
 
@@ -151,14 +137,8 @@ def silence(stream: TextIO) -> None:
 
 
 def console_main() -> NoReturn:
-    """The ``verifygate`` console script: ``main``, then an exit without interpreter teardown.
-
-    When ``main`` returns, every gate has been waited for, every worker thread joined and
-    every file written closed. What is left is the interpreter tearing down the hundred-odd
-    modules a run imported, which on a commit's run costs more (about 8 ms) than spawning
-    four trivial gates. ``os._exit`` skips it once stdout and stderr are flushed, unless
-    something still needs the ordinary exit (see ``_teardown_needed``).
-    """
+    """The ``verifygate`` console script: ``main``, then exit with its status once stdout
+    and stderr are flushed (a reader that went away is not an error; lost output is)."""
     status = main()
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -167,36 +147,4 @@ def console_main() -> NoReturn:
             silence(stream)  # nor left to fail again at the interpreter's exit
         except (OSError, ValueError):  # output lost (a full disk): the status says so
             status = status or EXIT_FLUSH_FAILED
-    if _teardown_needed():
-        sys.exit(status)
-    os._exit(status)
-
-
-def _teardown_needed() -> bool:
-    """Whether the interpreter's own exit must run: ``atexit`` handlers were registered
-    (coverage, a plugin), a thread is still alive, or a ``verifygate`` plugin was loaded."""
-    import threading
-
-    callbacks = registered_atexit_callbacks()
-    return (callbacks is None or callbacks > 0 or threading.active_count() > 1
-            or "pluggy" in sys.modules)
-
-
-def registered_atexit_callbacks() -> int | None:
-    """How many ``atexit`` handlers are registered; None where that cannot be known.
-
-    CPython has no public way to ask. ``atexit._ncallbacks`` is the one private name of
-    another project that this package uses, and only here: ``test_cli.py`` fails loudly when
-    a release drops or changes it, and until this is updated, None keeps the ordinary exit
-    (correct, a few milliseconds slower).
-    """
-    import atexit
-
-    count = getattr(atexit, "_ncallbacks", None)
-    if not callable(count):
-        return None
-    try:
-        value = count()
-    except Exception:  # a changed signature: the ordinary exit is always safe
-        return None
-    return value if isinstance(value, int) else None
+    sys.exit(status)

@@ -8,7 +8,6 @@ PYTEST_DONT_REWRITE
 """
 
 import argparse
-import gc
 import sys
 from pathlib import Path
 
@@ -31,10 +30,6 @@ def main(args: argparse.Namespace) -> int:
     from pytest_verifygate.signals import Interruptible
 
     server = mcp_server.build_server(Path.cwd(), args.contract)
-    # A server lives on: the garbage collector the console script paused for a command's
-    # start-up runs again, over what is made from here on (what was made so far stays).
-    gc.freeze()
-    gc.enable()
     try:
         with Interruptible():  # SIGTERM, SIGHUP: like Ctrl-C, so the gates die with us
             anyio.run(server.run_stdio_async)

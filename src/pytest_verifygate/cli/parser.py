@@ -1,21 +1,23 @@
 """The ``verifygate`` command line's argparse parser: every subcommand and its options.
 
 Each subcommand names the module of ``pytest_verifygate.cli`` that carries it out (as
-pre-commit's ``commands/``, in ``quick.COMMANDS``); ``main`` imports only that one. The
-commonest command lines never get here (``quick``).
+pre-commit's ``commands/``, in ``COMMANDS``); ``main`` imports only that one.
 
 PYTEST_DONT_REWRITE
 """
 
 import argparse
-import os
-import sys
 from typing import Any, TypedDict
 
 from pytest_verifygate import __version__, options
 from pytest_verifygate.cli.exits import EXIT_USAGE, HOOK_USAGE_STATUS
-from pytest_verifygate.cli.quick import COMMANDS
 
+# Subcommand -> the module under ``pytest_verifygate.cli`` whose ``main(args)`` runs it.
+COMMANDS = {"run": "run", "list": "listing", "agent-hook": "agent_hook", "merge": "merge",
+            "install-agent-hook": "install_hook", "agent-status": "agent_status",
+            "install-hook": "install_hook", "mcp": "mcp", "migrate": "migrate",
+            "init": "init", "check": "check", "install": "install",
+            "uninstall": "uninstall", "completion": "completion"}
 # The coding agents whose hook protocols ``agent-hook`` speaks (``agents.detect``).
 AGENTS = ("claude", "codex", "cursor", "gemini")
 ROLE_HELP = ("select the gates for role R (repeatable; default: $VERIFYGATE_ROLE, "
@@ -36,36 +38,12 @@ class Parser(argparse.ArgumentParser):
 
 
 class _HelpFormatter(argparse.HelpFormatter):
-    """argparse's formatter, sized without ``shutil``.
-
-    argparse builds a formatter for every ``add_argument`` and, left to itself, imports
-    ``shutil`` (and with it bz2, lzma and zlib) to size it: a few milliseconds of every
-    commit's start-up for a width only ``--help`` uses.
-    """
-
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
-                 width: int | None = None) -> None:
-        super().__init__(prog, indent_increment, max_help_position,
-                         width if width is not None else _terminal_columns() - 2)
+    """argparse's formatter, keeping paragraphs (a description, an example, the exit
+    statuses) apart."""
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
-        # Paragraphs (a description, an example, the exit statuses) stay apart.
         return "\n\n".join(super(_HelpFormatter, self)._fill_text(paragraph, width, indent)
                              for paragraph in text.split("\n\n"))
-
-
-def _terminal_columns() -> int:
-    """``shutil.get_terminal_size().columns``: $COLUMNS, else the terminal's, else 80."""
-    try:
-        columns = int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        columns = 0
-    if columns > 0:
-        return columns
-    try:
-        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
-    except (AttributeError, ValueError, OSError):  # no stdout at all, or not a terminal
-        return 80
 
 
 def build_parser(command: str | None = None) -> Parser:

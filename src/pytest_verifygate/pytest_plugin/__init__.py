@@ -9,59 +9,17 @@ classification and the report are the engine's (``pytest_verifygate.engine``).
 Without ``--verify-contract`` the plugin registers its options, marker and hookspecs and
 nothing else: the engine is not imported, no collector hook is active, nothing is collected.
 
-Also owns how the package's modules are imported under pytest: as Python imports them, from
-their bytecode, not through pytest's assertion-rewriting import hook (``PackageFinder``).
-
 PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
 
-import importlib.machinery
 import os
-import sys
-from collections.abc import Sequence
-from types import ModuleType
 from typing import TYPE_CHECKING
 
+import pytest
 
-class PackageFinder:
-    """Finds this package's modules the way Python does, ahead of pytest's import hook.
-
-    pytest marks every module of a plugin's distribution for assertion rewriting, and its
-    hook then loads each from source: read, parsed, rewritten and compiled. That is cached
-    in a ``.pyc`` of pytest's own only where bytecode may be written; with
-    ``PYTHONDONTWRITEBYTECODE`` or a read-only site-packages (many container images) it is
-    done again on every start, for every module this plugin imports. Nothing here has an
-    assert worth rewriting: ``PYTEST_DONT_REWRITE`` in each module's docstring is pytest's
-    documented way to say so, but the hook still parses and compiles a module to read it.
-    Found by Python's own path finder, the modules load from the bytecode installed with
-    them. Only this package's submodules are looked up here; everything else is left to
-    the finders after this one.
-    """
-
-    prefix = __name__.split(".")[0] + "."
-
-    @classmethod
-    def find_spec(
-        cls, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        if path is None or not name.startswith(cls.prefix):
-            return None
-        return importlib.machinery.PathFinder.find_spec(name, path, target)
-
-    @classmethod
-    def install(cls) -> None:
-        """First in ``sys.meta_path`` (pytest's hook is already there when a plugin loads)."""
-        if cls not in sys.meta_path:
-            sys.meta_path.insert(0, cls)
-
-
-PackageFinder.install()
-
-import pytest  # noqa: E402  (after the finder: what follows is imported through it)
-
-from pytest_verifygate.pytest_plugin.options import add_options  # noqa: E402
+from pytest_verifygate.pytest_plugin.options import add_options
 
 if TYPE_CHECKING:
     from pytest_verifygate.pytest_plugin.session import VerifyGateSession

@@ -6,19 +6,16 @@ paths made absolute), with the same value checks as the ``verifygate`` command.
 PYTEST_DONT_REWRITE
 """
 
+from __future__ import annotations
+
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 import pytest
 
-# Real annotations, not postponed ones: ``NamedTuple`` would compile each string annotation
-# on every pytest start, with or without --verify-contract. A name only the type checker
-# needs stands for ``object`` at run time.
 if TYPE_CHECKING:
     from pytest_verifygate.shards import Shard
-else:
-    Shard = object
 
 
 def add_options(parser: pytest.Parser) -> None:

@@ -8,6 +8,8 @@ loading the process supervision or the scheduler.
 PYTEST_DONT_REWRITE
 """
 
+from __future__ import annotations
+
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -15,12 +17,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from pytest_verifygate import codes
 from pytest_verifygate.contract.model import EMPTY_ENV, Gate
 
-# Real annotations, not postponed ones: ``NamedTuple`` compiles every string annotation into a
-# ForwardRef when the class is made, on every start (about 1.4 ms for these three records).
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the masking code stays unloaded until a gate's output is read
     from pytest_verifygate.report.redact import Redactor
-else:
-    Redactor = object  # what the type checker sees above; the masking code stays unloaded
 
 
 
