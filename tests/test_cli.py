@@ -327,9 +327,8 @@ def test_exit_handlers_still_run_when_something_registered_them(repo: Path) -> N
     assert done.stdout.rstrip().endswith("exit handler ran")
 
 
-def test_a_commit_s_run_loads_neither_pytest_nor_the_secret_search(repo: Path) -> None:
-    """The command pre-commit and agents call stays light: no pytest, and no secret search
-    when no gate printed anything."""
+def test_a_commit_s_run_does_not_load_pytest(repo: Path) -> None:
+    """The command pre-commit and agents call stays light: it never imports pytest."""
     write(repo / "verify.toml", '[[gate]]\nname = "ok"\ncommand = "true"\n'
           '[[gate]]\nname = "py"\ncommand = "true"\n')
     commit_all(repo)
@@ -338,9 +337,8 @@ def test_a_commit_s_run_loads_neither_pytest_nor_the_secret_search(repo: Path) -
     code = ("import sys\n"
             "from pytest_verifygate.cli import main\n"
             "status = main(['run', '--staged'])\n"
-            "print(status, 'pytest' in sys.modules,\n"
-            "      'pytest_verifygate.report.masking' in sys.modules)\n")
+            "print(status, 'pytest' in sys.modules)\n")
     done = python(code, cwd=repo)
     assert done.returncode == 0, done.stderr
     assert "2 of 2 gate(s) selected" in done.stdout
-    assert done.stdout.split()[-3:] == ["0", "False", "False"]
+    assert done.stdout.split()[-2:] == ["0", "False"]

@@ -227,9 +227,7 @@ def store(slot: CacheSlot, result: GateResult) -> bool:
     try:
         if _key(slot.definition, RepoFiles(slot.root).digest(slot.patterns)) != slot.key:
             return False  # the inputs changed while the gate ran: the pass proves neither
-        redactor = slot.redactor if slot.redactor is not None else redactor_for()
-        # Masked before it is cut, so the cut can only shorten a mask, never expose a secret.
-        tail = redactor.text(result.output_tail, cut=result.output_truncated)
+        tail = result.output_tail  # masked as it was captured
         truncated = result.output_truncated
         encoded = tail.encode("utf-8", "replace")
         if len(encoded) > TAIL_BYTES:

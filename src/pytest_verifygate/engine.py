@@ -238,7 +238,7 @@ def _runner(
         on_started=started,
         on_finished=finished,
         log_max_bytes=contract.settings.log_max_bytes,
-        log_filter=redactor.log_masker,
+        log_filter=redactor.stream_masker,
     )
 
 

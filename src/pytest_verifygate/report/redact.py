@@ -1,50 +1,59 @@
 """Secret redaction: the one place that decides what a report, a cache entry or a log may not say.
 
-A report (and the digest, JUnit, annotations and step summary made from it) leaves the machine:
-CI artifacts, pull-request comments, a coding agent's context. Before a gate's entry is written,
-the values of secret environment variables are replaced by ``***`` in its ``command``,
-``output_tail``, ``reason`` and ``env``; the result cache stores masked output only, and
-``Redactor.log_masker`` masks a gate's log as it is written.
+A gate's output is masked once, as it is captured (``Redactor.stream_masker``): its log, its
+output tail and everything made from them (the report, the digest, JUnit, annotations, the
+result cache) hold the masked stream only. The few other free texts of a report (a gate's
+command, its reason, its ``env``) go through ``Redactor.text``, the same search.
 
 A variable is secret when its name contains TOKEN, SECRET, PASSWORD, PASSWD, API_KEY, APIKEY or
 PRIVATE_KEY (any case), or when the gate lists it in ``secret_env``. Both the environment the
-gate inherits and the gate's own ``env`` / ``NAME=value`` prefixes count. How a secret is found
-in text that sinks strip and cut afterwards is ``masking``'s business; the search is loaded
-only for a text it could find something in (``Redactor.text``) and a gate's first output
-(``LogMaskerOnDemand``): a run whose gates print nothing never loads it.
+gate inherits and the gate's own ``env`` / ``NAME=value`` prefixes count. Its value is found
+as printed, JSON-escaped and URL-encoded, and line by line when it spans lines; ``NAME=value``
+with a secret name loses its value. What this does not try to find (a secret split by escape
+sequences, drawn by overwriting, or transformed on purpose) is in the README's security model.
 
 PYTEST_DONT_REWRITE
 """
 
+from __future__ import annotations
+
 import contextlib
+import json
 import os
 import re
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable, Iterable, Mapping
+from functools import lru_cache
+from typing import NamedTuple
+from urllib.parse import quote, quote_plus
 
 from pytest_verifygate.commands import UnsupportedCommand, parse_command
 from pytest_verifygate.contract import Gate
-from pytest_verifygate.report.secrets import (
-    MASK,
-    MIN_CUT_SECRET_CHARS,
-    MIN_LISTED_SECRET_CHARS,
-    MIN_SECRET_LINE_CHARS,
-)
 
-if TYPE_CHECKING:
-    from pytest_verifygate.report.masking import LogMasker
-
-__all__ = ["MASK", "MIN_CUT_SECRET_CHARS", "MIN_LISTED_SECRET_CHARS", "MIN_NAMED_SECRET_CHARS",
-           "MIN_SECRET_LINE_CHARS", "LogMaskerOnDemand", "Redactor", "gate_environment",
-           "is_secret_name", "redactor_for"]
-
-SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW(?:OR)?D|API_?KEY|PRIVATE_?KEY", re.IGNORECASE)
+# What a secret is replaced by.
+MASK = "***"
+# A value the contract marks secret is hidden from this length on; shorter ones would make
+# the mask longer than the value and garble unrelated text.
+MIN_LISTED_SECRET_CHARS = 3
 # A value matched only by its variable's name must be this long to be hidden everywhere:
 # TOKENIZERS_PARALLELISM=false must not erase every "false" from a test failure.
 MIN_NAMED_SECRET_CHARS = 6
+# Each line of a multi-line secret (a PEM key) is masked on its own from this length: a tool
+# may print such a key line by line, indented or quoted.
+MIN_SECRET_LINE_CHARS = 8
+
+SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW(?:OR)?D|API_?KEY|PRIVATE_?KEY", re.IGNORECASE)
+# ``NAME=value`` in output is found from a secret word of the name, as environment names
+# spell it (upper case: ``max_tokens=512`` is no secret), then widened to the whole name.
+_SECRET_WORDS = rb"PRIVATE_?KEY|PASSW(?:OR)?D|API_?KEY|SECRET|TOKEN"
+_NAME_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_VALUE = re.compile(rb"\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'|[^\s\"';&|]+")
+_WORD_BEFORE = re.compile(rb"[\w$]")
 # ``NAME=value`` in a shell script: what a script sets itself is as secret as what it inherits.
-# (A source, compiled on first use: only shell gates need it.)
-_ASSIGNMENT = r"(?<![\w$])([A-Z_][A-Z0-9_]*)=(\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'|[^\s\"';&|]+)"
+_ASSIGNMENT = re.compile(r"(?<![\w$])([A-Z_][A-Z0-9_]*)=(\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'"
+                         r"|[^\s\"';&|]+)")
+
+SecretName = Callable[[str], bool]
+Span = tuple[int, int]
 
 
 def is_secret_name(name: str) -> bool:
@@ -68,36 +77,25 @@ class Redactor(NamedTuple):
     values: tuple[str, ...] = ()
     names: frozenset[str] = frozenset()
 
-    def text(self, text: str, *, cut: bool = False) -> str:
-        """``text`` with every secret value masked, and every ``SECRET_NAME=value`` too.
-
-        ``cut``: ``text`` is the end of a longer output (a tail window), so it may start
-        inside a secret.
-        """
-        if not text or self._holds_none(text, cut=cut):
-            return text
-        from pytest_verifygate.report.masking import apply, secret_forms
-
-        forms = secret_forms(self.values, self.names)
-        masked: str = apply(text, forms.find(text, self.secret, cut=cut), MASK)
-        return masked
-
-    def _holds_none(self, text: str, *, cut: bool) -> bool:
-        """Whether ``text`` certainly holds no secret, told without the search (``masking``),
-        which most reports then never load: no secret value is known, ``text`` is whole (not
-        a tail window), and it is plain ASCII with no ``=``. Then there is no value to find,
-        nothing a reader would strip, join or redraw, and no ``NAME=value``."""
-        return (not self.values and not cut and "=" not in text and text.isascii()
-                and text.isprintable())
+    def text(self, text: str) -> str:
+        """``text`` with every secret value masked, and every ``SECRET_NAME=value`` too."""
+        if not text or (not self.values and "=" not in text):
+            return text  # nothing to find: most commands and reasons
+        errors = _errors(text)
+        data = text.encode("utf-8", errors)
+        return _apply(data, self.search().spans(data)).decode("utf-8", errors)
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
         """An environment for display: secret names keep their name, never their value."""
         return {name: MASK if value and self.secret(name) else self.text(value)
                 for name, value in env.items()}
 
-    def log_masker(self) -> "LogMaskerOnDemand":
-        """A masker for a gate's log: bytes fed as they come, masked as ``text`` masks."""
-        return LogMaskerOnDemand(self)
+    def stream_masker(self) -> StreamMasker:
+        """A masker for a gate's output: bytes fed as they come, masked as ``text`` masks."""
+        return StreamMasker(self.search())
+
+    def search(self) -> SecretSearch:
+        return _search(self.values, self.names)
 
     def secret(self, name: str) -> bool:
         """Whether a variable of this name holds a secret (by its name, or listed)."""
@@ -118,7 +116,7 @@ def redactor_for(
             # A shell script can set a secret itself (SERVICE_TOKEN=... ./deploy) and the
             # gate's output may echo it: its value is as secret as an inherited one.
             assignments.extend((match.group(1), match.group(2).strip("'\""))
-                               for match in re.finditer(_ASSIGNMENT, gate.command_text))
+                               for match in _ASSIGNMENT.finditer(gate.command_text))
         listed.update(gate.secret_env)
     values = [
         value
@@ -129,24 +127,150 @@ def redactor_for(
     return Redactor(values=tuple(sorted(set(values))), names=frozenset(listed))
 
 
-class LogMaskerOnDemand:
-    """``masking.LogMasker``, made when the gate's first output comes: a gate that prints
-    nothing never loads the search."""
+class SecretSearch:
+    """Where a byte string holds a secret: one literal alternation of every form of every
+    value, and the ``NAME=value`` assignments to secret names."""
 
-    def __init__(self, redactor: Redactor) -> None:
-        self._redactor = redactor
-        self._masker: LogMasker | None = None
+    def __init__(self, values: tuple[str, ...], names: frozenset[str]) -> None:
+        # Longest first, so a secret that contains another is masked as a whole.
+        forms = sorted({form for value in values for form in _forms(value)}, key=len,
+                       reverse=True)
+        self.forms = re.compile(b"|".join(map(re.escape, forms))) if forms else None
+        self.longest = max(map(len, forms), default=0)
+        listed = sorted((_to_bytes(name) for name in names if name.isidentifier()), key=len,
+                        reverse=True)
+        self.words = re.compile(b"|".join([_SECRET_WORDS, *map(re.escape, listed)]))
+        self.names = names
+
+    def spans(self, data: bytes) -> list[Span]:
+        """Where ``data`` holds a secret: sorted, disjoint spans."""
+        spans = [] if self.forms is None else [m.span() for m in self.forms.finditer(data)]
+        return _merge(spans + self._assignments(data))
+
+    def _assignments(self, data: bytes) -> list[Span]:
+        spans: list[Span] = []
+        done = 0  # every byte is walked over at most twice
+        for word in self.words.finditer(data):
+            if word.start() < done:
+                continue  # in a name already examined, or in the value of one found
+            start, end = word.start(), word.end()
+            while start > done and data[start - 1] in _NAME_CHARS:
+                start -= 1
+            while end < len(data) and data[end] in _NAME_CHARS:
+                end += 1
+            done = end
+            if data[end:end + 1] != b"=" or data[start:start + 1].isdigit():
+                continue
+            if start and _WORD_BEFORE.match(data, start - 1):
+                continue  # not a name as the shell spells one
+            name = data[start:end].decode("ascii", "replace")
+            value = _VALUE.match(data, end + 1)
+            if value is None or not (name in self.names or is_secret_name(name)):
+                continue
+            if value.group() != MASK.encode():
+                spans.append(value.span())
+            done = value.end()
+        return spans
+
+
+@lru_cache(maxsize=16)
+def _search(values: tuple[str, ...], names: frozenset[str]) -> SecretSearch:
+    return SecretSearch(values, names)
+
+
+def _forms(value: str) -> set[bytes]:
+    """``value`` as a tool may print it: as is, with either line ending, JSON-escaped
+    (non-ASCII escaped or not), URL-encoded (either hex case, ``+`` or ``%20`` for a space),
+    and each long enough line of a multi-line value on its own."""
+    texts = {value, value.replace("\r\n", "\n"), value.replace("\r\n", "\n").replace("\n", "\r\n")}
+    forms: set[bytes] = set()
+    for text in texts:
+        forms.add(_to_bytes(text))
+        for ascii_only in (True, False):
+            forms.add(_to_bytes(json.dumps(text, ensure_ascii=ascii_only)[1:-1]))
+        encoded = _to_bytes(text)
+        for url in (quote(encoded, safe=""), quote_plus(encoded, safe="")):
+            forms.update((url.encode(), re.sub("%[0-9A-F]{2}", lambda m: m[0].lower(),
+                                               url).encode()))
+        forms.update(_to_bytes(line.strip()) for line in text.splitlines()
+                     if len(line.strip()) >= MIN_SECRET_LINE_CHARS)
+    return {form for form in forms if len(form) >= MIN_LISTED_SECRET_CHARS}
+
+
+class StreamMasker:
+    """Masks a gate's output as it is captured: ``feed`` each chunk, then ``flush``.
+
+    Works on bytes: output need not be UTF-8, and what is not passes through unchanged. The
+    last ``holdback`` bytes are kept back until more comes, so a secret split across two reads
+    is seen whole. The rest of one ``SECRET=value`` word longer than ``MAX_PENDING`` is
+    masked up to there.
+    """
+
+    MAX_PENDING = 1 << 20
+
+    def __init__(self, search: SecretSearch) -> None:
+        self._search = search
+        self.holdback = max(1024, 2 * search.longest + 64)
+        self._pending = b""
 
     def feed(self, data: bytes) -> bytes:
-        """What of ``data`` (and of what was held back) can be written now."""
-        if self._masker is None:
-            from pytest_verifygate.report.masking import LogMasker, secret_forms_bytes
-
-            redactor = self._redactor
-            self._masker = LogMasker(secret_forms_bytes(redactor.values, redactor.names),
-                                     redactor.secret)
-        return self._masker.feed(data)
+        """What of ``data`` (and of what was kept back) can be passed on now, masked."""
+        buffer = self._pending + data if self._pending else data
+        if len(buffer) <= self.holdback:
+            self._pending = buffer
+            return b""
+        cut = len(buffer) - self.holdback
+        while cut and buffer[cut - 1] in _NAME_CHARS:
+            cut -= 1  # a name cut in two might lose its secret word
+        spans = self._search.spans(buffer)
+        for start, end in spans:  # a secret across the cut waits for the rest of it
+            if start < cut and (cut < end or end == len(buffer)):
+                cut = start
+                break
+        if cut < len(buffer) - self.MAX_PENDING:
+            cut = len(buffer) - self.holdback  # one endless word: mask what is here
+        self._pending = buffer[cut:]
+        return _apply(buffer[:cut], [(start, min(end, cut)) for start, end in spans
+                                     if start < cut])
 
     def flush(self) -> bytes:
-        """The rest, once the output has ended."""
-        return b"" if self._masker is None else self._masker.flush()
+        """The rest, masked: call once, when the output has ended."""
+        buffer, self._pending = self._pending, b""
+        return _apply(buffer, self._search.spans(buffer))
+
+
+def _to_bytes(text: str) -> bytes:
+    return text.encode("utf-8", _errors(text))
+
+
+def _errors(text: str) -> str:
+    """How ``text`` goes to bytes and back: undecodable bytes (surrogate escapes) as they
+    were printed; any other lone surrogate encoded as such."""
+    try:
+        text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return "surrogatepass"
+    return "surrogateescape"
+
+
+def _merge(spans: list[Span]) -> list[Span]:
+    merged: list[Span] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        elif end > start:
+            merged.append((start, end))
+    return merged
+
+
+def _apply(data: bytes, spans: list[Span]) -> bytes:
+    """``data`` with each of ``spans`` (sorted, disjoint) replaced by the mask."""
+    if not spans:
+        return data
+    parts: list[bytes] = []
+    position = 0
+    for start, end in spans:
+        parts += [data[position:start], MASK.encode()]
+        position = end
+    parts.append(data[position:])
+    return b"".join(parts)

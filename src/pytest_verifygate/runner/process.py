@@ -65,7 +65,7 @@ GATE_ENV = "VERIFYGATE_GATE"
 
 
 class OutputFilter(Protocol):
-    """What a gate's output goes through on its way to the log (``redact.LogMaskerOnDemand``)."""
+    """What a gate's output goes through as it is captured (``redact.StreamMasker``)."""
 
     def feed(self, data: bytes) -> bytes:
         """What of ``data`` (and of what was held back) can be written now."""
@@ -78,8 +78,8 @@ class OutputSink:
     """Everything a gate prints: streamed to its log, the last ``tail_bytes`` kept in memory.
 
     ``log_path`` is the log file if one was created (the result names it), else None. The
-    log gets what ``log_filter`` lets through (secrets masked); the tail is the output as
-    printed, masked when the report is made (a tail window needs its own, cut-aware search).
+    output goes through ``log_filter`` (secrets masked) once, as it comes: the log and the
+    tail both hold what it lets through, never the output as printed.
     """
 
     def __init__(self, log: GateLog | None, tail_bytes: int,
@@ -89,26 +89,33 @@ class OutputSink:
         self.log_filter = log_filter
         self.tail_bytes = tail_bytes
         self.tail = bytearray()
-        self.total = 0
+        self.total = 0  # bytes printed
+        self.passed_on = 0  # bytes through the filter
 
     def write(self, data: bytes) -> None:
         self.total += len(data)
+        self._pass_on(data if self.log_filter is None else self.log_filter.feed(data))
+
+    def _pass_on(self, data: bytes) -> None:
+        self.passed_on += len(data)
         if self.log is not None:
-            self.log.write(data if self.log_filter is None else self.log_filter.feed(data))
+            self.log.write(data)
         self._keep(data)
 
     def close_log(self) -> None:
-        """Write what the filter held back and close the log; a problem it met is noted."""
+        """Pass on what the filter held back and close the log; a problem it met is noted."""
+        if self.log_filter is not None:
+            self._pass_on(self.log_filter.flush())
         if self.log is None:
             return
-        if self.log_filter is not None:
-            self.log.write(self.log_filter.flush())
         self.log.close()
         if self.log.problem is not None:
             self.note(self.log.problem_note())
 
     def note(self, text: str) -> None:
         """A line of ours at the end of the tail: not output of the gate, not in the log."""
+        if self.log_filter is not None:  # what the filter holds back came first
+            self._pass_on(self.log_filter.flush())
         self._keep(text.encode("utf-8", "replace"))
 
     def _keep(self, data: bytes) -> None:
@@ -122,7 +129,7 @@ class OutputSink:
     def text(self) -> tuple[str, bool]:
         """The kept tail as text (invalid UTF-8 replaced) and whether anything was cut."""
         kept = bytes(self.tail[-self.tail_bytes :])
-        truncated = self.total > len(kept)
+        truncated = self.passed_on > len(kept)
         text = kept.decode("utf-8", "replace")
         if truncated and text.startswith("\ufffd"):  # the cut split a multi-byte character
             text = text.lstrip("\ufffd")
