@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from pytest_verifygate import codes
 from pytest_verifygate.changes import ChangeRequest, ChangeSet, compute_changes
@@ -35,6 +35,8 @@ from pytest_verifygate.selection import (
 
 # Names of modules a run may never load, for the type checker only.
 if TYPE_CHECKING:
+    from pytest_verifygate.hookspecs import GateHooks
+    from pytest_verifygate.report.model import Report
     from pytest_verifygate.report.redact import Redactor
     from pytest_verifygate.runner.records import GatePlan, GateResult
     from pytest_verifygate.runner.scheduler import GateRunner
@@ -168,7 +170,7 @@ def start(
     gate_plans: Sequence[GatePlan] | None = None,
     *,
     jobs: int | None = None,
-    hook: Any = None,
+    hook: GateHooks | None = None,
     on_started: GateCallback | None = None,
     on_finished: ResultCallback | None = None,
     log_dir: Path | None = None,
@@ -197,7 +199,7 @@ def _runner(
     gate_plans: Sequence[GatePlan] | None,
     *,
     jobs: int | None,
-    hook: Any,
+    hook: GateHooks | None,
     on_started: GateCallback | None,
     on_finished: ResultCallback | None,
     log_dir: Path | None,
@@ -208,8 +210,7 @@ def _runner(
     from pytest_verifygate.storage import new_log_dir
 
     def classify_hook(gate: Gate, result: GateResult) -> str | None:
-        code: str | None = hook.pytest_verifygate_classify(gate=gate, result=result)
-        return code
+        return None if hook is None else hook.pytest_verifygate_classify(gate=gate, result=result)
 
     def started(gate: Gate) -> None:
         if hook is not None:
@@ -268,7 +269,7 @@ def in_contract_order(gate_plans: Sequence[GatePlan], contract: Contract) -> lis
 def run(
     plan: Plan,
     *,
-    hook: Any = None,
+    hook: GateHooks | None = None,
     on_started: GateCallback | None = None,
     on_finished: ResultCallback | None = None,
 ) -> RunResult:
@@ -321,7 +322,7 @@ def run_gates(
     changes: ChangeSet,
     *,
     jobs: int | None = None,
-    hook: Any = None,
+    hook: GateHooks | None = None,
     on_started: GateCallback | None = None,
     on_finished: ResultCallback | None = None,
     read_cache: bool = True,
@@ -352,8 +353,8 @@ def verdict_of(
     return codes.VERDICT_PASSED
 
 
-def report(run: RunResult, hook: Any = None, *,
-           redactor: Redactor | None = None) -> dict[str, Any]:
+def report(run: RunResult, hook: GateHooks | None = None, *,
+           redactor: Redactor | None = None) -> Report:
     """The JSON report (SPEC 6.3) of a finished run: the one place it is assembled.
 
     With ``hook`` (a pluggy ``HookRelay``), plugins get ``pytest_verifygate_modifyreport``

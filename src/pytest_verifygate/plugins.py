@@ -7,13 +7,18 @@ into a pluggy manager of their own, so the same hook implementations run there t
 PYTEST_DONT_REWRITE
 """
 
+from __future__ import annotations
+
 from importlib.metadata import entry_points
-from typing import Any
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from pytest_verifygate.hookspecs import GateHooks
 
 PLUGIN_GROUP = "verifygate"
 
 
-def plugin_hook() -> Any | None:
+def plugin_hook() -> GateHooks | None:
     """A pluggy hook relay with our hookspecs and the plugins of the ``verifygate`` group.
 
     None when no installed distribution registers such a plugin: nothing could implement a
@@ -28,4 +33,4 @@ def plugin_hook() -> Any | None:
     manager = pluggy.PluginManager("pytest")
     manager.add_hookspecs(hookspecs)
     manager.load_setuptools_entrypoints(PLUGIN_GROUP)
-    return manager.hook
+    return cast("GateHooks", manager.hook)

@@ -47,6 +47,7 @@ from pytest_verifygate.errors import VerifyGateError
 
 if TYPE_CHECKING:
     from pytest_verifygate.engine import Plan
+    from pytest_verifygate.report.model import Report
     from pytest_verifygate.runner.records import GateResult
     from pytest_verifygate.runner.scheduler import GateRunner
 
@@ -211,7 +212,7 @@ def build_server(root: Path, contract: str | None = None) -> Any:
     return server
 
 
-async def _run(tools: GateTools, plan: "Plan", ctx: Any) -> dict[str, Any]:
+async def _run(tools: GateTools, plan: "Plan", ctx: Any) -> "Report":
     """Run the plan's selected gates; progress per finished gate; cancelled, they end."""
     from pytest_verifygate import engine
     from pytest_verifygate.plugins import plugin_hook

@@ -14,7 +14,7 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -23,6 +23,8 @@ from pytest_verifygate.errors import UsageError
 
 if TYPE_CHECKING:
     from pytest_verifygate.engine import Plan
+    from pytest_verifygate.hookspecs import GateHooks
+    from pytest_verifygate.report.model import Report
     from pytest_verifygate.runner.records import GateResult
 
 NOT_ASKED_FOR = "not among the gates asked for"
@@ -33,7 +35,7 @@ class Answer(NamedTuple):
     """A tool's answer: text for the agent, and the same as data (structured content)."""
 
     text: str
-    data: dict[str, Any]
+    data: Mapping[str, Any]
     is_error: bool = False
 
 
@@ -43,7 +45,7 @@ class GateTools:
     def __init__(self, root: Path, contract: str | None = None) -> None:
         self.root = root
         self.contract = contract
-        self.last_report: dict[str, Any] | None = None
+        self.last_report: Report | None = None
 
     # -- planning ------------------------------------------------------------------------
 
@@ -93,8 +95,8 @@ class GateTools:
 
     # -- running -------------------------------------------------------------------------
 
-    def finish(self, plan: Plan, results: Sequence[GateResult], hook: Any,
-               interrupted: bool = False) -> dict[str, Any]:
+    def finish(self, plan: Plan, results: Sequence[GateResult], hook: GateHooks | None,
+               interrupted: bool = False) -> Report:
         """The JSON report of a finished run (remembered for ``explain_failure``)."""
         from pytest_verifygate import engine
 
@@ -105,7 +107,7 @@ class GateTools:
         self.last_report = report
         return report
 
-    def run_answer(self, plan: Plan, report: dict[str, Any],
+    def run_answer(self, plan: Plan, report: Report,
                    names: Sequence[str] | None = None) -> Answer:
         """The verdict, each gate's outcome and code, and the agent digest."""
         from pytest_verifygate.report.digest import to_digest
@@ -124,7 +126,7 @@ class GateTools:
         digest = to_digest(report, root=str(plan.contract.repo_root))
         return Answer("\n".join(lines) + "\n\n" + digest, report)
 
-    def explain(self, name: str, report: dict[str, Any], root: Path,
+    def explain(self, name: str, report: Report, root: Path,
                 source: str) -> Answer:
         """One gate's classified failure and the end of its output, from ``report``."""
         from pytest_verifygate.report.digest import gate_digest
@@ -145,7 +147,7 @@ class GateTools:
             text += f"\nFull log: {entry['log_path']}"
         return Answer(f"gate `{name}` failed ({source}).\n\n{text}\n", entry)
 
-    def remembered(self, name: str) -> dict[str, Any] | None:
+    def remembered(self, name: str) -> Report | None:
         """The last report this server produced, if it has an entry for gate ``name``."""
         report = self.last_report
         if report is not None and any(gate["name"] == name for gate in report["gates"]):

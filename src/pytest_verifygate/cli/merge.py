@@ -20,12 +20,15 @@ import argparse
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pytest_verifygate import codes
 from pytest_verifygate.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from pytest_verifygate.errors import UsageError
 from pytest_verifygate.report.words import summary_counts
+
+if TYPE_CHECKING:
+    from pytest_verifygate.report.model import Report
 
 SHARD_REASON_PREFIX = "in shard "
 _SPLIT_HINT = ("the shards split the gates differently: give every shard the same "
@@ -76,7 +79,7 @@ def main(args: argparse.Namespace) -> int:
     return EXIT_FAILED if merged["verdict"] == codes.VERDICT_FAILED else EXIT_OK
 
 
-def load_report(path: str) -> dict[str, Any]:
+def load_report(path: str) -> Report:
     """A shard's JSON report, checked to be one; ``UsageError`` (one line) otherwise.
 
     Every field merge and the sinks read is checked here, where the file comes in: a report
@@ -118,7 +121,7 @@ def load_report(path: str) -> dict[str, Any]:
             and (commit is None or isinstance(commit, str))):
         raise UsageError(f'{path}: its "shard" does not say which commit and contract it '
                          "checked (a report of an older verifygate): run the shard again")
-    return report
+    return cast("Report", report)  # its shape checked above, where the file comes in
 
 
 def _is_int(value: object) -> bool:
@@ -209,7 +212,7 @@ def json_type(value: object) -> str:
 
 def merge_reports(
     reports: Sequence[tuple[str, Mapping[str, Any]]],
-) -> tuple[dict[str, Any], list[str]]:
+) -> tuple[Report, list[str]]:
     """The merged report of ``(path, report)`` pairs, one per shard, and warnings."""
     _check_shards(reports)
     first_path, first = reports[0]
@@ -249,7 +252,7 @@ def merge_reports(
     gates = sorted(ran.values(), key=lambda gate: position.get(gate["name"], len(position)))
     summary = summary_counts((gate["outcome"], gate.get("code")) for gate in gates)
     all_warnings = [warning for _, report in reports for warning in report.get("warnings", [])]
-    merged = {
+    merged: dict[str, Any] = {
         "version": 1,
         "verdict": merged_verdict(gates, [report["verdict"] for _, report in reports]),
         "contract": first["contract"],
@@ -260,7 +263,7 @@ def merge_reports(
         "not_selected": not_selected,
         "warnings": list(dict.fromkeys([*all_warnings, *warnings])),
     }
-    return merged, warnings
+    return cast("Report", merged), warnings
 
 
 def _reason_left_out(name: str, reasons: Mapping[str, Mapping[int, str]]) -> str:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import argparse
 
     from pytest_verifygate.report.github import CommandStop
+    from pytest_verifygate.report.model import Report
     from pytest_verifygate.selection import Selection
 
 
@@ -108,7 +109,7 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
     return EXIT_FAILED if report["verdict"] == codes.VERDICT_FAILED else EXIT_OK
 
 
-def _write_junit(path: str, report: dict[str, Any], contract: Contract, started: float,
+def _write_junit(path: str, report: Report, contract: Contract, started: float,
                  seconds: float, selections: Sequence[Selection],
                  family: str = "xunit2") -> list[str]:
     """Write the JUnit XML; a problem to report (exit status 2) instead of a traceback.
@@ -143,7 +144,7 @@ def _fold(stop: CommandStop | None) -> Callable[[str, str], str] | None:
     return lambda title, body: folded(title, body, stop)
 
 
-def _github_outputs(report: dict[str, Any], contract: Contract, stream: TextIO, hook: Any,
+def _github_outputs(report: Report, contract: Contract, stream: TextIO, hook: Any,
                     stop: CommandStop | None, report_path: str | None) -> None:
     """GitHub Actions: error annotations for failed gates, the step summary and outputs."""
     from pytest_verifygate.report.github import github_outputs, write_step_outputs

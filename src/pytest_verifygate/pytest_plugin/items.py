@@ -30,6 +30,7 @@ from pytest_verifygate.runner.records import GateResult
 from pytest_verifygate.selection import BY_CHANGES, Selection
 
 if TYPE_CHECKING:
+    from pytest_verifygate.report.model import GateEntry
     from pytest_verifygate.report.redact import Redactor
 
 
@@ -80,7 +81,7 @@ class GateItem(pytest.Item):
         super().__init__(**kwargs)
         self.gate = gate
         self.selection = selection
-        self.gate_entry: dict[str, Any] | None = None
+        self.gate_entry: GateEntry | None = None
         self.line = self.config.stash[SOURCE_KEY].declared_lines.get(gate.name, 1)
         self.extra_keyword_matches.add(gate.name)  # -k finds the name as the contract has it
         self.add_marker("verifygate")
@@ -182,7 +183,7 @@ def after_rerun(before: GateResult, again: GateResult) -> GateResult:
     )
 
 
-def result_from_entry(entry: dict[str, Any]) -> GateResult:
+def result_from_entry(entry: Mapping[str, Any]) -> GateResult:
     """A ``GateResult`` back from its report entry (what an xdist worker sends)."""
     values = {key: value for key, value in entry.items() if key in GateResult._fields}
     values["command"] = tuple(values.get("command") or ())

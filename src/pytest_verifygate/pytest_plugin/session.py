@@ -34,6 +34,7 @@ from pytest_verifygate.signals import Interruptible
 if TYPE_CHECKING:
     from pytest_verifygate.report.console import Styled
     from pytest_verifygate.report.github import CommandStop
+    from pytest_verifygate.report.model import Report
     from pytest_verifygate.report.redact import Redactor
     from pytest_verifygate.runner.records import GatePlan
     from pytest_verifygate.runner.scheduler import GateRunner
@@ -83,7 +84,7 @@ class VerifyGateSession(ContractCollection):
         self.collected_names: list[str] | None = None
         self.entries: dict[str, dict[str, Any]] = {}
         self.results: list[GateResult] | None = None
-        self.report: dict[str, Any] | None = None
+        self.report: Report | None = None
         self.report_written = False  # the summary names the report's file only once it is
         self.messages: list[str] = []
         self.interruptible = Interruptible(keep_others=True)  # pytest keeps its own SIGINT
@@ -435,7 +436,7 @@ class VerifyGateSession(ContractCollection):
             reason=INTERRUPTED_REASON,
         )
 
-    def write_outputs(self, report: dict[str, Any], session: pytest.Session) -> None:
+    def write_outputs(self, report: Report, session: pytest.Session) -> None:
         for kind, path in (("report", self.options.report), ("digest", self.options.digest)):
             if path is None:
                 continue

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from pytest_verifygate import codes
 from pytest_verifygate.contract import Gate
@@ -38,6 +38,9 @@ from pytest_verifygate.report.words import (
     skip_code,
 )
 from pytest_verifygate.runner.records import GateResult
+
+if TYPE_CHECKING:
+    from pytest_verifygate.report.model import Report
 
 LABELS = {codes.PASSED: "PASS", codes.FAILED: "FAIL", codes.SKIPPED: "SKIP",
           codes.PENDING: "PEND"}
@@ -100,7 +103,7 @@ def outcome_style(gate: Mapping[str, Any]) -> str | None:
     return STYLES.get(codes.INTERRUPTED if is_interrupted(gate) else str(gate.get("outcome")))
 
 
-def verdict_style(report: Mapping[str, Any]) -> str:
+def verdict_style(report: Report) -> str:
     """The verdict line's style: green passed, red failed, yellow otherwise (pending, or
     unverified: nothing ran)."""
     return VERDICT_STYLES.get(str(report["verdict"]), "yellow")
@@ -221,7 +224,7 @@ def _names(gates: Sequence[Mapping[str, Any]], limit: int = 6) -> str:
     return shown + (f" (+{len(gates) - limit} more)" if len(gates) > limit else "")
 
 
-def verdict_line(report: Mapping[str, Any], *, report_path: str | None = None) -> str:
+def verdict_line(report: Report, *, report_path: str | None = None) -> str:
     """``verdict: failed (1 passed, 1 failed, 0 skipped, 0 pending): tests [command_failed]``.
 
     The counts come first and never change shape (scripts grep for them); after them, what a
@@ -253,7 +256,7 @@ def verdict_line(report: Mapping[str, Any], *, report_path: str | None = None) -
 
 
 def closing_summary(
-    report: Mapping[str, Any], timeouts: Mapping[str, float] | None = None,
+    report: Report, timeouts: Mapping[str, float] | None = None,
 ) -> list[tuple[str, list[Styled]]]:
     """After a failure, as pytest's ``--durations`` and short test summary: ``slowest gates``
     (the longest of the gates that ran, longest first) and ``failed gates`` (each with its
@@ -287,7 +290,7 @@ def closing_summary(
 
 
 def run_summary(
-    report: Mapping[str, Any],
+    report: Report,
     results: Sequence[GateResult],
     *,
     root: str | os.PathLike[str] | None = None,

@@ -18,13 +18,16 @@ import hashlib
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate import codes
 from pytest_verifygate.commands import command_text
 from pytest_verifygate.report.junit import gate_status
 from pytest_verifygate.report.words import failure_code, outcome_counts
 from pytest_verifygate.text import CURSOR_CONTROL, UNSAFE_CHARACTERS, strip_ansi
+
+if TYPE_CHECKING:
+    from pytest_verifygate.report.model import Report
 
 PER_GATE_BYTES = 4096
 TOTAL_BYTES = 16384
@@ -291,7 +294,7 @@ def gate_digest(gate: Mapping[str, Any], *, root: str | os.PathLike[str] | None 
     return "\n".join([head, "", title, fence, excerpt, fence])
 
 
-def _one_line(report: Mapping[str, Any]) -> str:
+def _one_line(report: Report) -> str:
     verdict = report.get("verdict")
     line = f"verifygate: {verdict} ({outcome_counts(report.get('summary', {}))})"
     pending = [str(gate.get("name")) for gate in report.get("gates", [])
@@ -306,7 +309,7 @@ def _one_line(report: Mapping[str, Any]) -> str:
     return line + "\n"
 
 
-def to_digest(report: Mapping[str, Any], *, root: str | os.PathLike[str] | None = None,
+def to_digest(report: Report, *, root: str | os.PathLike[str] | None = None,
               per_gate: int = PER_GATE_BYTES, total: int = TOTAL_BYTES,
               heading: int = 2) -> str:
     """The Markdown digest of a report: failed gates only; one line when nothing failed.
@@ -373,7 +376,7 @@ def _signature_text(text: str) -> str:
     return _SPACES.sub(" ", text)
 
 
-def failure_signature(report: Mapping[str, Any], *,
+def failure_signature(report: Report, *,
                       root: str | os.PathLike[str] | None = None) -> str | None:
     """A fingerprint of what failed: same failure, same signature; None when nothing failed.
 

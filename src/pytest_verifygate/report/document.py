@@ -1,8 +1,9 @@
 """The JSON report (SPEC 6.3): building it, and writing it atomically.
 
-Owns the report's shape (``report.schema.json`` ships in this package) and the atomic write:
-a reader sees the old file or the complete new one, never half of either. Every other form of
-a run (JUnit, digest, console, GitHub) is made from the dict built here.
+Owns building the report (its types are ``report.model``'s, its schema ``report.schema.json``,
+which ships in this package) and the atomic write: a reader sees the old file or the complete
+new one, never half of either. Every other form of a run (JUnit, digest, console, GitHub) is
+made from the ``Report`` built here.
 
 PYTEST_DONT_REWRITE
 """
@@ -18,6 +19,7 @@ from typing import Any
 from pytest_verifygate import codes
 from pytest_verifygate.changes import ChangeSet, git_output
 from pytest_verifygate.contract import Contract, Gate, posix_relative
+from pytest_verifygate.report.model import ChangesEntry, GateEntry, Report, Shard
 from pytest_verifygate.report.redact import Redactor, gate_environment, redactor_for
 from pytest_verifygate.report.words import summary_counts
 from pytest_verifygate.runner.records import GateResult
@@ -30,7 +32,7 @@ SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 
 def gate_entry(
     result: GateResult, contract: Contract | None = None, redactor: Redactor | None = None
-) -> dict[str, Any]:
+) -> GateEntry:
     """One gate's report entry, with secret values masked (see ``redact.py``)."""
     gate: Gate | None = None
     if contract is not None:
@@ -39,7 +41,7 @@ def gate_entry(
     # The report leaves the machine: every free-text field goes through the redactor.
     if redactor is None:
         redactor = redactor_for(contract.gates if contract is not None else ())
-    entry: dict[str, Any] = {
+    entry: GateEntry = {
         "name": result.name,
         "outcome": result.outcome,
         "code": result.code if result.outcome == codes.FAILED else None,
@@ -76,11 +78,11 @@ def build_report(
     changes: ChangeSet,
     selections: Sequence[Selection],
     results: Sequence[GateResult],
-    verdict: str,
+    verdict: codes.Verdict,
     interrupted: bool = False,
     redactor: Redactor | None = None,
-) -> dict[str, Any]:
-    """The report dict; ``results`` hold the selected gates (any order, sorted here).
+) -> Report:
+    """The report; ``results`` hold the selected gates (any order, sorted here).
 
     ``redactor``: one already built for these gates (building one parses every command).
     """
@@ -89,18 +91,16 @@ def build_report(
     summary = summary_counts((result.outcome, result.code) for result in ordered)
     if redactor is None:
         redactor = redactor_for(contract.gates)
+    changed: ChangesEntry = {"source": changes.source, "ref": changes.ref,
+                             "files": list(changes.files)}
+    if changes.detected_by:  # only when the ref was not given on the command line
+        changed["detected_by"] = changes.detected_by
     return {
         "version": REPORT_VERSION,
         "verdict": verdict,
         "contract": posix_relative(contract.path, contract.repo_root),
         "interrupted": interrupted,
-        "changes": {
-            "source": changes.source,
-            "ref": changes.ref,
-            "files": list(changes.files),
-            # Only when the ref was not given on the command line (CI, settings, environment).
-            **({"detected_by": changes.detected_by} if changes.detected_by else {}),
-        },
+        "changes": changed,
         "summary": summary,
         "gates": [gate_entry(result, contract, redactor) for result in ordered],
         "not_selected": [
@@ -110,7 +110,7 @@ def build_report(
     }
 
 
-def shard_entry(contract: Contract, index: int, total: int) -> dict[str, Any]:
+def shard_entry(contract: Contract, index: int, total: int) -> Shard:
     """The report's ``shard``: which shard of how many, the contract's gates in order, and
     what makes shards of one run (``verifygate merge`` refuses shards that differ): the commit
     checked and the SHA-256 of the contract's text as loaded."""
@@ -133,14 +133,14 @@ def shard_entry(contract: Contract, index: int, total: int) -> dict[str, Any]:
     }
 
 
-def dumps(report: dict[str, Any]) -> str:
+def dumps(report: Report) -> str:
     """The report as JSON text (file names that are not valid UTF-8 stay escaped)."""
     import json  # only when a report is printed or written: not on a commit's run
 
     return json.dumps(report, indent=2, ensure_ascii=True) + "\n"
 
 
-def write_report(path: str | os.PathLike[str], report: dict[str, Any]) -> None:
+def write_report(path: str | os.PathLike[str], report: Report) -> None:
     """Write the report where the user asked, atomically (``storage.write_output``)."""
     write_output(path, dumps(report))
 

@@ -19,7 +19,7 @@ import re
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pytest_verifygate import codes
 from pytest_verifygate.changes import ChangeSet
@@ -34,6 +34,10 @@ from pytest_verifygate.report.words import (
     outcome_counts,
     skip_code,
 )
+
+if TYPE_CHECKING:
+    from pytest_verifygate.hookspecs import GateHooks
+    from pytest_verifygate.report.model import Report
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 OUTPUT_ENV = "GITHUB_OUTPUT"
@@ -162,7 +166,7 @@ class Annotations(NamedTuple):
 
 def _gate_annotations(
     gate: Mapping[str, Any], *, repo_root: str | os.PathLike[str],
-    project_root: str | os.PathLike[str] | None, hook: Any | None,
+    project_root: str | os.PathLike[str] | None, hook: GateHooks | None,
 ) -> tuple[list[Annotation], list[str]]:
     name = str(gate.get("name", "?"))
     lines = clean_output(str(gate.get("output_tail") or ""))
@@ -185,11 +189,11 @@ def _gate_annotations(
 
 
 def plan_annotations(
-    report: Mapping[str, Any],
+    report: Report,
     *,
     repo_root: str | os.PathLike[str],
     project_root: str | os.PathLike[str] | None = None,
-    hook: Any | None = None,
+    hook: GateHooks | None = None,
 ) -> Annotations:
     """The annotations of a report's failed gates, within GitHub's per-step limits.
 
@@ -231,11 +235,11 @@ def left_out_line(left_out: Sequence[Annotation]) -> str:
 
 
 def error_annotations(
-    report: Mapping[str, Any],
+    report: Report,
     *,
     repo_root: str | os.PathLike[str],
     project_root: str | os.PathLike[str] | None = None,
-    hook: Any | None = None,
+    hook: GateHooks | None = None,
     stop: "CommandStop | None" = None,
 ) -> list[str]:
     """The lines to print for a report's failed gates: workflow commands in contract order,
@@ -397,11 +401,11 @@ def _left_out_section(left_out: Sequence[Annotation]) -> list[str]:
 
 
 def step_summary(
-    report: Mapping[str, Any],
+    report: Report,
     *,
     repo_root: str | os.PathLike[str] | None = None,
     project_root: str | os.PathLike[str] | None = None,
-    hook: Any | None = None,
+    hook: GateHooks | None = None,
     planned: Annotations | None = None,
 ) -> str:
     """The Markdown for ``$GITHUB_STEP_SUMMARY``: verdict, a table of gates, the errors
@@ -451,12 +455,12 @@ def step_summary(
 
 
 def append_step_summary(
-    report: Mapping[str, Any],
+    report: Report,
     environ: Mapping[str, str],
     *,
     repo_root: str | os.PathLike[str] | None = None,
     project_root: str | os.PathLike[str] | None = None,
-    hook: Any | None = None,
+    hook: GateHooks | None = None,
     planned: Annotations | None = None,
 ) -> str | None:
     """Append the step summary to ``$GITHUB_STEP_SUMMARY`` when it is set.
@@ -477,12 +481,12 @@ def append_step_summary(
 
 
 def github_outputs(
-    report: Mapping[str, Any],
+    report: Report,
     environ: Mapping[str, str],
     *,
     repo_root: str | os.PathLike[str],
     project_root: str | os.PathLike[str] | None = None,
-    hook: Any | None = None,
+    hook: GateHooks | None = None,
 ) -> tuple[list[str], list[str]]:
     """What a GitHub Actions run gets: (lines to print, warnings).
 

@@ -26,12 +26,15 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate import codes
 from pytest_verifygate.commands import command_text
 from pytest_verifygate.names import item_name
 from pytest_verifygate.report.words import failure_code, flaky_note, skip_code
+
+if TYPE_CHECKING:
+    from pytest_verifygate.report.model import Report
 
 SUITE_NAME = "verifygate"
 # pytest's ``junit_family`` values: xunit2 (pytest's default) forbids testcase properties.
@@ -181,7 +184,7 @@ def properties(gate: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 
 def to_junit(
-    report: Mapping[str, Any],
+    report: Report,
     *,
     suite_seconds: float | None = None,
     started_at: float | None = None,
@@ -273,7 +276,7 @@ def _earlier_attempts(case: Any, gate: Mapping[str, Any], tag: str) -> None:
         ET.SubElement(case, tag, message=message, type="retried")
 
 
-def write_junit(path: str | os.PathLike[str], report: Mapping[str, Any], **options: Any) -> None:
+def write_junit(path: str | os.PathLike[str], report: Report, **options: Any) -> None:
     """Write ``to_junit(report, **options)`` to ``path`` atomically."""
     from pytest_verifygate.storage import write_output
 

@@ -9,11 +9,13 @@ readers of ``report.locations``, and dropping repeats.
 PYTEST_DONT_REWRITE
 """
 
+from __future__ import annotations
+
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pytest_verifygate.report.locations import (
     ERROR,
@@ -22,6 +24,9 @@ from pytest_verifygate.report.locations import (
     Finding,
     builtin_findings,
 )
+
+if TYPE_CHECKING:
+    from pytest_verifygate.hookspecs import GateHooks
 
 HOOK_NAME = "pytest_verifygate_annotation_locations"
 # A message longer than this is cut: the log holds the rest.
@@ -183,7 +188,7 @@ def _as_finding(item: Any) -> Finding | None:
     return finding
 
 
-def hook_findings(hook: Any, gate: Mapping[str, Any], output: str
+def hook_findings(hook: GateHooks, gate: Mapping[str, Any], output: str
                   ) -> tuple[list[Finding], list[str]]:
     """What the ``pytest_verifygate_annotation_locations`` implementations found, and the
     problems with it (a raising implementation, items that are not findings)."""
@@ -252,7 +257,7 @@ def gate_locations(
     gate: Mapping[str, Any],
     lines: Sequence[str],
     resolver: Resolver,
-    hook: Any | None = None,
+    hook: GateHooks | None = None,
 ) -> tuple[list[Located], list[str]]:
     """A failed gate's errors at files of the repository, and any problem with the hook.
 

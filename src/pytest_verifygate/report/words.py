@@ -10,9 +10,12 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pytest_verifygate import codes
+
+if TYPE_CHECKING:
+    from pytest_verifygate.report.model import Summary
 
 
 def is_interrupted(gate: Mapping[str, Any]) -> bool:
@@ -20,7 +23,7 @@ def is_interrupted(gate: Mapping[str, Any]) -> bool:
     return gate.get("outcome") == codes.FAILED and gate.get("code") == codes.INTERRUPTED
 
 
-def summary_counts(gates: Iterable[tuple[str, str | None]]) -> dict[str, int]:
+def summary_counts(gates: Iterable[tuple[str, str | None]]) -> Summary:
     """A report's ``summary`` from each gate's (outcome, code): a count per outcome, and the
     gates cut short (failed with code ``interrupted``: Ctrl-C, SIGTERM, pytest's ``-x``)
     counted apart as ``interrupted``, not as ``failed``, since nothing is known to be wrong
@@ -29,7 +32,7 @@ def summary_counts(gates: Iterable[tuple[str, str | None]]) -> dict[str, int]:
     for outcome, code in gates:
         key = codes.INTERRUPTED if (outcome, code) == (codes.FAILED, codes.INTERRUPTED) else outcome
         summary[key] = summary.get(key, 0) + 1
-    return summary
+    return cast("Summary", summary)
 
 
 def outcome_counts(summary: Mapping[str, Any]) -> str:
