@@ -4,17 +4,30 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
 
-def git(repo: Path, *args: str) -> str:
-    """Run git in ``repo`` and return its stdout (raises on failure)."""
-    return subprocess.run(
-        ["git", *args], cwd=repo, check=True, capture_output=True, text=True
-    ).stdout
+def git(repo: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
+    """Run git in ``repo`` (with ``env``, else ours) and return its stdout; a failure is an
+    AssertionError that shows git's output."""
+    done = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, check=False, timeout=300)
+    if done.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} exited {done.returncode} in {repo}:\n"
+                             f"{done.stdout}\n{done.stderr}")
+    return done.stdout
+
+
+def init_repo(path: Path) -> Path:
+    """Make ``path`` a git repository on ``main`` with an identity and unsigned commits."""
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.email", "test@example.invalid")
+    git(path, "config", "user.name", "Test")
+    git(path, "config", "commit.gpgsign", "false")
+    return path
 
 
 # What makes verifygate speak to CI (change base, annotations, step summary). This suite may run
@@ -47,10 +60,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty git repository with an identity, as the current directory."""
     path = tmp_path / "repo"
     path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.email", "test@example.invalid")
-    git(path, "config", "user.name", "Test")
-    git(path, "config", "commit.gpgsign", "false")
+    init_repo(path)
     monkeypatch.chdir(path)
     for name in ("PRE_COMMIT", "PRE_COMMIT_FROM_REF", "PRE_COMMIT_TO_REF",
                  "VERIFYGATE_CHANGED_FROM", *CI_VARIABLES):

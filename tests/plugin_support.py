@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+import conftest
 
 PY = sys.executable
 QUIET_PLUGINS = "-p no:hypothesispytest"
@@ -79,27 +80,13 @@ def counting(counter: str, status: int = 0) -> list[str]:
     )
 
 
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, check=True, capture_output=True, text=True
-    ).stdout
-
-
 def init_repo(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Make ``root`` a git repository with an identity, free of pre-commit's environment."""
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.email", "test@example.invalid")
-    git(root, "config", "user.name", "Test")
-    git(root, "config", "commit.gpgsign", "false")
+    conftest.init_repo(root)
     for name in ("PRE_COMMIT", "PRE_COMMIT_FROM_REF", "PRE_COMMIT_TO_REF",
                  "VERIFYGATE_CHANGED_FROM"):
         monkeypatch.delenv(name, raising=False)
     return root
-
-
-def commit_all(root: Path, message: str = "commit") -> None:
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", message)
 
 
 def load_json(path: Path) -> dict[str, Any]:

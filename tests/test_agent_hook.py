@@ -22,10 +22,14 @@ from test_digest import code_blocks
 
 from conftest import commit_all, git, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 # Where the hook process runs when the test does not say: some other directory, outside any
 # git repository (a payload that cannot be read is counted in the repository the hook runs
 # in: never this one's).
 ELSEWHERE = Path(tempfile.gettempdir())
+
 _SCRIPT = Path(sys.executable).with_name("verifygate")
 HOOK = ([str(_SCRIPT)] if _SCRIPT.exists() else
         [sys.executable, "-m", "pytest_verifygate.cli"]) + ["agent-hook"]

@@ -27,6 +27,9 @@ from test_agent_hook import (
 
 from conftest import commit_all, git, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 PASSING_GATE = contract('[[gate]]\nname = "quick"\ncommand = [PY, "-c", "pass"]\n')
 
 

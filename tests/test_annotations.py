@@ -9,6 +9,7 @@ honour is read from stdout as GitHub's runner reads it (``actions_runner``).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -36,10 +37,17 @@ from pytest_verifygate.report.places import Resolver, gate_locations
 
 from conftest import commit_all, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 PY = sys.executable
 DATA = Path(__file__).parent / "data" / "annotations"
 RUFF = str(Path(sys.executable).parent / "ruff")
 Place = tuple[str, int | None, int | None]
+# ruff and mypy come with the dev extra: without them the real-tool runs cannot be made.
+needs_ruff_and_mypy = pytest.mark.skipif(
+    not Path(RUFF).exists() or importlib.util.find_spec("mypy") is None,
+    reason="needs ruff and mypy: pip install -e '.[dev]'")
 
 
 @pytest.fixture
@@ -195,6 +203,7 @@ def run_github(repo: Path, tmp_path: Path, *args: str) -> subprocess.CompletedPr
                           capture_output=True, text=True, timeout=600)
 
 
+@needs_ruff_and_mypy
 def test_real_tools_one_annotation_per_error_within_githubs_limits(sample: Path,
                                                                    tmp_path: Path) -> None:
     write(sample / "verify.toml", contract(GATES))
@@ -235,6 +244,7 @@ def test_real_tools_one_annotation_per_error_within_githubs_limits(sample: Path,
         "unused |" in summary
 
 
+@needs_ruff_and_mypy
 def test_a_single_tool_with_more_errors_than_github_shows(sample: Path, tmp_path: Path) -> None:
     write(sample / "verify.toml", contract({"ruff": GATES["ruff"]}))
     done = run_github(sample, tmp_path)

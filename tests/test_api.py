@@ -29,6 +29,9 @@ from pytest_verifygate.report.document import load_schema
 
 from conftest import commit_all, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 PY = json.dumps(sys.executable)
 # Fails while calc.py holds the bug; prints where, with an absolute path.
 CHECK = ("import pathlib, sys\n"

@@ -30,6 +30,9 @@ from pytest_verifygate.integrity import unseal
 
 from conftest import commit_all, git, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 
 def verifygate(repo: Path, *args: str, env: dict[str, str] | None = None
                ) -> subprocess.CompletedProcess[str]:

@@ -21,6 +21,9 @@ from pytest_verifygate import durations
 
 from conftest import LOGGING, commit_all, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 PY = sys.executable
 
 

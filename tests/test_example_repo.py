@@ -16,6 +16,9 @@ from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import load_contract
 from pytest_verifygate.selection import select_gates
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "example-repo"
 BIN = Path(sys.executable).parent
@@ -144,7 +147,6 @@ def test_the_example_project_passes_its_own_gates(tmp_path: Path) -> None:
     assert status.stdout == ""
 
 
-@pytest.mark.slow
 def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     done = subprocess.run(
         ["bash", str(EXAMPLE / "demo.sh")], cwd=ROOT, env=user_env(tmp_path),
@@ -164,7 +166,6 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith("verifygate-demo")] == []
 
 
-@pytest.mark.slow
 def test_demo_fails_when_the_breakage_goes_unnoticed(tmp_path: Path) -> None:
     # A copy of example-repo whose unit tests no longer cover accounting negatives: the
     # demo's change then breaks nothing, and the demo must say so and exit non-zero.

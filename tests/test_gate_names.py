@@ -25,6 +25,9 @@ from plugin_support import (
 from pytest_verifygate.names import item_name, item_names, role_marker
 from pytest_verifygate.storage import log_file_name
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 LONG = "very long gate name " * 15  # 300 characters
 NAMES = ["unit tests", "Type check (mypy)", "a::b/c[1]", LONG.strip(), "ünïcode ✓ 检查",
          "Lint", "lint", "a", "a[x]", "tab\there"]

@@ -23,6 +23,9 @@ import pytest
 
 from conftest import commit_all, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 anyio = pytest.importorskip("anyio")
 pytest.importorskip("mcp")
 

@@ -21,6 +21,9 @@ from pytest_verifygate.cli.merge import merged_verdict
 
 from conftest import commit_all, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 PY = sys.executable
 
 

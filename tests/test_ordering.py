@@ -24,6 +24,9 @@ from pytest_verifygate.engine import RunRequest
 
 from conftest import LOGGING, commit_all, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 PY = sys.executable
 
 # Waits (at most 20 s) until every gate named in argv[2:] has left a marker, then passes; a

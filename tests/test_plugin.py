@@ -13,7 +13,6 @@ import pytest
 
 from plugin_support import (
     QUIET_PLUGINS,
-    commit_all,
     counting,
     failing,
     gates_by_name,
@@ -29,6 +28,11 @@ from plugin_support import (
     write_contract,
 )
 from pytest_verifygate.pytest_plugin.session import DESELECTED_REASON
+
+from conftest import commit_all
+
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture

@@ -25,6 +25,9 @@ from plugin_support import (
     write_contract,
 )
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
@@ -182,7 +185,7 @@ def test_files_pytest_writes_are_not_changes_on_the_next_run(project: pytest.Pyt
     write_contract(project.path, {"name": "everything", "command": passing(),
                                   "when_changed": ["**"]})
     project.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
-    from plugin_support import commit_all
+    from conftest import commit_all
 
     commit_all(project.path)
     outputs = ("--junitxml", "out/junit.xml", "--verify-report", "out/report.json",

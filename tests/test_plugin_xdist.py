@@ -8,7 +8,6 @@ import pytest
 
 from plugin_support import (
     QUIET_PLUGINS,
-    commit_all,
     failing,
     gates_by_name,
     init_repo,
@@ -22,6 +21,11 @@ from plugin_support import (
     validate_report,
     write_contract,
 )
+
+from conftest import commit_all
+
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
 
 pytest.importorskip("xdist")
 

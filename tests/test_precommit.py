@@ -27,6 +27,11 @@ from typing import Any
 
 import pytest
 
+from conftest import git, write
+
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 VERIFYGATE = Path(sys.executable).parent / "verifygate"
 
@@ -119,18 +124,9 @@ def run(
     return done
 
 
-def git(repo: Path, env: Mapping[str, str], *args: str) -> str:
-    return run(["git", *args], repo, env).stdout
-
-
 def pre_commit(repo: Path, env: Mapping[str, str], *args: str,
                check: bool = True) -> subprocess.CompletedProcess[str]:
     return run([sys.executable, "-m", "pre_commit", *args], repo, env, check=check)
-
-
-def write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
 
 
 def read_report(path: Path) -> dict[str, Any]:
@@ -145,7 +141,7 @@ def outcomes(report: Mapping[str, Any]) -> dict[str, str]:
 
 
 def head(repo: Path, env: Mapping[str, str], ref: str = "HEAD") -> str:
-    return git(repo, env, "rev-parse", ref).strip()
+    return git(repo, "rev-parse", ref, env=env).strip()
 
 
 def local_hook_config(report: Path) -> str:
@@ -173,7 +169,7 @@ class Project:
         self.report = report
 
     def git(self, *args: str) -> str:
-        return git(self.path, self.env, *args)
+        return git(self.path, *args, env=self.env)
 
     def commit(self, message: str, *extra: str) -> subprocess.CompletedProcess[str]:
         """``git commit`` through the installed hooks; does not raise when a hook blocks it."""
@@ -197,12 +193,12 @@ def make_project(tmp_path: Path, pre_commit_home: Path, config: str) -> Project:
     write(path / "docs/guide.md", "# Guide\n")
     write(path / ".gitignore", "__pycache__/\n")
     write(path / ".pre-commit-config.yaml", config.replace("@REPORT@", str(report)))
-    git(path, env, "-c", "init.defaultBranch=main", "init", "-q")
-    git(path, env, "config", "user.name", "Test")
-    git(path, env, "config", "user.email", "test@example.invalid")
-    git(path, env, "config", "commit.gpgsign", "false")
-    git(path, env, "add", "-A")
-    git(path, env, "commit", "-q", "--no-verify", "-m", "initial")
+    git(path, "-c", "init.defaultBranch=main", "init", "-q", env=env)
+    git(path, "config", "user.name", "Test", env=env)
+    git(path, "config", "user.email", "test@example.invalid", env=env)
+    git(path, "config", "commit.gpgsign", "false", env=env)
+    git(path, "add", "-A", env=env)
+    git(path, "commit", "-q", "--no-verify", "-m", "initial", env=env)
     pre_commit(path, env, "install")
     return Project(path, env, report)
 
@@ -256,10 +252,10 @@ def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
                 shutil.copy2(ROOT / name, building / name)
             shutil.copytree(ROOT / "src", building / "src",
                             ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"))
-            git(building, env, "-c", "init.defaultBranch=main", "init", "-q")
-            git(building, env, "add", "-A")
-            git(building, env, "-c", "user.name=Test", "-c", "user.email=test@example.invalid",
-                "commit", "-q", "--no-verify", "-m", "snapshot")
+            git(building, "-c", "init.defaultBranch=main", "init", "-q", env=env)
+            git(building, "add", "-A", env=env)
+            git(building, "-c", "user.name=Test", "-c", "user.email=test@example.invalid",
+                "commit", "-q", "--no-verify", "-m", "snapshot", env=env)
             building.rename(repo)
         return repo, head(repo, env)
 
@@ -318,7 +314,6 @@ def test_manifest_is_valid_and_declares_what_the_hook_relies_on(tmp_path: Path) 
 # the published hook (language: python, in pre-commit's own virtualenv)
 
 
-@pytest.mark.slow
 def test_try_repo_runs_the_published_hook_on_the_staged_change(
     tmp_path: Path, hook_repo: tuple[Path, str]
 ) -> None:
@@ -338,7 +333,6 @@ def test_try_repo_runs_the_published_hook_on_the_staged_change(
     assert "docs-check" not in out  # not selected: nothing under docs/ changed
 
 
-@pytest.mark.slow
 def test_published_hook_blocks_a_commit_and_runs_every_gate_on_request(
     tmp_path: Path, hook_repo: tuple[Path, str], shared_pre_commit_home: Path
 ) -> None:
@@ -561,7 +555,7 @@ def test_verifygate_staged_outside_pre_commit_warns_about_partially_staged_files
 
 def bare_remote(project: Project, tmp_path: Path) -> Path:
     remote = tmp_path / "remote.git"
-    git(tmp_path, project.env, "init", "-q", "--bare", str(remote))
+    git(tmp_path, "init", "-q", "--bare", str(remote), env=project.env)
     project.git("remote", "add", "origin", str(remote))
     return remote
 

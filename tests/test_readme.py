@@ -27,6 +27,9 @@ from pytest_verifygate.contract import load_contract
 
 from conftest import write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 BLOCKS = [(match.group(1), match.group(2), README.read_text()[: match.start()].count("\n") + 1)
@@ -147,7 +150,6 @@ def test_each_python_snippet_runs(text: str, repo: Path) -> None:
     assert "ok: passed" in done.stdout
 
 
-@pytest.mark.slow
 def test_the_pre_commit_config_runs_as_shown(repo: Path, tmp_path: Path) -> None:
     """The config pinned to PyPI works as written, installed here from this checkout."""
     (text,) = [text for language, text, _ in BLOCKS

@@ -19,6 +19,9 @@ from plugin_support import QUIET_PLUGINS, init_repo, load_json, passing, write_c
 
 from conftest import commit_all, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 PY = json.dumps(sys.executable)
 CONTRACT = f"""
 [[gate]]

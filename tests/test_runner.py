@@ -20,6 +20,9 @@ from pytest_verifygate.selection import select_gates
 
 from conftest import write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 PY = shlex.quote(sys.executable)
 
 

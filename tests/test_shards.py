@@ -36,6 +36,9 @@ from pytest_verifygate.shards import (
 
 from conftest import commit_all, git, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 PY = sys.executable
 
 

@@ -38,6 +38,9 @@ from pytest_verifygate.selection import select_gates
 
 from .support import examples, toml_document, toml_value, validate
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 # --------------------------------------------------------------------------------------------
 # strategies: values of every TOML type, keys the loader knows and keys it does not
 

@@ -30,6 +30,9 @@ from pytest_verifygate.report.github import (
 from .support import examples
 from conftest import commit_all, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 PY = sys.executable
 # What a hostile gate, test or file name prints: every form a runner reads, and ways around.
 HOSTILE_LINES = [

@@ -25,6 +25,9 @@ from pytest_verifygate.report.redact import (
 from .support import PY, examples, run_contract, validate, verifygate
 from conftest import write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 DUMP_ENV = f'command = ["{PY}", "-c", "import json, os; print(json.dumps(dict(os.environ)))"]\n'
 
 

@@ -22,6 +22,9 @@ from pytest_verifygate.selection import select_gates
 
 from .support import DUMP_ARGS_SCRIPT, decode_dump, examples, toml_string
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 HOSTILE_NAMES = [
     b"-rf", b"--help", b"-", b"--", b"$(touch pwned)", b"`touch pwned`", b"a;touch pwned",
     b"'", b'"', b"a\nb", b"\n", b" ", b"x\r", b"\t", b"*", b"?", b"[a]", b":(glob)x", b"~",

@@ -32,6 +32,9 @@ from pytest_verifygate.runner.records import GatePlan, GateResult
 from .support import examples
 from conftest import commit_all, git, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 # --------------------------------------------------------------------------------------------
 # state files
 

@@ -21,6 +21,9 @@ from pytest_verifygate.selection import select_gates
 from .support import DUMP_ARGS_SCRIPT, PY, decode_dump, toml_string, validate, verifygate
 from conftest import write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 INJECTIONS = [
     "$(touch pwned1)", "`touch pwned2`", "a;touch pwned3", "a && touch pwned4",
     "a | touch pwned5", "'; touch pwned6; '", '"; touch pwned7; "', "a\ntouch pwned8",

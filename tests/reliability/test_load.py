@@ -20,6 +20,9 @@ from pytest_verifygate.storage import KEEP_LOG_RUNS, finish_pruning, new_log_dir
 
 from .support import PY, children_of, open_fds, run_contract, validate
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 GATES = 200
 LINES = 100
 # Each gate prints its own name on every line, pausing now and then so that the gates'

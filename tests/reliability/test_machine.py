@@ -23,6 +23,9 @@ from pytest_verifygate.selection import select_gates
 from .support import PY, kill_all, validate, verifygate, wait_dead
 from conftest import commit_all, git, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize("timeout", [10**400, 1e308, float("inf")],
                          ids=["400-digit-int", "1e308", "inf"])

@@ -25,6 +25,9 @@ from pytest_verifygate.storage import KEEP_LOG_BYTES, finish_pruning, new_log_di
 
 from .support import run_contract, validate
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 MB = 1 << 20
 WRITERS = {
     # 2 MB of random bytes, NULs and every control character included.

@@ -36,6 +36,9 @@ from .support import (
     wait_unmarked,
 )
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 # sh ignores TERM, and so does every command it starts: an ignored signal stays ignored
 # across exec. Only SIGKILL ends this gate.
 TERM_PROOF = (

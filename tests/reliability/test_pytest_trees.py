@@ -17,6 +17,9 @@ import pytest
 
 from .support import kill_all, read_pids, validate, wait_dead
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 # A gate that starts two sleepers (one orphaned at once, still in its group) and records
 # every pid, so the test can prove afterwards that nothing survived.
 TREE = ("sleep 300 & echo $! >> pids/{name}; (sleep 300 & echo $! >> pids/{name}); "

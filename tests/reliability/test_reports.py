@@ -25,6 +25,9 @@ from pytest_verifygate.runner.records import GateResult
 from .support import PY, run_contract, validate, verifygate
 from conftest import write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize("signum", [11, 6, 9], ids=["SIGSEGV", "SIGABRT", "SIGKILL"])
 def test_a_crashing_gate_still_gives_a_complete_report(repo: Path, signum: int) -> None:

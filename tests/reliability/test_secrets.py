@@ -21,6 +21,9 @@ from pytest_verifygate.report.redact import MASK, redactor_for
 from .support import PY, verifygate
 from conftest import commit_all, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 TOKEN = "ghp_SplitTokenValue0123456789"
 PEM = ("-----BEGIN PRIVATE KEY-----\n"
        "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\n"

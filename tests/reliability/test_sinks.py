@@ -19,6 +19,9 @@ import pytest
 from .support import PY, verifygate
 from conftest import commit_all, git, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 PASSING = '[[gate]]\nname = "ok"\ncommand = "true"\n'
 
 

@@ -14,6 +14,8 @@ Where a build's change base comes from is input, not output: ``changes.detect_ch
 PYTEST_DONT_REWRITE
 """
 
+from __future__ import annotations
+
 import os
 import re
 import secrets
@@ -240,7 +242,7 @@ def error_annotations(
     repo_root: str | os.PathLike[str],
     project_root: str | os.PathLike[str] | None = None,
     hook: GateHooks | None = None,
-    stop: "CommandStop | None" = None,
+    stop: CommandStop | None = None,
 ) -> list[str]:
     """The lines to print for a report's failed gates: workflow commands in contract order,
     then, when GitHub's limits left some out, one plain line saying how many. With ``stop``
@@ -272,7 +274,7 @@ class CommandStop:
         self.token: str | None = None
 
     @classmethod
-    def on_stream(cls, stream: Any) -> "CommandStop":
+    def on_stream(cls, stream: Any) -> CommandStop:
         """Stop and resume lines written (and flushed) on ``stream``."""
         def write_line(line: str) -> None:
             try:
@@ -292,7 +294,7 @@ class CommandStop:
         return inert_text(text)
 
     @classmethod
-    def on_terminal(cls, config: Any) -> "CommandStop | None":
+    def on_terminal(cls, config: Any) -> CommandStop | None:
         """For a pytest session (``config``): commands stopped now, on pytest's terminal, and
         resumed when pytest ends (after its last line). None without a terminal reporter."""
         reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -329,7 +331,7 @@ class CommandStop:
         for line in self.resuming():
             self.write_line(line)
 
-    def __enter__(self) -> "CommandStop":
+    def __enter__(self) -> CommandStop:
         self.stop()
         return self
 
