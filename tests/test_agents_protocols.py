@@ -29,6 +29,9 @@ from test_agent_hook import (
 
 from conftest import commit_all, git, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 # A failing gate whose output is the same on every run: the digests of two agents can be
 # compared byte for byte.
 STEADY_GATE = contract('[[gate]]\nname = "steady"\ncommand = [PY, "-c", '

@@ -32,6 +32,9 @@ from pytest_verifygate.report.words import format_seconds, outcome_counts
 
 from conftest import commit_all, git, validate_junit, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 PY = sys.executable
 GITHUB_DETECTED = "GitHub Actions pull request (GITHUB_BASE_REF=main)"
 GITLAB_DETECTED = "GitLab merge request (CI_MERGE_REQUEST_DIFF_BASE_SHA)"

@@ -345,6 +345,7 @@ def corpus_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, GateResult
         for case in REAL_CASES
     ],
 )
+@pytest.mark.slow
 def test_real_tool_output(case: RealCase, corpus_run: dict[str, GateResult]) -> None:
     result = corpus_run[case.name]
     output = plain_output(result.output_tail)

@@ -18,6 +18,9 @@ from pytest_verifygate.report.document import load_schema
 
 from conftest import commit_all, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 CONTRACT = f"""
 [[gate]]
 name = "ok"

@@ -234,6 +234,7 @@ def pytest_contract(root: Path) -> None:
                    {"name": "types", "command": [PY, "-c", "import sys; sys.exit(3)"]})
 
 
+@pytest.mark.slow
 def test_pytest_s_color_option_colors_the_summary(project: pytest.Pytester) -> None:
     pytest_contract(project.path)
     colored = project.runpytest_subprocess("--verify-contract", "--color=yes")
@@ -257,6 +258,7 @@ def test_pytest_s_summary_names_the_slowest_and_the_failed_gates(
     assert any(line.split()[:3] == ["FAIL", "types", "[command_failed]"] for line in section)
 
 
+@pytest.mark.slow
 def test_pytest_in_a_terminal_colors_the_summary(project: pytest.Pytester) -> None:
     pytest_contract(project.path)
     env = environment(PYTEST_ADDOPTS=QUIET_PLUGINS)

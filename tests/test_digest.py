@@ -283,6 +283,7 @@ def test_progress_bars_ansi_controls_and_replacement_runs_are_cleaned() -> None:
                 max_size=300).map("".join),
        st.integers(min_value=1, max_value=400))
 @example(chunk="\x00```", repeat=203)  # removing NULs joined runs into one too long to fence
+@pytest.mark.slow
 def test_any_output_gives_a_bounded_digest_with_closed_fences(chunk: str, repeat: int) -> None:
     output = chunk * repeat
     per_gate, total = 1024, 2048

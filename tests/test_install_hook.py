@@ -23,6 +23,9 @@ from test_agents_protocols import PAYLOADS
 
 from conftest import commit_all, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 _SCRIPT = Path(sys.executable).with_name("verifygate")
 VERIFYGATE = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m",
                                                        "pytest_verifygate.cli"]

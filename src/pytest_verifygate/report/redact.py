@@ -18,7 +18,6 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -182,6 +181,8 @@ def _forms(value: str) -> set[bytes]:
     """``value`` as a tool may print it: as is, with either line ending, JSON-escaped
     (non-ASCII escaped or not), URL-encoded (either hex case, ``+`` or ``%20`` for a space),
     and each long enough line of a multi-line value on its own."""
+    import json  # only where a secret value is known: not on most commits' runs
+
     texts = {value, value.replace("\r\n", "\n"), value.replace("\r\n", "\n").replace("\n", "\r\n")}
     forms: set[bytes] = set()
     for text in texts:
