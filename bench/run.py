@@ -284,7 +284,7 @@ def scenario_startup(root: Path) -> list[Result]:
                     rows.append((int(cumulative), name[1:].rstrip()))
         names = {name.strip() for _, name in rows}
         heavy = sorted(n for n in names if n.split(".")[0] in ("pytest", "_pytest", "xdist"))
-        unwanted = ("tomllib", "tomli", "json", "shutil")
+        unwanted = ("tomllib", "tomli")
         avoided = sorted(n for n in names if n in unwanted)
         top = sorted(rows, reverse=True)[:8]
         total_ms = sum(c for c, n in rows if not n.startswith(" ")) / 1000

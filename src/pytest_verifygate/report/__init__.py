@@ -5,7 +5,8 @@ does not load the others or the JSON builder.
 
 - ``document``: the JSON report (SPEC 6.3), its schema (``report.schema.json``) and its atomic
   write; every other form below is made from the dict it builds.
-- ``redact``: which values are secret, and masking them before anything leaves the machine.
+- ``model``: the report's types (``TypedDict``s matching the schema), read by every form below.
+- ``redact``: which values are secret, and masking them as output is captured.
 - ``words``: the words every text form shares (outcome counts, durations, a failed gate's code).
 - ``junit``: JUnit XML, and a failed gate's headline and failure text (also the pytest plugin's).
 - ``digest``: the bounded Markdown digest for coding agents, and the failure signature.
