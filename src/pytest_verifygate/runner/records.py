@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from pytest_verifygate import codes
 from pytest_verifygate.contract.model import EMPTY_ENV, Gate
 
-if TYPE_CHECKING:  # the masking code stays unloaded until a gate's output is read
+if TYPE_CHECKING:
     from pytest_verifygate.report.redact import Redactor
 
 
