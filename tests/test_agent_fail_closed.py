@@ -33,6 +33,9 @@ from test_install_hook import FRESH, VERIFYGATE
 
 from conftest import commit_all, git, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def project(repo: Path) -> Path:

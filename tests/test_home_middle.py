@@ -21,6 +21,9 @@ import pytest
 
 from conftest import write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 CONFIG = "packages/dispatcher/test/gates/verify-config.test.ts"
 RUNNER = "packages/dispatcher/test/gates/gate-runner.test.ts"
 WIRING = "packages/dispatcher/test/gates/verify.test.ts"

@@ -24,6 +24,9 @@ import pytest
 
 from conftest import git, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 WORKER = "apps/worker/test"
 SKIPS = f"{WORKER}/verify-missing-script-skip.test.ts"
 EXPANSION = f"{WORKER}/verify-command-expansion.test.ts"

@@ -8,12 +8,9 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-# Not ``typing.TYPE_CHECKING``: importing ``typing`` here would make it the first thing every
-# start-up pays for, before the console script has paused the garbage collector (console.py).
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # type checkers see the real names; at run time they load on first use
-    from typing import Any
+from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:  # type checkers see the real names; at run time they load on first use
     from pytest_verifygate.changes import ChangeRequest as ChangeRequest
     from pytest_verifygate.changes import ChangeSet as ChangeSet
     from pytest_verifygate.changes import compute_changes as compute_changes

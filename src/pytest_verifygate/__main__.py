@@ -4,6 +4,6 @@
 PYTEST_DONT_REWRITE
 """
 
-from pytest_verifygate.console import main
+from pytest_verifygate.cli import console_main
 
-main()
+console_main()
