@@ -103,7 +103,8 @@ class ChangeSet(NamedTuple):
 
 
 class ChangeRequest(NamedTuple):
-    """What the user asked for; ``compute_changes`` applies SPEC 3's order of precedence.
+    """What the user asked for; ``compute_changes`` applies the order of precedence (README:
+    The change set).
 
     ``outputs``: the files this run will write (reports, JUnit, digest), relative to the
     current directory or absolute; they are left out of the change set.
@@ -128,7 +129,8 @@ def compute_changes(
     """The change set for a project rooted at ``root``: the first source that applies.
 
     Explicit files, ``--staged``, ``--changed-from``, the working tree (API), pre-commit's
-    range or index (SPEC 3, 1-4); then the environment's change base (``detect_change_base``:
+    range or index (README: The change set); then the environment's change base
+    (``detect_change_base``:
     ``VERIFYGATE_CHANGED_FROM``, a GitHub Actions pull request's ``GITHUB_BASE_REF``, a GitLab
     merge request's ``CI_MERGE_REQUEST_DIFF_BASE_SHA``), then ``settings.changed_from`` (the
     repository-wide default, which a build's own base beats); else every file, no filtering.
@@ -281,7 +283,7 @@ def _explicit(root: Path, paths: Sequence[str], cwd: Path) -> ChangeSet:
         if at_root and not os.path.isabs(path):
             relative = posixpath.normpath(path)
             if relative == ".." or relative.startswith("../"):
-                continue  # outside the project root: ignored for selection (SPEC 2.1)
+                continue  # outside the project root: ignored for selection (README: The contract)
         else:
             full = os.path.normpath(os.path.join(real_cwd, path))
             prefix = next((p for p in prefixes if full.startswith(p)), None)

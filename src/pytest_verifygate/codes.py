@@ -1,4 +1,5 @@
-"""The words of a run's outcome (SPEC 5): gate outcomes, verdicts and the stable failure codes.
+"""The words of a run's outcome (README: Outcomes, verdict and failure codes): gate outcomes,
+verdicts and the stable failure codes.
 
 Exactly these strings appear in reports, JUnit properties and digests, so every module names
 them through these constants (and ``Outcome`` / ``Verdict`` / ``Code`` for the type checker)

@@ -1,4 +1,5 @@
-"""The ``verifygate`` command's exit statuses (SPEC 6.2), named once for every subcommand.
+"""The ``verifygate`` command's exit statuses (README: The command line), named once for every
+subcommand.
 
 PYTEST_DONT_REWRITE
 """

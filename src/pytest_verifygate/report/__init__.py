@@ -3,8 +3,8 @@
 Nothing is imported here, so that loading one form (``report.junit`` for a JUnit file, say)
 does not load the others or the JSON builder.
 
-- ``document``: the JSON report (SPEC 6.3), its schema (``report.schema.json``) and its atomic
-  write; every other form below is made from the dict it builds.
+- ``document``: the JSON report (README: JSON report), its schema (``report.schema.json``) and
+  its atomic write; every other form below is made from the report it builds.
 - ``model``: the report's types (``TypedDict``s matching the schema), read by every form below.
 - ``redact``: which values are secret, and masking them as output is captured.
 - ``words``: the words every text form shares (outcome counts, durations, a failed gate's code).

@@ -15,7 +15,7 @@ Also owns that headline
 and the failure text under it (``failure_text``, for a file or, bounded by verbosity, for a
 terminal), which the pytest plugin uses too, so both front ends say the same.
 
-Works on the report dict (SPEC 6.3), which is already redacted; output is cleaned of ANSI
+Works on the report dict (README: JSON report), which is already redacted; output is cleaned of ANSI
 sequences and of characters XML 1.0 cannot hold. Imported only when JUnit is asked for.
 
 PYTEST_DONT_REWRITE

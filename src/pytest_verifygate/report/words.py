@@ -1,8 +1,9 @@
 """The words every text form of a run shares, so that each form says them the same way.
 
 Owns the outcome counts (``2 passed, 1 failed, 0 skipped, 0 pending``), the spelling of a
-duration, and the code a failed gate is reported under. Works on the report dict (SPEC 6.3) and
-imports nothing beyond ``codes``: the console, the digest, JUnit and GitHub output all use it.
+duration, and the code a failed gate is reported under. Works on the report (README: JSON
+report) and imports nothing beyond ``codes``: the console, the digest, JUnit and GitHub output
+all use it.
 
 PYTEST_DONT_REWRITE
 """
