@@ -174,6 +174,29 @@ def test_the_stream_masker_passes_output_without_secrets_through_unchanged() -> 
     assert out + masker.flush() == data
 
 
+def test_a_secret_name_split_across_reads_still_loses_its_value() -> None:
+    """What is held back never starts inside a name: ``DEPLOY_TO`` passed on and ``KEN=...``
+    held back would leave neither piece a secret name."""
+    redactor = redactor_for((), {})
+    rest = b"=abc123def456 done\n"
+    for inside in range(1, len(b"DEPLOY_TOKEN")):
+        # The hold-back (1,024 bytes here) would start ``inside`` bytes into the name.
+        line = b"x " + b"DEPLOY_TOKEN" + rest + b"y" * (1024 - len(b"DEPLOY_TOKEN") - len(rest)
+                                                       + inside)
+        masker = redactor.stream_masker()
+        out = masker.feed(line) + masker.flush()
+        assert b"abc123def456" not in out and b"DEPLOY_TOKEN=***" in out, inside
+
+
+def test_a_note_of_ours_follows_the_output_held_back_for_masking() -> None:
+    from pytest_verifygate.runner.process import OutputSink
+
+    sink = OutputSink(None, 4096, redactor_for((), {"API_TOKEN": TOKEN}).stream_masker())
+    sink.write(b"output " + TOKEN.encode() + b"\n")
+    sink.note("verifygate: a note\n")
+    assert sink.text() == (f"output {MASK}\nverifygate: a note\n", False)
+
+
 def test_cache_entries_are_private_to_the_user(repo: Path) -> None:
     write(repo / "verify.toml", '[[gate]]\nname = "ok"\ncache = true\ncommand = "true"\n')
     commit_all(repo)

@@ -221,7 +221,8 @@ class StreamMasker:
             self._pending = buffer
             return b""
         cut = len(buffer) - self.holdback
-        while cut and buffer[cut - 1] in _NAME_CHARS:
+        floor = max(0, cut - 256)  # no variable's name is longer
+        while cut > floor and buffer[cut - 1] in _NAME_CHARS:
             cut -= 1  # a name cut in two might lose its secret word
         spans = self._search.spans(buffer)
         for start, end in spans:  # a secret across the cut waits for the rest of it
