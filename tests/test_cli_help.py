@@ -9,10 +9,12 @@ import sys
 
 import pytest
 
-from pytest_verifygate.cli.parser import build_parser
-from pytest_verifygate.cli.quick import COMMANDS
+from pytest_verifygate.cli.parser import COMMANDS, build_parser
 
 from conftest import verifygate
+
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))

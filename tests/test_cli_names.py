@@ -6,7 +6,12 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import commit_all, verifygate, write
+
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
 
 CONTRACT = f"""
 [[gate]]

@@ -11,6 +11,9 @@ import pytest
 
 from conftest import commit_all, git, verifygate, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 ECHO = f'["{sys.executable}", "-c", "import sys; print(sorted(sys.argv[1:]))", "{{files}}"]'
 JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00" + bytes(range(256))
 

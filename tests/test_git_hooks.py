@@ -8,7 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import commit_all, git, verifygate, write
+
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
 
 # Fails when a staged or pushed file says "bad".
 NO_BAD = "import sys; sys.exit(any('bad' in open(f).read() for f in sys.argv[1:]))"

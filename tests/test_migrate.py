@@ -15,6 +15,9 @@ import tomllib
 
 from conftest import commit_all, verifygate, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 # A hook program that records which files it was given: "<hook id>\t<file>" per file, and
 # "<hook id>\t" for a run with none.
 RECORDER = """\

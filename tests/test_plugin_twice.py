@@ -7,7 +7,12 @@ import sys
 
 import pytest
 
-from plugin_support import QUIET_PLUGINS, commit_all, init_repo, write_contract
+from plugin_support import QUIET_PLUGINS, init_repo, write_contract
+
+from conftest import commit_all
+
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
 
 
 def test_a_gate_that_runs_the_collected_tests_is_pointed_out_once(

@@ -30,7 +30,7 @@ from .harness import (
 )
 from .models import SUBAGENT, Delegate, Say, Script, Shell
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 EVERY_AGENT = pytest.mark.parametrize("agent", list(AGENTS.values()), ids=list(AGENTS))
 BLOCK_THEN_FIX = (Shell(BREAK), Say("Done."), Shell(FIX), Say("Fixed."))

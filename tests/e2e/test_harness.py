@@ -10,7 +10,7 @@ import pytest
 
 from .harness import ROOT
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def test_without_node_the_suite_fails_loudly(tmp_path: Path) -> None:

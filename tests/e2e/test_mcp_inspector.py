@@ -15,7 +15,7 @@ import pytest
 
 from .harness import BROKEN, NODE_BIN, VERIFYGATE, Project, base_env
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def inspector(project: Project, *args: str) -> tuple[int, Any, str]:

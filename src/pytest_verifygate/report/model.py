@@ -69,6 +69,7 @@ class GateEntry(_GateEntry, total=False):
     flaky: bool
     cached: bool
     reason: str
+    modified_files: list[str]  # files a fixer changed: the gate failed
     # From the contract, when the gate is one of it:
     kind: str
     category: str | None
