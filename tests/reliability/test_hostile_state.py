@@ -21,6 +21,9 @@ from pytest_verifygate.storage import state_dir
 from .support import PY, verifygate
 from conftest import commit_all, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 HOOK = [PY, "-m", "pytest_verifygate.cli", "agent-hook"]
 PASSING = '[[gate]]\nname = "lint"\ncommand = "true"\ncache = true\n'
 FAILING = f'[[gate]]\nname = "check"\ncommand = [{json.dumps(PY)}, "-c", "raise SystemExit(1)"]\n'
