@@ -4,6 +4,7 @@ every option) and the shell completion scripts made from the same parser."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import subprocess
 import sys
 
@@ -36,6 +37,12 @@ def test_help_keeps_its_paragraphs(tmp_path: object) -> None:
     assert "\n\nexample: verifygate check\n\nexit status: 0 the setup is sound" in done.stdout
 
 
+# shtab comes with the completion extra: without it ``verifygate completion`` says so instead.
+needs_shtab = pytest.mark.skipif(importlib.util.find_spec("shtab") is None,
+                                 reason="needs shtab: pip install -e '.[completion]'")
+
+
+@needs_shtab
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish", "tcsh"])
 def test_completion_scripts_offer_every_subcommand(tmp_path: object, shell: str) -> None:
     from pathlib import Path
@@ -46,6 +53,7 @@ def test_completion_scripts_offer_every_subcommand(tmp_path: object, shell: str)
         assert command in done.stdout
 
 
+@needs_shtab
 def test_bash_completion_completes_a_subcommand(tmp_path: object) -> None:
     from pathlib import Path
 
