@@ -26,6 +26,9 @@ from actions_runner import honoured
 
 from conftest import commit_all, git, read_output_file, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 ACTION = Path(__file__).resolve().parent.parent / "action.yml"
 _EXPRESSION = re.compile(r"\$\{\{\s*([^}]*?)\s*\}\}")
 

@@ -32,6 +32,9 @@ from pytest_verifygate.report.github import step_summary
 
 from conftest import read_output_file, validate_junit
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 # Fails on its first run in each pair of runs, passes on the next: flaky under one retry.
 FLAKY = python(
     "import pathlib, sys; counter = pathlib.Path(sys.argv[1]); "
