@@ -17,7 +17,6 @@ import pytest
 
 from plugin_support import (
     QUIET_PLUGINS,
-    commit_all,
     counting,
     failing,
     init_repo,
@@ -30,7 +29,7 @@ from plugin_support import (
 )
 from pytest_verifygate.report.github import step_summary
 
-from conftest import read_output_file, validate_junit
+from conftest import commit_all, read_output_file, validate_junit
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
