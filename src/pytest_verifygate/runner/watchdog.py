@@ -2,8 +2,8 @@
 deadline, or at once when the run that started the gate is gone.
 
 The run supervises its gates itself (``runner.process``); but a run killed with SIGKILL (the
-OOM killer, an agent tool's hard kill), stopped, or a pytest ended from a thread by
-``os._exit`` (pytest-timeout's thread method) supervises nothing, and its gates, each in a
+OOM killer, an agent tool's hard kill), stopped, or a pytest ended from a thread without
+its exit handlers (pytest-timeout's thread method) supervises nothing, and its gates, each in a
 session of its own, would run on. So the first gate a run spawns also starts this process,
 in a session of its own, reading the run's messages on its stdin (``Watchdog``): a gate
 started (its first process, its tree mark, its deadline) and a gate ended. It ends a gate's tree
