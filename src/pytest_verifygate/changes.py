@@ -179,7 +179,9 @@ def all_files(root: Path) -> tuple[str, ...]:
     """Every tracked file under ``root`` (all files when it is not in a git repository)."""
     try:
         out = git_output(root, "ls-files", "-z", "--cached", "--", ".")
-    except ChangeSetError:
+    except ChangeSetError as exc:
+        if "not in a git repository" not in str(exc):
+            raise  # a git that fails is not a reason to guess
         return tuple(sorted(walk_files(root)))
     return tuple(sorted(os.fsdecode(p) for p in out.split(b"\0") if p))
 
@@ -295,17 +297,13 @@ def _explicit(root: Path, paths: Sequence[str], cwd: Path) -> ChangeSet:
 
 def _staged(root: Path, *, warn_partial: bool) -> ChangeSet:
     # Given no commit to compare with, ``diff --cached`` compares the index with HEAD, or with
-    # nothing before the first commit: one git call either way. The unstaged diff is for the
-    # warning below.
-    unstaged: bytes | None = None
-    if warn_partial:
-        out, unstaged = _git_together(root, early.STAGED_DIFF, early.UNSTAGED_NAMES)
-    else:
-        out = git_output(root, *early.STAGED_DIFF)
-    files, deleted = _parse_name_status(out)
+    # nothing before the first commit: one git call either way. What differs between the index
+    # and the work tree is for the warning below.
+    out = git_output(root, *early.STAGED_DIFF)
+    files, deleted = _commit_changes(root, _parse_raw(out))
     warnings: tuple[str, ...] = ()
-    if unstaged is not None and files:
-        partial = sorted(set(files) & {os.fsdecode(p) for p in unstaged.split(b"\0") if p})
+    if warn_partial and files:
+        partial = sorted(set(files) & set(unstaged_files(root)))
         if partial:
             shown = ", ".join(partial[:5]) + (" ..." if len(partial) > 5 else "")
             warnings = (
@@ -328,27 +326,147 @@ def _since_base(root: Path, base: ChangeBase) -> ChangeSet:
 def _since_ref(
     root: Path, ref: str, *, source: str = SOURCE_REF, fetch_hint: str | None = None
 ) -> ChangeSet:
+    warnings: tuple[str, ...] = ()
     if ref == "HEAD":
         # Before the first commit there is no HEAD: every file is new, so compare against the
         # empty tree (``--changed-from HEAD`` and the agent hook work in a fresh repository).
         base = "HEAD" if _has_head(root) else _empty_tree(root)
     else:
         _verify_ref(root, ref, fetch_hint=fetch_hint)
-        base = _merge_base(root, ref, fetch_hint=fetch_hint)
-    # Run in ``root``, ls-files lists the untracked files below it, relative to it.
-    out, untracked = _git_together(root, (*_DIFF, base, "--"),
-                                   ("ls-files", "-z", "--others", "--exclude-standard"))
-    files, deleted = _parse_name_status(out)
-    files += [os.fsdecode(p) for p in untracked.split(b"\0") if p]
-    return _change_set(files, deleted, source, ref, ())
+        merge_base = _merge_base(root, ref, fetch_hint=fetch_hint)
+        base = merge_base or _empty_tree(root)
+        if merge_base is None:
+            # Histories that never met (``git checkout --orphan``): nothing is shared, so
+            # every file is a change; never "nothing changed".
+            warnings = (f"warning: {ref!r} and HEAD share no history: every file counts as "
+                        "changed",)
+    files, deleted = worktree_changes(root, base)
+    return _change_set(files, deleted, source, ref, warnings)
 
 
 def _range(root: Path, from_ref: str, to_ref: str) -> ChangeSet:
     _verify_ref(root, from_ref)
     _verify_ref(root, to_ref)
     out = git_output(root, *_DIFF, f"{from_ref}...{to_ref}", "--")
-    files, deleted = _parse_name_status(out)
+    files, deleted = _commit_changes(root, _parse_raw(out))
     return _change_set(files, deleted, SOURCE_RANGE, f"{from_ref}...{to_ref}", ())
+
+
+# --------------------------------------------------------------------------------------------
+# what git is told not to see, and submodules
+
+# Untracked files count unless the project's own ``.gitignore`` files ignore them:
+# ``.git/info/exclude`` and ``core.excludesFile`` are local, and whatever writes the work tree
+# (an agent) can write them, so a file they hide is still a change.
+UNTRACKED = ("ls-files", "-z", "--others", "--exclude-per-directory=.gitignore")
+
+
+def worktree_changes(root: Path, base: str) -> tuple[list[str], set[str]]:
+    """The files whose content in the work tree differs from commit or tree ``base``, the
+    untracked ones (see ``UNTRACKED``), and those of submodules the same way, recursively;
+    with the deleted ones (tracked in ``base``, absent from the disk).
+
+    Git's own answer is checked where it can be told not to look: entries marked
+    ``assume-unchanged`` or ``skip-worktree`` are compared by content, and git's idea of the
+    work tree must be ``root`` or hold it (``core.worktree`` or ``GIT_WORK_TREE`` pointed at
+    another checkout is an error).
+    """
+    top, out, untracked, flagged = _git_together(
+        root, early.TOP_LEVEL, (*_DIFF, base, "--"), UNTRACKED, early.FLAGGED)
+    _check_work_tree(root, top)
+    entries = _parse_raw(out)
+    files: list[str] = [entry.path for entry in entries]
+    files += [os.fsdecode(p) for p in untracked.split(b"\0") if p]
+    files += hidden_edits(root, flagged)
+    # What git calls deleted but is on the disk (untracked since, ``git rm --cached``) is
+    # there for the gates to read: not deleted.
+    deleted = {entry.path for entry in entries
+               if entry.status == "D" and not os.path.lexists(root / entry.path)}
+    for entry in entries:
+        if _GITLINK in (entry.old_mode, entry.new_mode) and (root / entry.path / ".git").exists():
+            inner_base = entry.old_oid if entry.old_mode == _GITLINK else None
+            inner = root / entry.path
+            sub_files, sub_deleted = worktree_changes(inner, inner_base or _empty_tree(inner))
+            files += _prefixed(entry.path, sub_files)
+            deleted |= set(_prefixed(entry.path, sub_deleted))
+    return files, deleted
+
+
+def unstaged_files(root: Path) -> list[str]:
+    """The tracked files whose work tree content differs from the index (what a commit
+    would not take), entries marked not to be looked at included; ``root`` must be git's
+    work tree or inside it."""
+    top, out, flagged = _git_together(root, early.TOP_LEVEL, early.UNSTAGED_NAMES,
+                                      early.FLAGGED)
+    _check_work_tree(root, top)
+    return [*(os.fsdecode(p) for p in out.split(b"\0") if p), *hidden_edits(root, flagged)]
+
+
+def hidden_edits(root: Path, flagged: bytes) -> list[str]:
+    """Of ``git ls-files -z -v --stage``'s entries, those git is told not to look at
+    (``assume-unchanged``: a lower-case tag; ``skip-worktree``: ``S``) whose file differs
+    from the index: present with other content, or absent while only assume-unchanged (a
+    skip-worktree entry absent from the disk is a sparse checkout's, not an edit)."""
+    suspects: dict[str, str] = {}
+    changed: list[str] = []
+    for record in flagged.split(b"\0"):
+        tag, _, rest = record.partition(b" ")
+        if not (tag == b"S" or tag.islower()):
+            continue
+        meta, _, raw_path = rest.partition(b"\t")
+        fields = meta.split(b" ")
+        if len(fields) != 3 or fields[0] == _GITLINK.encode():
+            continue
+        path = os.fsdecode(raw_path)
+        if os.path.lexists(root / path):
+            suspects[path] = fields[1].decode()
+        elif tag != b"S":
+            changed.append(path)
+    if suspects:
+        # Hashed by git as ``git add`` would (its filters, line endings), in groups of
+        # paths short enough for any command line.
+        names = sorted(suspects)
+        for start in range(0, len(names), 500):
+            group = names[start:start + 500]
+            ids = git_output(root, "hash-object", "--", *group).split()
+            changed += [path for path, oid in zip(group, ids, strict=True)
+                        if oid.decode() != suspects[path]]
+    return changed
+
+
+def _commit_changes(root: Path, entries: "list[_Entry]") -> tuple[list[str], set[str]]:
+    """Files and deletions of a diff between commits (or a commit and the index), with what
+    changed inside each submodule between the two commits it records, recursively."""
+    files = [entry.path for entry in entries]
+    deleted = {entry.path for entry in entries if entry.status == "D"}
+    for entry in entries:
+        if entry.new_mode != _GITLINK or not (root / entry.path / ".git").exists():
+            continue  # a removed submodule: its path is the change
+        inner = root / entry.path
+        old = entry.old_oid if entry.old_mode == _GITLINK else _empty_tree(inner)
+        try:
+            out = git_output(inner, *_DIFF, old, entry.new_oid, "--")
+        except ChangeSetError as exc:
+            raise ChangeSetError(f"submodule {entry.path}: {exc} (its commits are not "
+                                 "here: git submodule update --init --recursive)") from None
+        sub_files, sub_deleted = _commit_changes(inner, _parse_raw(out))
+        files += _prefixed(entry.path, sub_files)
+        deleted |= set(_prefixed(entry.path, sub_deleted))
+    return files, deleted
+
+
+def _prefixed(directory: str, paths: Iterable[str]) -> list[str]:
+    return [f"{directory}/{path}" for path in paths]
+
+
+def _check_work_tree(root: Path, top_line: bytes) -> None:
+    """Raise unless git's work tree (``rev-parse --show-toplevel``) is ``root`` or holds it."""
+    top = os.fsdecode(top_line.rstrip(b"\n"))
+    real_root, real_top = os.path.realpath(root), os.path.realpath(top) if top else ""
+    if not real_top or os.path.commonpath([real_root, real_top]) != real_top:
+        raise ChangeSetError(
+            f"git's work tree for {root} is {top or 'none'} (core.worktree or GIT_WORK_TREE "
+            f"points elsewhere): unset it, or run in {top}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -356,8 +474,18 @@ def _range(root: Path, from_ref: str, to_ref: str) -> ChangeSet:
 
 # Every change set's diff (``early.DIFF``). ``--relative``: git runs in the project root, so
 # paths come relative to it and changes outside it are left out (a project below the
-# repository's top level).
+# repository's top level). ``--raw`` gives each entry's modes: a submodule is mode 160000.
 _DIFF = early.DIFF
+_GITLINK = "160000"
+class _Entry(NamedTuple):
+    """One entry of ``git diff --raw -z``."""
+
+    path: str
+    status: str
+    old_mode: str
+    new_mode: str
+    old_oid: str
+    new_oid: str
 
 
 def git_output(root: Path, *args: str) -> bytes:
@@ -365,23 +493,48 @@ def git_output(root: Path, *args: str) -> bytes:
 
     Raises ``ChangeSetError`` with one line when git cannot be run or fails (outside a
     repository: that, and how to choose gates without one). Git's stdin is closed, so it can
-    never wait for an answer.
+    never wait for an answer. Git runs as ``early.GIT`` says: replace refs, grafts and the
+    other ways a repository's configuration can change git's answer are off.
     """
     return _finish_git(root, _start_git(root, *args))
 
 
-def _git_together(root: Path, first: Sequence[str], second: Sequence[str]
-                  ) -> tuple[bytes, bytes]:
-    """Two independent git reads at once rather than one after the other (every commit and
-    agent stop waits for them); errors as ``git_output`` reports them, the first one's first."""
-    running = _start_git(root, *second)
+def git_answer(root: Path, *args: str) -> bytes | None:
+    """``git_output``, or None when git says no without an error: exit status 1 and nothing
+    on stderr (``rev-parse --verify --quiet`` of a missing ref, ``merge-base`` of unrelated
+    histories). Any other failure (a broken configuration, say) raises ``ChangeSetError``."""
+    process = _start_git(root, *args)
+    with process:
+        stdout, stderr = process.communicate()
+    if process.returncode == 1 and not stderr.strip():
+        return None
+    return _checked(root, process, stdout, stderr)
+
+
+def _git_together(root: Path, *reads: Sequence[str]) -> tuple[bytes, ...]:
+    """Independent git reads at once rather than one after the other (every commit and agent
+    stop waits for them); errors as ``git_output`` reports them, the first one's first."""
+    running: list[subprocess.Popen[bytes] | early.EarlyRead] = []
     try:
-        out = git_output(root, *first)
+        for args in reads:
+            running.append(_start_git(root, *args))
     except BaseException:
-        with running:  # reaped quietly: the first error is the one to report
-            running.communicate()
+        _reap(running)
         raise
-    return out, _finish_git(root, running)
+    outputs: list[bytes] = []
+    for index, process in enumerate(running):
+        try:
+            outputs.append(_finish_git(root, process))
+        except BaseException:
+            _reap(running[index + 1:])  # reaped quietly: the first error is the one to report
+            raise
+    return tuple(outputs)
+
+
+def _reap(processes: Sequence[subprocess.Popen[bytes] | early.EarlyRead]) -> None:
+    for process in processes:
+        with process:
+            process.communicate()
 
 
 def _start_git(root: Path, *args: str) -> subprocess.Popen[bytes] | early.EarlyRead:
@@ -389,8 +542,9 @@ def _start_git(root: Path, *args: str) -> subprocess.Popen[bytes] | early.EarlyR
     if started is not None:
         return started
     try:
-        return subprocess.Popen(["git", *args], cwd=root, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        return subprocess.Popen([*early.GIT, *args], cwd=root, env=early.git_environment(),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
     except FileNotFoundError:
         raise ChangeSetError("git is not installed or not on PATH") from None
     except OSError as exc:  # not executable, no such directory: still one line, not a trace
@@ -400,7 +554,13 @@ def _start_git(root: Path, *args: str) -> subprocess.Popen[bytes] | early.EarlyR
 def _finish_git(root: Path, process: subprocess.Popen[bytes] | early.EarlyRead) -> bytes:
     """Wait for a git started by ``_start_git``: its output, or a one-line error."""
     with process:
-        stdout, stderr_bytes = process.communicate()
+        stdout, stderr = process.communicate()
+    return _checked(root, process, stdout, stderr)
+
+
+def _checked(root: Path, process: subprocess.Popen[bytes] | early.EarlyRead, stdout: bytes,
+             stderr_bytes: bytes) -> bytes:
+    """``stdout`` of a git that exited with status 0, else a one-line ``ChangeSetError``."""
     if process.returncode != 0:
         stderr = stderr_bytes.decode("utf-8", "replace")
         message = stderr.strip().splitlines()
@@ -412,7 +572,7 @@ def _finish_git(root: Path, process: subprocess.Popen[bytes] | early.EarlyRead) 
                 f"{root} is not in a git repository, so no change set can be computed "
                 "(verifygate run and pytest take explicit files or all gates instead)"
             )
-        command = list(process.args)[1]  # type: ignore[arg-type]
+        command = list(process.args)[len(early.GIT)]  # type: ignore[arg-type]
         raise ChangeSetError(f"git {command!s} failed: {first}")
     return stdout
 
@@ -423,60 +583,51 @@ def _empty_tree(root: Path) -> str:
 
 
 def _has_head(root: Path) -> bool:
-    try:
-        git_output(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
-    except ChangeSetError as exc:
-        if "not in a git repository" in str(exc):
-            raise
-        return False
-    return True
+    return git_answer(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}") is not None
 
 
 def _verify_ref(root: Path, ref: str, *, fetch_hint: str | None = None) -> None:
     if ref.startswith("-"):
         raise ChangeSetError(f"invalid git ref {ref!r}: a ref cannot start with '-'")
-    try:
-        git_output(root, "rev-parse", "--verify", "--quiet", "--end-of-options",
-                   f"{ref}^{{commit}}")
-    except ChangeSetError as exc:
-        if "not in a git repository" in str(exc):
-            raise
+    found = git_answer(root, "rev-parse", "--verify", "--quiet", "--end-of-options",
+                       f"{ref}^{{commit}}")
+    if found is None:
         hint = " (fetch it first, e.g. git fetch origin)" if "/" in ref else ""
         if fetch_hint:
             hint = f"; {fetch_hint}"
-        raise ChangeSetError(f"unknown git ref {ref!r}: no such commit{hint}") from None
+        raise ChangeSetError(f"unknown git ref {ref!r}: no such commit{hint}")
 
 
-def _merge_base(root: Path, ref: str, *, fetch_hint: str | None = None) -> str:
-    try:
-        return git_output(root, "merge-base", ref, "HEAD").decode().strip()
-    except ChangeSetError:
-        shallow = git_output(root, "rev-parse", "--is-shallow-repository").strip() == b"true"
-        if shallow:
-            # Never fall back to a guess: without the merge-base the selection would be wrong.
-            hint = fetch_hint or (
-                "fetch more history (`git fetch --deepen=200` or `git fetch --unshallow`; in "
-                "CI clone it whole: actions/checkout `fetch-depth: 0`, GitLab `GIT_DEPTH: 0`)"
-            )
-            raise ChangeSetError(
-                f"no merge-base between {ref!r} and HEAD in this shallow clone: {hint}"
-            ) from None
-        raise ChangeSetError(f"{ref!r} and HEAD share no history (no merge-base)") from None
+def _merge_base(root: Path, ref: str, *, fetch_hint: str | None = None) -> str | None:
+    """The merge-base of ``ref`` and HEAD; None when the histories never met (and the clone
+    is not shallow: there, the one-line error says how to fetch the missing history)."""
+    found = git_answer(root, "merge-base", "--end-of-options", ref, "HEAD")
+    if found is not None:
+        return found.decode().strip()
+    if git_output(root, "rev-parse", "--is-shallow-repository").strip() == b"true":
+        # Never fall back to a guess: without the merge-base the selection would be wrong.
+        hint = fetch_hint or (
+            "fetch more history (`git fetch --deepen=200` or `git fetch --unshallow`; in "
+            "CI clone it whole: actions/checkout `fetch-depth: 0`, GitLab `GIT_DEPTH: 0`)"
+        )
+        raise ChangeSetError(
+            f"no merge-base between {ref!r} and HEAD in this shallow clone: {hint}")
+    return None
 
 
-def _parse_name_status(out: bytes) -> tuple[list[str], set[str]]:
-    """Parse ``git diff --name-status -z --no-renames``: status and path alternate."""
+def _parse_raw(out: bytes) -> list[_Entry]:
+    """Parse ``git diff --raw -z --no-renames``: ``:<old mode> <new mode> <old id> <new id>
+    <status>`` and the path alternate."""
     fields = out.split(b"\0")
-    files: list[str] = []
-    deleted: set[str] = set()
-    for status, raw_path in zip(fields[0::2], fields[1::2], strict=False):
-        if not status:
+    entries: list[_Entry] = []
+    for meta, raw_path in zip(fields[0::2], fields[1::2], strict=False):
+        parts = meta.lstrip(b":").decode("ascii", "replace").split(" ")
+        if len(parts) != 5:
             continue
-        path = os.fsdecode(raw_path)
-        files.append(path)
-        if status.startswith(b"D"):
-            deleted.add(path)
-    return files, deleted
+        old_mode, new_mode, old_oid, new_oid, status = parts
+        entries.append(_Entry(os.fsdecode(raw_path), status[:1], old_mode, new_mode, old_oid,
+                              new_oid))
+    return entries
 
 
 def _change_set(

@@ -24,10 +24,32 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from types import TracebackType
 
-# ``changes``' diff of a change set, and the two reads of a staged run.
-DIFF = ("diff", "--name-status", "-z", "--no-renames", "--relative")
+# How the package runs git, every time: whatever the repository's configuration or an agent
+# writing it says, git answers from the objects and the files themselves. No replace refs (a
+# commit swapped for one with the current tree), no grafts (``GIT_ENVIRONMENT``), no commit
+# graph (parents it may misstate), no file system monitor (a command that says what changed),
+# no untracked cache, and no stat shortcut that ignores the change time (a file rewritten at
+# the same size with its modification time put back).
+GIT = ("git", "--no-replace-objects", "-c", "core.commitGraph=false", "-c",
+       "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-c", "core.checkStat=default",
+       "-c", "core.trustctime=true", "-c", "core.ignoreStat=false", "-c",
+       "advice.graftFileDeprecated=false")
+GIT_ENVIRONMENT = {"GIT_GRAFT_FILE": os.devnull}
+
+# ``changes``' diff of a change set (raw: with modes, to find submodules), and the reads of a
+# staged run: the staged diff, the unstaged names, and the entries git is told not to look at.
+DIFF = ("diff", "--raw", "-z", "--no-abbrev", "--no-renames", "--relative",
+        "--ignore-submodules=none")
 STAGED_DIFF = (*DIFF, "--cached", "--")
-UNSTAGED_NAMES = ("diff", "--name-only", "-z", "--no-renames", "--relative", "--")
+UNSTAGED_NAMES = ("diff", "--name-only", "-z", "--no-renames", "--relative",
+                  "--ignore-submodules=none", "--")
+FLAGGED = ("ls-files", "-z", "-v", "--stage")
+TOP_LEVEL = ("rev-parse", "--show-toplevel")
+
+
+def git_environment() -> dict[str, str]:
+    """The environment every git of the package runs with: this one, without grafts."""
+    return {**os.environ, **GIT_ENVIRONMENT}
 
 
 class EarlyRead:
@@ -38,14 +60,14 @@ class EarlyRead:
     def __init__(self, args: tuple[str, ...]) -> None:
         import signal  # here: ``verifygate --version`` and the agent hook never start a read
 
-        self.args = ["git", *args]
+        self.args = [*GIT, *args]
         self.returncode: int | None = None
         self._here = _identity(".")
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
         try:
             self.pid = os.posix_spawnp(
-                "git", self.args, os.environ,
+                "git", self.args, git_environment(),
                 file_actions=[(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                               (os.POSIX_SPAWN_DUP2, out_write, 1),
                               (os.POSIX_SPAWN_DUP2, err_write, 2)],
@@ -150,7 +172,7 @@ def claim(directory: str | os.PathLike[str], args: tuple[str, ...]) -> EarlyRead
     """The read of ``git <args>`` started in ``directory``, taken off the list; None if there
     is none (the caller runs git itself)."""
     for read in _started:
-        if tuple(read.args[1:]) == args and read.made_in(directory):
+        if tuple(read.args[len(GIT):]) == args and read.made_in(directory):
             _started.remove(read)
             return read
     return None
