@@ -36,6 +36,9 @@ SOURCE_RANGE = "pre-commit"
 SOURCE_WORKTREE = "worktree"
 SOURCE_ALL = "all"
 
+NOTHING_STAGED = ("warning: nothing is staged and pre-commit names no range (as under `pre-commit "
+                  "run --all-files`): checking every gate")
+
 # The variables that decide a change base, in the order they are consulted.
 CHANGED_FROM_ENV = "VERIFYGATE_CHANGED_FROM"
 GITHUB_BASE_ENV = "GITHUB_BASE_REF"
@@ -166,7 +169,13 @@ def _compute(
             # A pre-push of history the remote has no base for (a first push): pre-commit
             # passes no range and means every file; "staged" would be empty and let it through.
             return ChangeSet(SOURCE_ALL)
-        return _staged(root, warn_partial=False)
+        staged = _staged(root, warn_partial=False)
+        if staged.files:
+            return staged
+        # Nothing staged and no range: ``pre-commit run --all-files`` (pre-commit.ci, tox),
+        # which tells hooks nothing about "all files". Checking the empty staged change would
+        # run no gate and print "Passed"; every gate is what such a run asks for.
+        return ChangeSet(SOURCE_ALL, warnings=(NOTHING_STAGED,))
     base = detect_change_base(env)
     if base is None and settings_changed_from:
         base = ChangeBase(settings_changed_from, "settings.changed_from")
@@ -373,15 +382,17 @@ def worktree_changes(root: Path, base: str) -> tuple[list[str], set[str]]:
     """
     top, out, untracked, flagged = _git_together(
         root, early.TOP_LEVEL, (*_DIFF, base, "--"), UNTRACKED, early.FLAGGED)
-    _check_work_tree(root, top)
+    check_work_tree(root, top)
     entries = _parse_raw(out)
     files: list[str] = [entry.path for entry in entries]
     files += [os.fsdecode(p) for p in untracked.split(b"\0") if p]
-    files += hidden_edits(root, flagged)
+    hidden, removed = hidden_edits(root, flagged)
+    files += hidden
     # What git calls deleted but is on the disk (untracked since, ``git rm --cached``) is
     # there for the gates to read: not deleted.
     deleted = {entry.path for entry in entries
                if entry.status == "D" and not os.path.lexists(root / entry.path)}
+    deleted.update(removed)
     for entry in entries:
         if _GITLINK in (entry.old_mode, entry.new_mode) and (root / entry.path / ".git").exists():
             inner_base = entry.old_oid if entry.old_mode == _GITLINK else None
@@ -398,17 +409,19 @@ def unstaged_files(root: Path) -> list[str]:
     work tree or inside it."""
     top, out, flagged = _git_together(root, early.TOP_LEVEL, early.UNSTAGED_NAMES,
                                       early.FLAGGED)
-    _check_work_tree(root, top)
-    return [*(os.fsdecode(p) for p in out.split(b"\0") if p), *hidden_edits(root, flagged)]
+    check_work_tree(root, top)
+    return [*(os.fsdecode(p) for p in out.split(b"\0") if p), *hidden_edits(root, flagged)[0]]
 
 
-def hidden_edits(root: Path, flagged: bytes) -> list[str]:
+def hidden_edits(root: Path, flagged: bytes) -> tuple[list[str], list[str]]:
     """Of ``git ls-files -z -v --stage``'s entries, those git is told not to look at
     (``assume-unchanged``: a lower-case tag; ``skip-worktree``: ``S``) whose file differs
     from the index: present with other content, or absent while only assume-unchanged (a
-    skip-worktree entry absent from the disk is a sparse checkout's, not an edit)."""
+    skip-worktree entry absent from the disk is a sparse checkout's, not an edit); and of
+    those, the absent ones."""
     suspects: dict[str, str] = {}
     changed: list[str] = []
+    removed: list[str] = []
     for record in flagged.split(b"\0"):
         tag, _, rest = record.partition(b" ")
         if not (tag == b"S" or tag.islower()):
@@ -421,7 +434,7 @@ def hidden_edits(root: Path, flagged: bytes) -> list[str]:
         if os.path.lexists(root / path):
             suspects[path] = fields[1].decode()
         elif tag != b"S":
-            changed.append(path)
+            removed.append(path)
     if suspects:
         # Hashed by git as ``git add`` would (its filters, line endings), in groups of
         # paths short enough for any command line.
@@ -431,7 +444,7 @@ def hidden_edits(root: Path, flagged: bytes) -> list[str]:
             ids = git_output(root, "hash-object", "--", *group).split()
             changed += [path for path, oid in zip(group, ids, strict=True)
                         if oid.decode() != suspects[path]]
-    return changed
+    return [*changed, *removed], removed
 
 
 def _commit_changes(root: Path, entries: "list[_Entry]") -> tuple[list[str], set[str]]:
@@ -459,8 +472,14 @@ def _prefixed(directory: str, paths: Iterable[str]) -> list[str]:
     return [f"{directory}/{path}" for path in paths]
 
 
-def _check_work_tree(root: Path, top_line: bytes) -> None:
-    """Raise unless git's work tree (``rev-parse --show-toplevel``) is ``root`` or holds it."""
+def verify_work_tree(root: Path) -> None:
+    """Raise ``ChangeSetError`` unless git's work tree is ``root`` or holds it."""
+    check_work_tree(root, git_output(root, *early.TOP_LEVEL))
+
+
+def check_work_tree(root: Path, top_line: bytes) -> None:
+    """Raise unless git's work tree (``top_line``, what ``rev-parse --show-toplevel`` prints)
+    is ``root`` or holds it: git would answer about another checkout than the one checked."""
     top = os.fsdecode(top_line.rstrip(b"\n"))
     real_root, real_top = os.path.realpath(root), os.path.realpath(top) if top else ""
     if not real_top or os.path.commonpath([real_root, real_top]) != real_top:
@@ -572,7 +591,10 @@ def _checked(root: Path, process: subprocess.Popen[bytes] | early.EarlyRead, std
                 f"{root} is not in a git repository, so no change set can be computed "
                 "(verifygate run and pytest take explicit files or all gates instead)"
             )
-        command = list(process.args)[len(early.GIT)]  # type: ignore[arg-type]
+        args = list(process.args)[len(early.GIT):]  # type: ignore[arg-type]
+        while args[:1] == ["-c"]:  # a setting for this call: the command comes after
+            args = args[2:]
+        command = args[0] if args else "git"
         raise ChangeSetError(f"git {command!s} failed: {first}")
     return stdout
 

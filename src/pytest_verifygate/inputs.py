@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from pytest_verifygate.changes import git_output
+from pytest_verifygate.changes import git_output, verify_work_tree
 from pytest_verifygate.errors import ChangeSetError
 
 READ_SIZE = 1 << 20
@@ -37,6 +37,10 @@ MAX_WALKED_FILES = 10_000
 # Past this a file is not hashed and the gate not cached: hashing it costs seconds every run.
 MAX_HASHED_BYTES = 1 << 30
 _GITLINK = "160000"
+# Untracked files are inputs unless the project's own .gitignore files ignore them (as
+# ``changes.UNTRACKED``: local exclude files do not hide a file from the key).
+_EXCLUDED = ("--exclude-per-directory=.gitignore",)
+_NO_REPOSITORY = "not in a git repository"
 _SYMLINK = "120000"
 _GLOB = frozenset("*?[\\")
 _SPECIAL = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"),
@@ -128,8 +132,10 @@ class RepoFiles:
         if self._ignored is None:
             try:
                 out = git_output(self.root, "ls-files", "-z", "--others", "--ignored",
-                                 "--exclude-standard", "--directory")
-            except ChangeSetError:
+                                 *_EXCLUDED, "--directory")
+            except ChangeSetError as exc:
+                if _NO_REPOSITORY not in str(exc):
+                    raise OSError(str(exc)) from None
                 out = b""  # no git: every file is listed already
             self._ignored = tuple(os.fsdecode(item) for item in out.split(b"\0") if item)
         files = [item for item in self._ignored if not item.endswith("/")]
@@ -181,9 +187,14 @@ def _list_files(root: Path) -> _Listing:
     # "M ..." for unmerged entries, "S ..." for skip-worktree ones, lower case ("h ...") for
     # assume-unchanged ones (``-v``), and "? <path>" for untracked files that are not ignored.
     try:
-        out = git_output(root, "ls-files", "-z", "-v", "--stage", "--modified", "--others",
-                         "--exclude-standard")
-    except ChangeSetError:
+        verify_work_tree(root)
+        # With the mode seen on disk: under ``core.fileMode=false`` git would vouch for a
+        # file whose executable bit was removed (``test -x`` passing on a stale key).
+        out = git_output(root, "-c", "core.fileMode=true", "ls-files", "-z", "-v", "--stage",
+                         "--modified", "--others", *_EXCLUDED)
+    except ChangeSetError as exc:
+        if _NO_REPOSITORY not in str(exc):
+            raise OSError(str(exc)) from None  # a git that fails: the gate runs, uncached
         return _Listing(tuple(sorted(_files_under(root))), {}, "sha1")  # no git: hash them all
     ids: dict[str, str] = {}
     paths: set[str] = set()

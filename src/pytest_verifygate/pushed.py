@@ -25,7 +25,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from pytest_verifygate.changes import SOURCE_REF, ChangeSet, git_output, without_own_files
+from pytest_verifygate.changes import (
+    SOURCE_REF,
+    ChangeSet,
+    check_work_tree,
+    git_output,
+    without_own_files,
+    worktree_changes,
+)
 from pytest_verifygate.errors import ChangeSetError
 
 if TYPE_CHECKING:
@@ -68,6 +75,7 @@ def pushed_commit(environ: Mapping[str, str] | None = None, cwd: Path | None = N
     here = cwd or Path.cwd()
     top_line, _, prefix = os.fsdecode(
         git_output(here, "rev-parse", "--show-toplevel", "--show-prefix")).partition("\n")
+    check_work_tree(here, os.fsencode(top_line))
     top = Path(top_line)
     try:
         commit = git_output(top, "rev-parse", "--verify", "--quiet", "--end-of-options",
@@ -80,15 +88,12 @@ def pushed_commit(environ: Mapping[str, str] | None = None, cwd: Path | None = N
 
 
 def _work_tree_differs(top: Path, commit: str, outputs: Sequence[str], cwd: Path) -> bool:
-    """Whether any tracked file differs from ``commit``, or an untracked one is not ignored
-    (the package's own outputs left out)."""
-    if git_output(top, "diff", "--name-only", "-z", "--no-renames", commit, "--"):
-        return True
-    untracked = git_output(top, "ls-files", "-z", "--others", "--exclude-standard")
-    if not untracked:
-        return False
-    files = tuple(os.fsdecode(path) for path in untracked.split(b"\0") if path)
-    return bool(without_own_files(ChangeSet(SOURCE_REF, files), top, outputs, cwd).files)
+    """Whether any file in the work tree differs from ``commit``, as the change set sees it
+    (``changes.worktree_changes``: untracked files, edits git is told to ignore, submodules),
+    the package's own outputs left out."""
+    files, _ = worktree_changes(top, commit)
+    return bool(without_own_files(ChangeSet(SOURCE_REF, tuple(files)), top, outputs,
+                                  cwd).files)
 
 
 @contextlib.contextmanager
