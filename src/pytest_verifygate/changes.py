@@ -403,12 +403,15 @@ def worktree_changes(root: Path, base: str) -> tuple[list[str], set[str]]:
     return files, deleted
 
 
-def unstaged_files(root: Path) -> list[str]:
+def unstaged_files(root: Path, top: bytes | None = None) -> list[str]:
     """The tracked files whose work tree content differs from the index (what a commit
     would not take), entries marked not to be looked at included; ``root`` must be git's
-    work tree or inside it."""
-    top, out, flagged = _git_together(root, early.TOP_LEVEL, early.UNSTAGED_NAMES,
-                                      early.FLAGGED)
+    work tree or inside it (``top``: what ``early.TOP_LEVEL`` printed there, if read)."""
+    if top is None:
+        top, out, flagged = _git_together(root, early.TOP_LEVEL, early.UNSTAGED_NAMES,
+                                          early.FLAGGED)
+    else:
+        out, flagged = _git_together(root, early.UNSTAGED_NAMES, early.FLAGGED)
     check_work_tree(root, top)
     return [*(os.fsdecode(p) for p in out.split(b"\0") if p), *hidden_edits(root, flagged)[0]]
 
@@ -478,9 +481,9 @@ def verify_work_tree(root: Path) -> None:
 
 
 def check_work_tree(root: Path, top_line: bytes) -> None:
-    """Raise unless git's work tree (``top_line``, what ``rev-parse --show-toplevel`` prints)
-    is ``root`` or holds it: git would answer about another checkout than the one checked."""
-    top = os.fsdecode(top_line.rstrip(b"\n"))
+    """Raise unless git's work tree (``top_line``: what ``rev-parse --show-toplevel`` prints
+    first) is ``root`` or holds it: git would answer about another checkout than this one."""
+    top = os.fsdecode(top_line.partition(b"\n")[0])
     real_root, real_top = os.path.realpath(root), os.path.realpath(top) if top else ""
     if not real_top or os.path.commonpath([real_root, real_top]) != real_top:
         raise ChangeSetError(
@@ -507,15 +510,15 @@ class _Entry(NamedTuple):
     new_oid: str
 
 
-def git_output(root: Path, *args: str) -> bytes:
-    """What ``git <args>`` run in ``root`` prints on stdout.
+def git_output(root: Path, *args: str, environ: Mapping[str, str] | None = None) -> bytes:
+    """What ``git <args>`` run in ``root`` prints on stdout (``environ``: variables to add).
 
     Raises ``ChangeSetError`` with one line when git cannot be run or fails (outside a
     repository: that, and how to choose gates without one). Git's stdin is closed, so it can
     never wait for an answer. Git runs as ``early.GIT`` says: replace refs, grafts and the
     other ways a repository's configuration can change git's answer are off.
     """
-    return _finish_git(root, _start_git(root, *args))
+    return _finish_git(root, _start_git(root, *args, environ=environ))
 
 
 def git_answer(root: Path, *args: str) -> bytes | None:
@@ -556,12 +559,15 @@ def _reap(processes: Sequence[subprocess.Popen[bytes] | early.EarlyRead]) -> Non
             process.communicate()
 
 
-def _start_git(root: Path, *args: str) -> subprocess.Popen[bytes] | early.EarlyRead:
-    started = early.claim(root, args)  # the same read, started at launch (``early``)
+def _start_git(root: Path, *args: str, environ: Mapping[str, str] | None = None
+               ) -> subprocess.Popen[bytes] | early.EarlyRead:
+    # The same read, started at launch (``early``), in the same environment.
+    started = None if environ else early.claim(root, args)
     if started is not None:
         return started
     try:
-        return subprocess.Popen([*early.GIT, *args], cwd=root, env=early.git_environment(),
+        return subprocess.Popen([*early.GIT, *args], cwd=root,
+                                env={**early.git_environment(), **(environ or {})},
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
     except FileNotFoundError:

@@ -44,7 +44,7 @@ STAGED_DIFF = (*DIFF, "--cached", "--")
 UNSTAGED_NAMES = ("diff", "--name-only", "-z", "--no-renames", "--relative",
                   "--ignore-submodules=none", "--")
 FLAGGED = ("ls-files", "-z", "-v", "--stage")
-TOP_LEVEL = ("rev-parse", "--show-toplevel")
+TOP_LEVEL = ("rev-parse", "--show-toplevel", "--show-prefix")
 
 
 def git_environment() -> dict[str, str]:
@@ -139,17 +139,14 @@ _started: list[EarlyRead] = []
 
 def staged_reads(staged: bool, every_file: bool, environ: Mapping[str, str]
                  ) -> tuple[tuple[str, ...], ...]:
-    """The reads a run with these flags will likely make (``changes._compute``): the staged
-    diff for ``--staged`` and for pre-commit's commit hook, and the unstaged names where the
-    partial-staging warning is given (not under pre-commit, which stashes unstaged changes).
+    """The reads a run with these flags will likely make: for ``--staged`` and pre-commit's
+    commit hook, where git's work tree is and what in it differs from the index (``pushed``:
+    whether to check the index in a checkout) and the staged diff (``changes._compute``).
     Only a guess: a read nobody claims is discarded."""
-    if staged:
-        return (STAGED_DIFF,) if environ.get("PRE_COMMIT") == "1" else (STAGED_DIFF,
-                                                                          UNSTAGED_NAMES)
-    if (not every_file and environ.get("PRE_COMMIT") == "1"
-            and not environ.get("PRE_COMMIT_FROM_REF")
-            and not environ.get("PRE_COMMIT_REMOTE_BRANCH")):
-        return (STAGED_DIFF,)
+    if staged or (not every_file and environ.get("PRE_COMMIT") == "1"
+                  and not environ.get("PRE_COMMIT_FROM_REF")
+                  and not environ.get("PRE_COMMIT_REMOTE_BRANCH")):
+        return (TOP_LEVEL, UNSTAGED_NAMES, FLAGGED, STAGED_DIFF)
     return ()
 
 

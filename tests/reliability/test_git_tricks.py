@@ -230,3 +230,71 @@ def test_a_file_the_projects_gitignore_ignores_stays_out(project: Path) -> None:
     commit_all(project, "ignore build")
     write(project / "build/out.py", BAD)
     assert since(project, "HEAD") == ()
+
+
+# --------------------------------------------------------------------------------------------
+# submodules: what changed inside them, not only their path
+
+
+@pytest.fixture
+def with_submodule(repo: Path, tmp_path: Path) -> Path:
+    """``repo`` with a submodule ``lib`` (holding ``mod.py``), committed."""
+    library = tmp_path / "library"
+    library.mkdir()
+    git(library, "init", "-q", "-b", "main")
+    write(library / "mod.py", GOOD)
+    git(library, "add", "-A")
+    git(library, "-c", "user.name=T", "-c", "user.email=t@example.invalid", "commit", "-q",
+        "-m", "library")
+    write(repo / "app.py", "import lib.mod\n")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library),
+        "lib")
+    commit_all(repo, "with a submodule")
+    for name, value in (("user.name", "T"), ("user.email", "t@example.invalid"),
+                        ("commit.gpgsign", "false")):
+        git(repo / "lib", "config", name, value)
+    return repo
+
+
+def test_an_edit_inside_a_submodule_is_its_files_not_only_its_path(with_submodule: Path
+                                                                   ) -> None:
+    repo = with_submodule
+    write(repo / "lib/mod.py", BAD)
+    write(repo / "lib/new.py", "x = 1\n")  # untracked inside the submodule
+    assert since(repo, "HEAD") == ("lib", "lib/mod.py", "lib/new.py")
+    # Committed inside the submodule, not yet recorded by the superproject.
+    git(repo / "lib", "add", "-A")
+    git(repo / "lib", "commit", "-q", "-m", "inside")
+    assert since(repo, "HEAD") == ("lib", "lib/mod.py", "lib/new.py")
+    # Recorded (staged), then committed: the staged change and a range see the same.
+    git(repo, "add", "lib")
+    assert compute_changes(repo, ChangeRequest(staged=True)).files == (
+        "lib", "lib/mod.py", "lib/new.py")
+    before = head(repo)
+    git(repo, "commit", "-q", "-m", "new library")
+    ranged = compute_changes(repo, environ={"PRE_COMMIT_FROM_REF": before,
+                                            "PRE_COMMIT_TO_REF": "HEAD"})
+    assert ranged.files == ("lib", "lib/mod.py", "lib/new.py")
+    # Removed inside the submodule: a deletion there.
+    (repo / "lib/new.py").unlink()
+    changes = compute_changes(repo, ChangeRequest(changed_from="HEAD"))
+    assert (changes.files, changes.deleted) == (("lib", "lib/new.py"), {"lib/new.py"})
+
+
+def test_a_python_gate_sees_an_edit_inside_a_submodule(with_submodule: Path) -> None:
+    repo = with_submodule
+    write(repo / "verify.toml", contract_with_files())
+    commit_all(repo, "contract")
+    write(repo / "lib/mod.py", BAD)
+    done = verifygate("run", "--changed-from", "HEAD", cwd=repo)
+    assert done.returncode == 1, done
+    assert b"lib/mod.py:1: error: BUG" in done.stdout
+
+
+def contract_with_files() -> str:
+    from test_agent_hook import contract
+
+    return contract('[[gate]]\nname = "py"\nwhen_changed = ["**/*.py"]\n'
+                    'command = [PY, "-c", "import sys\\nbad = [p for p in sys.argv[1:] if '
+                    '\\"BUG\\" in open(p).read()]\\nfor p in bad: print(f\\"{p}:1: error: '
+                    'BUG\\")\\nsys.exit(1 if bad else 0)", "{files}"]\n')
