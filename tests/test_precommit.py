@@ -616,6 +616,64 @@ def test_pre_commit_checks_a_staged_file_git_is_told_not_to_look_at(project: Pro
 
 
 # --------------------------------------------------------------------------------------------
+# --all-files: pre-commit.ci, tox style environments, CI
+
+
+PREK = Path(sys.executable).parent / "prek"
+
+
+def hook_manager(tool: str, project: Project, *args: str) -> subprocess.CompletedProcess[str]:
+    """``pre-commit <args>`` or ``prek <args>``, in the project, not raising on failure."""
+    command = [sys.executable, "-m", "pre_commit"] if tool == "pre-commit" else [str(PREK)]
+    env = {**project.env, "PREK_HOME": str(Path(project.env["PRE_COMMIT_HOME"]) / "prek")}
+    return run([*command, *args], project.path, env, check=False)
+
+
+ALL_FILES_NOTE = ("verifygate: warning: nothing is staged and pre-commit names no range (as "
+                  "under `pre-commit run --all-files`): checking every gate")
+
+
+def check_all_files_run(tool: str, project: Project) -> None:
+    """``<tool> run --all-files`` with nothing staged runs every gate, and fails when one
+    fails: never zero gates and "Passed"."""
+    project.write("docs/guide.md", "# Guide\n\nBROKEN\n")
+    project.git("commit", "-q", "--no-verify", "-am", "broken docs")
+    done = hook_manager(tool, project, "run", "--all-files", "--verbose")
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output
+    assert ALL_FILES_NOTE in output
+    report = read_report(project.report)
+    assert report["changes"]["source"] == "all"
+    assert outcomes(report) == {"src-check": "passed", "imports": "passed",
+                                "docs-check": "failed/command_failed"}
+    project.write("docs/guide.md", "# Guide\n")
+    project.git("commit", "-q", "--no-verify", "-am", "docs fixed")
+    done = hook_manager(tool, project, "run", "--all-files")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert outcomes(read_report(project.report)) == {
+        "src-check": "passed", "imports": "passed", "docs-check": "passed"}
+
+
+@pytest.mark.parametrize("tool", ["pre-commit", "prek"])
+def test_run_all_files_with_nothing_staged_checks_every_gate(project: Project, tool: str
+                                                             ) -> None:
+    check_all_files_run(tool, project)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tool", ["pre-commit", "prek"])
+def test_the_published_hook_run_on_all_files_checks_every_gate(
+    tmp_path: Path, hook_repo: tuple[Path, str], shared_pre_commit_home: Path, tool: str
+) -> None:
+    config = published_hook_config(hook_repo).replace(
+        "      - id: verifygate-all\n        args: [--json, \"@REPORT@\"]\n        verbose: true\n",
+        "")
+    assert "verifygate-all" not in config  # only the hook a commit runs
+    project = make_project(tmp_path, shared_pre_commit_home, config)
+    check_all_files_run(tool, project)
+
+
+# --------------------------------------------------------------------------------------------
 # pushes
 
 
