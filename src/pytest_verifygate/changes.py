@@ -1,10 +1,16 @@
 """The change set: which files changed, from explicit paths, the index, a git ref or a range.
 
-Owns every git call that reads changes, and ``git_output``, the one way the package runs git.
-Git is always asked for NUL-separated output (``-z``) so any file name works, renames are split
-into a deletion and an addition (both paths count), and deleted files are kept for selection
-while ``existing_files`` leaves them out of ``{files}``. Paths in a ``ChangeSet`` are POSIX
-paths relative to the project root.
+Owns every git call that reads changes, and ``git_output``, the one way the package runs git
+(with ``early.GIT``'s options: what the repository's configuration could change in git's
+answer is off). Git is always asked for NUL-separated output (``-z``) so any file name works,
+renames are split into a deletion and an addition (both paths count), and deleted files are
+kept for selection while ``existing_files`` leaves them out of ``{files}``. Paths in a
+``ChangeSet`` are POSIX paths relative to the project root.
+
+What git can be told not to see is looked at anyway (README, "The change set"): edits to
+entries marked assume-unchanged or skip-worktree, files inside changed submodules, untracked
+files hidden only by local exclude files. A git that fails raises ``ChangeSetError``; no
+failure ever becomes an empty change set.
 
 Also leaves out what is never a change: anything under ``.git/``, the files the current run
 writes (``ChangeRequest.outputs``) and those earlier runs wrote and nobody changed since (see

@@ -9,8 +9,13 @@ in a temporary ``git worktree`` outside the repository's work tree, which is rem
 every way out (pass, fail, error, Ctrl-C or SIGTERM through ``signals.Interruptible``); a
 worktree left by a killed run is removed by the next one.
 
-Owns deciding that (``pushed_commit``), the temporary worktree (``temporary_worktree``) and the
-adapter ``verifygate run`` uses (``run_in_pushed_commit``). The checkout has only the pushed
+A commit gets the same treatment: under ``--staged`` (a git hook calling ``verifygate run
+--staged`` directly) or pre-commit's commit hook, when the work tree differs from the index (a
+file partially staged, or an edit git is told not to look at, which pre-commit's own stash of
+unstaged changes misses), the gates run on the index, checked out the same way over HEAD.
+
+Owns deciding that (``pushed_commit``, ``staged_content``), the temporary worktree
+(``temporary_worktree``) and the adapter ``verifygate run`` uses (``run_in_pushed_commit``). The checkout has only the pushed
 commit's files: nothing ignored (no ``.venv``, ``node_modules`` or build output) and no
 submodule content.
 
