@@ -1,23 +1,23 @@
 """What a cached gate reads: the project's files matching its patterns, and their fingerprint.
 
 Owns the content side of the result cache's key (``cache.py``). The files are those git
-tracks or would add (untracked, not ignored by the project's ``.gitignore``), plus, for a gate with patterns, the ignored files
-its patterns reach: ignored files git lists one by one (``.env``), and files inside an ignored
-directory that a pattern names by its path (``build/**``, not ``**/*.py``: a virtualenv or
-``node_modules`` stays out). Tracked files git vouches for are named by git's own blob ids
-(``git ls-files --stage``: one git call, no file read, with the executable bit compared on
-disk whatever ``core.fileMode`` says); every other file is hashed here, in git's blob format,
-with its mode. Git does not vouch for a file marked ``assume-unchanged`` or
-``skip-worktree`` (edits to it are invisible to git) nor for a submodule (an id names its
-recorded commit, not what is checked out or edited there): those are hashed as they are on
-disk, a submodule as a repository of its own. Nor does git vouch for what a link points to
-(its id names the target's path): a link is hashed with the content it resolves to, in the
-project or outside it, a linked directory as every file under it, a dangling link as its
-missing target. What cannot be hashed leaves the gate without a key, and it runs, uncached: a
-git that fails or whose work tree is another checkout (``core.worktree``), a
-file that cannot be read, a link loop, a FIFO, socket or device (never opened: reading one may
-block or never end), a file over ``MAX_HASHED_BYTES``, a directory walked here holding over
-``MAX_WALKED_FILES`` files.
+tracks or would add (untracked, not ignored by the project's ``.gitignore``), plus, for a gate
+with patterns, the ignored files its patterns reach: ignored files git lists one by one
+(``.env``), and files inside an ignored directory that a pattern names by its path
+(``build/**``, not ``**/*.py``: a virtualenv or ``node_modules`` stays out). Tracked files git
+vouches for are named by git's own blob ids (``git ls-files --stage``: one git call, no file
+read, with the executable bit compared on disk whatever ``core.fileMode`` says); every other
+file is hashed here, in git's blob format, with its mode. Git does not vouch for a file marked
+``assume-unchanged`` or ``skip-worktree`` (edits to it are invisible to git) nor for a
+submodule (an id names its recorded commit, not what is checked out or edited there): those
+are hashed as they are on disk, a submodule as a repository of its own. Nor does git vouch for
+what a link points to (its id names the target's path): a link is hashed with the content it
+resolves to, in the project or outside it, a linked directory as every file under it, a
+dangling link as its missing target. What cannot be hashed leaves the gate without a key, and
+it runs, uncached: a git that fails or whose work tree is another checkout
+(``core.worktree``), a file that cannot be read, a link loop, a FIFO, socket or device (never
+opened: reading one may block or never end), a file over ``MAX_HASHED_BYTES``, a directory
+walked here holding over ``MAX_WALKED_FILES`` files.
 
 PYTEST_DONT_REWRITE
 """

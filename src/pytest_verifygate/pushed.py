@@ -15,9 +15,9 @@ file partially staged, or an edit git is told not to look at, which pre-commit's
 unstaged changes misses), the gates run on the index, checked out the same way over HEAD.
 
 Owns deciding that (``pushed_commit``, ``staged_content``), the temporary worktree
-(``temporary_worktree``) and the adapter ``verifygate run`` uses (``run_in_pushed_commit``). The checkout has only the pushed
-commit's files: nothing ignored (no ``.venv``, ``node_modules`` or build output) and no
-submodule content.
+(``temporary_worktree``) and the adapter ``verifygate run`` uses (``run_in_pushed_commit``).
+The checkout has only the commit's (or the index's) files: nothing ignored (no ``.venv``,
+``node_modules`` or build output) and no submodule content.
 
 PYTEST_DONT_REWRITE
 """
