@@ -264,9 +264,11 @@ def test_files_the_package_writes_are_never_changes(repo: Path) -> None:
 def test_reads_started_at_launch_give_the_change_set_git_gives_later(
     repo: Path, monkeypatch: pytest.MonkeyPatch, pre_commit: bool
 ) -> None:
-    """``early`` starts a staged run's git reads before the engine is imported; the change set
-    made from them is the one made without them, warning included, and each is claimed."""
+    """``early`` starts a staged run's git reads before the engine is imported; what is made
+    from them (whether to check the index apart, the change set) is what is made without
+    them, warning included, and each is claimed."""
     from pytest_verifygate import early
+    from pytest_verifygate.pushed import staged_content
 
     write(repo / "a.py", "1\n")
     write(repo / "odd name\n.py", "1\n")
@@ -274,21 +276,24 @@ def test_reads_started_at_launch_give_the_change_set_git_gives_later(
     write(repo / "a.py", "2\n")
     write(repo / "odd name\n.py", "2\n")
     git(repo, "add", "-A")
-    write(repo / "a.py", "3\n")  # partly staged: the warning needs the second read
+    write(repo / "a.py", "3\n")  # partly staged: the index is checked apart
     if pre_commit:
         monkeypatch.setenv("PRE_COMMIT", "1")
+    expected_content = staged_content(cwd=repo, staged=True)
     expected = compute_changes(repo, ChangeRequest(staged=True))
     reads = early.staged_reads(True, False, os.environ)
-    assert len(reads) == (1 if pre_commit else 2)
+    assert len(reads) == 4
     early.start(*reads)
     started = list(early._started)
     try:
         assert len(started) == len(reads)
+        assert staged_content(cwd=repo, staged=True) == expected_content
         assert compute_changes(repo, ChangeRequest(staged=True)) == expected
         assert early._started == []  # every read was claimed, none is left to discard
         assert all(read.returncode == 0 for read in started)
     finally:
         early.discard()
+    assert expected_content is not None and expected_content.staged_tree is not None
     assert expected.files == ("a.py", "odd name\n.py")
     assert len(expected.warnings) == (0 if pre_commit else 1)
 

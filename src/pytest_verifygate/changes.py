@@ -26,6 +26,7 @@ PYTEST_DONT_REWRITE
 
 import os
 import posixpath
+import stat
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -440,10 +441,22 @@ def hidden_edits(root: Path, flagged: bytes) -> tuple[list[str], list[str]]:
         if len(fields) != 3 or fields[0] == _GITLINK.encode():
             continue
         path = os.fsdecode(raw_path)
-        if os.path.lexists(root / path):
+        try:
+            info = os.lstat(root / path)
+        except FileNotFoundError:
+            if tag != b"S":
+                removed.append(path)
+            continue
+        except OSError:
+            changed.append(path)  # cannot be compared: a change
+            continue
+        if stat.S_ISREG(info.st_mode) and fields[0] != _SYMLINK:
             suspects[path] = fields[1].decode()
-        elif tag != b"S":
-            removed.append(path)
+        elif not (stat.S_ISLNK(info.st_mode) and fields[0] == _SYMLINK
+                  and _link_id(root / path, fields[1]) == fields[1]):
+            # Never opened: a link is read as what it says, anything else (a FIFO would
+            # block git) is a change.
+            changed.append(path)
     if suspects:
         # Hashed by git as ``git add`` would (its filters, line endings), in groups of
         # paths short enough for any command line.
@@ -454,6 +467,19 @@ def hidden_edits(root: Path, flagged: bytes) -> tuple[list[str], list[str]]:
             changed += [path for path, oid in zip(group, ids, strict=True)
                         if oid.decode() != suspects[path]]
     return [*changed, *removed], removed
+
+
+def _link_id(link: Path, oid: bytes) -> bytes:
+    """Git's id of a link's target text, in the hash ``oid`` (the index's id) is in; empty
+    when the link cannot be read (gone since: a change)."""
+    import hashlib
+
+    try:
+        target = os.readlink(os.fsencode(link))
+    except OSError:
+        return b""
+    algorithm = "sha256" if len(oid) == 64 else "sha1"
+    return hashlib.new(algorithm, b"blob %d\0" % len(target) + target).hexdigest().encode()
 
 
 def _commit_changes(root: Path, entries: "list[_Entry]") -> tuple[list[str], set[str]]:
@@ -505,6 +531,7 @@ def check_work_tree(root: Path, top_line: bytes) -> None:
 # repository's top level). ``--raw`` gives each entry's modes: a submodule is mode 160000.
 _DIFF = early.DIFF
 _GITLINK = "160000"
+_SYMLINK = b"120000"
 class _Entry(NamedTuple):
     """One entry of ``git diff --raw -z``."""
 

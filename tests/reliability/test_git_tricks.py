@@ -298,3 +298,17 @@ def contract_with_files() -> str:
                     'command = [PY, "-c", "import sys\\nbad = [p for p in sys.argv[1:] if '
                     '\\"BUG\\" in open(p).read()]\\nfor p in bad: print(f\\"{p}:1: error: '
                     'BUG\\")\\nsys.exit(1 if bad else 0)", "{files}"]\n')
+
+
+def test_a_flagged_entry_that_is_not_a_file_is_a_change_and_never_opened(project: Path
+                                                                           ) -> None:
+    os.symlink("calc.py", project / "link.py")
+    commit_all(project, "a link")
+    for name in ("calc.py", "link.py"):
+        git(project, "update-index", "--assume-unchanged", name)
+    assert since(project, "HEAD") == ()  # a flagged link, unchanged, is no change
+    (project / "calc.py").unlink()
+    os.mkfifo(project / "calc.py")  # opening it would block until someone writes
+    (project / "link.py").unlink()
+    os.symlink("check.py", project / "link.py")
+    assert since(project, "HEAD") == ("calc.py", "link.py")
