@@ -646,7 +646,13 @@ def check_all_files_run(tool: str, project: Project) -> None:
     assert report["changes"]["source"] == "all"
     assert outcomes(report) == {"src-check": "passed", "imports": "passed",
                                 "docs-check": "failed/command_failed"}
+    # --all-files stashes nothing: the work tree is what is checked, unstaged fix included.
     project.write("docs/guide.md", "# Guide\n")
+    done = hook_manager(tool, project, "run", "--all-files")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "temporary worktree" not in done.stdout + done.stderr
+    assert outcomes(read_report(project.report)) == {
+        "src-check": "passed", "imports": "passed", "docs-check": "passed"}
     project.git("commit", "-q", "--no-verify", "-am", "docs fixed")
     done = hook_manager(tool, project, "run", "--all-files")
     assert done.returncode == 0, done.stdout + done.stderr

@@ -41,8 +41,10 @@ GIT_ENVIRONMENT = {"GIT_GRAFT_FILE": os.devnull}
 DIFF = ("diff", "--raw", "-z", "--no-abbrev", "--no-renames", "--relative",
         "--ignore-submodules=none")
 STAGED_DIFF = (*DIFF, "--cached", "--")
+# Submodules aside, as pre-commit's stash leaves them: a checkout of the index has none of
+# their content, so the gates read them as they are.
 UNSTAGED_NAMES = ("diff", "--name-only", "-z", "--no-renames", "--relative",
-                  "--ignore-submodules=none", "--")
+                  "--ignore-submodules=all", "--")
 FLAGGED = ("ls-files", "-z", "-v", "--stage")
 TOP_LEVEL = ("rev-parse", "--show-toplevel", "--show-prefix")
 

@@ -111,9 +111,10 @@ def staged_content(environ: Mapping[str, str] | None = None, cwd: Path | None = 
     """The index of a staged run, when the work tree differs from it.
 
     A staged run is ``--staged`` (``staged``) or pre-commit's commit hook (``PRE_COMMIT=1``
-    without a range or a pushed branch). What differs: a tracked file with unstaged changes,
-    an edit git is told not to look at included (pre-commit stashes unstaged changes itself,
-    but not those). None otherwise: the gates run in place, with nothing to say.
+    without a range or a pushed branch, and something staged). What differs: a tracked file
+    with unstaged changes, an edit git is told not to look at included (pre-commit stashes
+    unstaged changes itself, but not those). None otherwise: the gates run in place, with
+    nothing to say.
     """
     env = os.environ if environ is None else environ
     if not staged and not (env.get("PRE_COMMIT") == "1" and not env.get("PRE_COMMIT_FROM_REF")
@@ -125,6 +126,10 @@ def staged_content(environ: Mapping[str, str] | None = None, cwd: Path | None = 
     top_line, _, prefix = os.fsdecode(located).partition("\n")
     top = Path(top_line)
     if not unstaged_files(top, located if os.path.samefile(top, here) else None):
+        return None
+    if not staged and not git_output(here, *early.STAGED_DIFF):
+        # Nothing staged under pre-commit: ``pre-commit run --all-files``, which checks the
+        # work tree as it is (and stashes nothing); every gate runs there (``changes``).
         return None
     return PushedCommit(top, _head_or_root(top), prefix.strip("\n"), _index_tree(top))
 

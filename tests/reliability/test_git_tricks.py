@@ -312,3 +312,15 @@ def test_a_flagged_entry_that_is_not_a_file_is_a_change_and_never_opened(project
     (project / "link.py").unlink()
     os.symlink("check.py", project / "link.py")
     assert since(project, "HEAD") == ("calc.py", "link.py")
+
+
+def test_a_dirty_submodule_does_not_move_a_commit_into_a_checkout(with_submodule: Path) -> None:
+    from pytest_verifygate.pushed import staged_content
+
+    repo = with_submodule
+    write(repo / "lib/mod.py", BAD)  # the submodule's own business: no checkout has it
+    write(repo / "app.py", "import lib.mod  # staged\n")
+    git(repo, "add", "app.py")
+    assert staged_content(cwd=repo, staged=True) is None
+    write(repo / "app.py", "import lib.mod  # and more, unstaged\n")
+    assert staged_content(cwd=repo, staged=True) is not None
