@@ -26,13 +26,11 @@ if TYPE_CHECKING:
 
 # How the package runs git, every time: whatever the repository's configuration or an agent
 # writing it says, git answers from the objects and the files themselves. No replace refs (a
-# commit swapped for one with the current tree), no grafts (``GIT_ENVIRONMENT``), no commit
-# graph (parents it may misstate), no file system monitor (a command that says what changed),
-# no untracked cache, and no stat shortcut that ignores the change time (a file rewritten at
-# the same size with its modification time put back).
-GIT = ("git", "--no-replace-objects", "-c", "core.commitGraph=false", "-c",
-       "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-c", "core.checkStat=default",
-       "-c", "core.trustctime=true", "-c", "core.ignoreStat=false", "-c",
+# commit swapped for one with the current tree), no grafts (``GIT_ENVIRONMENT``), no file
+# system monitor (a command that says what changed), and no stat shortcut that ignores the
+# change time (a file rewritten at the same size with its modification time put back).
+GIT = ("git", "--no-replace-objects", "-c", "core.fsmonitor=false", "-c",
+       "core.checkStat=default", "-c", "core.trustctime=true", "-c",
        "advice.graftFileDeprecated=false")
 GIT_ENVIRONMENT = {"GIT_GRAFT_FILE": os.devnull}
 

@@ -134,6 +134,19 @@ def test_a_file_rewritten_at_the_same_size_and_time_is_a_change(project: Path) -
     assert since(project, "HEAD") == ("calc.py",)
 
 
+def test_a_file_system_monitor_that_says_nothing_changed_is_not_asked(project: Path,
+                                                                         tmp_path: Path) -> None:
+    monitor = write(tmp_path / "monitor.sh", "#!/bin/sh\nprintf 'token\\0'\n")
+    monitor.chmod(0o755)  # answers every query with "nothing changed since"
+    git(project, "config", "core.fsmonitor", str(monitor))
+    git(project, "config", "core.fsmonitorHookVersion", "2")
+    git(project, "update-index", "--fsmonitor")
+    git(project, "status", "--porcelain")  # the index now trusts the monitor
+    write(project / "calc.py", BAD)
+    assert git(project, "diff", "--name-only") == ""  # what git says
+    assert since(project, "HEAD") == ("calc.py",)
+
+
 # --------------------------------------------------------------------------------------------
 # git pointed at another checkout, or broken
 
