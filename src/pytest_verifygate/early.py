@@ -43,7 +43,7 @@ STAGED_DIFF = (*DIFF, "--cached", "--")
 # their content, so the gates read them as they are.
 UNSTAGED_NAMES = ("diff", "--name-only", "-z", "--no-renames", "--relative",
                   "--ignore-submodules=all", "--")
-FLAGGED = ("ls-files", "-z", "-v", "--stage")
+FLAGGED = ("ls-files", "-z", "-v")
 TOP_LEVEL = ("rev-parse", "--show-toplevel", "--show-prefix")
 
 
