@@ -84,6 +84,9 @@ def test_an_orphan_branch_is_every_file_changed_not_nothing(project: Path) -> No
     assert changes.warnings == (f"warning: {start!r} and HEAD share no history: every file "
                                 "counts as changed",)
     assert stop(project).blocked
+    run = stop(project, "--changed-from", "main", session="another")
+    assert run.blocked and "calc.py:1: error: bug found" in run.reason
+    assert "--changed-from main shares no history with HEAD" in run.stderr
     done = verifygate("run", "--changed-from", "main", cwd=project)
     assert done.returncode == 1, done
     assert b"FAIL  check" in done.stdout

@@ -82,8 +82,10 @@ def session_start_point(repo_root: Path, session_id: str, changed_from: str | No
             raise ChangeSetError(f"--changed-from {changed_from}: no such commit")
         base = git_answer(repo_root, "merge-base", "--end-of-options", changed_from, "HEAD")
         if base is None:
-            raise ChangeSetError(f"--changed-from {changed_from}: no merge base with HEAD (no "
-                                 "shared history)")
+            # Histories that never met (an orphan branch): every file is the session's.
+            return StartPoint(None, FROM_CHANGED_FROM), (
+                f"--changed-from {changed_from} shares no history with HEAD: every file "
+                "counts as changed")
         return StartPoint(base.decode().strip(), FROM_CHANGED_FROM), None
     path = start_path(repo_root, session_id)
     recorded, warning = _read(path, session_id)
