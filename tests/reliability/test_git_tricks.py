@@ -340,3 +340,17 @@ def test_a_dirty_submodule_does_not_move_a_commit_into_a_checkout(with_submodule
     assert staged_content(cwd=repo, staged=True) is None
     write(repo / "app.py", "import lib.mod  # and more, unstaged\n")
     assert staged_content(cwd=repo, staged=True) is not None
+
+
+def test_a_staged_run_before_the_first_commit_checks_the_index(repo: Path) -> None:
+    write(repo / "verify.toml", contract_with_files())
+    write(repo / "calc.py", BAD)
+    git(repo, "add", "-A")
+    write(repo / "calc.py", GOOD)  # the fix, unstaged: the first commit would be broken
+    done = verifygate("run", "--staged", cwd=repo)
+    assert done.returncode == 1, done
+    assert b"checking the staged content in a temporary worktree" in done.stderr
+    assert b"calc.py:1: error: BUG" in done.stdout
+    assert (repo / "calc.py").read_text() == GOOD
+    assert git(repo, "status", "--porcelain") == "AM calc.py\nA  verify.toml\n"
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
