@@ -158,6 +158,20 @@ def test_the_mode_on_disk_counts_where_git_ignores_modes(repo: Path) -> None:
     assert (gate["outcome"], gate["cached"]) == ("failed", False)
 
 
+def test_a_file_hidden_by_a_local_exclude_file_is_still_an_input(repo: Path, counter: Path
+                                                                 ) -> None:
+    # No patterns: the gate reads every file git tracks or would add.
+    write_contract(repo, {"name": "lint", "command": counting(str(counter)), "cache": True})
+    write(repo / "a.py", "x = 1\n")
+    commit_all(repo)
+    run_report(repo)
+    write(repo / "hidden.py", "broken\n")
+    with open(repo / ".git/info/exclude", "a") as exclude:  # local: anything can write it
+        exclude.write("hidden.py\n")
+    assert run_report(repo)["lint"]["cached"] is False
+    assert runs(counter) == 2
+
+
 def test_the_gate_definition_and_its_tool_are_part_of_the_key(
     repo: Path, counter: Path, tmp_path: Path
 ) -> None:
