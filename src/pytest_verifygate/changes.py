@@ -117,7 +117,9 @@ class ChangeRequest(NamedTuple):
     """What the user asked for; ``compute_changes`` applies SPEC 3's order of precedence.
 
     ``outputs``: the files this run will write (reports, JUnit, digest), relative to the
-    current directory or absolute; they are left out of the change set.
+    current directory or absolute; they are left out of the change set. ``index_apart``: the
+    caller runs a staged run's gates on the index whenever the work tree differs from it
+    (``pushed.run_in_pushed_commit``), so there is no partial staging to warn about.
     """
 
     files: Sequence[str] | None = None
@@ -126,6 +128,7 @@ class ChangeRequest(NamedTuple):
     worktree: bool = False
     all: bool = False
     outputs: Sequence[str | os.PathLike[str]] = ()
+    index_apart: bool = False
 
 
 def compute_changes(
@@ -163,7 +166,8 @@ def _compute(
     if request.all:
         return ChangeSet(SOURCE_ALL)
     if request.staged:
-        return _staged(root, warn_partial=env.get("PRE_COMMIT") != "1")
+        return _staged(root, warn_partial=env.get("PRE_COMMIT") != "1"
+                       and not request.index_apart)
     if request.changed_from:
         return _since_ref(root, request.changed_from)
     if request.worktree:
