@@ -430,9 +430,9 @@ def unstaged_files(root: Path, top: bytes | None = None) -> list[str]:
 def hidden_edits(root: Path, listing: bytes) -> tuple[list[str], list[str]]:
     """Of the entries ``git ls-files -z -v`` lists, those git is told not to look at
     (``assume-unchanged``: a lower-case tag; ``skip-worktree``: ``S``) whose file differs
-    from the index: present with other content, or absent while only assume-unchanged (a
-    skip-worktree entry absent from the disk is a sparse checkout's, not an edit); and of
-    those, the absent ones."""
+    from the index: present with other content, or absent (a skip-worktree entry absent
+    from the disk is a sparse checkout's, not an edit, when one is configured); and of those,
+    the absent ones."""
     import re
 
     # Most entries are "H <path>": only the others are looked at (100,000 entries: ~2 ms).
@@ -448,14 +448,14 @@ def hidden_edits(root: Path, listing: bytes) -> tuple[list[str], list[str]]:
     suspects: dict[str, str] = {}
     changed: list[str] = []
     removed: list[str] = []
+    sparse: list[str] = []
     for path, (mode, oid) in _index_entries(root, sorted(flagged)).items():
         if mode == _GITLINK.encode():
             continue
         try:
             info = os.lstat(root / path)
         except FileNotFoundError:
-            if flagged[path] != b"S":
-                removed.append(path)
+            (sparse if flagged[path] == b"S" else removed).append(path)
             continue
         except OSError:
             changed.append(path)  # cannot be compared: a change
@@ -473,6 +473,9 @@ def hidden_edits(root: Path, listing: bytes) -> tuple[list[str], list[str]]:
             ids = git_output(root, "hash-object", "--", *group).split()
             changed += [path for path, oid in zip(group, ids, strict=True)
                         if oid.decode() != suspects[path]]
+    if sparse and git_answer(root, "config", "--type=bool", "--get",
+                             "core.sparseCheckout") != b"true\n":
+        removed += sparse  # no sparse checkout: a file deleted and hidden from git
     return [*changed, *removed], removed
 
 

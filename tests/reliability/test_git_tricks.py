@@ -114,10 +114,13 @@ def test_an_edit_git_is_told_not_to_look_at_is_still_a_change(project: Path, fla
         assert (changes.files, changes.deleted) == (("calc.py",), {"calc.py"})
 
 
-def test_a_sparse_checkout_is_not_a_change(project: Path) -> None:
+def test_a_sparse_checkout_is_not_a_change_a_hidden_deletion_is(project: Path) -> None:
     git(project, "update-index", "--skip-worktree", "calc.py")
-    (project / "calc.py").unlink()  # what a sparse checkout leaves: the entry, no file
-    assert since(project, "HEAD") == ()
+    (project / "calc.py").unlink()
+    changes = compute_changes(project, ChangeRequest(changed_from="HEAD"))
+    assert (changes.files, changes.deleted) == (("calc.py",), {"calc.py"})
+    git(project, "config", "core.sparseCheckout", "true")
+    assert since(project, "HEAD") == ()  # what a sparse checkout leaves: the entry, no file
 
 
 def test_a_file_rewritten_at_the_same_size_and_time_is_a_change(project: Path) -> None:
