@@ -175,6 +175,8 @@ def test_core_worktree_pointed_at_a_clean_clone_is_an_error(project: Path,
             compute_changes(project, request)
     with pytest.raises(OSError, match=r"core.worktree or GIT_WORK_TREE"):
         RepoFiles(project).digest(None)  # no cache key from another checkout's files
+    run = stop(project)
+    assert run.blocked and "core.worktree or GIT_WORK_TREE" in run.reason
     done = verifygate("run", "--changed-from", "HEAD", cwd=project)
     assert done.returncode == 2, done
     lines = done.stderr.decode().strip().splitlines()
@@ -208,6 +210,8 @@ def test_a_broken_git_config_is_an_error_everywhere_never_nothing_changed(
         session_start_point(project, "another-session")  # not "no upstream branch"
     with pytest.raises(OSError, match=r"bad config line"):
         RepoFiles(project).digest(None)
+    run = stop(project)
+    assert run.blocked and "bad config line" in run.reason
     for args in (("run", "--changed-from", "HEAD"), ("run", "--staged"),
                  ("list", "--changed-from", "HEAD")):
         done = verifygate(*args, cwd=project)
