@@ -143,6 +143,38 @@ def test_inputs_key_overrides_when_changed_and_mode_counts(repo: Path, counter: 
     assert runs(counter) == 3
 
 
+def test_the_mode_on_disk_counts_where_git_ignores_modes(repo: Path) -> None:
+    # core.fileMode=false (git's default where file systems have no executable bit): git
+    # reports no change after chmod -x, and must not vouch for the old mode.
+    git(repo, "config", "core.fileMode", "false")
+    write_contract(repo, {"name": "runnable", "command": "test -x run.sh",
+                          "when_changed": ["run.sh"], "cache": True})
+    write(repo / "run.sh", "#!/bin/sh\n")
+    (repo / "run.sh").chmod(0o755)
+    git(repo, "add", "-A")
+    git(repo, "update-index", "--chmod=+x", "run.sh")
+    git(repo, "commit", "-q", "-m", "executable")
+    assert run_report(repo)["runnable"]["outcome"] == "passed"
+    (repo / "run.sh").chmod(0o644)
+    assert git(repo, "status", "--porcelain") == ""  # what git says
+    gate = run_report(repo, status=1)["runnable"]
+    assert (gate["outcome"], gate["cached"]) == ("failed", False)
+
+
+def test_a_file_hidden_by_a_local_exclude_file_is_still_an_input(repo: Path, counter: Path
+                                                                 ) -> None:
+    # No patterns: the gate reads every file git tracks or would add.
+    write_contract(repo, {"name": "lint", "command": counting(str(counter)), "cache": True})
+    write(repo / "a.py", "x = 1\n")
+    commit_all(repo)
+    run_report(repo)
+    write(repo / "hidden.py", "broken\n")
+    with open(repo / ".git/info/exclude", "a") as exclude:  # local: anything can write it
+        exclude.write("hidden.py\n")
+    assert run_report(repo)["lint"]["cached"] is False
+    assert runs(counter) == 2
+
+
 def test_the_gate_definition_and_its_tool_are_part_of_the_key(
     repo: Path, counter: Path, tmp_path: Path
 ) -> None:

@@ -530,23 +530,147 @@ def test_unstaged_work_is_left_untouched(project: Project) -> None:
     assert project.git("diff", "--cached") == staged_before
 
 
-def test_verifygate_staged_outside_pre_commit_warns_about_partially_staged_files(
-    project: Project,
-) -> None:
-    project.write("src/app/helper.py", "def double(x):\n    return x * 2\n")
+STAGED_NOTE = ("verifygate: the work tree differs from the index: checking the staged "
+               "content in a temporary worktree")
+
+
+def staged_state(project: Project) -> tuple[bytes, str, str]:
+    """The helper's bytes on disk, the staged diff and the status: what must stay as it was."""
+    return ((project.path / "src/app/helper.py").read_bytes(), project.git("diff", "--cached"),
+            project.git("status", "--porcelain"))
+
+
+def test_verifygate_staged_checks_the_index_not_the_work_tree(project: Project) -> None:
+    # Staged: broken. Unstaged on top of it: the fix, which a commit would not take.
+    project.write("src/app/helper.py", "def double(x):\n    return 2 * x  # BROKEN\n")
     project.git("add", "src/app/helper.py")
-    project.write("src/app/helper.py", "def double(x):\n    return x * 2  # BROKEN\n")
-    before = (project.path / "src/app/helper.py").read_bytes()
-    staged = project.git("diff", "--cached")
+    project.write("src/app/helper.py", "def double(x):\n    return x + x\n")
+    before = staged_state(project)
     done = run([str(VERIFYGATE), "run", "--staged"], project.path, project.env, check=False)
-    assert done.returncode == 1  # it checked the working tree, which holds the unstaged part
-    assert "1 staged file(s) also have unstaged changes (src/app/helper.py)" in done.stderr
-    assert "working tree, not the index" in done.stderr
-    assert (project.path / "src/app/helper.py").read_bytes() == before
-    assert project.git("diff", "--cached") == staged
-    under_pre_commit = run([str(VERIFYGATE), "run", "--staged"], project.path,
-                           {**project.env, "PRE_COMMIT": "1"}, check=False)
-    assert "unstaged changes" not in under_pre_commit.stderr
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr.splitlines()[0] == STAGED_NOTE
+    assert "src/app/helper.py:1: error: BROKEN" in done.stdout
+    assert staged_state(project) == before
+    assert worktrees(project) == [str(project.path)]
+
+    # The other way round: the staged part is good, the unstaged part broken.
+    project.git("add", "src/app/helper.py")
+    project.write("src/app/helper.py", "def double(x):\n    return x + x  # BROKEN\n")
+    before = staged_state(project)
+    done = run([str(VERIFYGATE), "run", "--staged"], project.path, project.env, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert STAGED_NOTE in done.stderr
+    assert staged_state(project) == before
+
+    # Nothing partially staged: checked in place, nothing to say.
+    project.git("add", "src/app/helper.py")
+    done = run([str(VERIFYGATE), "run", "--staged"], project.path, project.env, check=False)
+    assert done.returncode == 1 and done.stderr == "", done.stderr
+
+
+def test_a_git_hook_running_verifygate_staged_blocks_a_broken_staged_file(
+    project: Project, tmp_path: Path
+) -> None:
+    hooks = tmp_path / "hooks"
+    write(hooks / "pre-commit", f"#!/bin/sh\nexec {shlex.quote(str(VERIFYGATE))} run --staged\n")
+    (hooks / "pre-commit").chmod(0o755)
+    before = head(project.path, project.env)
+    project.write("src/app/helper.py", "def double(x):\n    return 2 * x  # BROKEN\n")
+    project.git("add", "src/app/helper.py")
+    project.write("src/app/helper.py", "def double(x):\n    return x + x\n")
+    work = staged_state(project)
+    blocked = run(["git", "-c", f"core.hooksPath={hooks}", "commit", "-q", "-m", "broken"],
+                  project.path, project.env, check=False)
+    assert blocked.returncode != 0, blocked.stdout + blocked.stderr
+    assert STAGED_NOTE in blocked.stderr
+    assert head(project.path, project.env) == before
+    assert staged_state(project) == work
+    # git commit <path>: git's own temporary index holds HEAD and that path as on disk.
+    project.write("docs/guide.md", "# Guide\n\nBROKEN\n")
+    project.git("add", "docs/guide.md")
+    done = run(["git", "-c", f"core.hooksPath={hooks}", "commit", "-q", "-m", "helper only",
+                "--", "src/app/helper.py"], project.path, project.env, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "BROKEN" not in project.git("show", "HEAD:src/app/helper.py")
+
+
+def test_pre_commit_checks_a_staged_file_git_is_told_not_to_look_at(project: Project) -> None:
+    # Staged broken, fixed in the work tree, and hidden from git (and so from pre-commit's
+    # stash of unstaged changes).
+    project.write("src/app/helper.py", "def double(x):\n    return 2 * x  # BROKEN\n")
+    project.git("add", "src/app/helper.py")
+    project.write("src/app/helper.py", "def double(x):\n    return x + x\n")
+    project.git("update-index", "--assume-unchanged", "src/app/helper.py")
+    before = staged_state(project)
+    blocked = project.commit("broken helper")
+    output = blocked.stdout + blocked.stderr
+    assert blocked.returncode == 1, output
+    assert STAGED_NOTE in output and "src/app/helper.py:1: error: BROKEN" in output
+    assert staged_state(project) == before
+
+
+# --------------------------------------------------------------------------------------------
+# --all-files: pre-commit.ci, tox style environments, CI
+
+
+PREK = Path(sys.executable).parent / "prek"
+
+
+def hook_manager(tool: str, project: Project, *args: str) -> subprocess.CompletedProcess[str]:
+    """``pre-commit <args>`` or ``prek <args>``, in the project, not raising on failure."""
+    command = [sys.executable, "-m", "pre_commit"] if tool == "pre-commit" else [str(PREK)]
+    env = {**project.env, "PREK_HOME": str(Path(project.env["PRE_COMMIT_HOME"]) / "prek")}
+    return run([*command, *args], project.path, env, check=False)
+
+
+ALL_FILES_NOTE = ("verifygate: warning: nothing is staged and pre-commit names no range (as "
+                  "under `pre-commit run --all-files`): checking every gate")
+
+
+def check_all_files_run(tool: str, project: Project) -> None:
+    """``<tool> run --all-files`` with nothing staged runs every gate, and fails when one
+    fails: never zero gates and "Passed"."""
+    project.write("docs/guide.md", "# Guide\n\nBROKEN\n")
+    project.git("commit", "-q", "--no-verify", "-am", "broken docs")
+    done = hook_manager(tool, project, "run", "--all-files", "--verbose")
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output
+    assert ALL_FILES_NOTE in output
+    report = read_report(project.report)
+    assert report["changes"]["source"] == "all"
+    assert outcomes(report) == {"src-check": "passed", "imports": "passed",
+                                "docs-check": "failed/command_failed"}
+    # --all-files stashes nothing: the work tree is what is checked, unstaged fix included.
+    project.write("docs/guide.md", "# Guide\n")
+    done = hook_manager(tool, project, "run", "--all-files")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "temporary worktree" not in done.stdout + done.stderr
+    assert outcomes(read_report(project.report)) == {
+        "src-check": "passed", "imports": "passed", "docs-check": "passed"}
+    project.git("commit", "-q", "--no-verify", "-am", "docs fixed")
+    done = hook_manager(tool, project, "run", "--all-files")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert outcomes(read_report(project.report)) == {
+        "src-check": "passed", "imports": "passed", "docs-check": "passed"}
+
+
+@pytest.mark.parametrize("tool", ["pre-commit", "prek"])
+def test_run_all_files_with_nothing_staged_checks_every_gate(project: Project, tool: str
+                                                             ) -> None:
+    check_all_files_run(tool, project)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tool", ["pre-commit", "prek"])
+def test_the_published_hook_run_on_all_files_checks_every_gate(
+    tmp_path: Path, hook_repo: tuple[Path, str], shared_pre_commit_home: Path, tool: str
+) -> None:
+    config = published_hook_config(hook_repo).replace(
+        "      - id: verifygate-all\n        args: [--json, \"@REPORT@\"]\n        verbose: true\n",
+        "")
+    assert "verifygate-all" not in config  # only the hook a commit runs
+    project = make_project(tmp_path, shared_pre_commit_home, config)
+    check_all_files_run(tool, project)
 
 
 # --------------------------------------------------------------------------------------------

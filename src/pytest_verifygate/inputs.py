@@ -1,21 +1,23 @@
 """What a cached gate reads: the project's files matching its patterns, and their fingerprint.
 
 Owns the content side of the result cache's key (``cache.py``). The files are those git
-tracks or would add (untracked, not ignored), plus, for a gate with patterns, the ignored files
-its patterns reach: ignored files git lists one by one (``.env``), and files inside an ignored
-directory that a pattern names by its path (``build/**``, not ``**/*.py``: a virtualenv or
-``node_modules`` stays out). Tracked files git vouches for are named by git's own blob ids
-(``git ls-files --stage``: one git call, no file read); every other file is hashed here, in
-git's blob format, with its mode. Git does not vouch for a file marked ``assume-unchanged`` or
-``skip-worktree`` (edits to it are invisible to git) nor for a submodule (an id names its
-recorded commit, not what is checked out or edited there): those are hashed as they are on
-disk, a submodule as a repository of its own. Nor does git vouch for what a link points to
-(its id names the target's path): a link is hashed with the content it resolves to, in the
-project or outside it, a linked directory as every file under it, a dangling link as its
-missing target. What cannot be hashed leaves the gate without a key, and it runs, uncached: a
-file that cannot be read, a link loop, a FIFO, socket or device (never opened: reading one may
-block or never end), a file over ``MAX_HASHED_BYTES``, a directory walked here holding over
-``MAX_WALKED_FILES`` files.
+tracks or would add (untracked, not ignored by the project's ``.gitignore``), plus, for a gate
+with patterns, the ignored files its patterns reach: ignored files git lists one by one
+(``.env``), and files inside an ignored directory that a pattern names by its path
+(``build/**``, not ``**/*.py``: a virtualenv or ``node_modules`` stays out). Tracked files git
+vouches for are named by git's own blob ids (``git ls-files --stage``: one git call, no file
+read, with the executable bit compared on disk whatever ``core.fileMode`` says); every other
+file is hashed here, in git's blob format, with its mode. Git does not vouch for a file marked
+``assume-unchanged`` or ``skip-worktree`` (edits to it are invisible to git) nor for a
+submodule (an id names its recorded commit, not what is checked out or edited there): those
+are hashed as they are on disk, a submodule as a repository of its own. Nor does git vouch for
+what a link points to (its id names the target's path): a link is hashed with the content it
+resolves to, in the project or outside it, a linked directory as every file under it, a
+dangling link as its missing target. What cannot be hashed leaves the gate without a key, and
+it runs, uncached: a git that fails or whose work tree is another checkout
+(``core.worktree``), a file that cannot be read, a link loop, a FIFO, socket or device (never
+opened: reading one may block or never end), a file over ``MAX_HASHED_BYTES``, a directory
+walked here holding over ``MAX_WALKED_FILES`` files.
 
 PYTEST_DONT_REWRITE
 """
@@ -27,7 +29,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from pytest_verifygate.changes import git_output
+from pytest_verifygate.changes import git_output, verify_work_tree
 from pytest_verifygate.errors import ChangeSetError
 
 READ_SIZE = 1 << 20
@@ -37,6 +39,10 @@ MAX_WALKED_FILES = 10_000
 # Past this a file is not hashed and the gate not cached: hashing it costs seconds every run.
 MAX_HASHED_BYTES = 1 << 30
 _GITLINK = "160000"
+# Untracked files are inputs unless the project's own .gitignore files ignore them (as
+# ``changes.UNTRACKED``: local exclude files do not hide a file from the key).
+_EXCLUDED = ("--exclude-per-directory=.gitignore",)
+_NO_REPOSITORY = "not in a git repository"
 _SYMLINK = "120000"
 _GLOB = frozenset("*?[\\")
 _SPECIAL = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"),
@@ -128,8 +134,10 @@ class RepoFiles:
         if self._ignored is None:
             try:
                 out = git_output(self.root, "ls-files", "-z", "--others", "--ignored",
-                                 "--exclude-standard", "--directory")
-            except ChangeSetError:
+                                 *_EXCLUDED, "--directory")
+            except ChangeSetError as exc:
+                if _NO_REPOSITORY not in str(exc):
+                    raise OSError(str(exc)) from None
                 out = b""  # no git: every file is listed already
             self._ignored = tuple(os.fsdecode(item) for item in out.split(b"\0") if item)
         files = [item for item in self._ignored if not item.endswith("/")]
@@ -181,9 +189,14 @@ def _list_files(root: Path) -> _Listing:
     # "M ..." for unmerged entries, "S ..." for skip-worktree ones, lower case ("h ...") for
     # assume-unchanged ones (``-v``), and "? <path>" for untracked files that are not ignored.
     try:
-        out = git_output(root, "ls-files", "-z", "-v", "--stage", "--modified", "--others",
-                         "--exclude-standard")
-    except ChangeSetError:
+        verify_work_tree(root)
+        # With the mode seen on disk: under ``core.fileMode=false`` git would vouch for a
+        # file whose executable bit was removed (``test -x`` passing on a stale key).
+        out = git_output(root, "-c", "core.fileMode=true", "ls-files", "-z", "-v", "--stage",
+                         "--modified", "--others", *_EXCLUDED)
+    except ChangeSetError as exc:
+        if _NO_REPOSITORY not in str(exc):
+            raise OSError(str(exc)) from None  # a git that fails: the gate runs, uncached
         return _Listing(tuple(sorted(_files_under(root))), {}, "sha1")  # no git: hash them all
     ids: dict[str, str] = {}
     paths: set[str] = set()

@@ -9,10 +9,15 @@ in a temporary ``git worktree`` outside the repository's work tree, which is rem
 every way out (pass, fail, error, Ctrl-C or SIGTERM through ``signals.Interruptible``); a
 worktree left by a killed run is removed by the next one.
 
-Owns deciding that (``pushed_commit``), the temporary worktree (``temporary_worktree``) and the
-adapter ``verifygate run`` uses (``run_in_pushed_commit``). The checkout has only the pushed
-commit's files: nothing ignored (no ``.venv``, ``node_modules`` or build output) and no
-submodule content.
+A commit gets the same treatment: under ``--staged`` (a git hook calling ``verifygate run
+--staged`` directly) or pre-commit's commit hook, when the work tree differs from the index (a
+file partially staged, or an edit git is told not to look at, which pre-commit's own stash of
+unstaged changes misses), the gates run on the index, checked out the same way over HEAD.
+
+Owns deciding that (``pushed_commit``, ``staged_content``), the temporary worktree
+(``temporary_worktree``) and the adapter ``verifygate run`` uses (``run_in_pushed_commit``).
+The checkout has only the commit's (or the index's) files: nothing ignored (no ``.venv``,
+``node_modules`` or build output) and no submodule content.
 
 PYTEST_DONT_REWRITE
 """
@@ -25,7 +30,18 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from pytest_verifygate.changes import SOURCE_REF, ChangeSet, git_output, without_own_files
+from pytest_verifygate.changes import (
+    SOURCE_REF,
+    STAGED_DIFF,
+    TOP_LEVEL,
+    ChangeSet,
+    check_work_tree,
+    git_answer,
+    git_output,
+    unstaged_files,
+    without_own_files,
+    worktree_changes,
+)
 from pytest_verifygate.errors import ChangeSetError
 
 if TYPE_CHECKING:
@@ -41,12 +57,23 @@ _LOCATION_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON
 
 
 class PushedCommit(NamedTuple):
-    """The commit a push sends, in the repository whose top level is ``top``."""
+    """The commit a push sends, in the repository whose top level is ``top``; or, with
+    ``staged_tree``, the index of a staged run over the commit it will follow."""
 
     top: Path
     commit: str
     # The current directory relative to ``top`` ("" at the top), to start from the same place.
     prefix: str
+    # The index as a tree: checked out, and made the checkout's index, over ``commit``.
+    staged_tree: str | None = None
+
+    def describe(self) -> str:
+        """The line said on stderr when the gates run in the checkout."""
+        if self.staged_tree is None:
+            return (f"the work tree differs from the pushed commit {self.commit[:12]}: "
+                    "checking that commit in a temporary worktree")
+        return ("the work tree differs from the index: checking the staged content in a "
+                "temporary worktree")
 
 
 def pushed_commit(environ: Mapping[str, str] | None = None, cwd: Path | None = None,
@@ -68,6 +95,7 @@ def pushed_commit(environ: Mapping[str, str] | None = None, cwd: Path | None = N
     here = cwd or Path.cwd()
     top_line, _, prefix = os.fsdecode(
         git_output(here, "rev-parse", "--show-toplevel", "--show-prefix")).partition("\n")
+    check_work_tree(here, os.fsencode(top_line))
     top = Path(top_line)
     try:
         commit = git_output(top, "rev-parse", "--verify", "--quiet", "--end-of-options",
@@ -79,21 +107,85 @@ def pushed_commit(environ: Mapping[str, str] | None = None, cwd: Path | None = N
     return PushedCommit(top, commit, prefix.strip("\n"))
 
 
+def staged_content(environ: Mapping[str, str] | None = None, cwd: Path | None = None, *,
+                   staged: bool = False) -> PushedCommit | None:
+    """The index of a staged run, when the work tree differs from it.
+
+    A staged run is ``--staged`` (``staged``) or pre-commit's commit hook (``PRE_COMMIT=1``
+    without a range or a pushed branch, and something staged). What differs: a tracked file
+    with unstaged changes, an edit git is told not to look at included (pre-commit stashes
+    unstaged changes itself, but not those). None otherwise: the gates run in place, with
+    nothing to say.
+    """
+    env = os.environ if environ is None else environ
+    if not staged and not (env.get("PRE_COMMIT") == "1" and not env.get("PRE_COMMIT_FROM_REF")
+                           and not env.get("PRE_COMMIT_REMOTE_BRANCH")):
+        return None
+    here = cwd or Path.cwd()
+    located = git_output(here, *TOP_LEVEL)
+    check_work_tree(here, located)
+    top_line, _, prefix = os.fsdecode(located).partition("\n")
+    top = Path(top_line)
+    if not unstaged_files(top, located if os.path.samefile(top, here) else None):
+        return None
+    if not staged and not git_output(here, *STAGED_DIFF):
+        # Nothing staged under pre-commit: ``pre-commit run --all-files``, which checks the
+        # work tree as it is (and stashes nothing); every gate runs there (``changes``).
+        return None
+    return PushedCommit(top, _head_or_root(top), prefix.strip("\n"), _index_tree(top))
+
+
+def _index_tree(top: Path) -> str:
+    """The index (``GIT_INDEX_FILE`` where git set it, for ``git commit -a``) as a tree.
+
+    ``write-tree`` runs on a copy: on the index itself it would take the index's lock (held
+    by the ``git commit`` whose hook this may be) and write the index back.
+    """
+    import shutil
+    import tempfile
+
+    index = Path(os.fsdecode(git_output(top, "rev-parse", "--git-path", "index")).strip("\n"))
+    with tempfile.TemporaryDirectory(prefix="verifygate-index-") as private:
+        copy = Path(private) / "index"
+        try:
+            shutil.copyfile(top / index, copy)
+        except OSError as exc:
+            raise ChangeSetError(f"cannot read the index {index}: {exc.strerror or exc}"
+                                 ) from None
+        try:
+            return git_output(top, "write-tree", environ={"GIT_INDEX_FILE": str(copy)}
+                              ).decode().strip()
+        except ChangeSetError as exc:
+            raise ChangeSetError(f"cannot check the staged content: {exc}") from None
+
+
+def _head_or_root(top: Path) -> str:
+    """HEAD's commit; before the first commit, a commit of the empty tree to stand for it
+    (an object nothing refers to, which git prunes in time)."""
+    head = git_answer(top, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    if head is not None:
+        return head.decode().strip()
+    empty = git_output(top, "hash-object", "-t", "tree", "/dev/null").decode().strip()
+    who = {f"GIT_{role}_{field}": value for role in ("AUTHOR", "COMMITTER")
+           for field, value in (("NAME", "verifygate"), ("EMAIL", "verifygate@invalid"),
+                                ("DATE", "1970-01-01T00:00:00Z"))}
+    return git_output(top, "commit-tree", "--no-gpg-sign", "-m", "no commit yet", empty,
+                      environ=who).decode().strip()
+
+
 def _work_tree_differs(top: Path, commit: str, outputs: Sequence[str], cwd: Path) -> bool:
-    """Whether any tracked file differs from ``commit``, or an untracked one is not ignored
-    (the package's own outputs left out)."""
-    if git_output(top, "diff", "--name-only", "-z", "--no-renames", commit, "--"):
-        return True
-    untracked = git_output(top, "ls-files", "-z", "--others", "--exclude-standard")
-    if not untracked:
-        return False
-    files = tuple(os.fsdecode(path) for path in untracked.split(b"\0") if path)
-    return bool(without_own_files(ChangeSet(SOURCE_REF, files), top, outputs, cwd).files)
+    """Whether any file in the work tree differs from ``commit``, as the change set sees it
+    (``changes.worktree_changes``: untracked files, edits git is told to ignore, submodules),
+    the package's own outputs left out."""
+    files, _ = worktree_changes(top, commit)
+    return bool(without_own_files(ChangeSet(SOURCE_REF, tuple(files)), top, outputs,
+                                  cwd).files)
 
 
 @contextlib.contextmanager
-def temporary_worktree(top: Path, commit: str) -> Iterator[Path]:
-    """``commit`` checked out (detached) in a new worktree in a private temp directory.
+def temporary_worktree(top: Path, commit: str, tree: str | None = None) -> Iterator[Path]:
+    """``commit`` checked out (detached) in a new worktree in a private temp directory; with
+    ``tree``, that tree then read into its index and work tree (HEAD stays ``commit``).
 
     Removed on the way out, whatever the way (``git worktree remove --force``, the directory,
     then ``git worktree prune``); a second Ctrl-C while removing does not stop the removal.
@@ -109,6 +201,8 @@ def temporary_worktree(top: Path, commit: str) -> Iterator[Path]:
         git_output(top, "worktree", "add", "--quiet", "--detach", "--no-checkout", str(path),
                    commit)
         git_output(path, "reset", "--quiet", "--hard", commit)
+        if tree is not None:
+            git_output(path, "read-tree", "--reset", "-u", tree)
         yield path
     finally:
         try:
@@ -157,29 +251,35 @@ def _alive(pid: int) -> bool:
 
 @contextlib.contextmanager
 def run_in_pushed_commit(args: "argparse.Namespace") -> Iterator[PushedCommit | None]:
-    """For ``verifygate run``: while entered, the run happens in the pushed commit's checkout.
+    """For ``verifygate run``: while entered, the run happens in the checkout of what is
+    committed or pushed, when the work tree differs from it.
 
-    Only when the change set comes from pre-commit's push (no ``--files``, ``--files-from``,
-    ``--staged``, ``--changed-from`` or ``--all``) and the work tree differs from the pushed
-    commit; then it says so in one line on stderr, makes the reports' paths absolute (they are
-    for the user's directory), points a ``--contract`` inside the repository into the checkout,
-    and changes into the checkout's copy of the current directory until the run is over.
+    A push: when the change set comes from pre-commit's push (no ``--files``,
+    ``--files-from``, ``--staged``, ``--changed-from`` or ``--all``) and the work tree differs
+    from the pushed commit. A commit: ``--staged`` or pre-commit's commit hook, when the work
+    tree differs from the index (``staged_content``). Then it says so in one line on stderr,
+    makes the reports' paths absolute (they are for the user's directory), points a
+    ``--contract`` inside the repository into the checkout, and changes into the checkout's
+    copy of the current directory until the run is over.
     """
     chosen = any(getattr(args, name, None) for name in
-                 ("files", "files_from", "staged", "changed_from", "all"))
+                 ("files", "files_from", "changed_from", "all"))
+    staged = bool(getattr(args, "staged", False))
     outputs = [path for path in (getattr(args, "json", None), getattr(args, "junit", None))
                if path]
-    pushed = None if chosen else pushed_commit(outputs=outputs)
+    pushed = None
+    if not chosen:
+        pushed = staged_content(staged=True) if staged else (
+            pushed_commit(outputs=outputs) or staged_content())
     if pushed is None:
         yield None
         return
-    print(f"verifygate: the work tree differs from the pushed commit {pushed.commit[:12]}: "
-          "checking that commit in a temporary worktree", file=sys.stderr)
+    print(f"verifygate: {pushed.describe()}", file=sys.stderr)
     here = Path.cwd()
     # Without git's location variables before anything runs in the checkout: with GIT_DIR
     # set, ``git reset --hard`` there would reset the work tree's repository instead.
     with _environment_without(_LOCATION_VARIABLES), \
-            temporary_worktree(pushed.top, pushed.commit) as checkout:
+            temporary_worktree(pushed.top, pushed.commit, pushed.staged_tree) as checkout:
         for name in ("json", "junit"):
             if getattr(args, name, None):
                 setattr(args, name, os.path.join(here, getattr(args, name)))

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from pytest_verifygate.agents.state import is_state_name, session_file_stem
-from pytest_verifygate.changes import git_output
+from pytest_verifygate.changes import git_answer, git_output
 from pytest_verifygate.errors import ChangeSetError
 from pytest_verifygate.state_files import prune_own_files, write_state
 from pytest_verifygate.storage import state_dir
@@ -77,12 +77,16 @@ def session_start_point(repo_root: Path, session_id: str, changed_from: str | No
     if changed_from:
         if changed_from.startswith("-"):
             raise ChangeSetError(f"invalid git ref {changed_from!r}: a ref cannot start with '-'")
-        try:
-            base = git_output(repo_root, "merge-base", changed_from, "HEAD").decode().strip()
-        except ChangeSetError:
-            raise ChangeSetError(f"--changed-from {changed_from}: no merge base with HEAD (an "
-                                 "unknown ref, or no shared history)") from None
-        return StartPoint(base, FROM_CHANGED_FROM), None
+        if git_answer(repo_root, "rev-parse", "--verify", "--quiet", "--end-of-options",
+                      f"{changed_from}^{{commit}}") is None:
+            raise ChangeSetError(f"--changed-from {changed_from}: no such commit")
+        base = git_answer(repo_root, "merge-base", "--end-of-options", changed_from, "HEAD")
+        if base is None:
+            # Histories that never met (an orphan branch): every file is the session's.
+            return StartPoint(None, FROM_CHANGED_FROM), (
+                f"--changed-from {changed_from} shares no history with HEAD: every file "
+                "counts as changed")
+        return StartPoint(base.decode().strip(), FROM_CHANGED_FROM), None
     path = start_path(repo_root, session_id)
     recorded, warning = _read(path, session_id)
     if recorded is not None:
@@ -100,14 +104,9 @@ def session_start_point(repo_root: Path, session_id: str, changed_from: str | No
 
 
 def head_commit(repo_root: Path) -> str | None:
-    """HEAD's commit id; None before the first commit."""
-    try:
-        return git_output(repo_root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"
-                          ).decode().strip() or None
-    except ChangeSetError as exc:
-        if "not in a git repository" in str(exc):
-            raise
-        return None  # no commit yet
+    """HEAD's commit id; None before the first commit. A git that fails raises."""
+    head = git_answer(repo_root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    return None if head is None else head.decode().strip() or None
 
 
 def empty_tree(repo_root: Path) -> str:
@@ -116,19 +115,24 @@ def empty_tree(repo_root: Path) -> str:
 
 
 def _upstream_base(repo_root: Path) -> StartPoint | None:
-    try:
-        base = git_output(repo_root, "merge-base", "@{upstream}", "HEAD").decode().strip()
-    except ChangeSetError:
-        return None  # no upstream branch (or no shared history with it)
-    return StartPoint(base, FROM_UPSTREAM) if base else None
+    """The merge base with the upstream branch; None when there is no upstream branch, it is
+    not fetched, or it shares no history with HEAD. A git that fails raises: a broken
+    configuration must not look like "no upstream"."""
+    branch = git_answer(repo_root, "symbolic-ref", "--quiet", "HEAD")
+    if branch is None:
+        return None  # detached HEAD: no branch, no upstream
+    upstream = git_output(repo_root, "for-each-ref", "--format=%(upstream)",
+                          branch.decode().strip()).decode().strip()
+    if not upstream or git_answer(repo_root, "rev-parse", "--verify", "--quiet",
+                                  f"{upstream}^{{commit}}") is None:
+        return None
+    base = git_answer(repo_root, "merge-base", upstream, "HEAD")
+    return StartPoint(base.decode().strip(), FROM_UPSTREAM) if base else None
 
 
 def _exists(repo_root: Path, commit: str) -> bool:
-    try:
-        git_output(repo_root, "cat-file", "-e", f"{commit}^{{commit}}")
-    except ChangeSetError:
-        return False
-    return True
+    return git_answer(repo_root, "rev-parse", "--verify", "--quiet",
+                      f"{commit}^{{commit}}") is not None
 
 
 def _read(path: Path, session_id: str) -> tuple[StartPoint | None, str | None]:
