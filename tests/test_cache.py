@@ -376,8 +376,9 @@ def test_pytest_items_reuse_cached_passes(project: pytest.Pytester, counter: Pat
     write(project.path / "src" / "a.py", "x = 1\n")
     commit_all(project.path)
     junit = counter.parent / "junit.xml"
+    # The verifygate.* properties are written under xunit1 (xunit2 has no testcase properties).
     args = ("--verify-contract", "-v", "-p", "no:cacheprovider", "--junitxml", str(junit),
-            *xdist)
+            "-o", "junit_family=xunit1", *xdist)
     project.runpytest_subprocess(*args).assert_outcomes(passed=2)
     assert runs(counter) == 2
     assert junit_properties(junit_cases(junit)["lint"])["verifygate.cached"] == "false"

@@ -160,6 +160,11 @@ def change_set(request: RunRequest, root: Path) -> ChangeSet:
     return compute_changes(root, request.changes, cwd=request.start)
 
 
+def gate_timeouts(contract_path: Path) -> dict[str, float]:
+    """Each gate's ``timeout_seconds`` in the contract at ``contract_path``."""
+    return {gate.name: gate.timeout_seconds for gate in load_contract(contract_path).gates}
+
+
 def effective_jobs(jobs: int | None, contract: Contract) -> int:
     """``--jobs`` if given, else the contract's setting; 0 means one per CPU."""
     value = contract.settings.jobs if jobs is None else jobs

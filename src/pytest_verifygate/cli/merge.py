@@ -365,8 +365,8 @@ def _junit_timeouts(merged: Mapping[str, Any]) -> dict[str, float]:
     """Each timed-out gate's ``timeout_seconds``, from the contract the shards ran (when this
     repository has it), so that the JUnit headline says ``timed out after N s`` as ``run``'s
     does. Without a readable contract the headline says ``timed out``: nothing is guessed."""
+    from pytest_verifygate import engine
     from pytest_verifygate.contract import find_repo_root
-    from pytest_verifygate.contract.load import load_contract
     from pytest_verifygate.errors import VerifyGateError
 
     if not any(gate.get("code") == codes.TIMEOUT for gate in merged["gates"]):
@@ -375,10 +375,9 @@ def _junit_timeouts(merged: Mapping[str, Any]) -> dict[str, float]:
     if root is None:
         return {}
     try:
-        contract = load_contract(root / str(merged["contract"]))
+        return engine.gate_timeouts(root / str(merged["contract"]))
     except (VerifyGateError, OSError):
         return {}
-    return {gate.name: gate.timeout_seconds for gate in contract.gates}
 
 
 def _record_durations(merged: Mapping[str, Any]) -> None:
