@@ -101,7 +101,8 @@ def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Complete
 
 def _only_ours(stream: str) -> list[Command]:
     """The commands honoured in one stream: a stop and its resume around everything else,
-    and between them nothing; after them only our annotations. Returns the annotations."""
+    and between them nothing; after them only our annotations and group lines. Returns the
+    annotations."""
     commands = honoured(stream)
     names = [command.name for command in commands]
     stops = [i for i, name in enumerate(names) if name == "stop-commands"]
@@ -109,8 +110,10 @@ def _only_ours(stream: str) -> list[Command]:
         token = commands[index].data.lower()
         assert token.startswith("verifygate-") and len(token) > 30
         assert names[index + 1] == token, names  # nothing honoured while stopped
+    # Ours: the resumes, the annotations, and the group lines that fold a gate's output.
     assert {name for name in names if name != "stop-commands"} <= {
-        *(commands[i].data.lower() for i in stops), "error", "warning"}, names
+        *(commands[i].data.lower() for i in stops), "error", "warning", "group",
+        "endgroup"}, names
     found = annotations(stream)
     for command in found:
         assert command.properties["title"].startswith("verifygate "), command
