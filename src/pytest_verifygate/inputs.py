@@ -17,7 +17,8 @@ dangling link as its missing target. What cannot be hashed leaves the gate witho
 it runs, uncached: a git that fails or whose work tree is another checkout
 (``core.worktree``), a file that cannot be read, a link loop, a FIFO, socket or device (never
 opened: reading one may block or never end), a file over ``MAX_HASHED_BYTES``, a directory
-walked here holding over ``MAX_WALKED_FILES`` files.
+walked here holding over ``MAX_WALKED_FILES`` files. A file deleted in the work tree is left
+out, as it is once the deletion is staged: the key is the same before and after ``git add``.
 
 PYTEST_DONT_REWRITE
 """
@@ -38,6 +39,7 @@ READ_SIZE = 1 << 20
 MAX_WALKED_FILES = 10_000
 # Past this a file is not hashed and the gate not cached: hashing it costs seconds every run.
 MAX_HASHED_BYTES = 1 << 30
+_DELETED = "deleted"
 _GITLINK = "160000"
 # Untracked files are inputs unless the project's own .gitignore files ignore them (as
 # ``changes.UNTRACKED``: local exclude files do not hide a file from the key).
@@ -89,6 +91,10 @@ class RepoFiles:
             identity = listing.ids.get(path) or self._hashed.get(path)
             if identity is None:
                 identity = self._hashed[path] = self._identity(path, listing)
+            if identity == _DELETED:
+                # Deleted in the work tree only: keyed as when the deletion is staged or
+                # committed (the path absent), so a pass before ``git add`` holds after it.
+                continue
             digest.update(os.fsencode(path) + b"\0" + identity.encode() + b"\n")
         self._digests[patterns] = result = digest.hexdigest()
         return result
@@ -253,7 +259,7 @@ def _file_id(full: Path, algorithm: str) -> str:
     try:
         info = os.lstat(full)
     except FileNotFoundError:
-        return "deleted"
+        return _DELETED
     if stat.S_ISLNK(info.st_mode):
         target = _blob_id(os.fsencode(os.readlink(full)), algorithm)
         return f"{_SYMLINK} {target} -> {_Tree(algorithm).resolved(full)}"

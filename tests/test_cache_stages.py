@@ -1,0 +1,109 @@
+"""The result cache across stages and per file: the same content is never checked twice.
+
+Real git repositories, real hooks, a gate program that records the files it was given.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from plugin_support import python, write_contract
+
+from conftest import commit_all, git, write
+
+# A gate program that appends the files it was given, one run per line, to ``argv[1]``, and
+# fails if any of them holds the word "broken".
+RECORDING = (
+    "import sys; files = sys.argv[2:]; "
+    "open(sys.argv[1], 'a').write(' '.join(files) + '\\n'); "
+    "sys.exit(1 if any('broken' in open(f).read() for f in files) else 0)"
+)
+
+
+def verifygate(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest_verifygate.cli", *args], cwd=repo,
+                          capture_output=True, text=True, env=dict(os.environ))
+
+
+def gate_report(repo: Path, *args: str, status: int = 0) -> dict[str, Any]:
+    """``verifygate run ARGS``: the report's only gate."""
+    path = repo.parent / "report.json"
+    done = verifygate(repo, "run", "--json", str(path), *args)
+    assert done.returncode == status, done.stdout + done.stderr
+    gates: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["gates"]
+    assert len(gates) == 1, gates
+    return gates[0]
+
+
+def runs(record: Path) -> list[list[str]]:
+    """What each run of the gate was given."""
+    if not record.exists():
+        return []
+    return [line.split() for line in record.read_text().splitlines()]
+
+
+@pytest.fixture
+def record(tmp_path: Path) -> Path:
+    return tmp_path / "record"
+
+
+def lint_contract(repo: Path, record: Path, **gate: Any) -> None:
+    write_contract(repo, {"name": "lint", "command": python(RECORDING, str(record)) + ["{files}"],
+                          "when_changed": ["src/**/*.py"], "cache": True, **gate})
+
+
+@pytest.mark.parametrize("change", ["deletion", "rename"])
+def test_a_work_tree_change_keys_the_same_once_staged(repo: Path, record: Path,
+                                                      change: str) -> None:
+    lint_contract(repo, record)
+    for index in range(3):
+        write(repo / "src" / f"m{index}.py", f"x = {index}\n")
+    commit_all(repo)
+    write(repo / "src" / "m0.py", "x = 10\n")  # an edit, so that {files} is not empty
+    if change == "deletion":
+        (repo / "src" / "m1.py").unlink()  # deleted in the work tree only
+    else:
+        (repo / "src" / "m1.py").rename(repo / "src" / "moved.py")  # untracked new name
+    first = gate_report(repo, "--changed-from", "HEAD")
+    assert first["outcome"] == "passed" and first["cached"] is False
+    git(repo, "add", "-A")
+    second = gate_report(repo, "--staged")
+    assert second["outcome"] == "passed" and second["cached"] is True, second
+    assert len(runs(record)) == 1
+
+
+def test_the_same_content_is_checked_once_from_edit_to_push(repo: Path, record: Path,
+                                                            tmp_path: Path) -> None:
+    lint_contract(repo, record)
+    for index in range(3):
+        write(repo / "src" / f"m{index}.py", f"x = {index}\n")
+    commit_all(repo)
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(repo, "remote", "add", "origin", str(remote))
+    git(repo, "push", "-q", "origin", "main")
+    assert verifygate(repo, "install", "--hook", "pre-push").returncode == 0
+    # The agent's stop: edits, a deletion and a rename, nothing staged.
+    write(repo / "src" / "m0.py", "x = 10\n")
+    (repo / "src" / "m1.py").unlink()
+    (repo / "src" / "m2.py").rename(repo / "src" / "n2.py")
+    write(repo / "src" / "new.py", "y = 1\n")
+    stop = gate_report(repo, "--changed-from", "HEAD")
+    assert (stop["outcome"], stop["cached"]) == ("passed", False)
+    git(repo, "add", "-A")
+    assert gate_report(repo, "--staged")["cached"] is True  # the commit's pre-commit hook
+    git(repo, "commit", "-q", "-m", "work")
+    assert gate_report(repo, "--changed-from", "HEAD~1")["cached"] is True  # the commit
+    pushed = subprocess.run(["git", "push", "origin", "main"], cwd=repo, capture_output=True,
+                            text=True)
+    assert pushed.returncode == 0, pushed.stderr
+    assert re.search(r"PASS  lint\s+cached", pushed.stdout), pushed.stdout
+    assert len(runs(record)) == 1, runs(record)
