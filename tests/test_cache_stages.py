@@ -20,11 +20,11 @@ from plugin_support import python, write_contract
 from conftest import commit_all, git, write
 
 # A gate program that appends the files it was given, one run per line, to ``argv[1]``, and
-# fails if any of them holds the word "broken".
+# fails if any of them starts with the word "broken"; options are not recorded.
 RECORDING = (
-    "import sys; files = sys.argv[2:]; "
+    "import sys; files = [arg for arg in sys.argv[2:] if not arg.startswith('-')]; "
     "open(sys.argv[1], 'a').write(' '.join(files) + '\\n'); "
-    "sys.exit(1 if any('broken' in open(f).read() for f in files) else 0)"
+    "sys.exit(1 if any(open(f).read().startswith('broken') for f in files) else 0)"
 )
 
 
@@ -56,7 +56,7 @@ def record(tmp_path: Path) -> Path:
 
 
 def lint_contract(repo: Path, record: Path, **gate: Any) -> None:
-    write_contract(repo, {"name": "lint", "command": python(RECORDING, str(record)) + ["{files}"],
+    write_contract(repo, {"name": "lint", "command": [*python(RECORDING, str(record)), "{files}"],
                           "when_changed": ["src/**/*.py"], "cache": True, **gate})
 
 
@@ -107,3 +107,82 @@ def test_the_same_content_is_checked_once_from_edit_to_push(repo: Path, record: 
     assert pushed.returncode == 0, pushed.stderr
     assert re.search(r"PASS  lint\s+cached", pushed.stdout), pushed.stdout
     assert len(runs(record)) == 1, runs(record)
+
+
+def ten_files(repo: Path) -> list[str]:
+    names = [f"src/m{index}.py" for index in range(10)]
+    for name in names:
+        write(repo / name, f"x = {name!r}\n")
+    write(repo / "pyproject.toml", "[tool.lint]\nstrict = true\n")
+    commit_all(repo)
+    return names
+
+
+def test_a_second_round_checks_only_the_file_that_changed(repo: Path, record: Path) -> None:
+    lint_contract(repo, record)
+    names = ten_files(repo)
+    assert gate_report(repo, "--all")["cached"] is False
+    assert sorted(runs(record)[-1]) == names
+    write(repo / "src" / "m4.py", "x = 'edited'\n")
+    second = gate_report(repo, "--all")
+    assert (second["outcome"], second["cached"]) == ("passed", False)
+    assert runs(record)[-1] == ["src/m4.py"]
+    third = gate_report(repo, "--all")  # every file passed before: nothing is spawned
+    assert (third["outcome"], third["cached"]) == ("passed", True)
+    assert len(runs(record)) == 2
+    git(repo, "checkout", "--", "src/m4.py")  # content that passed in the first round
+    assert gate_report(repo, "--all")["cached"] is True
+    assert len(runs(record)) == 2
+
+
+def test_a_changed_context_file_checks_every_file_again(repo: Path, record: Path) -> None:
+    lint_contract(repo, record)
+    names = ten_files(repo)
+    gate_report(repo, "--all")
+    write(repo / "pyproject.toml", "[tool.lint]\nstrict = false\n")  # not in when_changed
+    write(repo / "src" / "m4.py", "x = 'edited'\n")  # so that the whole gate's key changes
+    gate_report(repo, "--all")
+    assert len(runs(record)) == 2 and sorted(runs(record)[-1]) == names
+
+
+def test_a_failing_file_is_checked_every_time(repo: Path, record: Path) -> None:
+    lint_contract(repo, record)
+    ten_files(repo)
+    gate_report(repo, "--all")
+    write(repo / "src" / "m3.py", "broken\n")
+    for _ in range(2):
+        failed = gate_report(repo, "--all", status=1)
+        assert (failed["outcome"], failed["cached"]) == ("failed", False)
+        assert runs(record)[-1] == ["src/m3.py"]
+    assert len(runs(record)) == 3
+
+
+def test_a_changed_command_or_tool_checks_every_file_again(repo: Path, record: Path,
+                                                           tmp_path: Path) -> None:
+    tool = tmp_path / "bin" / "lint-tool"
+    write(tool, f"#!{sys.executable}\n{RECORDING.replace('; ', chr(10))}\n")
+    tool.chmod(0o755)
+    write_contract(repo, {"name": "lint", "command": [str(tool), str(record), "{files}"],
+                          "when_changed": ["src/**/*.py"], "cache": True})
+    names = ten_files(repo)
+    gate_report(repo, "--all")
+    gate_report(repo, "--all")
+    assert len(runs(record)) == 1
+    write(tool, tool.read_text() + "# upgraded\n")  # a new version of the tool
+    gate_report(repo, "--all")
+    assert len(runs(record)) == 2 and sorted(runs(record)[-1]) == names
+    write_contract(repo, {"name": "lint", "command": [str(tool), str(record), "-v", "{files}"],
+                          "when_changed": ["src/**/*.py"], "cache": True})
+    gate_report(repo, "--all")
+    assert len(runs(record)) == 3 and sorted(runs(record)[-1]) == names
+
+
+def test_gates_without_when_changed_are_not_reused_per_file(repo: Path, record: Path) -> None:
+    write_contract(repo, {"name": "lint", "command": [*python(RECORDING, str(record)), "{files}"],
+                          "cache": True})
+    names = ten_files(repo)
+    gate_report(repo, "--all")
+    write(repo / "src" / "m4.py", "x = 'edited'\n")
+    gate_report(repo, "--all")
+    assert sorted(runs(record)[-1]) == sorted([*names, "pyproject.toml", "verify.toml"])
+    assert not list((repo / ".git" / "verifygate" / "cache").glob("f-*.json"))

@@ -99,6 +99,17 @@ class RepoFiles:
         self._digests[patterns] = result = digest.hexdigest()
         return result
 
+    def identity(self, path: str) -> str:
+        """``"<mode> <oid>"`` of one file (its content as git would name it), or ``deleted``.
+
+        Raises ``OSError`` as ``digest`` does.
+        """
+        listing = self._listing = self._listing or _list_files(self.root)
+        identity = listing.ids.get(path) or self._hashed.get(path)
+        if identity is None:
+            identity = self._hashed[path] = self._identity(path, listing)
+        return identity
+
     def _matching(self, patterns: tuple[str, ...], listing: _Listing) -> list[str]:
         """The files ``patterns`` match, and the directories git does not look into that they
         may reach: submodules, and links to directories (git lists the link alone)."""
