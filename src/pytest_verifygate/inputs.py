@@ -88,9 +88,7 @@ class RepoFiles:
             paths = self._matching(patterns, listing)
         digest = hashlib.sha256()
         for path in paths:
-            identity = listing.ids.get(path) or self._hashed.get(path)
-            if identity is None:
-                identity = self._hashed[path] = self._identity(path, listing)
+            identity = self.identity(path)
             if identity == _DELETED:
                 # Deleted in the work tree only: keyed as when the deletion is staged or
                 # committed (the path absent), so a pass before ``git add`` holds after it.
