@@ -186,3 +186,24 @@ def test_gates_without_when_changed_are_not_reused_per_file(repo: Path, record: 
     gate_report(repo, "--all")
     assert sorted(runs(record)[-1]) == sorted([*names, "pyproject.toml", "verify.toml"])
     assert not list((repo / ".git" / "verifygate" / "cache").glob("f-*.json"))
+
+
+@pytest.mark.parametrize("when_changed", [None, ["src/**"]])
+def test_a_gate_by_file_type_is_reused_per_file(repo: Path, record: Path,
+                                                when_changed: list[str] | None) -> None:
+    """As ``verifygate init`` writes ruff's gate: file types, no ``when_changed``; or with a
+    ``when_changed`` that also matches files of other types, which are its context."""
+    gate: dict[str, Any] = {"name": "lint", "types": ["python"], "cache": True,
+                            "command": [*python(RECORDING, str(record)), "{files}"]}
+    write_contract(repo, gate if when_changed is None else {**gate, "when_changed": when_changed})
+    names = ten_files(repo)
+    write(repo / "src" / "settings.cfg", "[lint]\n")
+    commit_all(repo)
+    gate_report(repo, "--all")
+    write(repo / "src" / "m4.py", "x = 'edited'\n")
+    gate_report(repo, "--all")
+    assert runs(record)[-1] == ["src/m4.py"]
+    write(repo / "src" / "settings.cfg", "[lint]\nstrict = 1\n")  # not a python file
+    write(repo / "src" / "m4.py", "x = 'edited again'\n")
+    gate_report(repo, "--all")
+    assert len(runs(record)) == 3 and sorted(runs(record)[-1]) == names

@@ -20,12 +20,13 @@ safely; the directory is reached through no link (``storage.open_state_dir``). T
 ``KEEP_ENTRIES`` entries (by last use) are kept; older ones are pruned when a pass is stored,
 and only files named as entries are (``<key>.json``): nothing else there is touched.
 
-A gate taking ``{files}`` that has ``when_changed`` is also reused per file: each file a clean
-pass checked gets an entry (``f-<key>.json``) keyed by the gate's definition with ``{files}``
-unexpanded, the file's path and content, and the digest of the gate's context (its ``inputs``,
-else every file that does not match ``when_changed``: the configuration). A file with an entry
-is not passed again (``reused_files``); a file matching ``when_changed`` is judged on its own,
-as ``{files}`` promises. The newest ``KEEP_FILE_ENTRIES`` of these are kept.
+A gate taking ``{files}`` that has ``when_changed`` or file types is also reused per file: each
+file a clean pass checked gets an entry (``f-<key>.json``) keyed by the gate's definition with
+``{files}`` unexpanded, the file's path and content, and the digest of the gate's context (its
+``inputs``, else every file it does not judge on its own: the configuration). A file with an
+entry is not passed again (``reused_files``); a file ``when_changed`` matches and its types let
+through is judged on its own, as ``{files}`` promises. The newest ``KEEP_FILE_ENTRIES`` of these
+are kept.
 
 A stored pass makes a gate pass without running, and anything that can write the work tree
 can write ``.git``: an entry is sealed with this user's key (``integrity.py``) and believed
@@ -53,6 +54,7 @@ from pytest_verifygate.inputs import RepoFiles
 from pytest_verifygate.integrity import read_sealed, seal
 from pytest_verifygate.report.redact import Redactor, redactor_for
 from pytest_verifygate.runner.records import CacheSlot, GatePlan, GateResult
+from pytest_verifygate.selection import files_for_gate
 from pytest_verifygate.state_files import (
     is_temp_name,
     open_state_dir,
@@ -62,8 +64,8 @@ from pytest_verifygate.state_files import (
 from pytest_verifygate.storage import state_dir, warn_once
 
 __all__ = ["KEEP_ENTRIES", "KEEP_FILE_ENTRIES", "RepoFiles", "attach", "cache_dir",
-           "files_pass", "lookup", "prune", "redactor_for", "reused_files", "script_programs",
-           "store", "tool_identities"]
+           "context_digest", "files_pass", "lookup", "prune", "redactor_for", "reused_files",
+           "script_programs", "store", "tool_identities"]
 
 CACHE_VERSION = 1
 KEEP_ENTRIES = 512
@@ -127,17 +129,22 @@ def _file_definition(contract: Contract, plan: GatePlan) -> str:
     }, sort_keys=True, ensure_ascii=True)
 
 
-def context_patterns(gate: Gate) -> tuple[str, ...]:
-    """What a file checked alone is checked against: the gate's ``inputs``, else every file
-    ``when_changed`` does not match (``when_changed`` inverted: the last match decides)."""
+def context_digest(gate: Gate, root: Path, files: RepoFiles) -> str:
+    """What a file checked alone is checked against: the content of the gate's ``inputs``,
+    else of every file it would not judge on its own (those ``when_changed`` matches and its
+    file types let through): its configuration."""
     if gate.inputs is not None:
-        return gate.inputs
-    assert gate.when_changed
-    return ("*", *(p[1:] if p.startswith("!") else f"!{p}" for p in gate.when_changed))
+        return files.digest(gate.inputs)
+    judged = files_for_gate(gate, files.paths())
+    if gate.filters_files:
+        from pytest_verifygate.filetypes import files_of_gate
+
+        judged = files_of_gate(gate, root, judged)
+    return files.digest_except(frozenset(judged))
 
 
 def _per_file(plan: GatePlan) -> bool:
-    return bool(plan.given_files and plan.gate.when_changed)
+    return bool(plan.given_files and (plan.gate.when_changed or plan.gate.filters_files))
 
 
 def tool_identities(plan: GatePlan) -> list[list[Any]]:
@@ -237,9 +244,8 @@ def _with_file_keys(slot: CacheSlot, contract: Contract, plan: GatePlan,
     """``slot`` with the per-file key of each file the plan gives the gate (a file that
     cannot be hashed gets none: it is checked, and nothing is stored for it)."""
     definition = _file_definition(contract, plan)
-    patterns = context_patterns(plan.gate)
     try:
-        context = files.digest(patterns)
+        context = context_digest(plan.gate, contract.root, files)
     except OSError:
         return slot
     keys: list[tuple[str, str]] = []
@@ -248,7 +254,7 @@ def _with_file_keys(slot: CacheSlot, contract: Contract, plan: GatePlan,
             keys.append((path, _file_key(definition, context, path, files.identity(path))))
         except OSError:
             continue
-    return slot._replace(file_definition=definition, context=patterns, file_keys=tuple(keys))
+    return slot._replace(file_definition=definition, file_gate=plan.gate, file_keys=tuple(keys))
 
 
 def _file_entry_path(slot: CacheSlot, key: str) -> Path:
@@ -353,10 +359,10 @@ def store(slot: CacheSlot, result: GateResult) -> bool:
 
 def _store_files(slot: CacheSlot, files: RepoFiles, gate: str) -> None:
     """An entry for each file the pass checked whose key is the same after the run."""
-    if slot.file_definition is None or slot.context is None or not slot.file_keys:
+    if slot.file_definition is None or slot.file_gate is None or not slot.file_keys:
         return
     try:
-        context = files.digest(slot.context)
+        context = context_digest(slot.file_gate, slot.root, files)
     except OSError:
         return
     for path, key in slot.file_keys:

@@ -97,6 +97,20 @@ class RepoFiles:
         self._digests[patterns] = result = digest.hexdigest()
         return result
 
+    def paths(self) -> tuple[str, ...]:
+        """Every file git knows of or would add."""
+        self._listing = self._listing or _list_files(self.root)
+        return self._listing.paths
+
+    def digest_except(self, excluded: frozenset[str]) -> str:
+        """A fingerprint of every file git knows of or would add but those ``excluded``."""
+        digest = hashlib.sha256()
+        for path in self.paths():
+            identity = self.identity(path) if path not in excluded else _DELETED
+            if identity != _DELETED:
+                digest.update(os.fsencode(path) + b"\0" + identity.encode() + b"\n")
+        return digest.hexdigest()
+
     def identity(self, path: str) -> str:
         """``"<mode> <oid>"`` of one file (its content as git would name it), or ``deleted``.
 
