@@ -207,3 +207,14 @@ def test_a_gate_by_file_type_is_reused_per_file(repo: Path, record: Path,
     write(repo / "src" / "m4.py", "x = 'edited again'\n")
     gate_report(repo, "--all")
     assert len(runs(record)) == 3 and sorted(runs(record)[-1]) == names
+
+
+def test_a_run_answered_from_the_cache_makes_no_log_directory(repo: Path, record: Path) -> None:
+    lint_contract(repo, record)
+    ten_files(repo)
+    logs = repo / ".git" / "verifygate" / "logs"
+    gate_report(repo, "--all")
+    kept = sorted(logs.iterdir())
+    assert len(kept) == 1
+    assert gate_report(repo, "--all")["cached"] is True
+    assert sorted(logs.iterdir()) == kept  # the log of the run that ran is still there
