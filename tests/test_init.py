@@ -44,6 +44,9 @@ def test_init_writes_gates_for_the_tools_found(repo: Path) -> None:
     assert gates["ruff"]["command"] == ["uv", "run", "ruff", "check", "--force-exclude",
                                         "{files}"]
     assert gates["ruff"]["types_or"] == ["python", "pyi"]
+    # Passes of programs that read only files and config are cached; not of those that read
+    # what is installed (README, "Result cache").
+    assert [name for name, gate in gates.items() if gate.get("cache")] == ["ruff", "ruff-format"]
     assert gates["mypy"]["command"] == ["uv", "run", "mypy"]  # its config names the files
     assert "**/*.py" in gates["pytest"]["when_changed"]
     assert gates["docs"]["when_changed"][0] == "docs/**"

@@ -212,6 +212,8 @@ def test_well_known_hooks_become_gates_and_the_rest_is_listed(repo: Path) -> Non
     assert gates["ruff-check"]["command"] == ["ruff", "check", "--force-exclude", "--fix",
                                               "{files}"]
     assert gates["ruff-check"]["types_or"] == ["python", "pyi", "jupyter"]
+    assert [name for name, gate in gates.items() if gate.get("cache")] == [
+        "ruff-check", "ruff-format", "codespell"]  # not mypy: it reads what is installed
     assert gates["ruff-format"]["exclude_regex"] == "(?:docs/|ext/)|(?:tests/test_lowlevel.py)"
     assert gates["mypy"]["command"] == ["mypy", "--ignore-missing-imports", "--scroll-output",
                                         "{files}"]

@@ -20,6 +20,14 @@ safely; the directory is reached through no link (``storage.open_state_dir``). T
 ``KEEP_ENTRIES`` entries (by last use) are kept; older ones are pruned when a pass is stored,
 and only files named as entries are (``<key>.json``): nothing else there is touched.
 
+A gate taking ``{files}`` that has ``when_changed`` or file types is also reused per file: each
+file a clean pass checked gets an entry (``f-<key>.json``) keyed by the gate's definition with
+``{files}`` unexpanded, the file's path and content, and the digest of the gate's context (its
+``inputs``, else every file it does not judge on its own: the configuration). A file with an
+entry is not passed again (``reused_files``); a file ``when_changed`` matches and its types let
+through is judged on its own, as ``{files}`` promises. The newest ``KEEP_FILE_ENTRIES`` of these
+are kept.
+
 A stored pass makes a gate pass without running, and anything that can write the work tree
 can write ``.git``: an entry is sealed with this user's key (``integrity.py``) and believed
 only when its seal, its size, its key and its fields are right; anything else is ignored with
@@ -41,11 +49,12 @@ from typing import Any
 
 from pytest_verifygate import codes
 from pytest_verifygate.commands import ASSIGNMENT
-from pytest_verifygate.contract import Contract
+from pytest_verifygate.contract import Contract, Gate
 from pytest_verifygate.inputs import RepoFiles
 from pytest_verifygate.integrity import read_sealed, seal
 from pytest_verifygate.report.redact import Redactor, redactor_for
 from pytest_verifygate.runner.records import CacheSlot, GatePlan, GateResult
+from pytest_verifygate.selection import files_for_gate
 from pytest_verifygate.state_files import (
     is_temp_name,
     open_state_dir,
@@ -54,11 +63,14 @@ from pytest_verifygate.state_files import (
 )
 from pytest_verifygate.storage import state_dir, warn_once
 
-__all__ = ["KEEP_ENTRIES", "RepoFiles", "attach", "cache_dir", "lookup", "prune", "redactor_for",
+__all__ = ["KEEP_ENTRIES", "KEEP_FILE_ENTRIES", "RepoFiles", "attach", "cache_dir",
+           "context_digest", "files_pass", "lookup", "prune", "redactor_for", "reused_files",
            "script_programs", "store", "tool_identities"]
 
 CACHE_VERSION = 1
 KEEP_ENTRIES = 512
+KEEP_FILE_ENTRIES = 16384  # per-file entries: one per file and gate, a few hundred bytes each
+FILE_ENTRY_PREFIX = "f-"
 TAIL_BYTES = 4096  # of a cached pass's output, kept to show with the reused result
 STALE_TEMP_SECONDS = 3600.0
 MAX_TOOLS = 16
@@ -96,6 +108,43 @@ def _definition(contract: Contract, plan: GatePlan, patterns: tuple[str, ...] | 
         "inputs": list(patterns) if patterns is not None else None,
         "tools": tool_identities(plan),
     }, sort_keys=True, ensure_ascii=True)
+
+
+def _file_definition(contract: Contract, plan: GatePlan) -> str:
+    """The gate's definition for per-file entries: the command with ``{files}`` unexpanded."""
+    gate = plan.gate
+    return json.dumps({
+        "version": CACHE_VERSION,
+        "per_file": True,
+        "gate": gate.name,
+        "project": os.path.relpath(contract.root, contract.repo_root),
+        "cwd": gate.cwd,
+        "command": gate.command,
+        "env": sorted(plan.env.items()),
+        "timeout_seconds": gate.timeout_seconds,
+        "shell": gate.shell,
+        "when_changed": gate.when_changed,
+        "inputs": gate.inputs,
+        "tools": tool_identities(plan),
+    }, sort_keys=True, ensure_ascii=True)
+
+
+def context_digest(gate: Gate, root: Path, files: RepoFiles) -> str:
+    """What a file checked alone is checked against: the content of the gate's ``inputs``,
+    else of every file it would not judge on its own (those ``when_changed`` matches and its
+    file types let through): its configuration."""
+    if gate.inputs is not None:
+        return files.digest(gate.inputs)
+    judged = files_for_gate(gate, files.paths())
+    if gate.filters_files:
+        from pytest_verifygate.filetypes import files_of_gate
+
+        judged = files_of_gate(gate, root, judged)
+    return files.digest_except(frozenset(judged))
+
+
+def _per_file(plan: GatePlan) -> bool:
+    return bool(plan.given_files and (plan.gate.when_changed or plan.gate.filters_files))
 
 
 def tool_identities(plan: GatePlan) -> list[list[Any]]:
@@ -179,9 +228,63 @@ def attach(contract: Contract, plan: GatePlan, files: RepoFiles, redactor: Redac
         return plan
     slot = CacheSlot(cache_dir(contract.repo_root), key, contract.root, definition, patterns,
                      redactor=redactor if redactor is not None else redactor_for(contract.gates))
+    if _per_file(plan):
+        slot = _with_file_keys(slot, contract, plan, files)
     if read:
         slot = slot._replace(hit=lookup(slot, plan))
     return plan._replace(cache=slot)
+
+
+def _file_key(definition: str, context: str, path: str, identity: str) -> str:
+    return hashlib.sha256(f"{definition}\0{context}\0{path}\0{identity}".encode()).hexdigest()
+
+
+def _with_file_keys(slot: CacheSlot, contract: Contract, plan: GatePlan,
+                    files: RepoFiles) -> CacheSlot:
+    """``slot`` with the per-file key of each file the plan gives the gate (a file that
+    cannot be hashed gets none: it is checked, and nothing is stored for it)."""
+    definition = _file_definition(contract, plan)
+    try:
+        context = context_digest(plan.gate, contract.root, files)
+    except OSError:
+        return slot
+    keys: list[tuple[str, str]] = []
+    for path in plan.given_files:
+        try:
+            keys.append((path, _file_key(definition, context, path, files.identity(path))))
+        except OSError:
+            continue
+    return slot._replace(file_definition=definition, file_gate=plan.gate, file_keys=tuple(keys))
+
+
+def _file_entry_path(slot: CacheSlot, key: str) -> Path:
+    return slot.directory / f"{FILE_ENTRY_PREFIX}{key}.json"
+
+
+def reused_files(slot: CacheSlot, gate: str) -> frozenset[str]:
+    """The files of ``slot.file_keys`` that already passed: a sealed entry for their key."""
+    passed: set[str] = set()
+    for path, key in slot.file_keys:
+        entry_path = _file_entry_path(slot, key)
+        data = read_sealed(entry_path, SEAL_PURPOSE, MAX_ENTRY_BYTES)
+        try:
+            entry = json.loads(data.decode("utf-8")) if data is not None else None
+        except (ValueError, RecursionError):
+            continue
+        if (isinstance(entry, dict) and entry.get("version") == CACHE_VERSION
+                and entry.get("key") == key and entry.get("gate") == gate):
+            passed.add(path)
+            with contextlib.suppress(OSError):
+                os.utime(entry_path, follow_symlinks=False)  # kept by pruning as used
+    return frozenset(passed)
+
+
+def files_pass(plan: GatePlan, count: int) -> GateResult:
+    """The ``cached`` pass of a gate whose every file passed before (``reused_files``)."""
+    return GateResult(name=plan.gate.name, outcome=codes.PASSED, command=plan.display_command,
+                      cwd=plan.gate.cwd, exit_code=0,
+                      output_tail=f"{count} file(s), each passed before with this configuration",
+                      cached=True)
 
 
 def lookup(slot: CacheSlot, plan: GatePlan) -> GateResult | None:
@@ -225,7 +328,9 @@ def store(slot: CacheSlot, result: GateResult) -> bool:
     if result.outcome != codes.PASSED or result.flaky or result.cached:
         return False
     try:
-        if _key(slot.definition, RepoFiles(slot.root).digest(slot.patterns)) != slot.key:
+        files = RepoFiles(slot.root)
+        _store_files(slot, files, result.name)
+        if _key(slot.definition, files.digest(slot.patterns)) != slot.key:
             return False  # the inputs changed while the gate ran: the pass proves neither
         tail = result.output_tail  # masked as it was captured
         truncated = result.output_truncated
@@ -250,6 +355,30 @@ def store(slot: CacheSlot, result: GateResult) -> bool:
     except OSError:
         return False
     return True
+
+
+def _store_files(slot: CacheSlot, files: RepoFiles, gate: str) -> None:
+    """An entry for each file the pass checked whose key is the same after the run."""
+    if slot.file_definition is None or slot.file_gate is None or not slot.file_keys:
+        return
+    try:
+        context = context_digest(slot.file_gate, slot.root, files)
+    except OSError:
+        return
+    for path, key in slot.file_keys:
+        try:
+            now = _file_key(slot.file_definition, context, path, files.identity(path))
+        except OSError:
+            continue
+        if now != key:
+            continue  # this file or the context changed while the gate ran
+        entry = {"version": CACHE_VERSION, "key": key, "gate": gate, "path": path,
+                 "stored_at": round(time.time(), 3)}
+        sealed = seal(SEAL_PURPOSE, (json.dumps(entry, ensure_ascii=True) + "\n").encode())
+        if sealed is None:
+            return
+        write_state(_file_entry_path(slot, key), sealed)
+    prune_own_files(slot.directory, is_file_entry_name, KEEP_FILE_ENTRIES)
 
 
 def prune(directory: Path, keep: int = KEEP_ENTRIES) -> int:
@@ -283,3 +412,8 @@ def is_entry_name(name: str) -> bool:
     stem, _, suffix = name.partition(".")
     return (suffix == "json" and len(stem) == 64 and stem.isascii()
             and all(char in "0123456789abcdef" for char in stem))
+
+
+def is_file_entry_name(name: str) -> bool:
+    """Whether ``name`` is a per-file entry's: ``f-<SHA-256 in hex>.json``."""
+    return name.startswith(FILE_ENTRY_PREFIX) and is_entry_name(name[len(FILE_ENTRY_PREFIX):])

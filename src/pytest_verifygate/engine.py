@@ -212,7 +212,7 @@ def _runner(
 ) -> GateRunner:
     """A runner for ``gate_plans``, wired to the pluggy hooks, not started yet."""
     from pytest_verifygate.report.redact import redactor_for
-    from pytest_verifygate.runner.scheduler import GateRunner
+    from pytest_verifygate.runner.scheduler import GateRunner, needs_process
     from pytest_verifygate.storage import new_log_dir
 
     def classify_hook(gate: Gate, result: GateResult) -> str | None:
@@ -235,12 +235,16 @@ def _runner(
     jobs = plan.jobs if jobs is None else jobs
     # Logs are sinks too: a gate's log holds its output with the report's secrets masked.
     redactor = redactor_for(contract.gates)
+    if log_dir is None and any(needs_process(gate_plan) for gate_plan in plans):
+        log_dir = new_log_dir(contract.repo_root)
+    # A run answered from the cache makes no log directory: it would cost a directory and a
+    # pruning pass, and push the logs of runs that did run out of the last few kept.
     return GateRunner(
         plans,
         jobs=jobs,
         start_order=start_order(contract, plans, jobs),
         tail_bytes=contract.settings.output_tail_bytes,
-        log_dir=log_dir if log_dir is not None else new_log_dir(contract.repo_root),
+        log_dir=log_dir,
         classify_hook=classify_hook if hook is not None else None,
         on_started=started,
         on_finished=finished,

@@ -17,7 +17,8 @@ dangling link as its missing target. What cannot be hashed leaves the gate witho
 it runs, uncached: a git that fails or whose work tree is another checkout
 (``core.worktree``), a file that cannot be read, a link loop, a FIFO, socket or device (never
 opened: reading one may block or never end), a file over ``MAX_HASHED_BYTES``, a directory
-walked here holding over ``MAX_WALKED_FILES`` files.
+walked here holding over ``MAX_WALKED_FILES`` files. A file deleted in the work tree is left
+out, as it is once the deletion is staged: the key is the same before and after ``git add``.
 
 PYTEST_DONT_REWRITE
 """
@@ -38,6 +39,7 @@ READ_SIZE = 1 << 20
 MAX_WALKED_FILES = 10_000
 # Past this a file is not hashed and the gate not cached: hashing it costs seconds every run.
 MAX_HASHED_BYTES = 1 << 30
+_DELETED = "deleted"
 _GITLINK = "160000"
 # Untracked files are inputs unless the project's own .gitignore files ignore them (as
 # ``changes.UNTRACKED``: local exclude files do not hide a file from the key).
@@ -86,12 +88,39 @@ class RepoFiles:
             paths = self._matching(patterns, listing)
         digest = hashlib.sha256()
         for path in paths:
-            identity = listing.ids.get(path) or self._hashed.get(path)
-            if identity is None:
-                identity = self._hashed[path] = self._identity(path, listing)
+            identity = self.identity(path)
+            if identity == _DELETED:
+                # Deleted in the work tree only: keyed as when the deletion is staged or
+                # committed (the path absent), so a pass before ``git add`` holds after it.
+                continue
             digest.update(os.fsencode(path) + b"\0" + identity.encode() + b"\n")
         self._digests[patterns] = result = digest.hexdigest()
         return result
+
+    def paths(self) -> tuple[str, ...]:
+        """Every file git knows of or would add."""
+        self._listing = self._listing or _list_files(self.root)
+        return self._listing.paths
+
+    def digest_except(self, excluded: frozenset[str]) -> str:
+        """A fingerprint of every file git knows of or would add but those ``excluded``."""
+        digest = hashlib.sha256()
+        for path in self.paths():
+            identity = self.identity(path) if path not in excluded else _DELETED
+            if identity != _DELETED:
+                digest.update(os.fsencode(path) + b"\0" + identity.encode() + b"\n")
+        return digest.hexdigest()
+
+    def identity(self, path: str) -> str:
+        """``"<mode> <oid>"`` of one file (its content as git would name it), or ``deleted``.
+
+        Raises ``OSError`` as ``digest`` does.
+        """
+        listing = self._listing = self._listing or _list_files(self.root)
+        identity = listing.ids.get(path) or self._hashed.get(path)
+        if identity is None:
+            identity = self._hashed[path] = self._identity(path, listing)
+        return identity
 
     def _matching(self, patterns: tuple[str, ...], listing: _Listing) -> list[str]:
         """The files ``patterns`` match, and the directories git does not look into that they
@@ -253,7 +282,7 @@ def _file_id(full: Path, algorithm: str) -> str:
     try:
         info = os.lstat(full)
     except FileNotFoundError:
-        return "deleted"
+        return _DELETED
     if stat.S_ISLNK(info.st_mode):
         target = _blob_id(os.fsencode(os.readlink(full)), algorithm)
         return f"{_SYMLINK} {target} -> {_Tree(algorithm).resolved(full)}"

@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_verifygate.changes import all_files
-from pytest_verifygate.commands import UnsupportedCommand, expand, parse_command, shell_words
+from pytest_verifygate.commands import (
+    ParsedCommand,
+    UnsupportedCommand,
+    expand,
+    parse_command,
+    shell_words,
+)
 from pytest_verifygate.contract import Contract
 from pytest_verifygate.runner.records import GatePlan
 from pytest_verifygate.selection import Selection, files_for_gate
@@ -91,8 +97,31 @@ def plan_gates(
             repo_files = repo_files or cache.RepoFiles(contract.root)
             redactor = redactor or cache.redactor_for(contract.gates)
             plan = cache.attach(contract, plan, repo_files, redactor, read=read_cache)
+            if read_cache and plan.cache is not None and plan.cache.hit is None:
+                plan = _without_passed_files(plan, parsed, contract.root)
         plans.append(plan)
     return plans
+
+
+def _without_passed_files(plan: GatePlan, parsed: ParsedCommand, root: Path) -> GatePlan:
+    """``plan`` without the files that passed this gate before with the same content and
+    configuration (the result cache's per-file reuse); a cached pass if none remain."""
+    from pytest_verifygate import cache
+
+    slot = plan.cache
+    if slot is None or not slot.file_keys:
+        return plan
+    reused = cache.reused_files(slot, plan.gate.name)
+    if not reused:
+        return plan
+    remaining = tuple(path for path in plan.given_files if path not in reused)
+    if not remaining:
+        return plan._replace(cache=slot._replace(hit=cache.files_pass(plan, len(reused))))
+    files = [_relative_to_cwd(path, root, plan.cwd) for path in remaining]
+    invocations = tuple(tuple(argv) for argv in expand(parsed, files))
+    keys = tuple(item for item in slot.file_keys if item[0] not in reused)
+    return plan._replace(invocations=invocations, display_command=_truncated(invocations[0]),
+                         given_files=remaining, cache=slot._replace(file_keys=keys))
 
 
 def node_bin_path(cwd: Path, path: str) -> str:

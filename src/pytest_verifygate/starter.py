@@ -51,19 +51,23 @@ def starter_gates(root: Path) -> Starter:
         gates.append(gate)
         found.append(tool_name)
 
+    # ruff and black read only the files and their config (no plugins, no installed
+    # packages): their passes are cached. mypy, pyright and pytest read what is installed,
+    # which the cache key does not see (README, "Result cache").
     ruff = "ruff" in tool or (root / "ruff.toml").is_file() or (root / ".ruff.toml").is_file()
     black = "black" in tool
     if ruff:
         # --force-exclude: files named on the command line are still held to the config's
         # exclude and extend-exclude (without it ruff checks them all).
         add("ruff", {"name": "ruff", "command": ["ruff", "check", "--force-exclude", "{files}"],
-                     "types_or": _PYTHON})
+                     "types_or": _PYTHON, "cache": True})
         if not black:
             add("ruff format", {"name": "ruff-format", "command": [
-                "ruff", "format", "--check", "--force-exclude", "{files}"], "types_or": _PYTHON})
+                "ruff", "format", "--check", "--force-exclude", "{files}"], "types_or": _PYTHON,
+                "cache": True})
     if black:
         add("black", {"name": "black", "command": ["black", "--check", "{files}"],
-                      "types_or": _PYTHON})
+                      "types_or": _PYTHON, "cache": True})
     if (root / ".flake8").is_file() or "flake8" in setup_cfg or "flake8" in tox_ini:
         add("flake8", {"name": "flake8", "command": ["flake8", "{files}"], "types": ["python"]})
     mypy = tool.get("mypy") if isinstance(tool.get("mypy"), dict) else None

@@ -25,6 +25,10 @@ _FILE_STAGES = ("pre-commit", "pre-push", "manual")
 _PLAIN_LANGUAGES = ("system", "unsupported", "script", "unsupported_script", "python")
 # ``language: fail``: fail, printing the entry and the files, as pre-commit does.
 _FAIL_SCRIPT = "import sys; print(sys.argv[1]); print(*sys.argv[2:], sep='\\n'); sys.exit(1)"
+# Programs without plugins or installed packages that change their verdict: their passes are
+# cached (``cache = true``). mypy, pyright and flake8 read what is installed: not these.
+_CACHEABLE_REPOSITORIES = frozenset({"ruff-pre-commit", "black", "isort", "codespell",
+                                     "pyupgrade", "typos"})
 _VERSION = re.compile(r"v?(\d+(?:\.\d+)*)")
 _GLOBAL_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
 
@@ -102,7 +106,10 @@ def _effective_hook(url: str, hook: dict[str, Any], repo: dict[str, Any],
     version = _VERSION.fullmatch((frozen or {}).get(rev, rev))
     packages.setdefault(known.package,
                         version.group(1) if version and known.rev_is_version else None)
-    return {**_definition_keys(definition), **hook}
+    # A pass of these programs depends only on the files and the program (see README,
+    # "Result cache"), unless the config changed what runs.
+    pure = name in _CACHEABLE_REPOSITORIES and not {"entry", "language"} & set(hook)
+    return {**_definition_keys(definition), **hook, "known_pure": pure}
 
 
 def _definition_keys(definition: HookDefinition) -> dict[str, Any]:
@@ -171,6 +178,8 @@ def _gate(hook: Mapping[str, Any], config: Mapping[str, Any],
         if hook.get("always_run"):
             notes.append(f"hook {hook_id!r} has always_run: the gate still runs only when "
                          "some file of its types changed (remove its file keys to run always)")
+    if hook.get("known_pure") and not dependencies:
+        gate["cache"] = True
     _pitfalls(hook_id, argv, gate, hook, notes)
     return gate
 

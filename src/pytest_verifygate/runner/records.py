@@ -66,6 +66,12 @@ class CacheSlot(NamedTuple):
     patterns: tuple[str, ...] | None
     hit: GateResult | None = None
     redactor: Redactor | None = None  # masks the output a pass is stored with
+    # Per-file reuse (a ``{files}`` gate with ``when_changed`` or file types): the definition
+    # with ``{files}`` unexpanded, the gate (its context is computed again after the run),
+    # and each file this run checks with its per-file key.
+    file_definition: str | None = None
+    file_gate: Gate | None = None
+    file_keys: tuple[tuple[str, str], ...] = ()
 
     @property
     def path(self) -> Path:

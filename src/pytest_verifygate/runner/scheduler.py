@@ -131,9 +131,9 @@ class GateRunner:
                                       if need in names and need in placed)
             placed.add(name)
         static = {plan.gate.name: _static_result(plan) for plan in self.plans
-                  if not _needs_process(plan)}
+                  if not needs_process(plan)}
         self._ended.update(static)  # known before any worker looks at a gate's needs
-        self._waiting = [plan for plan in ordered if _needs_process(plan)]
+        self._waiting = [plan for plan in ordered if needs_process(plan)]
         # Plain threads rather than a concurrent.futures executor: a worker picks the next
         # gate by its needs (``_pick``), which an executor's queue cannot.
         for index in range(min(self.jobs, len(self._waiting))):
@@ -466,7 +466,8 @@ def _modified(result: GateResult, changed: tuple[str, ...]) -> GateResult:
                            modified_files=changed)
 
 
-def _needs_process(plan: GatePlan) -> bool:
+def needs_process(plan: GatePlan) -> bool:
+    """Whether the plan is for the runner to carry out (not skipped, pending or cached)."""
     cached = plan.cache is not None and plan.cache.hit is not None
     return plan.skip_reason is None and plan.pending_reason is None and not cached
 
