@@ -136,9 +136,12 @@ def uninstall(directory: Path, names: Sequence[str]) -> list[str]:
 
 def _write(path: Path, text: str) -> None:
     """Replace ``path`` atomically with an executable script (a link there is replaced, not
-    followed)."""
-    temporary = path.with_name(f".{path.name}.verifygate-tmp")
-    with open(temporary, "w", encoding="utf-8") as stream:
-        stream.write(text)
-    os.chmod(temporary, 0o755)
-    os.replace(temporary, path)
+    followed). The temp file is new (``O_EXCL``, no link followed): a name planted in the
+    hooks directory never leads the write, or the chmod, to a file of the user's."""
+    from pytest_verifygate.state_files import DIRECTORY, replace_in
+
+    dir_fd = os.open(path.parent, DIRECTORY)
+    try:
+        replace_in(dir_fd, path.name, text, mode=0o755)
+    finally:
+        os.close(dir_fd)

@@ -236,8 +236,9 @@ def write_state(path: Path, data: str | bytes) -> None:
         os.close(dir_fd)
 
 
-def replace_in(dir_fd: int, name: str, data: str | bytes) -> None:
-    """Write ``name`` in the directory ``dir_fd`` through a new temp file and ``os.replace``."""
+def replace_in(dir_fd: int, name: str, data: str | bytes, *, mode: int = 0o600) -> None:
+    """Write ``name`` in the directory ``dir_fd`` through a new temp file and ``os.replace``;
+    the file gets ``mode`` (whatever the umask)."""
     # A temp name of our own (this process, this instant) rather than ``tempfile.mkstemp``,
     # whose import (random, shutil) would cost every agent stop more than the write itself.
     # O_EXCL keeps mkstemp's guarantee: the file is new and ours, never a planted link.
@@ -245,6 +246,8 @@ def replace_in(dir_fd: int, name: str, data: str | bytes) -> None:
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
                  | getattr(os, "O_CLOEXEC", 0), 0o600, dir_fd=dir_fd)
     try:
+        if mode != 0o600:
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data.encode("utf-8") if isinstance(data, str) else data)
             handle.flush()
