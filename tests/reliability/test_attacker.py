@@ -3,10 +3,15 @@ work tree or ``.git`` (a gate, an agent) can plant, and what the tool must never
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
-from conftest import commit_all, verifygate, write
+from test_agent_hook import BAD, GOOD, checked_project
+
+from conftest import git, verifygate, write
 
 
 def test_install_never_writes_through_a_planted_temp_link(repo: Path, tmp_path: Path) -> None:
@@ -24,3 +29,41 @@ def test_install_never_writes_through_a_planted_temp_link(repo: Path, tmp_path: 
     assert victim.stat().st_mode & 0o777 == 0o600
     assert "pytest_verifygate run --staged" in (hooks / "pre-commit").read_text()
     assert not (hooks / "pre-commit").is_symlink()
+
+
+def _claude_stop(cwd: Path, project_dir: Path) -> subprocess.CompletedProcess[str]:
+    """The hook as Claude Code runs it: ``CLAUDE_PROJECT_DIR`` names the project, the
+    payload's ``cwd`` is wherever the agent's shell was left."""
+    payload = {"session_id": "s-1", "transcript_path": "/nonexistent.jsonl", "cwd": str(cwd),
+               "hook_event_name": "Stop", "stop_hook_active": False}
+    return subprocess.run([sys.executable, "-m", "pytest_verifygate", "agent-hook"],
+                          input=json.dumps(payload), capture_output=True, text=True,
+                          cwd=project_dir, check=False, timeout=120,
+                          env={**os.environ, "CLAUDE_PROJECT_DIR": str(project_dir)})
+
+
+def test_a_stop_from_a_clean_clone_still_judges_the_project(repo: Path, tmp_path: Path) -> None:
+    # The agent leaves the project broken, clones it (clean) and stops from the clone: the
+    # project the agent works on is the one to judge, not wherever its shell was left.
+    checked_project(repo)
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    write(repo / "calc.py", BAD)
+    for cwd in (clone, tmp_path):  # another repository; no repository at all
+        done = _claude_stop(cwd, repo)
+        assert done.returncode == 0, done.stderr
+        answer = json.loads(done.stdout)
+        assert answer.get("decision") == "block", answer
+        assert "calc.py:1: error: bug found" in answer["reason"]
+    write(repo / "calc.py", GOOD.replace("a + b", "b + a"))
+    assert _claude_stop(clone, repo).stdout == ""  # fixed: allowed as before
+
+
+def test_a_stop_from_the_project_or_below_is_judged_where_it_was_made(repo: Path) -> None:
+    checked_project(repo)
+    write(repo / "calc.py", BAD)
+    for cwd in (repo, repo / "pkg", repo / "pkg" / ".." / "pkg"):
+        cwd.mkdir(exist_ok=True)
+        done = _claude_stop(cwd, repo)
+        assert json.loads(done.stdout)["decision"] == "block"
+        assert "outside the project's repository" not in done.stderr

@@ -230,6 +230,32 @@ def judge(args: argparse.Namespace, payload: HookPayload) -> Decision:
     return _check(args, payload, plan, start)
 
 
+# The project directory an agent names for its hooks, where it names one.
+PROJECT_DIR_VARIABLES = {"claude": "CLAUDE_PROJECT_DIR", "gemini": "GEMINI_PROJECT_DIR"}
+
+
+def in_project(payload: HookPayload) -> HookPayload:
+    """``payload`` judged in the agent's project: the payload's ``cwd`` is wherever the
+    agent's shell was left, so a stop made from another repository (a clean clone, a scratch
+    directory) would judge that one. When the agent names its project directory and the
+    ``cwd`` is not in the project's repository, the project is judged instead; a ``cwd`` in
+    the same repository (a package's subdirectory, its own contract) stays."""
+    import os
+
+    named = os.environ.get(PROJECT_DIR_VARIABLES.get(payload.agent, ""), "")
+    if not named or not os.path.isabs(named) or not os.path.isdir(named):
+        return payload
+    project = Path(named)
+    # Compared resolved: ``<project>/../clone`` and a link in the project lead elsewhere.
+    here, there = Path(os.path.realpath(payload.cwd)), Path(os.path.realpath(project))
+    root = find_repo_root(there)
+    if find_repo_root(here) == root and (root is not None or here.is_relative_to(there)):
+        return payload
+    _warn(f"the stop was made from {payload.cwd}, outside the project's repository: "
+          f"{project} is checked")
+    return payload._replace(cwd=project)
+
+
 def _changed_since(args: argparse.Namespace, payload: HookPayload, start: StartPoint,
                    repo_root: Path | None) -> bool:
     """Whether anything (committed or not, untracked included) changed since ``start``: what

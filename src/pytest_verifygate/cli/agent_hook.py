@@ -48,6 +48,7 @@ def run_agent_hook(args: argparse.Namespace) -> int:
         GatesInterrupted,
         allow,
         fail_closed,
+        in_project,
         judge,
         one_line,
     )
@@ -63,6 +64,7 @@ def run_agent_hook(args: argparse.Namespace) -> int:
             try:
                 adapter, payload = read_payload(read_input(sys.stdin.buffer),
                                                 getattr(args, "agent", None))
+                payload = in_project(payload)
                 decision = judge(args, payload)
             # From here on a signal, or the budget, is noted, never raised: the answer that
             # blocks must be given whole.
