@@ -67,3 +67,22 @@ def test_a_stop_from_the_project_or_below_is_judged_where_it_was_made(repo: Path
         done = _claude_stop(cwd, repo)
         assert json.loads(done.stdout)["decision"] == "block"
         assert "outside the project's repository" not in done.stderr
+
+
+def test_agent_status_believes_no_record_replayed_from_another_repository(
+        repo: Path, tmp_path: Path) -> None:
+    # A sealed "verified" record from another repository (or an earlier clone) copied into
+    # this one's state must not make a broken run's caller see a verified stop.
+    checked_project(repo)
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(repo), str(other))
+    write(other / "calc.py", GOOD.replace("a + b", "b + a"))
+    assert _claude_stop(other, other).stdout == ""  # verified there
+    status = [sys.executable, "-m", "pytest_verifygate", "agent-status"]
+    assert subprocess.run(status, cwd=other, check=False).returncode == 0
+    (repo / ".git" / "verifygate").mkdir(exist_ok=True)
+    (repo / ".git" / "verifygate" / "agent-status.json").write_bytes(
+        (other / ".git" / "verifygate" / "agent-status.json").read_bytes())
+    replayed = subprocess.run(status, cwd=repo, capture_output=True, text=True, check=False)
+    assert replayed.returncode == 1, replayed.stdout
+    assert "no stop recorded" in replayed.stdout

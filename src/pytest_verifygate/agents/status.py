@@ -52,7 +52,8 @@ def record_status(repo_root: Path, outcome: str, *, agent: str, session: str, me
     from pytest_verifygate.integrity import signed
 
     record: dict[str, object] = {
-        "outcome": outcome, "agent": agent, "session": session, "time": time.time(),
+        "outcome": outcome, "repository": _repository(repo_root), "agent": agent,
+        "session": session, "time": time.time(),
         "message": message[:2000], "failed_gates": list(failed_gates[:50]),
     }
     text = json.dumps(signed(STATUS_SEAL, record), indent=2) + "\n"
@@ -74,7 +75,7 @@ def record_status(repo_root: Path, outcome: str, *, agent: str, session: str, me
 
 def read_status(repo_root: Path) -> dict[str, Any] | None:
     """The last stop's record, or None: none was recorded, or none that this user's
-    verifygate wrote (a forged "verified" must not pass)."""
+    verifygate wrote for this repository (a forged or replayed "verified" must not pass)."""
     from pytest_verifygate.integrity import StateFileError, is_signed, read_state_file
 
     newest: dict[str, Any] | None = None
@@ -88,10 +89,19 @@ def read_status(repo_root: Path) -> dict[str, Any] | None:
             continue
         if (isinstance(data, dict) and is_signed(STATUS_SEAL, data)
                 and data.get("outcome") in OUTCOMES
+                and data.get("repository") == _repository(repo_root)
                 and isinstance(data.get("time"), (int, float))
                 and (newest is None or data["time"] > newest["time"])):
             newest = data
     return newest
+
+
+def _repository(repo_root: Path) -> str:
+    """The repository a record is of, sealed in it: a sealed record copied from another
+    repository (a clone whose stop was verified) is not this one's."""
+    import os
+
+    return os.path.realpath(repo_root)
 
 
 def clear_status(repo_root: Path) -> None:
