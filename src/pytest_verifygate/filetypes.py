@@ -72,6 +72,40 @@ def _tags(path: str, deleted: bool) -> frozenset[str]:
 
 
 def _name_test(files_regex: str | None, exclude_regex: str | None) -> Callable[[str], bool]:
-    include = re.compile(files_regex or "").search
-    exclude = re.compile(exclude_regex).search if exclude_regex else None
-    return lambda path: include(path) is not None and (exclude is None or exclude(path) is None)
+    include = _finder(files_regex or "")
+    exclude = _finder(exclude_regex) if exclude_regex else None
+    return lambda path: include(path) and (exclude is None or not exclude(path))
+
+
+def _finder(pattern: str) -> Callable[[str], bool]:
+    r"""Whether ``pattern`` (a Python regex) is found in a path, in time linear in the path's
+    length wherever that keeps Python's meaning.
+
+    Python's ``re`` backtracks: ``^(a+)+$`` takes minutes on a name of 40 characters. re2
+    (google-re2, as ``patterns.py`` uses it) is linear, and means what ``re`` means for an
+    ASCII pattern it accepts (no lookaround, backreference or ``\Z``), but for POSIX classes
+    (``[[:alpha:]]``, a set in Python) and ``{,n}`` (literal in re2), on a printable ASCII
+    path (``\w``, ``\d``, ``\s`` and case folding are ASCII's there, and ``$`` has no
+    newline to stop before). Anything else keeps Python's ``re``, with its costs."""
+    python = re.compile(pattern).search
+    fast = _re2_search(pattern)
+    if fast is None:
+        return lambda path: python(path) is not None
+    return lambda path: (fast if path.isascii() and path.isprintable() else python)(
+        path) is not None
+
+
+def _re2_search(pattern: str) -> Callable[[str], object] | None:
+    if not pattern.isascii() or "[:" in pattern or "{," in pattern:
+        return None
+    try:
+        import re2
+    except ImportError:
+        return None
+    options = re2.Options()
+    options.log_errors = False  # a pattern it does not take is Python's, not an error
+    try:
+        search: Callable[[str], object] = re2.compile(pattern, options).search
+    except re2.error:
+        return None
+    return search

@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_verifygate.filetypes import _finder
+from reliability.support import examples
 from test_agent_hook import BAD, GOOD, checked_project
 
-from conftest import git, verifygate, write
+from conftest import commit_all, git, verifygate, write
 
 
 def test_install_never_writes_through_a_planted_temp_link(repo: Path, tmp_path: Path) -> None:
@@ -86,3 +92,54 @@ def test_agent_status_believes_no_record_replayed_from_another_repository(
     replayed = subprocess.run(status, cwd=repo, capture_output=True, text=True, check=False)
     assert replayed.returncode == 1, replayed.stdout
     assert "no stop recorded" in replayed.stdout
+
+
+def test_files_regex_is_matched_in_bounded_time(repo: Path) -> None:
+    # pre-commit's `files` / `exclude` are Python regexes; one that backtracks
+    # catastrophically (as a migrated config may hold) against a long changed name must not
+    # keep a run busy: with re2 it is linear in the name's length.
+    write(repo / "verify.toml", f'''
+[[gate]]
+name = "lint"
+command = ["{sys.executable}", "-c", "print('ran')"]
+files_regex = "^(a+)+$"
+exclude_regex = "^(b+)+$"
+''')
+    commit_all(repo)
+    write(repo / ("a" * 60 + "c"), "x\n")
+    write(repo / ("b" * 60 + "c"), "x\n")
+    write(repo / ("a" * 60), "x\n")
+    git(repo, "add", "-A")
+    try:
+        done = subprocess.run([sys.executable, "-m", "pytest_verifygate", "run", "--staged",
+                               "--json",
+                               str(repo.parent / "report.json")], cwd=repo, timeout=30,
+                              capture_output=True, text=True, check=False)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("matching files_regex took over 30 s") from None
+    assert done.returncode == 0, done.stdout + done.stderr
+    (gate,) = json.loads((repo.parent / "report.json").read_text())["gates"]
+    assert gate["outcome"] == "passed"
+
+
+_PIECES = ["a", "b", "A", "/", ".", "_", "-", "1", r"\.", r"\w", r"\W", r"\d", r"\s", r"\b",
+           r"\B", ".", "*", "+", "?", "*?", "{1,2}", "{2}", "^", "$", r"\A", "(", ")", "|",
+           "[a-c]", "[^a]", "[]a]", r"[\w.]", "(?i)", "(?s)", "(?m)", "(?:", " ", "{", "}"]
+
+
+@examples(300)
+@given(st.lists(st.sampled_from(_PIECES), max_size=8),
+       st.lists(st.text(st.characters(min_codepoint=0, max_codepoint=127), min_size=1,
+                                max_size=12),
+                min_size=1, max_size=5))
+def test_files_regex_means_what_python_means(pieces: list[str], paths: list[str]) -> None:
+    # The linear engine is used only where it keeps Python's meaning: every path, printable
+    # or not, is matched as Python's re matches it.
+    pattern = "".join(pieces)
+    try:
+        python = re.compile(pattern)
+    except (re.error, FutureWarning, DeprecationWarning):
+        return
+    finder = _finder(pattern)
+    for path in paths:
+        assert finder(path) == (python.search(path) is not None), (pattern, path)
