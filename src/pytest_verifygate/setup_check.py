@@ -30,6 +30,11 @@ AGENT_CONFIGS = (".claude/settings.json", ".codex/hooks.json", ".cursor/hooks.js
                  ".gemini/settings.json")
 
 
+# The most of a contract, hook or agent configuration file ``check`` reads: more is no such
+# file.
+MAX_FILE_BYTES = 4 << 20
+
+
 class Finding(NamedTuple):
     level: str  # ERROR or WARNING
     where: str  # the file (and gate) it is about
@@ -41,11 +46,8 @@ def contract_file_findings(directory: Path) -> Iterator[Finding]:
     verify = directory / "verify.toml"
     pyproject = directory / "pyproject.toml"
     for path in (verify, pyproject):
-        try:
-            head = path.read_bytes()[:3]
-        except OSError:
-            continue
-        if head == BOM:
+        head = _read(path)
+        if head is not None and head[:3] == BOM:
             yield Finding(ERROR, path.name, "starts with a UTF-8 byte-order mark: save it "
                           "as UTF-8 without one (TOML tools and taplo refuse or misread it)")
     tool = _pyproject_tool(pyproject)
@@ -117,12 +119,10 @@ def hook_findings(repo_root: Path, environ: dict[str, str]) -> Iterator[Finding]
     hooks_dir = git_hooks_dir(repo_root)
     for name in HOOK_NAMES:
         path = hooks_dir / name if hooks_dir is not None else None
-        if path is None or not path.is_file():
+        raw = _read(path) if path is not None else None
+        if path is None or raw is None:
             continue
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
+        text = raw.decode("utf-8", errors="replace")
         shown = os.path.relpath(path, repo_root)
         if "verifygate" not in text and "pre-commit" not in text:
             continue
@@ -131,12 +131,12 @@ def hook_findings(repo_root: Path, environ: dict[str, str]) -> Iterator[Finding]
         for line in text.splitlines():
             yield from _hook_line(shown, line, environ)
     for config in AGENT_CONFIGS:
-        path = repo_root / config
+        raw = _read(repo_root / config)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            commands = list(_commands(json.loads(raw.decode("utf-8")))) if raw else []
+        except (ValueError, RecursionError):  # not JSON, or nested too deeply to be one
             continue
-        for command in _commands(data):
+        for command in commands:
             if "verifygate" in command or "pytest_verifygate" in command:
                 yield from _command_start(config, command, environ)
 
@@ -207,9 +207,36 @@ def _commands(data: Any) -> Iterable[str]:
 def _pyproject_tool(path: Path) -> dict[str, Any]:
     from pytest_verifygate.contract.parse import parse_toml
 
+    raw = _read(path)
     try:
-        data = parse_toml(path.read_text(encoding="utf-8-sig"), path.name)
-    except (OSError, UnicodeDecodeError, VerifyGateError):
+        data = parse_toml(raw.decode("utf-8-sig"), path.name) if raw is not None else {}
+    except (UnicodeDecodeError, VerifyGateError):
         return {}
     tool = data.get("tool")
     return tool if isinstance(tool, dict) else {}
+
+
+def _read(path: Path) -> bytes | None:
+    """The regular file ``path`` (a link followed: these are the user's files), read up to
+    ``MAX_FILE_BYTES``; None for anything else. Opened non-blocking and checked once open: a
+    FIFO in a cloned repository never hangs ``check``."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
+            return None
+        data = b""
+        while chunk := os.read(fd, MAX_FILE_BYTES + 1 - len(data)):
+            data += chunk
+            if len(data) > MAX_FILE_BYTES:  # grown since: still no such file
+                return None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data

@@ -143,3 +143,29 @@ def test_files_regex_means_what_python_means(pieces: list[str], paths: list[str]
     finder = _finder(pattern)
     for path in paths:
         assert finder(path) == (python.search(path) is not None), (pattern, path)
+
+
+def _check(repo: Path) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run([sys.executable, "-m", "pytest_verifygate", "check"], cwd=repo,
+                              capture_output=True, text=True, check=False, timeout=30)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("verifygate check hung") from None
+
+
+def test_check_reads_a_hostile_repository_bounded_and_without_blocking(repo: Path) -> None:
+    # A repository cloned from anywhere: an agent configuration nested too deeply, a FIFO in
+    # place of a configuration or of pyproject.toml never hang `check` or end in a traceback.
+    write(repo / "verify.toml", '[[gate]]\nname = "a"\ncommand = ["true"]\n')
+    write(repo / ".claude" / "settings.json", "[" * 100_000 + "]" * 100_000)
+    write(repo / ".codex" / "hooks.json", '{"hooks": ' * 990 + "{}" + "}" * 990)
+    (repo / ".cursor").mkdir()
+    os.mkfifo(repo / ".cursor" / "hooks.json")
+    os.mkfifo(repo / "pyproject.toml")
+    hooks = repo / ".git" / "hooks"
+    hooks.mkdir(exist_ok=True)
+    os.mkfifo(hooks / "pre-push")
+    done = _check(repo)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode in (0, 1), done
+    assert "1 gate(s)" in done.stdout + done.stderr
