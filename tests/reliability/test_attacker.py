@@ -13,11 +13,13 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_verifygate import githooks
 from pytest_verifygate.filetypes import _finder
+from pytest_verifygate.report.github import write_step_outputs
 from reliability.support import examples
 from test_agent_hook import BAD, GOOD, checked_project
 
-from conftest import commit_all, git, verifygate, write
+from conftest import commit_all, git, read_output_file, verifygate, write
 
 
 def test_install_never_writes_through_a_planted_temp_link(repo: Path, tmp_path: Path) -> None:
@@ -169,3 +171,43 @@ def test_check_reads_a_hostile_repository_bounded_and_without_blocking(repo: Pat
     assert "Traceback" not in done.stderr, done.stderr
     assert done.returncode in (0, 1), done
     assert "1 gate(s)" in done.stdout + done.stderr
+
+
+def test_install_and_uninstall_leave_a_linked_hook_and_its_target_alone(
+        repo: Path, tmp_path: Path) -> None:
+    # A hook that is a link to a file of the user's (a dotfiles repository) is moved aside as
+    # a link and put back as one; its target is never written, and never deleted.
+    target = write(tmp_path / "dotfiles" / "pre-commit", "#!/bin/sh\nexit 0\n")
+    target.chmod(0o700)
+    hooks = repo / ".git" / "hooks"
+    hooks.mkdir(exist_ok=True)
+    os.symlink(target, hooks / "pre-commit")
+    assert verifygate("install", cwd=repo).returncode == 0
+    assert os.readlink(hooks / "pre-commit.verifygate-chained") == str(target)
+    assert verifygate("uninstall", cwd=repo).returncode == 0
+    assert os.readlink(hooks / "pre-commit") == str(target)
+    assert target.read_text() == "#!/bin/sh\nexit 0\n"
+    assert target.stat().st_mode & 0o777 == 0o700
+    # A link to a file holding our marker is still not ours to remove.
+    ours = write(tmp_path / "dotfiles" / "pre-push", githooks.hook_text("pre-push", "python"))
+    os.symlink(ours, hooks / "pre-push")
+    done = verifygate("uninstall", cwd=repo)
+    assert "pre-push: not written by verifygate install: left as it is" in done.stdout
+    assert (hooks / "pre-push").is_symlink() and ours.exists()
+
+
+def test_step_outputs_hold_no_output_of_a_gate_s_making(tmp_path: Path) -> None:
+    # $GITHUB_OUTPUT: a report path with line breaks and a gate named like a delimiter or a
+    # workflow command add no output and end no value early.
+    report = {"verdict": "failed", "gates": [
+        {"name": "::set-output name=verdict::passed", "outcome": "failed"},
+        {"name": "verdict<<EOF", "outcome": "failed"}]}
+    output = tmp_path / "github_output"
+    warning = write_step_outputs(report, {"GITHUB_OUTPUT": str(output)},
+                                 report_path="r.json\nverdict=passed\nEOF\nverdict<<X\npassed")
+    assert warning is None
+    outputs = read_output_file(output)
+    assert outputs["verdict"] == "failed"
+    assert json.loads(outputs["failed-gates"]) == [gate["name"] for gate in report["gates"]]
+    assert outputs["report"] == "r.json\nverdict=passed\nEOF\nverdict<<X\npassed"
+    assert sorted(outputs) == ["failed-gates", "report", "verdict"]
