@@ -216,27 +216,8 @@ def _pyproject_tool(path: Path) -> dict[str, Any]:
     return tool if isinstance(tool, dict) else {}
 
 
-def _read(path: Path) -> bytes | None:
-    """The regular file ``path`` (a link followed: these are the user's files), read up to
-    ``MAX_FILE_BYTES``; None for anything else. Opened non-blocking and checked once open: a
-    FIFO in a cloned repository never hangs ``check``."""
-    import stat
 
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
-            return None
-        data = b""
-        while chunk := os.read(fd, MAX_FILE_BYTES + 1 - len(data)):
-            data += chunk
-            if len(data) > MAX_FILE_BYTES:  # grown since: still no such file
-                return None
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return data
+def _read(path: Path) -> bytes | None:
+    from pytest_verifygate.storage import read_user_file
+
+    return read_user_file(path, MAX_FILE_BYTES)

@@ -124,15 +124,15 @@ def _toml(path: Path) -> dict[str, Any]:
     from pytest_verifygate.contract.parse import parse_toml
 
     try:
-        return parse_toml(path.read_text(encoding="utf-8-sig"), str(path))
-    except (OSError, UnicodeDecodeError):
+        return parse_toml(_text(path, "utf-8-sig"), str(path))
+    except UnicodeDecodeError:
         return {}
 
 
 def _ini(path: Path) -> configparser.ConfigParser:
     parser = configparser.ConfigParser(interpolation=None)
     with contextlib.suppress(configparser.Error, UnicodeDecodeError):  # unreadable: no tools
-        parser.read(path, encoding="utf-8")
+        parser.read_string(_text(path), str(path))
     return parser
 
 
@@ -158,8 +158,9 @@ def _tox_envs(tox_ini: configparser.ConfigParser) -> list[str]:
 def _nox_sessions(path: Path) -> list[str]:
     """The functions of ``noxfile.py`` decorated as sessions (read, never run)."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        tree = ast.parse(_text(path))
+    # Nesting deeper than the parser's stack is a MemoryError or a RecursionError: no sessions.
+    except (UnicodeDecodeError, SyntaxError, ValueError, MemoryError, RecursionError):
         return []
     sessions = []
     for node in tree.body:
@@ -167,3 +168,15 @@ def _nox_sessions(path: Path) -> list[str]:
                 "session" in ast.unparse(decorator) for decorator in node.decorator_list):
             sessions.append(node.name)
     return sessions
+
+
+# The most of a project file ``init`` reads to find its tools: more is no such file.
+MAX_FILE_BYTES = 4 << 20
+
+
+def _text(path: Path, encoding: str = "utf-8") -> str:
+    """The project file ``path`` as text; empty when it is not a regular file of a sane size
+    (read bounded and non-blocking: ``storage.read_user_file``)."""
+    from pytest_verifygate.storage import read_user_file
+
+    return (read_user_file(path, MAX_FILE_BYTES) or b"").decode(encoding)

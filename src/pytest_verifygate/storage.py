@@ -473,3 +473,30 @@ def log_file_name(gate_name: str) -> str:
 
     digest = hashlib.sha256(gate_name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
     return f"{safe.strip('._-') or 'gate'}-{digest}.log"
+
+
+def read_user_file(path: str | os.PathLike[str], limit: int) -> bytes | None:
+    """The regular file ``path`` of the user's project (a link followed), read up to
+    ``limit`` bytes; None for anything else (missing, a FIFO, a device, a directory, larger).
+    Opened non-blocking and checked once open: a FIFO in a cloned repository never hangs a
+    command that only looks at the project (``check``, ``init``)."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        data = b""
+        while chunk := os.read(fd, limit + 1 - len(data)):
+            data += chunk
+            if len(data) > limit:  # grown since: still too large
+                return None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data

@@ -211,3 +211,21 @@ def test_step_outputs_hold_no_output_of_a_gate_s_making(tmp_path: Path) -> None:
     assert json.loads(outputs["failed-gates"]) == [gate["name"] for gate in report["gates"]]
     assert outputs["report"] == "r.json\nverdict=passed\nEOF\nverdict<<X\npassed"
     assert sorted(outputs) == ["failed-gates", "report", "verdict"]
+
+
+def test_init_reads_a_hostile_project_bounded_and_without_blocking(repo: Path) -> None:
+    # init looks at the project's files to find its tools: a FIFO in place of one, and a
+    # noxfile nested deeper than Python's parser goes, are no tools, never a hang or a
+    # traceback.
+    write(repo / "noxfile.py", "x = " + "-" * 200_000 + "1\n")
+    os.mkfifo(repo / "tox.ini")
+    os.mkfifo(repo / "setup.cfg")
+    write(repo / "pyproject.toml", "[tool.ruff]\nline-length = 99\n")
+    try:
+        done = subprocess.run([sys.executable, "-m", "pytest_verifygate", "init"], cwd=repo,
+                              capture_output=True, text=True, check=False, timeout=30)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("verifygate init hung") from None
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "wrote verify.toml" in done.stdout and "ruff" in done.stdout
