@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -229,3 +230,29 @@ def test_init_reads_a_hostile_project_bounded_and_without_blocking(repo: Path) -
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     assert "wrote verify.toml" in done.stdout and "ruff" in done.stdout
+
+
+LAUGHS = "".join(f"{name}: &{name} [{', '.join([f'*{previous}'] * 9)}]\n"
+                 for previous, name in zip("abcdefg", "bcdefgh", strict=True))
+
+
+@pytest.mark.parametrize(("config", "expected"), [
+    # YAML aliases of aliases: nine lines meaning 387 million values.
+    ('a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x"]\n' + LAUGHS
+     + "repos:\n- repo: local\n  hooks:\n  - {id: lol, name: lol, entry: echo, "
+       "language: system, args: *h, types: *h}\n",
+     "its aliases expand to more than 100000 values"),
+    ("repos: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+])
+def test_migrate_refuses_a_config_that_would_not_end(repo: Path, config: str,
+                                                     expected: str) -> None:
+    write(repo / ".pre-commit-config.yaml", config)
+    try:
+        done = subprocess.run([sys.executable, "-m", "pytest_verifygate", "migrate", "-o",
+                               "-"], cwd=repo, capture_output=True, text=True, check=False,
+                              timeout=30)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("verifygate migrate did not end") from None
+    assert done.returncode == 2, done
+    assert done.stderr.startswith("verifygate: error: .pre-commit-config.yaml: ")
+    assert expected in done.stderr and "Traceback" not in done.stderr
