@@ -161,13 +161,15 @@ def test_session_start_outside_git_says_so_on_stderr_only(tmp_path: Path) -> Non
 
 
 def test_a_recorded_start_that_is_gone_falls_back_with_a_warning(project: Path) -> None:
-    from pytest_verifygate.agents.session_start import START_SEAL
+    from pytest_verifygate.agents.session_start import START_SEAL, private_start_path
     from pytest_verifygate.integrity import signed
 
     session_start(project)
-    path = project / ".git/verifygate/agent/starts/session-1.json"
-    path.write_text(json.dumps(signed(START_SEAL, {**recorded_start(project),
-                                                   "commit": "0" * 40})))
+    gone = json.dumps(signed(START_SEAL, {**recorded_start(project), "commit": "0" * 40}))
+    for path in (project / ".git/verifygate/agent/starts/session-1.json",
+                 private_start_path(project, "session-1")):
+        assert path is not None
+        path.write_text(gone)
     write(project / "calc.py", BAD)
     run = stop(project)
     assert run.blocked

@@ -256,3 +256,29 @@ def test_migrate_refuses_a_config_that_would_not_end(repo: Path, config: str,
     assert done.returncode == 2, done
     assert done.stderr.startswith("verifygate: error: .pre-commit-config.yaml: ")
     assert expected in done.stderr and "Traceback" not in done.stderr
+
+
+def _claude_event(cwd: Path, event: str) -> subprocess.CompletedProcess[str]:
+    payload = {"session_id": "s-1", "transcript_path": "/nonexistent.jsonl", "cwd": str(cwd),
+               "hook_event_name": event, "stop_hook_active": False, "source": "startup"}
+    return subprocess.run([sys.executable, "-m", "pytest_verifygate", "agent-hook"],
+                          input=json.dumps(payload), capture_output=True, text=True,
+                          cwd=cwd, check=False, timeout=120)
+
+
+def test_deleting_the_session_start_does_not_hide_committed_work(repo: Path) -> None:
+    # The agent commits its broken work, then deletes what recorded where the session began:
+    # the stop must not start again from the broken commit.
+    checked_project(repo)
+    assert _claude_event(repo, "SessionStart").stdout == ""
+    write(repo / "calc.py", BAD)
+    commit_all(repo, "broken")
+    starts = repo / ".git" / "verifygate" / "agent" / "starts"
+    assert [path.suffix for path in starts.iterdir()] == [".json"]
+    for path in starts.iterdir():
+        path.unlink()
+    done = _claude_event(repo, "Stop")
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer.get("decision") == "block", answer
+    assert "calc.py:1: error: bug found" in answer["reason"]

@@ -12,7 +12,9 @@ first that applies:
 
 Records live in ``<git dir>/verifygate/agent/starts/<session>.json`` (never the work tree),
 one per session: a session's subagents share it. An existing record is never replaced, so a
-resumed or compacted session keeps its start.
+resumed or compacted session keeps its start. A copy is kept in the user's state directory,
+out of reach of an agent confined to the project, and is the one believed: an agent that
+commits its broken work and deletes the record in ``.git`` must not make HEAD the start.
 
 PYTEST_DONT_REWRITE
 """
@@ -58,16 +60,43 @@ def start_path(repo_root: Path, session_id: str) -> Path:
     return state_dir(repo_root) / "agent" / "starts" / f"{session_file_stem(session_id)}.json"
 
 
+def private_start_path(repo_root: Path, session_id: str) -> Path | None:
+    """The record's copy in the user's state directory (None: there is none):
+    ``agent-starts/<project>/<session>.json``."""
+    import hashlib
+    import os
+
+    from pytest_verifygate.integrity import user_state_dir
+
+    base = user_state_dir()
+    if base is None:
+        return None
+    project = hashlib.sha256(os.fsencode(os.path.realpath(repo_root))).hexdigest()[:16]
+    return base / "agent-starts" / project / f"{session_file_stem(session_id)}.json"
+
+
+def _recorded(repo_root: Path, session_id: str) -> tuple[StartPoint | None, str | None]:
+    """The recorded start: the private copy's, else the one under the git directory (what is
+    wrong with that one is said either way)."""
+    in_git_dir = _read(start_path(repo_root, session_id), session_id)
+    private = private_start_path(repo_root, session_id)
+    if private is not None:
+        recorded, _ = _read(private, session_id)
+        if recorded is not None:
+            return recorded, in_git_dir[1]
+    return in_git_dir
+
+
 def record_session_start(repo_root: Path, session_id: str) -> StartPoint:
     """At ``SessionStart``: record HEAD as the session's start, unless one is recorded."""
     path = start_path(repo_root, session_id)
-    recorded, problem = _read(path, session_id)
+    recorded, problem = _recorded(repo_root, session_id)
     if recorded is not None:
         return recorded
     if problem is not None:
         print(f"verifygate agent-hook: {problem}; recording HEAD", file=sys.stderr)
     start = StartPoint(head_commit(repo_root), FROM_SESSION_START)
-    _write(path, session_id, start)
+    _write_both(repo_root, path, session_id, start)
     return start
 
 
@@ -88,10 +117,10 @@ def session_start_point(repo_root: Path, session_id: str, changed_from: str | No
                 "counts as changed")
         return StartPoint(base.decode().strip(), FROM_CHANGED_FROM), None
     path = start_path(repo_root, session_id)
-    recorded, warning = _read(path, session_id)
+    recorded, warning = _recorded(repo_root, session_id)
     if recorded is not None:
         if recorded.commit is None or _exists(repo_root, recorded.commit):
-            return recorded, None
+            return recorded, warning  # the copy under the git directory may be forged
         warning = (f"the session's recorded start {recorded.short} is no longer in the "
                    "repository")
     if warning is not None:
@@ -99,8 +128,15 @@ def session_start_point(repo_root: Path, session_id: str, changed_from: str | No
     start = _upstream_base(repo_root)
     if start is None:
         start = StartPoint(head_commit(repo_root), FROM_FIRST_STOP)
-    _write(path, session_id, start)
+    _write_both(repo_root, path, session_id, start)
     return start, warning
+
+
+def _write_both(repo_root: Path, path: Path, session_id: str, start: StartPoint) -> None:
+    _write(path, session_id, start)
+    private = private_start_path(repo_root, session_id)
+    if private is not None:
+        _write(private, session_id, start)
 
 
 def head_commit(repo_root: Path) -> str | None:
