@@ -86,13 +86,39 @@ def _finder(pattern: str) -> Callable[[str], bool]:
     ASCII pattern it accepts (no lookaround, backreference or ``\Z``), but for POSIX classes
     (``[[:alpha:]]``, a set in Python) and ``{,n}`` (literal in re2), on a printable ASCII
     path (``\w``, ``\d``, ``\s`` and case folding are ASCII's there, and ``$`` has no
-    newline to stop before). Anything else keeps Python's ``re``, with its costs."""
-    python = re.compile(pattern).search
+    newline to stop before); on any other path without a newline, when the pattern has no
+    class escape (``\w``, ``\b``, ``\d``, ``\s`` and their negations) and no
+    case folding, each character matched as one (a lone surrogate, which re2 cannot take, as
+    U+FFFD, one for one). Anything else keeps Python's ``re``, with its costs."""
+    compiled = re.compile(pattern)
+    python = compiled.search
     fast = _re2_search(pattern)
     if fast is None:
         return lambda path: python(path) is not None
-    return lambda path: (fast if path.isascii() and path.isprintable() else python)(
-        path) is not None
+    any_text = not (compiled.flags & re.IGNORECASE or _class_escape(pattern))
+
+    def find(path: str) -> bool:
+        if path.isascii() and path.isprintable():
+            return fast(path) is not None
+        if any_text and "\n" not in path:
+            return fast(path.translate(_SURROGATES)) is not None
+        return python(path) is not None
+
+    return find
+
+
+_SURROGATES = {code: "\ufffd" for code in range(0xD800, 0xE000)}
+
+
+def _class_escape(pattern: str) -> bool:
+    r"""Whether ``pattern`` holds ``\w``, ``\b``, ``\d`` or ``\s`` (or a negation), which
+    mean Unicode's classes in Python and ASCII's in re2."""
+    escaped = False
+    for char in pattern:
+        if escaped and char in "wWbBdDsS":
+            return True
+        escaped = not escaped and char == "\\"
+    return False
 
 
 def _re2_search(pattern: str) -> Callable[[str], object] | None:
