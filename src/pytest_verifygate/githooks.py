@@ -79,16 +79,23 @@ def hook_text(name: str, python: str) -> str:
     return template.format(marker=MARKER, chained=CHAINED, python=shlex.quote(python))
 
 
+# A hook larger than this is not ours (ours is a few hundred bytes).
+MAX_HOOK_BYTES = 1 << 20
+
+
 def is_ours(path: Path) -> bool:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as stream:
-            return MARKER in stream.read(4096)
-    except OSError:
-        return False
+    """Whether the hook at ``path`` is one ``install`` wrote: a regular file carrying the
+    marker, read bounded and non-blocking (a FIFO planted there never hangs install)."""
+    from pytest_verifygate.storage import read_user_file
+
+    text = read_user_file(path, MAX_HOOK_BYTES)
+    return text is not None and MARKER.encode() in text[:4096]
 
 
 def install(directory: Path, names: Sequence[str], python: str) -> list[str]:
     """Write the hooks; what was done, one line per hook."""
+    from pytest_verifygate.storage import read_user_file
+
     directory.mkdir(parents=True, exist_ok=True)
     done = []
     for name in names:
@@ -103,7 +110,7 @@ def install(directory: Path, names: Sequence[str], python: str) -> list[str]:
             done.append(f"{name}: installed; the hook that was there runs first "
                         f"({chained.name})")
         elif os.path.lexists(path):
-            if path.read_text(encoding="utf-8") == text:
+            if read_user_file(path, MAX_HOOK_BYTES) == text.encode():
                 done.append(f"{name}: already installed")
                 continue
             done.append(f"{name}: updated")

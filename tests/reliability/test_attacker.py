@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -285,3 +286,19 @@ def test_deleting_the_session_start_does_not_hide_committed_work(repo: Path) -> 
     answer = json.loads(done.stdout)
     assert answer.get("decision") == "block", answer
     assert "calc.py:1: error: bug found" in answer["reason"]
+
+
+def test_install_and_uninstall_never_block_on_a_fifo_hook(repo: Path) -> None:
+    hooks = repo / ".git" / "hooks"
+    hooks.mkdir(exist_ok=True)
+    os.mkfifo(hooks / "pre-push")
+    for command in ("uninstall", "install"):
+        try:
+            done = subprocess.run([sys.executable, "-m", "pytest_verifygate", command],
+                                  cwd=repo, capture_output=True, text=True, check=False,
+                                  timeout=30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"verifygate {command} hung on a FIFO") from None
+        assert done.returncode == 0, done
+    # The FIFO is not ours: moved aside as it is, never opened, never removed.
+    assert stat.S_ISFIFO(os.lstat(hooks / "pre-push.verifygate-chained").st_mode)
