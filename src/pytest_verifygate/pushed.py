@@ -235,8 +235,25 @@ def _remove_abandoned(top: Path) -> None:
             continue
         path = Path(os.fsdecode(field[len(b"worktree "):]))
         match = re.match(_TEMP_NAME, path.parent.name)
-        if match is not None and not _alive(int(match.group(1))):
+        if match is not None and not _alive(int(match.group(1))) and _made_here(path.parent):
             _remove(top, path)
+
+
+def _made_here(parent: Path) -> bool:
+    """Whether ``parent`` can be a temp directory of ours: right in the temp directory, a
+    real directory (not a link), this user's and private (``mkdtemp``'s 0700). The worktree
+    list comes from ``.git/worktrees``, which anything that writes the repository can write:
+    a name alone never makes a directory ours to remove."""
+    import stat
+    import tempfile
+
+    try:
+        info = os.lstat(parent)
+    except OSError:
+        return False
+    return (os.path.realpath(parent.parent) == os.path.realpath(tempfile.gettempdir())
+            and stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
+            and stat.S_IMODE(info.st_mode) == 0o700)
 
 
 def _alive(pid: int) -> bool:

@@ -302,3 +302,25 @@ def test_install_and_uninstall_never_block_on_a_fifo_hook(repo: Path) -> None:
         assert done.returncode == 0, done
     # The FIFO is not ours: moved aside as it is, never opened, never removed.
     assert stat.S_ISFIFO(os.lstat(hooks / "pre-push.verifygate-chained").st_mode)
+
+
+def test_a_planted_worktree_entry_never_removes_a_directory_of_the_user(
+    repo: Path, tmp_path: Path
+) -> None:
+    """An agent can write ``.git/worktrees``: an entry naming a directory of the user's with a
+    name like the temp checkouts of killed runs (``verifygate-push-<dead pid>-``) must not be
+    removed when the next push cleans up after killed runs. Only a private directory (0700,
+    this user's, no link) right in the temp directory is one the tool made."""
+    from pytest_verifygate.pushed import temporary_worktree
+
+    write(repo / "a.py", "1\n")
+    commit_all(repo)
+    users = tmp_path / "verifygate-push-999999999-mine"
+    users.mkdir(mode=0o700)
+    git(repo, "worktree", "add", "-q", "--detach", str(users / "project"))
+    precious = write(users / "project" / "notes.txt", "keep me\n")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    with temporary_worktree(repo, head) as checkout:
+        assert (checkout / "a.py").read_text() == "1\n"
+    assert precious.read_text() == "keep me\n"
+    assert users.is_dir()
