@@ -2,8 +2,9 @@
 #   make demo   - set up, then run the main job on a copy of example-repo/
 #   make test   - set up (the virtualenv, and the pinned agent CLIs the end-to-end suite
 #                 drives), then run the whole test suite
-# and the end-to-end suite alone:
+# and the end-to-end suite alone, and the documentation site:
 #   make e2e    - install the pinned agent CLIs, then run the end-to-end suite
+#   make docs   - build the site into site/ (MkDocs, --strict: a broken link or anchor fails)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -11,7 +12,7 @@ STAMP := $(VENV)/.installed
 E2E_DIR := .e2e
 E2E_STAMP := $(E2E_DIR)/.installed
 
-.PHONY: demo test e2e lint fuzz bench bench-replay clean
+.PHONY: demo test e2e lint fuzz bench bench-replay docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -71,12 +72,24 @@ bench-replay:
 	$(BENCH_VENV)/bin/python bench/replay.py --repo "$(REPO)" --suite "$(SUITE)" \
 		--commits $(COMMITS) $(FLAGS)
 
+# The docs extra goes into the same virtualenv: docs/hooks.py imports the package to render the
+# reference pages (the command line, pytest options, codes, report keys, hooks, the API).
+DOCS_STAMP := $(VENV)/.docs-installed
+
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[docs]'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	$(BIN)/mkdocs build --strict --site-dir site
+
 lint: $(STAMP)
-	$(BIN)/ruff check src tests
+	$(BIN)/ruff check src tests docs/hooks.py
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(E2E_DIR) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BENCH_VENV) $(E2E_DIR) build dist site src/*.egg-info .pytest_cache \
+		.mypy_cache .ruff_cache
 
 # Long property-based runs: every hypothesis property with at least 2,000 examples (about
 # three minutes on two cores), random bytes at every state file and random output at the

@@ -1,6 +1,8 @@
-"""Every snippet in the README works as shown, so none can drift from the code again.
+"""Every snippet in the README and the documentation site works as shown, so none can drift
+from the code again.
 
-Each fenced block is tried by what it is: a TOML or JSON contract is loaded, a pre-commit
+The documents are the README, CONTRIBUTING.md and every page under ``docs/``. Each fenced
+block is tried by what it is: a TOML or JSON contract is loaded, a pre-commit
 configuration is validated by pre-commit itself, every ``verifygate`` command line in a shell
 block, a CI workflow or an agent's hook configuration is parsed by the real parser, every
 ``pre-commit run HOOK`` names a hook that the README defines, and the Python is run against a
@@ -30,15 +32,26 @@ from conftest import write
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCUMENTS = [README, ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
-BLOCKS = [(match.group(1), match.group(2), README.read_text()[: match.start()].count("\n") + 1)
-          for match in FENCE.finditer(README.read_text(encoding="utf-8"))]
+# The README stays a page for adopters; everything else is on the documentation site.
+README_MAX_LINES = 250
+
+
+def _blocks(document: Path) -> list[tuple[str, str, str]]:
+    text = document.read_text(encoding="utf-8")
+    where = document.relative_to(ROOT)
+    return [(match.group(1), match.group(2), f"{where}:{text[: match.start()].count(chr(10)) + 1}")
+            for match in FENCE.finditer(text)]
+
+
+BLOCKS = [block for document in DOCUMENTS for block in _blocks(document)]
 
 
 def blocks(language: str) -> list[Any]:
-    return [pytest.param(text, id=f"line {line}") for lang, text, line in BLOCKS
-            if lang == language]
+    return [pytest.param(text, id=where) for lang, text, where in BLOCKS if lang == language]
 
 
 def verifygate_commands(text: str) -> Iterator[list[str]]:
@@ -56,7 +69,7 @@ def parses(argv: list[str]) -> None:
     try:
         build_parser(argv[1]).parse_args(argv[1:])
     except SystemExit as exc:  # argparse's way of rejecting a command line
-        pytest.fail(f"the README's command does not parse: {shlex.join(argv)} ({exc})")
+        pytest.fail(f"the documented command does not parse: {shlex.join(argv)} ({exc})")
 
 
 def defined_hook_ids() -> set[str]:
@@ -69,9 +82,21 @@ def defined_hook_ids() -> set[str]:
     return ids
 
 
-def test_the_readme_has_snippets_of_every_kind() -> None:
+def test_the_documents_have_snippets_of_every_kind() -> None:
     languages = {language for language, _, _ in BLOCKS}
     assert {"toml", "yaml", "json", "python", "sh"} <= languages
+    assert {"toml", "yaml", "sh"} <= {language for language, _, _ in _blocks(README)}
+
+
+def test_the_readme_is_short_and_its_anchors_exist() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= README_MAX_LINES
+    # GitHub's anchors: the heading in lower case, punctuation but - and _ dropped, spaces -.
+    headings = re.findall(r"^#+ (.+)$", FENCE.sub("", text), re.MULTILINE)
+    anchors = {re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+               for heading in headings}
+    for anchor in re.findall(r"\]\(#([^)]+)\)", text):
+        assert anchor in anchors, f"README.md links to #{anchor}, which no heading makes"
 
 
 @pytest.mark.parametrize("text", blocks("toml"))
@@ -121,17 +146,17 @@ def test_each_shell_line_parses_and_names_hooks_that_exist(text: str) -> None:
     for line in text.splitlines():
         words = shlex.split(line, comments=True)
         if words[:2] == ["pre-commit", "run"] and len(words) > 2 and not words[2].startswith("-"):
-            assert words[2] in hooks, f"`{line}` runs a hook the README does not define"
+            assert words[2] in hooks, f"`{line}` runs a hook no document defines"
         elif words[:2] == ["pre-commit", "run"] and "--hook-stage" in words:
             hook = words[words.index("--hook-stage") + 2]
-            assert hook in hooks, f"`{line}` runs a hook the README does not define"
+            assert hook in hooks, f"`{line}` runs a hook no document defines"
     for argv in verifygate_commands(text):
         parses(argv)
 
 
-@pytest.mark.parametrize("document", [README, README.parent / "example-repo" / "README.md",
-                                      README.parent / "example-repo" / ".pre-commit-config.yaml"],
-                         ids=lambda path: path.name)
+@pytest.mark.parametrize("document", [*DOCUMENTS, ROOT / "example-repo" / "README.md",
+                                      ROOT / "example-repo" / ".pre-commit-config.yaml"],
+                         ids=lambda path: str(path.relative_to(ROOT)))
 def test_no_placeholder_is_left_for_the_reader_to_guess(document: Path) -> None:
     text = document.read_text(encoding="utf-8")
     for placeholder in ("<owner>", "<your", "TODO", "XXX"):
@@ -152,8 +177,8 @@ def test_each_python_snippet_runs(text: str, repo: Path) -> None:
 
 def test_the_pre_commit_config_runs_as_shown(repo: Path, tmp_path: Path) -> None:
     """The config pinned to PyPI works as written, installed here from this checkout."""
-    (text,) = [text for language, text, _ in BLOCKS
-               if language == "yaml" and "additional_dependencies" in text]
+    (text,) = {text for language, text, _ in BLOCKS
+               if language == "yaml" and "additional_dependencies" in text}
     checkout = Path(__file__).resolve().parents[1]
     assert "pytest-verifygate==0.1.0" in text
     write(repo / ".pre-commit-config.yaml",
