@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 MARKER = re.compile(r"^<!-- reference: ([a-z-]+) -->$", re.MULTILINE)
 # Root files shown as pages: (file, page). Their links into docs/ are made site-relative.
 ROOT_PAGES = (("CONTRIBUTING.md", "contributing.md"), ("CHANGELOG.md", "changelog.md"))
-HELP_COLUMNS = "100"  # the width argparse wraps --help to, so the page is the same everywhere
+HELP_COLUMNS = "90"  # the width argparse wraps --help to: the same on every machine, and no wider
+# than the page's code blocks
 
 
 def on_files(files: Files, config: Any) -> Files:
