@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MARKER = re.compile(r"^<!-- reference: ([a-z-]+) -->$", re.MULTILINE)
 # Root files shown as pages: (file, page). Their links into docs/ are made site-relative.
 ROOT_PAGES = (("CONTRIBUTING.md", "contributing.md"), ("CHANGELOG.md", "changelog.md"))
+MAX_CHOICES_SHOWN = 12  # a longer enum (identify's file types) is counted, not listed
 HELP_COLUMNS = "90"  # the width argparse wraps --help to: the same on every machine, and no wider
 # than the page's code blocks
 
@@ -185,6 +186,8 @@ def schema_type(spec: dict[str, Any], schema: dict[str, Any] | None = None) -> s
         spec = resolve(schema, spec)
     if "const" in spec:
         return code(json.dumps(spec["const"]))
+    if "enum" in spec and len(spec["enum"]) > MAX_CHOICES_SHOWN:
+        return f"string: one of {len(spec['enum'])} names"
     if "enum" in spec:
         return " or ".join(code(json.dumps(value)) for value in spec["enum"])
     if "anyOf" in spec or "oneOf" in spec:
@@ -193,7 +196,11 @@ def schema_type(spec: dict[str, Any], schema: dict[str, Any] | None = None) -> s
     kinds = spec.get("type", "any")
     words = " or ".join(kinds) if isinstance(kinds, list) else kinds
     if words == "array":
-        words = "array of " + schema_type(spec.get("items", {}), schema).replace("`", "") + "s"
+        # "array of strings", "array of integers, each ≥ 1", "array of strings: one of 9 names"
+        item, comma, rest = schema_type(spec.get("items", {}), schema).partition(", ")
+        item, colon, names = item.partition(": ")
+        words = f"array of {item}s" + (f", each {rest}" if comma else "") + (
+            f", each {names}" if colon else "")
     elif words == "object" and isinstance(spec.get("additionalProperties"), dict):
         words = "table of " + schema_type(spec["additionalProperties"], schema) + "s"
     bounds = [f"{sign} {spec[key]}" for key, sign in (
