@@ -154,6 +154,24 @@ def test_each_shell_line_parses_and_names_hooks_that_exist(text: str) -> None:
         parses(argv)
 
 
+def test_each_make_target_and_pytest_option_named_exists() -> None:
+    """`make X` in a shell snippet is a Makefile target; `--verify-X` anywhere is an option."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    targets = set(re.findall(r"^([\w.-]+):", makefile, re.MULTILINE))
+    for language, text, where in BLOCKS:
+        for line in text.splitlines() if language == "sh" else ():
+            words = shlex.split(line, comments=True)
+            if words[:1] == ["make"] and len(words) > 1:
+                assert words[1] in targets, f"{where}: `make {words[1]}` is no Makefile target"
+    done = subprocess.run([sys.executable, "-m", "pytest", "--help"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    offered = set(re.findall(r"--verify-[a-z-]+", done.stdout))
+    for document in DOCUMENTS:
+        named = set(re.findall(r"--verify-[a-z][a-z-]*[a-z]", document.read_text("utf-8")))
+        assert named <= offered, f"{document.name} names {sorted(named - offered)}"
+
+
 @pytest.mark.parametrize("document", [*DOCUMENTS, ROOT / "example-repo" / "README.md",
                                       ROOT / "example-repo" / ".pre-commit-config.yaml"],
                          ids=lambda path: str(path.relative_to(ROOT)))
