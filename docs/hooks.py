@@ -4,10 +4,11 @@ An MkDocs hook (``hooks:`` in ``mkdocs.yml``). A page line ``<!-- reference: NAM
 replaced by what ``RENDERERS[NAME]`` makes from the installed package: the command line from its
 argparse parser, the pytest options from the plugin's ``pytest_addoption``, the failure codes,
 the JSON report's keys from ``report.schema.json``, the contract's keys from its JSON Schema (or
-its model), the pluggy hookspecs and the Python API from their docstrings. So the reference
-cannot drift from the code: a renamed option changes the page, and an unknown NAME fails the
-build. ``CONTRIBUTING.md`` and ``CHANGELOG.md`` live at the repository's root, where people
-look for them, and are added to the site as pages of their own.
+its model), the GitHub Action's inputs and outputs from ``action.yml``, the pluggy hookspecs and
+the Python API from their docstrings. So the reference cannot drift from the code: a renamed
+option changes the page, and an unknown NAME fails the build. ``CONTRIBUTING.md`` and
+``CHANGELOG.md`` live at the repository's root, where people look for them, and are added to
+the site as pages of their own.
 """
 
 from __future__ import annotations
@@ -278,6 +279,18 @@ def opentiger_keys() -> str:
     ])
 
 
+def github_action() -> str:
+    import yaml  # type: ignore[import-untyped]  # MkDocs' own dependency
+
+    action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+    inputs = [(code(name), code(json.dumps(spec.get("default", ""))), spec.get("description", ""))
+              for name, spec in action.get("inputs", {}).items()]
+    outputs = [(code(name), spec.get("description", ""))
+               for name, spec in action.get("outputs", {}).items()]
+    return ("**Inputs**\n\n" + table(("input", "default", "meaning"), inputs)
+            + "\n**Outputs**\n\n" + table(("output", "meaning"), outputs))
+
+
 # -- hooks and the Python API ---------------------------------------------------------------------
 
 def hookspecs() -> str:
@@ -323,6 +336,7 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "report-keys": report_keys,
     "contract-keys": contract_keys,
     "opentiger-keys": opentiger_keys,
+    "github-action": github_action,
     "hookspecs": hookspecs,
     "api": api,
 }
