@@ -269,7 +269,7 @@ def test_shards_split_from_different_durations_cannot_hide_a_gate(project: Path)
     message = one_error_line(verifygate("merge", first, second, third, cwd=project))
     assert message == ("gate 'build' ran in no shard, though a shard left it to another: the "
                        "shards split the gates differently: give every shard the same "
-                       ".git/verifygate/durations.json (see the README: Shards)")
+                       ".git/verifygate/durations.json (see the documentation: Shards and merge)")
 
 
 def test_the_merged_verdict_follows_spec_precedence() -> None:

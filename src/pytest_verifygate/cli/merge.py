@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 SHARD_REASON_PREFIX = "in shard "
 _SPLIT_HINT = ("the shards split the gates differently: give every shard the same "
-               ".git/verifygate/durations.json (see the README: Shards)")
+               ".git/verifygate/durations.json (see the documentation: Shards and merge)")
 
 
 def main(args: argparse.Namespace) -> int:
