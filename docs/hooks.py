@@ -3,10 +3,10 @@
 An MkDocs hook (``hooks:`` in ``mkdocs.yml``). A page line ``<!-- reference: NAME -->`` is
 replaced by what ``RENDERERS[NAME]`` makes from the installed package: the command line from its
 argparse parser, the pytest options from the plugin's ``pytest_addoption``, the failure codes,
-the JSON report's keys from ``report.schema.json``, the contract's keys from its JSON Schema (or
-its model), the GitHub Action's inputs and outputs from ``action.yml``, the pluggy hookspecs and
-the Python API from their docstrings. So the reference cannot drift from the code: a renamed
-option changes the page, and an unknown NAME fails the build. ``CONTRIBUTING.md`` and
+the JSON report's and the contract's keys from their JSON Schemas (openTiger's from the model),
+the GitHub Action's inputs and outputs from ``action.yml``, the pluggy hookspecs and the Python
+API from their docstrings. So the reference cannot drift from the code: a renamed option
+changes the page, and an unknown NAME fails the build. ``CONTRIBUTING.md`` and
 ``CHANGELOG.md`` live at the repository's root, where people look for them, and are added to
 the site as pages of their own.
 """
@@ -252,22 +252,13 @@ def report_keys() -> str:
 
 
 def contract_keys() -> str:
-    from pytest_verifygate.contract import model
-
     schema = package_json("contract/contract.schema.json")
-    if schema is not None:
-        parts = []
-        for name, title in (("gate", "`[[gate]]`"), ("settings", "`[settings]`")):
-            spec = schema["$defs"][name]
-            rows = list(schema_rows(schema, spec, "", with_default=True))
-            parts += [f"## {title}\n", table(("key", "type", "default", "meaning"), rows)]
-        parts.append("The schema ships in the package as "
-                     "`pytest_verifygate/contract/contract.schema.json`.\n")
-        return "\n".join(parts)
-    defaults = model.Settings()._asdict()
-    settings = [(code(key), code(json.dumps(defaults[key]))) for key in model.SETTINGS_KEYS]
-    return ("## `[[gate]]`\n\n" + ", ".join(code(key) for key in model.GATE_KEYS) + "\n\n"
-            "## `[settings]`\n\n" + table(("key", "default"), settings))
+    assert schema is not None, "the package ships contract/contract.schema.json"
+    parts = []
+    for name, title in (("gate", "`[[gate]]`"), ("settings", "`[settings]`")):
+        rows = list(schema_rows(schema, schema["$defs"][name], "", with_default=True))
+        parts += [f"## {title}\n", table(("key", "type", "default", "meaning"), rows)]
+    return "\n".join(parts)
 
 
 def opentiger_keys() -> str:
@@ -280,7 +271,7 @@ def opentiger_keys() -> str:
 
 
 def github_action() -> str:
-    import yaml  # type: ignore[import-untyped]  # MkDocs' own dependency
+    import yaml  # MkDocs' own dependency
 
     action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
     inputs = [(code(name), code(json.dumps(spec.get("default", ""))), spec.get("description", ""))

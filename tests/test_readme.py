@@ -58,7 +58,8 @@ def verifygate_commands(text: str) -> Iterator[list[str]]:
     """The ``verifygate ...`` command lines in ``text`` (shell lines, YAML values), as argv."""
     for line in text.splitlines():
         found = re.search(r"(?:^|[\s\"'-])(verifygate (?:run|list|agent-hook|agent-status|"
-                          r"install-agent-hook|install-hook|mcp)\b"
+                          r"install-agent-hook|install-hook|install|uninstall|mcp|merge|init|"
+                          r"migrate|check|completion)\b"
                           r"[^#\"']*)", line)
         if found:
             yield shlex.split(found.group(1))
