@@ -90,8 +90,8 @@ def docstring(obj: object) -> str:
 # -- the command line -----------------------------------------------------------------------------
 
 def cli() -> str:
-    from pytest_verifygate.cli.parser import build_parser
-    from pytest_verifygate.cli.quick import COMMANDS
+    # The parser's own table of subcommands (imported there from cli.quick, where it lives now).
+    from pytest_verifygate.cli.parser import COMMANDS, build_parser  # type: ignore[attr-defined]
 
     def help_text(command: str | None) -> str:
         out = io.StringIO()
