@@ -274,8 +274,8 @@ def github_action() -> str:
     import yaml  # MkDocs' own dependency
 
     action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
-    inputs = [(code(name), code(json.dumps(spec.get("default", ""))), spec.get("description", ""))
-              for name, spec in action.get("inputs", {}).items()]
+    inputs = [(code(name), code(json.dumps(spec["default"])) if spec.get("default") else "none",
+               spec.get("description", "")) for name, spec in action.get("inputs", {}).items()]
     outputs = [(code(name), spec.get("description", ""))
                for name, spec in action.get("outputs", {}).items()]
     return ("**Inputs**\n\n" + table(("input", "default", "meaning"), inputs)
