@@ -90,8 +90,7 @@ def docstring(obj: object) -> str:
 # -- the command line -----------------------------------------------------------------------------
 
 def cli() -> str:
-    # The parser's own table of subcommands (imported there from cli.quick, where it lives now).
-    from pytest_verifygate.cli.parser import COMMANDS, build_parser  # type: ignore[attr-defined]
+    from pytest_verifygate.cli.parser import COMMANDS, build_parser
 
     def help_text(command: str | None) -> str:
         out = io.StringIO()

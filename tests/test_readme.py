@@ -180,6 +180,8 @@ def test_no_placeholder_is_left_for_the_reader_to_guess(document: Path) -> None:
     text = document.read_text(encoding="utf-8")
     for placeholder in ("<owner>", "<your", "TODO", "XXX"):
         assert placeholder not in text
+    # The documents are the project's word: they cite each other, never a text outside it.
+    assert not re.search(r"\bSPEC\b", text)
     # A pre-commit `rev:` needs a tag or commit the reader can look up; none is published.
     assert not re.search(r"^\s*#?\s*rev:", text, re.MULTILINE)
 
