@@ -83,7 +83,7 @@ def check_pattern(pattern: str, roots: Iterable[str] = ()) -> None:
         GitIgnoreSpec.from_lines([pattern], backend=backend())
     except (ValueError, re.error) as error:
         raise PatternError(f"is not a valid gitignore-style pattern ({error})",
-                           "see the README: Selection") from None
+                           "see the documentation: The contract, Patterns") from None
 
 
 def _star_runs(name: str) -> int:
