@@ -7,7 +7,7 @@ renames are split into a deletion and an addition (both paths count), and delete
 kept for selection while ``existing_files`` leaves them out of ``{files}``. Paths in a
 ``ChangeSet`` are POSIX paths relative to the project root.
 
-What git can be told not to see is looked at anyway (README, "The change set"): edits to
+What git can be told not to see is looked at anyway (docs, "The change set"): edits to
 entries marked assume-unchanged or skip-worktree, files inside changed submodules, untracked
 files hidden only by local exclude files. A git that fails raises ``ChangeSetError``; no
 failure ever becomes an empty change set.
@@ -142,7 +142,7 @@ class ChangeSet(NamedTuple):
 
 
 class ChangeRequest(NamedTuple):
-    """What the user asked for; ``compute_changes`` applies the order of precedence (README:
+    """What the user asked for; ``compute_changes`` applies the order of precedence (docs:
     The change set).
 
     ``outputs``: the files this run will write (reports, JUnit, digest), relative to the
@@ -171,7 +171,7 @@ def compute_changes(
     """The change set for a project rooted at ``root``: the first source that applies.
 
     Explicit files, ``--staged``, ``--changed-from``, the working tree (API), pre-commit's
-    range or index (README: The change set); then the environment's change base
+    range or index (docs: The change set); then the environment's change base
     (``detect_change_base``: ``VERIFYGATE_CHANGED_FROM``, a GitHub Actions pull request's
     ``GITHUB_BASE_REF``, a GitLab merge request's ``CI_MERGE_REQUEST_DIFF_BASE_SHA``), then
     ``settings.changed_from`` (the repository-wide default, which a build's own base beats);
@@ -334,7 +334,7 @@ def _explicit(root: Path, paths: Sequence[str], cwd: Path) -> ChangeSet:
         if at_root and not os.path.isabs(path):
             relative = posixpath.normpath(path)
             if relative == ".." or relative.startswith("../"):
-                continue  # outside the project root: ignored for selection (README: The contract)
+                continue  # outside the project root: ignored for selection (docs: The contract)
         else:
             full = os.path.normpath(os.path.join(real_cwd, path))
             prefix = next((p for p in prefixes if full.startswith(p)), None)

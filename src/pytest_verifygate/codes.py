@@ -1,4 +1,4 @@
-"""The words of a run's outcome (README: Outcomes, verdict and failure codes): gate outcomes,
+"""The words of a run's outcome (docs: Outcomes, verdict and failure codes): gate outcomes,
 verdicts and the stable failure codes.
 
 Exactly these strings appear in reports, JUnit properties and digests, so every module names

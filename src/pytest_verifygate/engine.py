@@ -115,7 +115,7 @@ class RunResult(NamedTuple):
 
 
 def prepare(request: RunRequest) -> Plan:
-    """Load the contract, compute the change set and select the gates (README: The contract,
+    """Load the contract, compute the change set and select the gates (docs: The contract,
     The change set).
 
     Raises ``ContractError`` / ``ChangeSetError`` (one line each) for what a user can fix.
@@ -349,7 +349,7 @@ def run_gates(
 def verdict_of(
     results: Sequence[GateResult], changes: ChangeSet, fail_when_unverified: bool = False
 ) -> codes.Verdict:
-    """The verdict (README: Outcomes, verdict and failure codes): failed > pending >
+    """The verdict (docs: Outcomes, verdict and failure codes): failed > pending >
     unverified (no gate ran) > passed."""
     outcomes = {result.outcome for result in results}
     if codes.FAILED in outcomes:
@@ -366,7 +366,7 @@ def verdict_of(
 
 def report(run: RunResult, hook: GateHooks | None = None, *,
            redactor: Redactor | None = None) -> Report:
-    """The JSON report (README: JSON report) of a finished run: the one place it is assembled.
+    """The JSON report (docs: JSON report) of a finished run: the one place it is assembled.
 
     With ``hook`` (a pluggy ``HookRelay``), plugins get ``pytest_verifygate_modifyreport``
     on it before it is returned.

@@ -1,4 +1,4 @@
-"""The pluggy hooks pytest-verifygate calls (README: Hooks).
+"""The pluggy hooks pytest-verifygate calls (docs: Hooks).
 
 They are registered in every pytest session (so a ``conftest.py`` implementing them never
 errors) and in the ``verifygate`` command, which also loads plugins from the

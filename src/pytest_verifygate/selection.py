@@ -59,7 +59,7 @@ def select_gates(
     phase: int | None = None,
     include_manual: bool = True,
 ) -> list[Selection]:
-    """Decide, for every gate in contract order, whether it runs (README: The contract, Gate keys).
+    """Decide, for every gate in contract order, whether it runs (docs: The contract, Gate keys).
 
     ``role``: the role or roles asked for. A gate with ``roles`` is selected only when one of
     them is asked for; with none asked for, only gates without ``roles`` are.

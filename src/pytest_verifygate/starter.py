@@ -53,7 +53,7 @@ def starter_gates(root: Path) -> Starter:
 
     # ruff and black read only the files and their config (no plugins, no installed
     # packages): their passes are cached. mypy, pyright and pytest read what is installed,
-    # which the cache key does not see (README, "Result cache").
+    # which the cache key does not see (docs, "Result cache").
     ruff = "ruff" in tool or (root / "ruff.toml").is_file() or (root / ".ruff.toml").is_file()
     black = "black" in tool
     if ruff:

@@ -1,4 +1,4 @@
-"""The ``verifygate`` command's exit statuses (README: The command line), named once for every
+"""The ``verifygate`` command's exit statuses (docs: The command line), named once for every
 subcommand.
 
 PYTEST_DONT_REWRITE

@@ -23,9 +23,9 @@ def main(args: argparse.Namespace) -> int:
     if not starter.gates:
         raise UsageError("found no tool to make a gate of (ruff, black, flake8, mypy, pyright, "
                          "pytest, sphinx, pre-commit, tox, nox): write verify.toml by hand "
-                         "(see the README's Quick start)")
+                         "(see the documentation's Getting started)")
     comments = ["Written by verifygate init from what this project uses; edit freely.",
-                "See the README's Gate keys for every key.", *starter.suggestions]
+                "Every key: the documentation's reference, Contract keys.", *starter.suggestions]
     if args.pyproject:
         pyproject = root / "pyproject.toml"
         if not pyproject.is_file():

@@ -4,7 +4,7 @@ Each shard's report (``verifygate run --shard K/N --json``, ``pytest --verify-sh
 --verify-report``) says which shard it is and lists the contract's gates in order. The merge
 checks that the reports are every shard of one run, once each (same contract, same change
 set, same gates), puts the gates that ran back in contract order, recomputes the summary and
-the verdict (README: Outcomes, verdict and failure codes), and writes the merged report and,
+the verdict (docs: Outcomes, verdict and failure codes), and writes the merged report and,
 if asked, JUnit XML. A gate that no shard ran while another shard left it to it means the
 shards split differently (their durations files differed): an error, since the merged verdict
 would not cover it.
@@ -325,7 +325,7 @@ def _check_shards(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
 
 
 def merged_verdict(gates: Sequence[Mapping[str, Any]], verdicts: Sequence[str]) -> str:
-    """The verdict (README: Outcomes, verdict and failure codes) over the gates of every shard:
+    """The verdict (docs: Outcomes, verdict and failure codes) over the gates of every shard:
     failed > pending > unverified > passed.
 
     With no gate passed anywhere, a shard's ``failed`` verdict with no failed gate is

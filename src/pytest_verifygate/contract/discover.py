@@ -13,7 +13,7 @@ from pathlib import Path
 from pytest_verifygate.contract.parse import parse_toml
 from pytest_verifygate.errors import ContractError
 
-# Looked for in this order in each directory (README: The contract).
+# Looked for in this order in each directory (docs: The contract).
 CONTRACT_NAMES = (
     "verify.toml",
     "pyproject.toml",
@@ -32,7 +32,7 @@ def find_repo_root(start: Path) -> Path | None:
 
 def find_contract(start: Path | None = None) -> Path | None:
     """The first contract file from ``start`` upwards to the git toplevel (in the order of the
-    README's The contract)."""
+    the docs' The contract)."""
     here = (start or Path.cwd()).resolve()
     top = find_repo_root(here)
     for directory in (here, *here.parents):

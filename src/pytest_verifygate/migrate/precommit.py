@@ -55,7 +55,7 @@ def from_pre_commit(config: object, shown: str, frozen: dict[str, str] | None = 
     for key in ("fail_fast", "default_install_hook_types"):
         if config.get(key):
             notes.append(f"{key}: not carried over (verifygate runs every selected gate; "
-                         "see the README's Hooks)")
+                         "see the documentation's Running gates)")
     for position, repo in enumerate(config["repos"], start=1):
         if not isinstance(repo, dict) or not isinstance(repo.get("hooks"), list):
             raise UsageError(f"{shown}: repos[{position}] is not a repository with 'hooks'")
@@ -106,7 +106,7 @@ def _effective_hook(url: str, hook: dict[str, Any], repo: dict[str, Any],
     version = _VERSION.fullmatch((frozen or {}).get(rev, rev))
     packages.setdefault(known.package,
                         version.group(1) if version and known.rev_is_version else None)
-    # A pass of these programs depends only on the files and the program (see README,
+    # A pass of these programs depends only on the files and the program (see the docs,
     # "Result cache"), unless the config changed what runs.
     pure = name in _CACHEABLE_REPOSITORIES and not {"entry", "language"} & set(hook)
     return {**_definition_keys(definition), **hook, "known_pure": pure}

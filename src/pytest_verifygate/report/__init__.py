@@ -3,7 +3,7 @@
 Nothing is imported here, so that loading one form (``report.junit`` for a JUnit file, say)
 does not load the others or the JSON builder.
 
-- ``document``: the JSON report (README: JSON report), its schema (``report.schema.json``) and
+- ``document``: the JSON report (docs: JSON report), its schema (``report.schema.json``) and
   its atomic write; every other form below is made from the report it builds.
 - ``model``: the report's types (``TypedDict``s matching the schema), read by every form below.
 - ``redact``: which values are secret, and masking them as output is captured.

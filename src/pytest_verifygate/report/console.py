@@ -6,7 +6,7 @@ follows the gate lines is kept short, because pre-commit and CI logs are read by
 hurry: on success only the verdict line; on failure the digest of the failed gates (the end of
 their output), a recap table in contract order, and the verdict line naming each failed gate
 with its code. Gates cut short (Ctrl-C, SIGTERM, pytest's ``-x``) are ``interrupted``: in the
-report they are failed with code ``interrupted`` (README: Outcomes, verdict and failure
+report they are failed with code ``interrupted`` (docs: Outcomes, verdict and failure
 codes), but these lines count them apart ("1 failed, 2 interrupted") since nothing is known
 to be wrong with them. After a failure, two short lists close the output, as pytest's
 ``--durations`` and short test summary do: the slowest gates and the failed gates.

@@ -6,7 +6,7 @@ plus error lines found earlier), fencing that no backtick run in the output can 
 normalization so identical failures give identical text, the hard size bounds, and the
 normalized failure signature that tells a repeated failure from a new one.
 
-Everything here works on the report (README: JSON report), so a digest can be made from a
+Everything here works on the report (docs: JSON report), so a digest can be made from a
 report read back from disk as well as from a live run.
 
 PYTEST_DONT_REWRITE

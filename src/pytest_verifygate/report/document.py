@@ -1,4 +1,4 @@
-"""The JSON report (README: JSON report): building it, and writing it atomically.
+"""The JSON report (docs: JSON report): building it, and writing it atomically.
 
 Owns building the report (its types are ``report.model``'s, its schema ``report.schema.json``,
 which ships in this package) and the atomic write: a reader sees the old file or the complete

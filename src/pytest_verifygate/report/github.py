@@ -7,7 +7,7 @@ the limits GitHub shows per step; the escaping those commands need; stopping wor
 commands while untrusted text (gate output, test names, file names) is printed; folding each
 failed gate's output in the log (``::group::``); the Markdown appended to
 ``$GITHUB_STEP_SUMMARY``; and the step's outputs written to ``$GITHUB_OUTPUT`` (``verdict``,
-``failed-gates``, ``report``). Everything works on the report (README: JSON
+``failed-gates``, ``report``). Everything works on the report (docs: JSON
 report), so the ``verifygate`` command and the pytest plugin (the xdist controller) share it.
 Where a build's change base comes from is input, not output: ``changes.detect_change_base``.
 

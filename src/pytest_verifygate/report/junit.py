@@ -10,12 +10,12 @@ because nothing they watch changed are skipped cases too, as pytest collects and
 
 Valid against pytest's default family, xunit2 (``junit-10.xsd``), which allows no
 ``<properties>`` in a ``<testcase>``: the ``verifygate.*`` properties of each gate are written
-under the xunit1 family only, as pytest writes ``record_property`` (the README, "JUnit").
+under the xunit1 family only, as pytest writes ``record_property`` (the docs, "JUnit").
 Also owns that headline
 and the failure text under it (``failure_text``, for a file or, bounded by verbosity, for a
 terminal), which the pytest plugin uses too, so both front ends say the same.
 
-Works on the report dict (README: JSON report), which is already redacted; output is cleaned of ANSI
+Works on the report dict (docs: JSON report), which is already redacted; output is cleaned of ANSI
 sequences and of characters XML 1.0 cannot hold. Imported only when JUnit is asked for.
 
 PYTEST_DONT_REWRITE

@@ -10,7 +10,7 @@ PRIVATE_KEY (any case), or when the gate lists it in ``secret_env``. Both the en
 gate inherits and the gate's own ``env`` / ``NAME=value`` prefixes count. Its value is found
 as printed, JSON-escaped and URL-encoded, and line by line when it spans lines; ``NAME=value``
 with a secret name loses its value. What this does not try to find (a secret split by escape
-sequences, drawn by overwriting, or transformed on purpose) is in the README's security model.
+sequences, drawn by overwriting, or transformed on purpose) is in the docs' security model.
 
 PYTEST_DONT_REWRITE
 """

@@ -1,7 +1,7 @@
 """The words every text form of a run shares, so that each form says them the same way.
 
 Owns the outcome counts (``2 passed, 1 failed, 0 skipped, 0 pending``), the spelling of a
-duration, and the code a failed gate is reported under. Works on the report (README: JSON
+duration, and the code a failed gate is reported under. Works on the report (docs: JSON
 report) and imports nothing beyond ``codes``: the console, the digest, JUnit and GitHub output
 all use it.
 
@@ -64,7 +64,7 @@ def failure_code(gate: Mapping[str, Any]) -> str:
 def skip_code(gate: Mapping[str, Any]) -> str | None:
     """The code a gate skipped by ``on_missing = "skip"`` was skipped for, else None.
 
-    A report entry has a code only when failed (the README, "JSON report"); the runner's
+    A report entry has a code only when failed (the docs, "JSON report"); the runner's
     reason for such a skip starts with the code (``missing_script (on_missing = "skip")``),
     which every form shows in its code column or property.
     """
