@@ -172,3 +172,18 @@ def test_a_claimed_log_dir_is_kept_until_released(repo: Path) -> None:
     new_log_dir(repo)
     finish_pruning()
     assert not first.exists()
+
+
+def test_a_late_pruning_of_an_old_run_never_removes_a_newer_one(repo: Path) -> None:
+    """Pruning that runs late for an old run (threads of several runs of one process) keeps
+    the newest runs all the same: keeping its own old run must not cost a newer one."""
+    from pytest_verifygate import storage
+
+    runs = [new_log_dir(repo) for _ in range(KEEP_LOG_RUNS + 2)]
+    finish_pruning()
+    logs = state_dir(repo) / "logs"
+    older = [logs / f"20000101-00000{index}.000000000-999999999" for index in range(3)]
+    for run_dir in older:  # older runs, of a process that has ended
+        run_dir.mkdir()
+    storage._prune(logs, older[0])  # the oldest run's pruning, run late: it keeps its own
+    assert sorted(logs.iterdir()) == [older[0], *runs[-KEEP_LOG_RUNS:]]

@@ -341,7 +341,10 @@ def _prune(logs: Path, current: Path) -> None:
         # creates its log in there, so a long run would outlive the runs started after it.
         removable = [run for run in runs
                      if run != current.name and not _in_use(logs_fd, run)]
-        doomed = set(removable[: max(0, len(runs) - KEEP_LOG_RUNS)])
+        # The newest KEEP_LOG_RUNS always stay: a run kept for being in use is not made up for
+        # by removing a newer one (which another pruning, started earlier, might still list).
+        oldest = set(runs[: max(0, len(runs) - KEEP_LOG_RUNS)])
+        doomed = {run for run in removable if run in oldest}
         kept = [run for run in runs if run not in doomed]
         if len(kept) > 1:
             sizes = {run: _size(logs_fd, run) for run in kept}
