@@ -91,33 +91,23 @@ def _record_path(start: Path) -> Path | None:
 
 def _content_stamp(path: str, size: int | None = None) -> tuple[int, str] | None:
     """The size and SHA-256 (hex) of the regular file ``path``; None for anything else, a
-    file larger than ``MAX_OUTPUT_BYTES``, or (given ``size``) one of another size. Opened
-    non-blocking: a FIFO put in a report's place never hangs a run."""
-    import stat
+    file larger than ``MAX_OUTPUT_BYTES``, or (given ``size``) one of another size (then not
+    read at all). Read as ``storage.read_user_file`` reads: a FIFO put in a report's place
+    never hangs a run."""
+    import hashlib
 
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if (not stat.S_ISREG(info.st_mode) or info.st_size > MAX_OUTPUT_BYTES
-                or (size is not None and info.st_size != size)):
-            return None
-        import hashlib
+    from pytest_verifygate.storage import read_user_file
 
-        digest = hashlib.sha256()
-        read = 0
-        while chunk := os.read(fd, min(1 << 20, MAX_OUTPUT_BYTES + 1 - read)):
-            digest.update(chunk)
-            read += len(chunk)
-            if read > MAX_OUTPUT_BYTES:
+    if size is not None:
+        try:
+            if os.stat(path).st_size != size:
                 return None
-    except OSError:
+        except OSError:
+            return None
+    data = read_user_file(path, MAX_OUTPUT_BYTES)
+    if data is None or (size is not None and len(data) != size):
         return None
-    finally:
-        os.close(fd)
-    return read, digest.hexdigest()
+    return len(data), hashlib.sha256(data).hexdigest()
 
 
 def _read_record(record: Path) -> dict[str, tuple[int, str]]:
