@@ -16,6 +16,7 @@ import pytest
 
 from pytest_verifygate.changes import ChangeRequest
 from pytest_verifygate.engine import RunRequest, prepare, start, to_report
+from pytest_verifygate.runner.watchdog import REAPER_THREAD
 from pytest_verifygate.storage import KEEP_LOG_RUNS, finish_pruning, new_log_dir, state_dir
 
 from .support import PY, children_of, open_fds, run_contract, validate
@@ -42,6 +43,11 @@ def test_two_hundred_gates_leak_nothing_and_keep_their_own_output(repo: Path) ->
     assert children_of(os.getpid()) == []
 
     run = run_contract(repo, contract)
+    # The run does not wait for its watchdog to exit (it exits on its own once the run closes
+    # its stdin); wait for that here, boundedly, before counting threads and children.
+    for thread in threading.enumerate():
+        if thread.name == REAPER_THREAD:
+            thread.join(timeout=30)
 
     assert open_fds() == fds_before  # every pipe and log file closed
     assert threading.active_count() == threads_before  # the worker pool is gone

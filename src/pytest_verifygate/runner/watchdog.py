@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 AFTER_DEADLINE_SECONDS = 5.0
 # Between SIGTERM and SIGKILL when the watchdog ends a tree.
 GRACE_SECONDS = 1.0
+# The thread that reaps the watchdog process once the run has closed its stdin.
+REAPER_THREAD = "verifygate-watchdog-reaper"
 
 
 class Watchdog:
@@ -75,7 +77,7 @@ class Watchdog:
         with contextlib.suppress(OSError):  # it is gone already
             process.stdin.close()
         # Reaped in the background: the run does not wait for the watchdog to exit.
-        threading.Thread(target=process.wait, name="watchdog-reaper", daemon=True).start()
+        threading.Thread(target=process.wait, name=REAPER_THREAD, daemon=True).start()
 
     def _send(self, message: str, *, start: bool) -> None:
         with self._lock:
