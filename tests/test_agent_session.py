@@ -162,7 +162,7 @@ def test_session_start_outside_git_says_so_on_stderr_only(tmp_path: Path) -> Non
 
 def test_a_recorded_start_that_is_gone_falls_back_with_a_warning(project: Path) -> None:
     from pytest_verifygate.agents.session_start import START_SEAL, private_start_path
-    from pytest_verifygate.integrity import signed
+    from pytest_verifygate.state.integrity import signed
 
     session_start(project)
     gone = json.dumps(signed(START_SEAL, {**recorded_start(project), "commit": "0" * 40}))

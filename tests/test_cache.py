@@ -23,10 +23,15 @@ from plugin_support import (
     validate_report,
     write_contract,
 )
-from pytest_verifygate.cache import KEEP_ENTRIES, SEAL_PURPOSE, cache_dir, script_programs
 from pytest_verifygate.contract import load_contract
 from pytest_verifygate.errors import ContractError
-from pytest_verifygate.integrity import unseal
+from pytest_verifygate.state.integrity import unseal
+from pytest_verifygate.state.result_cache import (
+    KEEP_ENTRIES,
+    SEAL_PURPOSE,
+    cache_dir,
+    script_programs,
+)
 
 from conftest import commit_all, git, write
 
@@ -327,10 +332,10 @@ def test_cli_imports_the_cache_only_when_a_gate_caches(repo: Path) -> None:
     commit_all(repo)
     command = [sys.executable, "-X", "importtime", "-m", "pytest_verifygate.cli", "run", "--all"]
     plain = subprocess.run(command, cwd=repo, capture_output=True, text=True)
-    assert plain.returncode == 0 and "pytest_verifygate.cache" not in plain.stderr
+    assert plain.returncode == 0 and "pytest_verifygate.state.result_cache" not in plain.stderr
     write_contract(repo, {"name": "a", "command": "true", "cache": True})
     cached = subprocess.run(command, cwd=repo, capture_output=True, text=True)
-    assert cached.returncode == 0 and "pytest_verifygate.cache" in cached.stderr
+    assert cached.returncode == 0 and "pytest_verifygate.state.result_cache" in cached.stderr
 
 
 def test_contract_keys_are_validated(repo: Path) -> None:

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_verifygate.changes import (
+from pytest_verifygate.errors import ChangeSetError
+from pytest_verifygate.git.changes import (
     ChangeRequest,
     ChangeSet,
     all_files,
     compute_changes,
     git_output,
 )
-from pytest_verifygate.errors import ChangeSetError
 
 from conftest import commit_all, git, write
 

@@ -18,8 +18,13 @@ import pytest
 
 from actions_runner import annotations
 from plugin_support import QUIET_PLUGINS, junit_properties, validate_report
-from pytest_verifygate.changes import ChangeBase, ChangeRequest, compute_changes, detect_change_base
 from pytest_verifygate.errors import ChangeSetError
+from pytest_verifygate.git.changes import (
+    ChangeBase,
+    ChangeRequest,
+    compute_changes,
+    detect_change_base,
+)
 from pytest_verifygate.report.github import (
     error_annotations,
     find_location,

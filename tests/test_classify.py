@@ -24,7 +24,6 @@ from pathlib import Path
 import pytest
 
 from pytest_verifygate import classify
-from pytest_verifygate.changes import ChangeRequest, compute_changes
 from pytest_verifygate.classify import (
     CODES,
     COMMAND_FAILED,
@@ -44,6 +43,7 @@ from pytest_verifygate.classify import (
 )
 from pytest_verifygate.contract import load_contract
 from pytest_verifygate.engine import run_gates
+from pytest_verifygate.git.changes import ChangeRequest, compute_changes
 from pytest_verifygate.runner.records import GateResult
 from pytest_verifygate.selection import select_gates
 

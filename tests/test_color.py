@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from plugin_support import QUIET_PLUGINS, init_repo, write_contract
-from pytest_verifygate.report.console import color_wanted
+from pytest_verifygate.report.terminal import color_wanted
 
 from conftest import write
 

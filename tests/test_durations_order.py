@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from plugin_support import QUIET_PLUGINS, init_repo
-from pytest_verifygate import durations
+from pytest_verifygate.state import durations
 
 from conftest import LOGGING, commit_all, write
 

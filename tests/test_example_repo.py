@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import load_contract
+from pytest_verifygate.git.changes import ChangeSet
 from pytest_verifygate.selection import select_gates
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.

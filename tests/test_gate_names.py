@@ -23,7 +23,7 @@ from plugin_support import (
     write_contract,
 )
 from pytest_verifygate.names import item_name, item_names, role_marker
-from pytest_verifygate.storage import log_file_name
+from pytest_verifygate.state.storage import log_file_name
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow

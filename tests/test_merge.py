@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from plugin_support import validate_report
-from pytest_verifygate import durations
 from pytest_verifygate.cli.merge import merged_verdict
+from pytest_verifygate.state import durations
 
 from conftest import commit_all, write
 

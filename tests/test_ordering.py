@@ -19,8 +19,8 @@ import pytest
 
 from plugin_support import QUIET_PLUGINS, init_repo, validate_report
 from pytest_verifygate import engine
-from pytest_verifygate.changes import ChangeRequest
 from pytest_verifygate.engine import RunRequest
+from pytest_verifygate.git.changes import ChangeRequest
 
 from conftest import LOGGING, commit_all, write
 

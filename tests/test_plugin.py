@@ -77,7 +77,7 @@ def test_without_the_option_nothing_is_collected_and_the_engine_is_not_imported(
     # The plugin's own option registration and the argparse types it shares with the CLI.
     assert loaded <= {"pytest_verifygate", "pytest_verifygate.pytest_plugin",
                       "pytest_verifygate.pytest_plugin.options",
-                      "pytest_verifygate.hookspecs", "pytest_verifygate.options"}
+                      "pytest_verifygate.hookspecs", "pytest_verifygate.option_checks"}
 
 
 def test_one_item_per_selected_gate_in_contract_order(project: pytest.Pytester) -> None:

@@ -430,7 +430,7 @@ def _report(verdict: str, *gates: tuple[str, str, str | None]) -> dict[str, Any]
     ],
 )
 def test_verdict_line_says_what_to_do_next(report: dict[str, Any], expected: str) -> None:
-    from pytest_verifygate.report.console import verdict_line
+    from pytest_verifygate.report.terminal import verdict_line
 
     assert verdict_line(report) == expected
     assert verdict_line(report, report_path="r.json") == expected + "; report: r.json"

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import load_contract
 from pytest_verifygate.engine import plan_gates, run_gates
+from pytest_verifygate.git.changes import ChangeSet
 from pytest_verifygate.runner.scheduler import GateRunner
 from pytest_verifygate.selection import select_gates
 
@@ -251,7 +251,8 @@ def test_the_records_and_the_cache_load_without_the_scheduler() -> None:
     # The records are what the reports and the cache name: they must stay cheap to import,
     # and the cache (which the scheduler calls) must not need the scheduler back.
     script = ("import json, sys, pytest_verifygate.runner.records; a = list(sys.modules); "
-              "import pytest_verifygate.cache; print(json.dumps([a, list(sys.modules)]))")
+              "import pytest_verifygate.state.result_cache; "
+              "print(json.dumps([a, list(sys.modules)]))")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           check=True)
     with_records, with_cache = json.loads(done.stdout)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import load_contract
+from pytest_verifygate.git.changes import ChangeSet
 from pytest_verifygate.selection import select_gates
 
 from conftest import write

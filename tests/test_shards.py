@@ -21,7 +21,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from plugin_support import QUIET_PLUGINS, init_repo, load_json, validate_report
-from pytest_verifygate import durations
 from pytest_verifygate.contract.model import Gate
 from pytest_verifygate.errors import UsageError
 from pytest_verifygate.selection import Selection
@@ -33,6 +32,7 @@ from pytest_verifygate.shards import (
     requested_shard,
     split,
 )
+from pytest_verifygate.state import durations
 
 from conftest import commit_all, git, write
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_verifygate.state_files import prune_own_files
-from pytest_verifygate.storage import (
+from pytest_verifygate.state.files import prune_own_files
+from pytest_verifygate.state.storage import (
     KEEP_LOG_RUNS,
     _private_temp_dir,
     claim_log_dir,
@@ -177,7 +177,7 @@ def test_a_claimed_log_dir_is_kept_until_released(repo: Path) -> None:
 def test_a_late_pruning_of_an_old_run_never_removes_a_newer_one(repo: Path) -> None:
     """Pruning that runs late for an old run (threads of several runs of one process) keeps
     the newest runs all the same: keeping its own old run must not cost a newer one."""
-    from pytest_verifygate import storage
+    from pytest_verifygate.state import storage
 
     runs = [new_log_dir(repo) for _ in range(KEEP_LOG_RUNS + 2)]
     finish_pruning()

@@ -11,9 +11,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # type checkers see the real names; at run time they load on first use
-    from pytest_verifygate.changes import ChangeRequest as ChangeRequest
-    from pytest_verifygate.changes import ChangeSet as ChangeSet
-    from pytest_verifygate.changes import compute_changes as compute_changes
     from pytest_verifygate.contract import Contract as Contract
     from pytest_verifygate.contract import Gate as Gate
     from pytest_verifygate.contract import find_contract as find_contract
@@ -27,6 +24,9 @@ if TYPE_CHECKING:  # type checkers see the real names; at run time they load on 
     from pytest_verifygate.engine import to_report as to_report
     from pytest_verifygate.errors import ContractError as ContractError
     from pytest_verifygate.errors import VerifyGateError as VerifyGateError
+    from pytest_verifygate.git.changes import ChangeRequest as ChangeRequest
+    from pytest_verifygate.git.changes import ChangeSet as ChangeSet
+    from pytest_verifygate.git.changes import compute_changes as compute_changes
     from pytest_verifygate.report.digest import failure_signature as failure_signature
     from pytest_verifygate.report.digest import to_digest as to_digest
     from pytest_verifygate.runner.records import GateResult as GateResult
@@ -39,9 +39,9 @@ _API = {
     "find_contract": "pytest_verifygate.contract",
     "Contract": "pytest_verifygate.contract",
     "Gate": "pytest_verifygate.contract",
-    "compute_changes": "pytest_verifygate.changes",
-    "ChangeRequest": "pytest_verifygate.changes",
-    "ChangeSet": "pytest_verifygate.changes",
+    "compute_changes": "pytest_verifygate.git.changes",
+    "ChangeRequest": "pytest_verifygate.git.changes",
+    "ChangeSet": "pytest_verifygate.git.changes",
     "select_gates": "pytest_verifygate.selection",
     "prepare": "pytest_verifygate.engine",
     "run": "pytest_verifygate.engine",

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from pytest_verifygate import codes
-from pytest_verifygate.changes import ChangeRequest, ChangeSet, compute_changes
 from pytest_verifygate.contract import Contract, Gate, load_contract
+from pytest_verifygate.git.changes import ChangeRequest, ChangeSet, compute_changes
 from pytest_verifygate.plan import plan_gates
 from pytest_verifygate.selection import (
     Selection,
@@ -213,7 +213,7 @@ def _runner(
     """A runner for ``gate_plans``, wired to the pluggy hooks, not started yet."""
     from pytest_verifygate.report.redact import redactor_for
     from pytest_verifygate.runner.scheduler import GateRunner, needs_process
-    from pytest_verifygate.storage import new_log_dir
+    from pytest_verifygate.state.storage import new_log_dir
 
     def classify_hook(gate: Gate, result: GateResult) -> str | None:
         return None if hook is None else hook.pytest_verifygate_classify(gate=gate, result=result)
@@ -256,13 +256,13 @@ def _runner(
 def start_order(contract: Contract, gate_plans: Sequence[GatePlan],
                 jobs: int) -> list[str] | None:
     """The order to start gates in when more than one runs at once: the longest first, by
-    the durations earlier runs recorded (``durations.py``), so that a long gate is not left to
+    the durations earlier runs recorded (``state/durations.py``), so that a long gate is not left to
     start when the others are done. None (declared order) with one job: then the order is
     all a contract says (middle's and openTiger's files run that way by default), and the
     total time is the same in any order."""
     if jobs <= 1 or len(gate_plans) < 2:
         return None
-    from pytest_verifygate.durations import planned_order
+    from pytest_verifygate.state.durations import planned_order
 
     return planned_order(contract, [gate_plan.gate.name for gate_plan in gate_plans])
 
@@ -318,7 +318,7 @@ def record(run: RunResult) -> None:
     """
     if run.shard is not None:
         return
-    from pytest_verifygate import durations
+    from pytest_verifygate.state import durations
 
     contract = run.contract
     durations.record_durations(contract.repo_root, durations.contract_key(contract),

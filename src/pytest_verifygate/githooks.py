@@ -86,7 +86,7 @@ MAX_HOOK_BYTES = 1 << 20
 def is_ours(path: Path) -> bool:
     """Whether the hook at ``path`` is one ``install`` wrote: a regular file carrying the
     marker, read bounded and non-blocking (a FIFO planted there never hangs install)."""
-    from pytest_verifygate.storage import read_user_file
+    from pytest_verifygate.state.storage import read_user_file
 
     text = read_user_file(path, MAX_HOOK_BYTES)
     return text is not None and MARKER.encode() in text[:4096]
@@ -94,7 +94,7 @@ def is_ours(path: Path) -> bool:
 
 def install(directory: Path, names: Sequence[str], python: str) -> list[str]:
     """Write the hooks; what was done, one line per hook."""
-    from pytest_verifygate.storage import read_user_file
+    from pytest_verifygate.state.storage import read_user_file
 
     directory.mkdir(parents=True, exist_ok=True)
     done = []
@@ -145,7 +145,7 @@ def _write(path: Path, text: str) -> None:
     """Replace ``path`` atomically with an executable script (a link there is replaced, not
     followed). The temp file is new (``O_EXCL``, no link followed): a name planted in the
     hooks directory never leads the write, or the chmod, to a file of the user's."""
-    from pytest_verifygate.state_files import DIRECTORY, replace_in
+    from pytest_verifygate.state.files import DIRECTORY, replace_in
 
     dir_fd = os.open(path.parent, DIRECTORY)
     try:

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_verifygate.changes import all_files
 from pytest_verifygate.commands import (
     ParsedCommand,
     UnsupportedCommand,
@@ -21,12 +20,13 @@ from pytest_verifygate.commands import (
     shell_words,
 )
 from pytest_verifygate.contract import Contract
+from pytest_verifygate.git.changes import all_files
 from pytest_verifygate.runner.records import GatePlan
 from pytest_verifygate.selection import Selection, files_for_gate
 
 if TYPE_CHECKING:
-    from pytest_verifygate.cache import RepoFiles
     from pytest_verifygate.report.redact import Redactor
+    from pytest_verifygate.state.result_cache import RepoFiles
 
 # Arguments shown of a gate's command in reports; the rest are counted, not listed.
 MAX_DISPLAY_ARGS = 50
@@ -38,7 +38,7 @@ def plan_gates(
     """Turn the selected gates into plans: argvs to spawn, or why not to spawn them.
 
     A gate with ``cache = true`` gets a cache slot; with ``read_cache`` a pass stored for
-    the same inputs resolves the plan without spawning anything (see ``cache.py``).
+    the same inputs resolves the plan without spawning anything (see ``state/result_cache.py``).
     """
     plans: list[GatePlan] = []
     tracked: tuple[str, ...] | None = None
@@ -92,11 +92,13 @@ def plan_gates(
             root=contract.root,
         )
         if gate.cache:
-            from pytest_verifygate import cache  # only when some gate caches its passes
+            from pytest_verifygate.state import (
+                result_cache,  # only when some gate caches its passes
+            )
 
-            repo_files = repo_files or cache.RepoFiles(contract.root)
-            redactor = redactor or cache.redactor_for(contract.gates)
-            plan = cache.attach(contract, plan, repo_files, redactor, read=read_cache)
+            repo_files = repo_files or result_cache.RepoFiles(contract.root)
+            redactor = redactor or result_cache.redactor_for(contract.gates)
+            plan = result_cache.attach(contract, plan, repo_files, redactor, read=read_cache)
             if read_cache and plan.cache is not None and plan.cache.hit is None:
                 plan = _without_passed_files(plan, parsed, contract.root)
         plans.append(plan)
@@ -106,17 +108,17 @@ def plan_gates(
 def _without_passed_files(plan: GatePlan, parsed: ParsedCommand, root: Path) -> GatePlan:
     """``plan`` without the files that passed this gate before with the same content and
     configuration (the result cache's per-file reuse); a cached pass if none remain."""
-    from pytest_verifygate import cache
+    from pytest_verifygate.state import result_cache
 
     slot = plan.cache
     if slot is None or not slot.file_keys:
         return plan
-    reused = cache.reused_files(slot, plan.gate.name)
+    reused = result_cache.reused_files(slot, plan.gate.name)
     if not reused:
         return plan
     remaining = tuple(path for path in plan.given_files if path not in reused)
     if not remaining:
-        return plan._replace(cache=slot._replace(hit=cache.files_pass(plan, len(reused))))
+        return plan._replace(cache=slot._replace(hit=result_cache.files_pass(plan, len(reused))))
     files = [_relative_to_cwd(path, root, plan.cwd) for path in remaining]
     invocations = tuple(tuple(argv) for argv in expand(parsed, files))
     keys = tuple(item for item in slot.file_keys if item[0] not in reused)

@@ -12,8 +12,8 @@ PYTEST_DONT_REWRITE
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
-from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import Contract, Gate
+from pytest_verifygate.git.changes import ChangeSet
 from pytest_verifygate.patterns import match_files, matches_any, matching_any, unmatched
 
 # What left a gate out (``Selection.left_out_by``). Front ends treat them differently: pytest
@@ -210,8 +210,8 @@ def pattern_warnings(contract: Contract, gates: Iterable[Gate] | None = None,
     """One warning per ``when_changed`` or ``when_changed_all`` pattern of ``gates`` (default:
     every gate of ``contract``) that matches none of the ``tracked`` files (default: every
     file git tracks under the contract's root). Negated patterns are not looked at."""
-    from pytest_verifygate.changes import all_files
     from pytest_verifygate.contract.discover import display_path
+    from pytest_verifygate.git.changes import all_files
 
     gates = contract.gates if gates is None else gates
     if tracked is None:

@@ -218,6 +218,6 @@ def _pyproject_tool(path: Path) -> dict[str, Any]:
 
 
 def _read(path: Path) -> bytes | None:
-    from pytest_verifygate.storage import read_user_file
+    from pytest_verifygate.state.storage import read_user_file
 
     return read_user_file(path, MAX_FILE_BYTES)

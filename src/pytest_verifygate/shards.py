@@ -3,7 +3,7 @@
 Owns ``--shard K/N`` (and ``CI_NODE_INDEX``/``CI_NODE_TOTAL``, GitLab's ``parallel:``), the
 groups of gates that must share a shard (gates joined by ``needs``, directly or not), and the
 split itself: the longest-processing-time-first rule (the heaviest group goes to the least
-loaded shard) over each gate's duration in earlier runs (``durations.py``). Every input is the
+loaded shard) over each gate's duration in earlier runs (``state/durations.py``). Every input is the
 same on every machine of a build (the contract, the change set, the durations file restored
 from the CI cache), and every tie is broken by name, so each machine computes the same split
 and runs its own part; ``verifygate merge`` puts the parts' reports back together.
@@ -126,7 +126,7 @@ def shard_selections(contract: Contract, selections: Sequence[Selection],
                      shard: Shard) -> tuple[list[Selection], str | None]:
     """``selections`` cut to ``shard``, balanced by the durations recorded for ``contract``;
     and a warning when the durations file had to be ignored."""
-    from pytest_verifygate.durations import contract_key, read_durations
+    from pytest_verifygate.state.durations import contract_key, read_durations
 
     recorded, warning = read_durations(contract.repo_root, contract_key(contract))
     return assign(selections, shard, recorded), warning
@@ -136,7 +136,7 @@ def assign(selections: Sequence[Selection], shard: Shard,
            recorded: Mapping[str, float]) -> list[Selection]:
     """``selections`` with the selected gates of other shards turned into not selected
     (reason ``in shard J of N``). ``recorded``: the gates' durations in earlier runs."""
-    from pytest_verifygate.durations import estimates
+    from pytest_verifygate.state.durations import estimates
 
     selected = [selection.gate for selection in selections if selection.selected]
     seconds = estimates((gate.name for gate in selected), recorded)

@@ -177,6 +177,6 @@ MAX_FILE_BYTES = 4 << 20
 def _text(path: Path, encoding: str = "utf-8") -> str:
     """The project file ``path`` as text; empty when it is not a regular file of a sane size
     (read bounded and non-blocking: ``storage.read_user_file``)."""
-    from pytest_verifygate.storage import read_user_file
+    from pytest_verifygate.state.storage import read_user_file
 
     return (read_user_file(path, MAX_FILE_BYTES) or b"").decode(encoding)

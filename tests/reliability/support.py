@@ -23,9 +23,9 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped]
 from hypothesis import HealthCheck, settings
 
-from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import load_contract
 from pytest_verifygate.engine import RunResult, run_gates
+from pytest_verifygate.git.changes import ChangeSet
 from pytest_verifygate.report.document import load_schema
 from pytest_verifygate.selection import select_gates
 

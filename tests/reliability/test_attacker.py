@@ -311,7 +311,7 @@ def test_a_planted_worktree_entry_never_removes_a_directory_of_the_user(
     name like the temp checkouts of killed runs (``verifygate-push-<dead pid>-``) must not be
     removed when the next push cleans up after killed runs. Only a private directory (0700,
     this user's, no link) right in the temp directory is one the tool made."""
-    from pytest_verifygate.pushed import temporary_worktree
+    from pytest_verifygate.git.pushed import temporary_worktree
 
     write(repo / "a.py", "1\n")
     commit_all(repo)

@@ -19,7 +19,6 @@ from hypothesis import assume, event, given
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
-from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.cli import main
 from pytest_verifygate.commands import (
     FILES_PLACEHOLDER,
@@ -32,6 +31,7 @@ from pytest_verifygate.commands import (
 from pytest_verifygate.contract import GATE_KEYS, SETTINGS_KEYS, Contract, load_contract
 from pytest_verifygate.engine import plan_gates
 from pytest_verifygate.errors import ContractError
+from pytest_verifygate.git.changes import ChangeSet
 from pytest_verifygate.report.document import build_report
 from pytest_verifygate.runner.records import bare_result
 from pytest_verifygate.selection import select_gates

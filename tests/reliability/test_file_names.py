@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_verifygate.changes import ChangeRequest, compute_changes
 from pytest_verifygate.contract import load_contract
 from pytest_verifygate.engine import run_gates
+from pytest_verifygate.git.changes import ChangeRequest, compute_changes
 from pytest_verifygate.selection import select_gates
 
 from .support import DUMP_ARGS_SCRIPT, decode_dump, examples, toml_string

@@ -18,16 +18,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_verifygate import cache, durations
 from pytest_verifygate.agents.state import STATE_SEAL, load_state
 from pytest_verifygate.engine import RunRequest, prepare
-from pytest_verifygate.integrity import seal, signed
 from pytest_verifygate.report.digest import to_digest
 from pytest_verifygate.report.document import gate_entry
 from pytest_verifygate.report.github import error_annotations, step_summary
 from pytest_verifygate.report.junit import to_junit
 from pytest_verifygate.report.redact import MASK, redactor_for
 from pytest_verifygate.runner.records import GatePlan, GateResult
+from pytest_verifygate.state import durations, result_cache
+from pytest_verifygate.state.integrity import seal, signed
 
 from .support import examples
 from conftest import commit_all, git, write
@@ -80,7 +80,7 @@ def read_every_state(project: Project) -> None:
     """Every reader, on whatever the files hold now; each must return without raising."""
     entries, warning = durations._read(project.durations)
     assert warning is not None or all(isinstance(seconds, float) for _, _, seconds in entries)
-    hit = cache.lookup(project.slot, project.plan)
+    hit = result_cache.lookup(project.slot, project.plan)
     assert hit is None or (hit.cached and hit.outcome == "passed")
     state = load_state(project.agent_state)
     assert isinstance(state.rounds, int) and state.rounds >= 0
@@ -93,7 +93,7 @@ def test_random_bytes_in_every_state_file(project: Project, content: bytes) -> N
     for path in (project.durations, project.slot.path, project.agent_state):
         path.write_bytes(content)
     read_every_state(project)
-    assert cache.lookup(project.slot, project.plan) is None  # never sealed by us
+    assert result_cache.lookup(project.slot, project.plan) is None  # never sealed by us
     assert load_state(project.agent_state).rounds == 0
 
 
@@ -102,7 +102,7 @@ def test_random_bytes_in_every_state_file(project: Project, content: bytes) -> N
 def test_well_formed_data_of_the_wrong_shape_sealed_with_our_key(
         project: Project, entry: dict[str, Any], state: dict[str, Any], recorded: Any) -> None:
     """Past the seal (a file an older version, or a bug, wrote) the fields are still checked."""
-    sealed = seal(cache.SEAL_PURPOSE, json.dumps(entry).encode())
+    sealed = seal(result_cache.SEAL_PURPOSE, json.dumps(entry).encode())
     assert sealed is not None
     project.slot.path.write_bytes(sealed)
     project.agent_state.write_text(json.dumps(signed(STATE_SEAL, state)))

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from pytest_verifygate.agents.session_start import head_commit, session_start_point
-from pytest_verifygate.changes import ChangeRequest, compute_changes
 from pytest_verifygate.errors import ChangeSetError
-from pytest_verifygate.inputs import RepoFiles
+from pytest_verifygate.git.changes import ChangeRequest, compute_changes
+from pytest_verifygate.git.inputs import RepoFiles
 from test_agent_hook import BAD, GOOD, checked_project, stop
 
 from .support import verifygate
@@ -338,7 +338,7 @@ def test_a_flagged_entry_that_is_not_a_file_is_a_change_and_never_opened(project
 
 
 def test_a_dirty_submodule_does_not_move_a_commit_into_a_checkout(with_submodule: Path) -> None:
-    from pytest_verifygate.pushed import staged_content
+    from pytest_verifygate.git.pushed import staged_content
 
     repo = with_submodule
     write(repo / "lib/mod.py", BAD)  # the submodule's own business: no checkout has it

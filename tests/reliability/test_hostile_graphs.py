@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from pytest_verifygate import durations
-from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import Gate, load_contract
 from pytest_verifygate.errors import ContractError
+from pytest_verifygate.git.changes import ChangeSet
 from pytest_verifygate.plan import plan_gates
 from pytest_verifygate.runner.records import GatePlan
 from pytest_verifygate.runner.scheduler import run_order
 from pytest_verifygate.selection import select_gates
 from pytest_verifygate.shards import Shard, assign
+from pytest_verifygate.state import durations
 
 from .support import verifygate
 from conftest import commit_all, write

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_verifygate.changes import ChangeRequest, compute_changes
 from pytest_verifygate.contract import load_contract
 from pytest_verifygate.engine import run_gates
 from pytest_verifygate.errors import ContractError
+from pytest_verifygate.git.changes import ChangeRequest, compute_changes
 from pytest_verifygate.selection import select_gates
 
 from .support import DUMP_ARGS_SCRIPT, PY, decode_dump, toml_string, validate, verifygate

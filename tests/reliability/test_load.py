@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_verifygate.changes import ChangeRequest
 from pytest_verifygate.engine import RunRequest, prepare, start, to_report
+from pytest_verifygate.git.changes import ChangeRequest
 from pytest_verifygate.runner.watchdog import REAPER_THREAD
-from pytest_verifygate.storage import KEEP_LOG_RUNS, finish_pruning, new_log_dir, state_dir
+from pytest_verifygate.state.storage import KEEP_LOG_RUNS, finish_pruning, new_log_dir, state_dir
 
 from .support import PY, children_of, open_fds, run_contract, validate
 

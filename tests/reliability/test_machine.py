@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import load_contract
 from pytest_verifygate.engine import run_gates
+from pytest_verifygate.git.changes import ChangeSet
 from pytest_verifygate.selection import select_gates
 
 from .support import PY, kill_all, validate, verifygate, wait_dead

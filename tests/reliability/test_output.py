@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from pytest_verifygate.changes import ChangeSet
 from pytest_verifygate.contract import load_contract
 from pytest_verifygate.engine import to_report
+from pytest_verifygate.git.changes import ChangeSet
 from pytest_verifygate.plan import plan_gates
 from pytest_verifygate.report.digest import TOTAL_BYTES, to_digest
 from pytest_verifygate.runner.logfile import DEFAULT_LOG_MAX_BYTES
 from pytest_verifygate.runner.scheduler import GateRunner
 from pytest_verifygate.selection import select_gates
-from pytest_verifygate.storage import KEEP_LOG_BYTES, finish_pruning, new_log_dir, state_dir
+from pytest_verifygate.state.storage import KEEP_LOG_BYTES, finish_pruning, new_log_dir, state_dir
 
 from .support import run_contract, validate
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_verifygate.engine import RunRequest, prepare
-from pytest_verifygate.storage import state_dir
+from pytest_verifygate.state.storage import state_dir
 
 from .support import PY, verifygate
 from conftest import commit_all, git, write
@@ -331,7 +331,7 @@ def device(repo: Path, elsewhere: Path) -> None:
 
 
 def huge_linked_directory(repo: Path, elsewhere: Path) -> None:
-    from pytest_verifygate.inputs import MAX_WALKED_FILES
+    from pytest_verifygate.git.inputs import MAX_WALKED_FILES
 
     elsewhere.mkdir()
     for index in range(MAX_WALKED_FILES + 1):
@@ -340,7 +340,7 @@ def huge_linked_directory(repo: Path, elsewhere: Path) -> None:
 
 
 def too_large(repo: Path, elsewhere: Path) -> None:
-    from pytest_verifygate.inputs import MAX_HASHED_BYTES
+    from pytest_verifygate.git.inputs import MAX_HASHED_BYTES
 
     big = write(elsewhere / "big", "")
     os.truncate(big, MAX_HASHED_BYTES + 1)  # sparse: nothing is written
@@ -448,7 +448,7 @@ def test_without_a_private_directory_nothing_is_cached_and_all_still_runs(
 
 def test_the_key_is_private_made_once_and_replaced_when_exposed(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_verifygate import integrity
+    from pytest_verifygate.state import integrity
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     integrity._key_in.cache_clear()

@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from pytest_verifygate.agents.state import is_state_name, session_file_stem
-from pytest_verifygate.changes import git_answer, git_output
 from pytest_verifygate.errors import ChangeSetError
-from pytest_verifygate.state_files import prune_own_files, write_state
-from pytest_verifygate.storage import state_dir
+from pytest_verifygate.git.changes import git_answer, git_output
+from pytest_verifygate.state.files import prune_own_files, write_state
+from pytest_verifygate.state.storage import state_dir
 
 START_VERSION = 1
 KEEP_STARTS = 200
@@ -66,7 +66,7 @@ def private_start_path(repo_root: Path, session_id: str) -> Path | None:
     import hashlib
     import os
 
-    from pytest_verifygate.integrity import user_state_dir
+    from pytest_verifygate.state.integrity import user_state_dir
 
     base = user_state_dir()
     if base is None:
@@ -178,7 +178,7 @@ def _read(path: Path, session_id: str) -> tuple[StartPoint | None, str | None]:
     work tree can write ``.git``: it is read bounded and never blocking, and believed only
     with this user's seal (``integrity.signed``) and for this session.
     """
-    from pytest_verifygate.integrity import StateFileError, is_signed, read_state_file
+    from pytest_verifygate.state.integrity import StateFileError, is_signed, read_state_file
 
     try:
         raw = read_state_file(path, MAX_START_BYTES)
@@ -186,7 +186,7 @@ def _read(path: Path, session_id: str) -> tuple[StartPoint | None, str | None]:
             return None, None
         data = json.loads(raw.decode("utf-8"))
     except (StateFileError, ValueError, RecursionError) as exc:
-        from pytest_verifygate.storage import blocked
+        from pytest_verifygate.state.storage import blocked
 
         if blocked(path):  # a file where a directory should be: said once, for everything
             return None, None
@@ -202,7 +202,7 @@ def _read(path: Path, session_id: str) -> tuple[StartPoint | None, str | None]:
 
 
 def _write(path: Path, session_id: str, start: StartPoint) -> None:
-    from pytest_verifygate.integrity import signed
+    from pytest_verifygate.state.integrity import signed
 
     data: dict[str, object] = {
         "version": START_VERSION, "session_id": session_id, "commit": start.commit,

@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from pytest_verifygate.state_files import prune_own_files, remove_state_file, write_state
-from pytest_verifygate.storage import state_dir
+from pytest_verifygate.state.files import prune_own_files, remove_state_file, write_state
+from pytest_verifygate.state.storage import state_dir
 
 STATE_VERSION = 1
 MAX_STATE_BYTES = 64 * 1024
@@ -73,7 +73,7 @@ def fallback_state_path(place: Path, key: str) -> Path | None:
     root (its path hashed); None when the user has no state directory either."""
     import hashlib
 
-    from pytest_verifygate.integrity import user_state_dir
+    from pytest_verifygate.state.integrity import user_state_dir
 
     base = user_state_dir()
     if base is None:
@@ -129,7 +129,7 @@ class Rounds(NamedTuple):
 def load_state(path: Path) -> SessionState:
     """The saved state, or a fresh one when there is none, it cannot be read, or it was not
     written by this user's verifygate (a forged round count must not let an agent stop)."""
-    from pytest_verifygate.integrity import StateFileError, is_signed, read_state_file
+    from pytest_verifygate.state.integrity import StateFileError, is_signed, read_state_file
 
     try:
         raw = read_state_file(path, MAX_STATE_BYTES)  # regular, bounded, never blocks
@@ -137,7 +137,7 @@ def load_state(path: Path) -> SessionState:
             return SessionState()
         data = json.loads(raw.decode("utf-8"))
     except (StateFileError, ValueError, RecursionError) as exc:
-        from pytest_verifygate.storage import blocked
+        from pytest_verifygate.state.storage import blocked
 
         if not blocked(path):  # a file where a directory should be: said once, for everything
             print(f"verifygate agent-hook: ignoring unreadable state {path} ({exc}); starting "
@@ -161,7 +161,7 @@ def load_state(path: Path) -> SessionState:
 
 
 def save_state(path: Path, key: str, state: SessionState) -> None:
-    from pytest_verifygate.integrity import signed
+    from pytest_verifygate.state.integrity import signed
 
     write_state(path, json.dumps(signed(STATE_SEAL, json.loads(state.to_json(key))),
                                  indent=2) + "\n")

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pytest_verifygate.state_files import remove_state_file, write_state
-from pytest_verifygate.storage import state_dir
+from pytest_verifygate.state.files import remove_state_file, write_state
+from pytest_verifygate.state.storage import state_dir
 
 STATUS_SEAL = b"agent-status"  # what the record's MAC is for (integrity.signed)
 MAX_STATUS_BYTES = 64 * 1024
@@ -36,7 +36,7 @@ def status_paths(repo_root: Path) -> tuple[Path, Path | None]:
     """The record under the git directory, and its place in the user's state directory."""
     import hashlib
 
-    from pytest_verifygate.integrity import user_state_dir
+    from pytest_verifygate.state.integrity import user_state_dir
 
     primary = state_dir(repo_root) / "agent-status.json"
     base = user_state_dir()
@@ -49,7 +49,7 @@ def status_paths(repo_root: Path) -> tuple[Path, Path | None]:
 def record_status(repo_root: Path, outcome: str, *, agent: str, session: str, message: str,
                   failed_gates: tuple[str, ...] = ()) -> None:
     """Keep the outcome of this stop; a problem is one line on stderr, never an error."""
-    from pytest_verifygate.integrity import signed
+    from pytest_verifygate.state.integrity import signed
 
     record: dict[str, object] = {
         "outcome": outcome, "repository": _repository(repo_root), "agent": agent,
@@ -76,7 +76,7 @@ def record_status(repo_root: Path, outcome: str, *, agent: str, session: str, me
 def read_status(repo_root: Path) -> dict[str, Any] | None:
     """The last stop's record, or None: none was recorded, or none that this user's
     verifygate wrote for this repository (a forged or replayed "verified" must not pass)."""
-    from pytest_verifygate.integrity import StateFileError, is_signed, read_state_file
+    from pytest_verifygate.state.integrity import StateFileError, is_signed, read_state_file
 
     newest: dict[str, Any] | None = None
     for path in status_paths(repo_root):

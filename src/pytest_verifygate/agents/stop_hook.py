@@ -79,11 +79,11 @@ from pytest_verifygate.agents.session_start import (
     session_start_point,
 )
 from pytest_verifygate.agents.state import Rounds, SessionState
-from pytest_verifygate.changes import ChangeRequest
 from pytest_verifygate.contract import find_contract, find_repo_root, posix_relative
 from pytest_verifygate.contract.revision import NoContractError, change_note
 from pytest_verifygate.engine import Plan, RunRequest, prepare
 from pytest_verifygate.errors import ContractError, VerifyGateError
+from pytest_verifygate.git.changes import ChangeRequest
 
 # Rounds of payloads that cannot be read are counted under this key, one per repository.
 UNREAD_KEY = "unread-payload"
@@ -382,7 +382,7 @@ def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
     from pytest_verifygate import engine
     from pytest_verifygate.plugins import plugin_hook
     from pytest_verifygate.report.document import dumps
-    from pytest_verifygate.state_files import write_state
+    from pytest_verifygate.state.files import write_state
 
     hook = plugin_hook()
     run = engine.run(plan, hook=hook)
@@ -397,7 +397,7 @@ def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
         try:
             write_state(report_path, dumps(report))  # state: never through a planted link
         except OSError as exc:
-            from pytest_verifygate.storage import blocked
+            from pytest_verifygate.state.storage import blocked
 
             if not blocked(report_path):  # a file in the way: said once, for everything
                 _warn(f"cannot write the report {report_path}: {exc.strerror or exc}")

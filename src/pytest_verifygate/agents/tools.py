@@ -52,8 +52,8 @@ class GateTools:
     def plan(self, *, names: Sequence[str] | None = None, roles: Sequence[str] | None = None,
              changed_only: bool = True, changed_from: str | None = None) -> Plan:
         """The engine's plan for a call; with ``names``, only those gates stay selected."""
-        from pytest_verifygate.changes import ChangeRequest
         from pytest_verifygate.engine import RunRequest, prepare
+        from pytest_verifygate.git.changes import ChangeRequest
         from pytest_verifygate.selection import asked_roles
 
         if not changed_only:

@@ -21,9 +21,9 @@ from pytest_verifygate.setup_check import (
 
 
 def main(args: argparse.Namespace) -> int:
-    from pytest_verifygate.changes import ChangeRequest, all_files
     from pytest_verifygate.contract import display_path, find_contract, find_repo_root
     from pytest_verifygate.engine import RunRequest, prepare
+    from pytest_verifygate.git.changes import ChangeRequest, all_files
 
     environ = dict(os.environ)
     start = Path.cwd()

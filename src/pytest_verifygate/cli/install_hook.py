@@ -107,7 +107,7 @@ def _read(path: Path, shown: str) -> tuple[Any, int | None]:
 
 
 def _write(path: Path, shown: str, text: str, mode: int | None) -> None:
-    from pytest_verifygate.storage import write_atomic
+    from pytest_verifygate.state.storage import write_atomic
 
     target = path.resolve() if path.is_symlink() else path  # the link stays a link
     try:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_verifygate.cli.exits import EXIT_OK
 from pytest_verifygate.cli.request import prepare_from_args
 from pytest_verifygate.contract import display_path
-from pytest_verifygate.pushed import run_in_pushed_commit
+from pytest_verifygate.git.pushed import run_in_pushed_commit
 
 if TYPE_CHECKING:
     from pytest_verifygate.engine import Plan

@@ -37,8 +37,8 @@ _SPLIT_HINT = ("the shards split the gates differently: give every shard the sam
 
 
 def main(args: argparse.Namespace) -> int:
-    from pytest_verifygate.report.console import verdict_line
     from pytest_verifygate.report.document import dumps, write_report
+    from pytest_verifygate.report.terminal import verdict_line
 
     merged, warnings = merge_reports([(path, load_report(path)) for path in args.reports])
     for warning in warnings:
@@ -60,7 +60,7 @@ def main(args: argparse.Namespace) -> int:
             problems.append(f"cannot write the JUnit file {args.junit}: {exc.strerror or exc}")
     if args.json or args.junit:
         from pytest_verifygate.cli.request import output_paths
-        from pytest_verifygate.outputs import remember_outputs
+        from pytest_verifygate.state.outputs import remember_outputs
 
         remember_outputs(output_paths(args))  # not changes for the next run, as run's own
     if args.format == "json":
@@ -69,7 +69,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"verifygate: {merged['contract']}: {len(args.reports)} shard report(s) merged, "
               f"{len(merged['gates'])} gate(s) ran")
         if any(gate["outcome"] == codes.FAILED for gate in merged["gates"]):
-            from pytest_verifygate.report.console import summary_table
+            from pytest_verifygate.report.terminal import summary_table
 
             print(summary_table([_result(gate) for gate in merged["gates"]]))
         print(verdict_line(merged, report_path=args.json))
@@ -383,7 +383,7 @@ def _junit_timeouts(merged: Mapping[str, Any]) -> dict[str, float]:
 def _record_durations(merged: Mapping[str, Any]) -> None:
     """The merged gates' durations, into this repository's state (if run inside one)."""
     from pytest_verifygate.contract import find_repo_root
-    from pytest_verifygate.durations import measured_seconds, record_durations
+    from pytest_verifygate.state.durations import measured_seconds, record_durations
 
     root = find_repo_root(Path.cwd())
     if root is not None:

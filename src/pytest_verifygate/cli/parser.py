@@ -9,7 +9,7 @@ PYTEST_DONT_REWRITE
 import argparse
 from typing import Any, TypedDict
 
-from pytest_verifygate import __version__, options
+from pytest_verifygate import __version__, option_checks
 from pytest_verifygate.cli.exits import EXIT_USAGE, HOOK_USAGE_STATUS
 
 # Subcommand -> the module under ``pytest_verifygate.cli`` whose ``main(args)`` runs it.
@@ -217,7 +217,7 @@ def _add_selection_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--contract", metavar="PATH",
                         help="the contract file (default: found from the current directory up)")
     parser.add_argument("--role", metavar="R", action="append", help=ROLE_HELP)
-    parser.add_argument("--phase", metavar="N", type=options.positive_int,
+    parser.add_argument("--phase", metavar="N", type=option_checks.positive_int,
                         help="select the gates for this phase")
     parser.add_argument("--shard", metavar="K/N",
                         help="only shard K of N of the selected gates, balanced by earlier "
@@ -237,7 +237,7 @@ def _add_selection_flags(parser: argparse.ArgumentParser) -> None:
 
 def _add_run_options(run: argparse.ArgumentParser) -> None:
     _add_selection_flags(run)
-    run.add_argument("--jobs", type=options.jobs, metavar="N",
+    run.add_argument("--jobs", type=option_checks.jobs, metavar="N",
                      help="gates run at once (0 = one per CPU; default from the contract)")
     run.add_argument("--json", metavar="PATH", help="write the JSON report here")
     run.add_argument("--format", choices=("text", "json", "agent"), default="text",
@@ -245,7 +245,7 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--junit", metavar="PATH",
                      help="write JUnit XML here (what pytest --junitxml writes for the gates)")
     _add_junit_family(run)
-    run.add_argument("--annotations", choices=options.ANNOTATION_CHOICES,
+    run.add_argument("--annotations", choices=option_checks.ANNOTATION_CHOICES,
                      help="github: print GitHub Actions error annotations for failed gates and "
                      "append a table to $GITHUB_STEP_SUMMARY (default: when GITHUB_ACTIONS is "
                      "true); none: never")
@@ -260,20 +260,20 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
 def _add_agent_hook_options(hook: argparse.ArgumentParser) -> None:
     from pytest_verifygate.agents.protocol import DEFAULT_BUDGET, STOP_TIMEOUT
 
-    hook.add_argument("--max-rounds", type=options.positive_int, default=3, metavar="N",
+    hook.add_argument("--max-rounds", type=option_checks.positive_int, default=3, metavar="N",
                       help="failing rounds per session before it stops blocking (default 3)")
     hook.add_argument("--contract", metavar="PATH",
                       help="the contract file (default: found from the current directory up)")
     hook.add_argument("--agent", choices=AGENTS,
                       help="the agent whose protocol to speak (default: told by the payload)")
     hook.add_argument("--role", metavar="R", action="append", help=ROLE_HELP)
-    hook.add_argument("--jobs", type=options.jobs, metavar="N",
+    hook.add_argument("--jobs", type=option_checks.jobs, metavar="N",
                       help="gates run at once (0 = one per CPU; default from the contract)")
     hook.add_argument("--changed-from", metavar="REF",
                       help="judge the changes since REF instead of the session's starting point")
     hook.add_argument("--no-cache", action="store_true",
                       help="run gates with cache = true even if they passed on these inputs")
-    hook.add_argument("--budget", type=options.positive_int, metavar="SECONDS",
+    hook.add_argument("--budget", type=option_checks.positive_int, metavar="SECONDS",
                       default=DEFAULT_BUDGET,
                       help="stop the gates and block after this long (default "
                       f"{DEFAULT_BUDGET}: below the {STOP_TIMEOUT} s timeout the installer "
@@ -283,7 +283,7 @@ def _add_agent_hook_options(hook: argparse.ArgumentParser) -> None:
 def _add_install_options(install: argparse.ArgumentParser) -> None:
     install.add_argument("--agent", choices=AGENTS, required=True,
                          help="the agent whose project configuration to write or merge")
-    install.add_argument("--max-rounds", type=options.positive_int, metavar="N",
+    install.add_argument("--max-rounds", type=option_checks.positive_int, metavar="N",
                          help="failing rounds before the hook stops blocking (default 3)")
 
 

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_verifygate.changes import ChangeRequest
 from pytest_verifygate.engine import Plan, RunRequest, prepare
 from pytest_verifygate.errors import UsageError
+from pytest_verifygate.git.changes import ChangeRequest
 from pytest_verifygate.selection import asked_roles
 from pytest_verifygate.shards import requested_shard
 

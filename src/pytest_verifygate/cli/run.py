@@ -11,11 +11,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from pytest_verifygate import codes, options
+from pytest_verifygate import codes, option_checks
 from pytest_verifygate.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from pytest_verifygate.cli.request import output_paths, prepare_from_args
 from pytest_verifygate.contract import Contract, display_path
-from pytest_verifygate.pushed import run_in_pushed_commit
+from pytest_verifygate.git.pushed import run_in_pushed_commit
 from pytest_verifygate.signals import Interruptible
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 
 def main(args: argparse.Namespace) -> int:
-    if not options.github_annotations(args.annotations, os.environ):
+    if not option_checks.github_annotations(args.annotations, os.environ):
         return _main(args, None)
     from pytest_verifygate.report.github import CommandStop
 
@@ -40,8 +40,8 @@ def main(args: argparse.Namespace) -> int:
 def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
     from pytest_verifygate import engine
     from pytest_verifygate.plugins import plugin_hook
-    from pytest_verifygate.report.console import Progress, color_wanted, run_summary
     from pytest_verifygate.report.document import dumps, write_report
+    from pytest_verifygate.report.terminal import Progress, color_wanted, run_summary
 
     started, clock = time.time(), time.monotonic()
     problems: list[str] = []
@@ -78,7 +78,7 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
                                      time.monotonic() - clock, plan.selections,
                                      args.junit_family)
         if args.json or args.junit:
-            from pytest_verifygate.outputs import remember_outputs
+            from pytest_verifygate.state.outputs import remember_outputs
 
             # Not changes for the next run (an agent's stop, the next commit) while unedited.
             remember_outputs(output_paths(args))
@@ -96,7 +96,7 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
                                                for gate in contract.gates},
                                      fold=_fold(stop)))
     sys.stdout.flush()
-    if options.github_annotations(args.annotations, os.environ):
+    if option_checks.github_annotations(args.annotations, os.environ):
         # On stdout where GitHub reads workflow commands, unless stdout is the report/digest.
         _github_outputs(report, contract, stream, hook, stop, report_path)
     for problem in problems:

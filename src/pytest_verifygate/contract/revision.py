@@ -26,7 +26,6 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_verifygate.changes import git_output
 from pytest_verifygate.contract.discover import (
     CONTRACT_NAMES,
     contract_format,
@@ -40,6 +39,7 @@ from pytest_verifygate.contract.fields import FieldReader
 from pytest_verifygate.contract.load import load_contract
 from pytest_verifygate.contract.model import Contract, Gate, Settings
 from pytest_verifygate.errors import ChangeSetError, ContractError
+from pytest_verifygate.git.changes import git_output
 
 # How the warning that the contract changed starts (``change_note`` looks for it).
 CHANGE_NOTE_START = "the contract changed since "

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def add_options(parser: pytest.Parser) -> None:
     """Register the ``--verify-*`` options and their ini defaults."""
-    from pytest_verifygate import options  # argparse types shared with the CLI
+    from pytest_verifygate import option_checks  # argparse types shared with the CLI
 
     group = parser.getgroup("verifygate", "verify contract gates (pytest-verifygate)")
     group.addoption(
@@ -33,7 +33,8 @@ def add_options(parser: pytest.Parser) -> None:
                     help="select the gates for role R (repeatable; default: $VERIFYGATE_ROLE, "
                     "then ini verify_role, comma-separated); gates with roles are collected "
                     "only for one of theirs")
-    group.addoption("--verify-phase", dest="verify_phase", type=options.positive_int, metavar="N",
+    group.addoption("--verify-phase", dest="verify_phase", type=option_checks.positive_int,
+                    metavar="N",
                     help="select the gates for this phase (ini: verify_phase)")
     group.addoption("--verify-shard", dest="verify_shard", metavar="K/N",
                     help="collect only shard K of N of the selected gates, balanced by earlier "
@@ -47,7 +48,7 @@ def add_options(parser: pytest.Parser) -> None:
                     metavar="F", help="the change set is these files")
     group.addoption("--verify-all", dest="verify_all", action="store_true", default=False,
                     help="no change filtering: every gate applies")
-    group.addoption("--verify-jobs", dest="verify_jobs", type=options.jobs, metavar="N",
+    group.addoption("--verify-jobs", dest="verify_jobs", type=option_checks.jobs, metavar="N",
                     help="gates run at once in this process (0 = one per CPU; ini: "
                     "verify_jobs; default: the contract's settings.jobs)")
     group.addoption("--verify-report", dest="verify_report", metavar="PATH",
@@ -55,7 +56,7 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--verify-digest", dest="verify_digest", metavar="PATH",
                     help="write the Markdown digest of failed gates here (ini: verify_digest)")
     group.addoption("--verify-annotations", dest="verify_annotations",
-                    choices=options.ANNOTATION_CHOICES, default=None,
+                    choices=option_checks.ANNOTATION_CHOICES, default=None,
                     help="github: GitHub Actions error annotations for failed gates and a table "
                     "in $GITHUB_STEP_SUMMARY (default: when GITHUB_ACTIONS is true); none: never")
     group.addoption("--verify-no-cache", dest="verify_no_cache", action="store_true",
@@ -92,7 +93,7 @@ class VerifyOptions(NamedTuple):
 
 def read_options(config: pytest.Config) -> VerifyOptions:
     """Command-line values win over ini values; paths are made absolute now."""
-    from pytest_verifygate import options
+    from pytest_verifygate import option_checks
 
     invocation_dir = config.invocation_params.dir
     ini_dir = config.inipath.parent if config.inipath is not None else config.rootpath
@@ -123,10 +124,10 @@ def read_options(config: pytest.Config) -> VerifyOptions:
         )
     phase: int | None = config.getoption("verify_phase")
     if phase is None and ini("verify_phase"):
-        phase = _ini_number(ini("verify_phase"), "verify_phase", options.positive_int)
+        phase = _ini_number(ini("verify_phase"), "verify_phase", option_checks.positive_int)
     jobs: int | None = config.getoption("verify_jobs")
     if jobs is None and ini("verify_jobs"):
-        jobs = _ini_number(ini("verify_jobs"), "verify_jobs", options.jobs)
+        jobs = _ini_number(ini("verify_jobs"), "verify_jobs", option_checks.jobs)
     files = config.getoption("verify_files")
     changed_from = config.getoption("verify_changed_from")
     if not sources and ini("verify_changed_from"):

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_verifygate import codes, engine
-from pytest_verifygate.changes import ChangeRequest, ChangeSet
 from pytest_verifygate.contract import posix_relative
 from pytest_verifygate.engine import Plan, RunRequest, prepare
+from pytest_verifygate.git.changes import ChangeRequest, ChangeSet
 from pytest_verifygate.names import item_names, role_marker
 from pytest_verifygate.pytest_plugin.collection import ContractCollection
 from pytest_verifygate.pytest_plugin.declared import declared_lines
@@ -32,10 +32,10 @@ from pytest_verifygate.runner.records import GateResult
 from pytest_verifygate.signals import Interruptible
 
 if TYPE_CHECKING:
-    from pytest_verifygate.report.console import Styled
     from pytest_verifygate.report.github import CommandStop
     from pytest_verifygate.report.model import Report
     from pytest_verifygate.report.redact import Redactor
+    from pytest_verifygate.report.terminal import Styled
     from pytest_verifygate.runner.records import GatePlan
     from pytest_verifygate.runner.scheduler import GateRunner
     from pytest_verifygate.selection import Selection
@@ -238,7 +238,7 @@ class VerifyGateSession(ContractCollection):
 
     def _log_dir(self) -> Path:
         if self.log_dir is None:
-            from pytest_verifygate.storage import make_private_dir, new_log_dir
+            from pytest_verifygate.state.storage import make_private_dir, new_log_dir
 
             if self.shared_log_dir is not None:
                 try:
@@ -255,7 +255,7 @@ class VerifyGateSession(ContractCollection):
         them, so that the next run does not take them for changes while they stay as written."""
         if self.is_worker or self.report is None:
             return
-        from pytest_verifygate.outputs import remember_outputs
+        from pytest_verifygate.state.outputs import remember_outputs
 
         remember_outputs(output_paths(self.config, self.options))
 
@@ -442,7 +442,7 @@ class VerifyGateSession(ContractCollection):
                 continue
             # Imported only when asked for: most runs write neither file.
             from pytest_verifygate.report.document import write_report
-            from pytest_verifygate.storage import write_output
+            from pytest_verifygate.state.storage import write_output
 
             try:
                 if kind == "report":
@@ -457,15 +457,15 @@ class VerifyGateSession(ContractCollection):
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
     def github_annotations(self) -> bool:
-        from pytest_verifygate import options
+        from pytest_verifygate import option_checks
 
-        return options.github_annotations(self.config.getoption("verify_annotations"),
+        return option_checks.github_annotations(self.config.getoption("verify_annotations"),
                                           os.environ)
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.results is None or self.report is None:
             return
-        from pytest_verifygate.report.console import (
+        from pytest_verifygate.report.terminal import (
             closing_summary,
             table_lines,
             verdict_line,

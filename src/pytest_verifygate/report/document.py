@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate import codes
-from pytest_verifygate.changes import ChangeSet, git_output
 from pytest_verifygate.contract import Contract, Gate, posix_relative
+from pytest_verifygate.git.changes import ChangeSet, git_output
 from pytest_verifygate.report.redact import Redactor, gate_environment, redactor_for
 from pytest_verifygate.report.words import summary_counts
 from pytest_verifygate.runner.records import GateResult
 from pytest_verifygate.selection import Selection
-from pytest_verifygate.storage import write_output
+from pytest_verifygate.state.storage import write_output
 
 if TYPE_CHECKING:
     from pytest_verifygate.report.model import ChangesEntry, GateEntry, Report, Shard

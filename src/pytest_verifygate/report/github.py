@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pytest_verifygate import codes
-from pytest_verifygate.changes import ChangeSet
+from pytest_verifygate.git.changes import ChangeSet
 from pytest_verifygate.report.digest import clean_output, is_error_line, normalize_paths, to_digest
 from pytest_verifygate.report.junit import gate_status
 from pytest_verifygate.report.locations import ERROR, NOTICE, WARNING

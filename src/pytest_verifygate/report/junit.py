@@ -278,6 +278,6 @@ def _earlier_attempts(case: Any, gate: Mapping[str, Any], tag: str) -> None:
 
 def write_junit(path: str | os.PathLike[str], report: Report, **options: Any) -> None:
     """Write ``to_junit(report, **options)`` to ``path`` atomically."""
-    from pytest_verifygate.storage import write_output
+    from pytest_verifygate.state.storage import write_output
 
     write_output(path, to_junit(report, **options))

@@ -107,7 +107,7 @@ class GateLog:
         oldest = (self.written - self.head) % self.ring
         ring_start = self.base + self.head
         temp = f".{self.path.name}.{os.getpid()}.unroll"
-        from pytest_verifygate.state_files import open_state_dir
+        from pytest_verifygate.state.files import open_state_dir
 
         dir_fd = open_state_dir(self.path.parent)
         try:
@@ -153,7 +153,7 @@ class GateLog:
 
 def _open(path: Path, *, append: bool) -> int:
     # Read and write: the tail is read back to be put in order.
-    from pytest_verifygate.state_files import open_state_dir
+    from pytest_verifygate.state.files import open_state_dir
 
     flags = (os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
              | (0 if append else os.O_TRUNC))

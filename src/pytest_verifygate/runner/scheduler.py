@@ -1,7 +1,7 @@
 """The scheduler: planned gates run on up to ``jobs`` threads, each result awaited by name.
 
 Owns the order gates start in: declared order, or the start order the engine asks for (the
-longest gates first, ``durations.py``) between the ``exclusive`` gates, except that a gate
+longest gates first, ``state/durations.py``) between the ``exclusive`` gates, except that a gate
 starts only after the gates it ``needs`` (a need that failed skips it; one not in this run does
 not hold it back), and an ``exclusive`` gate runs alone, after the gates declared before it and
 before the gates declared after it. With ``jobs = 1`` the gates run one at a time in declared
@@ -32,7 +32,7 @@ from pytest_verifygate.runner.logfile import DEFAULT_LOG_MAX_BYTES
 from pytest_verifygate.runner.process import HELD_OUTPUT_REASON, OutputFilter, run_attempt
 from pytest_verifygate.runner.records import GatePlan, GateResult, bare_result
 from pytest_verifygate.runner.watchdog import Watchdog
-from pytest_verifygate.storage import (
+from pytest_verifygate.state.storage import (
     claim_log_dir,
     finish_pruning,
     log_file_name,
@@ -315,7 +315,7 @@ class GateRunner:
             flaky=result.outcome == codes.PASSED and failed_before,
         )
         if plan.cache is not None and result.outcome == codes.PASSED:
-            from pytest_verifygate.cache import store  # only for gates with caching on
+            from pytest_verifygate.state.result_cache import store  # only for gates with caching on
 
             store(plan.cache, result)
         return self._finish(plan, result)

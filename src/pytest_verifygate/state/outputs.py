@@ -44,8 +44,8 @@ def remember_outputs(paths: Iterable[str | os.PathLike[str]]) -> None:
     """Record files the package just wrote, so that later runs do not take them for changes
     while they stay as written. Best effort: a file outside a git repository, or a record that
     cannot be written, is simply not remembered."""
-    from pytest_verifygate.integrity import seal
-    from pytest_verifygate.state_files import write_state
+    from pytest_verifygate.state.files import write_state
+    from pytest_verifygate.state.integrity import seal
 
     by_record: dict[Path, list[str]] = {}
     for path in paths:
@@ -80,7 +80,7 @@ def _under_root(root: Path, path: Path) -> str | None:
 
 def _record_path(start: Path) -> Path | None:
     """Where the record of the repository holding ``start`` lives (None: no git)."""
-    from pytest_verifygate.storage import git_state_dir
+    from pytest_verifygate.state.storage import git_state_dir
 
     for directory in (start, *start.parents):
         if os.path.lexists(directory / ".git"):
@@ -96,7 +96,7 @@ def _content_stamp(path: str, size: int | None = None) -> tuple[int, str] | None
     never hangs a run."""
     import hashlib
 
-    from pytest_verifygate.storage import read_user_file
+    from pytest_verifygate.state.storage import read_user_file
 
     if size is not None:
         try:
@@ -116,7 +116,7 @@ def _read_record(record: Path) -> dict[str, tuple[int, str]]:
     Whatever can write the work tree can write ``.git``: the record is believed only with this
     user's seal, read bounded and never blocking (``integrity.read_sealed``, which warns once
     about a record it ignores)."""
-    from pytest_verifygate.integrity import read_sealed
+    from pytest_verifygate.state.integrity import read_sealed
 
     data = read_sealed(record, OUTPUTS_SEAL, MAX_RECORD_BYTES)
     if data is None:

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pytest_verifygate.state_files import (
+from pytest_verifygate.state.files import (
     DIRECTORY,
     STATE_DIR_NAME,
     StateFileError,

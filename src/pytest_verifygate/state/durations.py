@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate import codes
-from pytest_verifygate.state_files import write_state
-from pytest_verifygate.storage import blocked, first_time, git_state_dir, warn_once
+from pytest_verifygate.state.files import write_state
+from pytest_verifygate.state.storage import blocked, first_time, git_state_dir, warn_once
 
 if TYPE_CHECKING:
     from pytest_verifygate.contract import Contract
@@ -240,7 +240,7 @@ def _read(path: Path | None) -> tuple[list[Entry], str | None]:
     nor when a file in place of its directory was warned about already: ``blocked``)."""
     if path is None:
         return [], None
-    from pytest_verifygate.integrity import StateFileError, read_state_file
+    from pytest_verifygate.state.integrity import StateFileError, read_state_file
 
     # Not sealed: CI shares the file between machines (actions/cache), and it only orders and
     # balances gates, never passes one. Read bounded and never blocking (a FIFO in its place).

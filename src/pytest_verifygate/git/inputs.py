@@ -1,6 +1,6 @@
 """What a cached gate reads: the project's files matching its patterns, and their fingerprint.
 
-Owns the content side of the result cache's key (``cache.py``). The files are those git
+Owns the content side of the result cache's key (``state/result_cache.py``). The files are those git
 tracks or would add (untracked, not ignored by the project's ``.gitignore``), plus, for a gate
 with patterns, the ignored files its patterns reach: ignored files git lists one by one
 (``.env``), and files inside an ignored directory that a pattern names by its path
@@ -30,8 +30,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from pytest_verifygate.changes import git_output, verify_work_tree
 from pytest_verifygate.errors import ChangeSetError
+from pytest_verifygate.git.changes import git_output, verify_work_tree
 
 READ_SIZE = 1 << 20
 # Files hashed in a directory walked here (an ignored directory a pattern names, a linked

@@ -26,7 +26,7 @@ import stat
 import time
 from pathlib import Path
 
-from pytest_verifygate.state_files import StateFileError, read_state_file
+from pytest_verifygate.state.files import StateFileError, read_state_file
 
 __all__ = ["StateFileError", "is_signed", "read_sealed", "read_state_file", "seal", "signed",
            "unseal", "user_key", "user_state_dir"]
@@ -150,7 +150,7 @@ def unseal(purpose: bytes, sealed: bytes) -> bytes | None:
 def read_sealed(path: Path, purpose: bytes, limit: int) -> bytes | None:
     """The sealed data in ``path``, or None: missing, unreadable, or not sealed by this user
     (the last two with one warning on stderr, naming the file)."""
-    from pytest_verifygate.storage import blocked, warn_once
+    from pytest_verifygate.state.storage import blocked, warn_once
 
     try:
         sealed = read_state_file(path, limit + len(_SEAL) + 2 * MAC_BYTES + 1)

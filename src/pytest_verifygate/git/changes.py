@@ -14,7 +14,7 @@ failure ever becomes an empty change set.
 
 Also leaves out what is never a change: anything under ``.git/``, the files the current run
 writes (``ChangeRequest.outputs``) and those earlier runs wrote and nobody changed since (see
-``outputs.py``): a report, JUnit file or digest written inside the work tree must not select
+``state/outputs.py``): a report, JUnit file or digest written inside the work tree must not select
 gates on the next run.
 
 Also owns CI base detection: the ref a pull or merge request build compares against (GitHub
@@ -254,7 +254,7 @@ def without_own_files(
     run's ``outputs``, and the outputs of earlier runs still as they were written."""
     if not changes.files:
         return changes
-    from pytest_verifygate.outputs import in_git_dir, own_files
+    from pytest_verifygate.state.outputs import in_git_dir, own_files
 
     own = own_files(root, outputs, cwd)
     # Git never lists its own directory; only paths named by the user can be in it (one

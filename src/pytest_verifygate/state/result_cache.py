@@ -8,7 +8,7 @@ the SHA-256 of
 - the programs it names (``argv[0]``, and for ``shell = true`` the words in command position
   of the script): the resolved path, size and modification time of what ``PATH`` finds, which
   changes whenever the tool is installed or upgraded, without running it;
-- the content of its input files (``inputs.py``): those matching ``inputs``, else
+- the content of its input files (``git/inputs.py``): those matching ``inputs``, else
   ``when_changed``, else every file git knows of or would add.
 
 Only clean passes are stored (not failures, not a pass that needed a retry), and only when the
@@ -29,7 +29,7 @@ through is judged on its own, as ``{files}`` promises. The newest ``KEEP_FILE_EN
 are kept.
 
 A stored pass makes a gate pass without running, and anything that can write the work tree
-can write ``.git``: an entry is sealed with this user's key (``integrity.py``) and believed
+can write ``.git``: an entry is sealed with this user's key (``state/integrity.py``) and believed
 only when its seal, its size, its key and its fields are right; anything else is ignored with
 one warning, and the gate runs. Its output is stored masked (``report.redact``), so a secret
 rotated since never shows on a cached rerun.
@@ -50,18 +50,18 @@ from typing import Any
 from pytest_verifygate import codes
 from pytest_verifygate.commands import ASSIGNMENT
 from pytest_verifygate.contract import Contract, Gate
-from pytest_verifygate.inputs import RepoFiles
-from pytest_verifygate.integrity import read_sealed, seal
+from pytest_verifygate.git.inputs import RepoFiles
 from pytest_verifygate.report.redact import Redactor, redactor_for
 from pytest_verifygate.runner.records import CacheSlot, GatePlan, GateResult
 from pytest_verifygate.selection import files_for_gate
-from pytest_verifygate.state_files import (
+from pytest_verifygate.state.files import (
     is_temp_name,
     open_state_dir,
     prune_own_files,
     write_state,
 )
-from pytest_verifygate.storage import state_dir, warn_once
+from pytest_verifygate.state.integrity import read_sealed, seal
+from pytest_verifygate.state.storage import state_dir, warn_once
 
 __all__ = ["KEEP_ENTRIES", "KEEP_FILE_ENTRIES", "RepoFiles", "attach", "cache_dir",
            "context_digest", "files_pass", "lookup", "prune", "redactor_for", "reused_files",

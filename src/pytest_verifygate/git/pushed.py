@@ -30,7 +30,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from pytest_verifygate.changes import (
+from pytest_verifygate.errors import ChangeSetError
+from pytest_verifygate.git.changes import (
     SOURCE_REF,
     STAGED_DIFF,
     TOP_LEVEL,
@@ -42,7 +43,6 @@ from pytest_verifygate.changes import (
     without_own_files,
     worktree_changes,
 )
-from pytest_verifygate.errors import ChangeSetError
 
 if TYPE_CHECKING:
     import argparse
