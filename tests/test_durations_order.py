@@ -4,7 +4,10 @@ With more than one job, the gates that took longest before start first, so that 
 is left to start last while the others are done; ``needs`` and ``exclusive`` hold as always,
 and with ``jobs = 1`` the declared order is kept. Gates log ``start NAME`` / ``end NAME`` lines
 to one shared file (appends of one short line are atomic): the tests read the order from it,
-never from timings.
+never from timings. With two jobs, a gate made with ``together=2`` waits after its start until
+two gates have started, so the first two lines are the first two gates spawned however slowly
+each process starts (a quick first gate cannot end, and let a third start, before the second
+has logged).
 """
 
 from __future__ import annotations
@@ -27,14 +30,25 @@ pytestmark = pytest.mark.slow
 PY = sys.executable
 
 
-def gate(name: str, seconds: float = 0.3, **keys: object) -> str:
-    command = f"{PY} logging.py events.log {name} {seconds}"
+# conftest's LOGGING, waiting after its start until the log holds ``sys.argv[4]`` starts.
+PAIRED = LOGGING.replace(
+    'log("start")\n',
+    'log("start")\n'
+    'end = time.monotonic() + 60\n'
+    'while len(sys.argv) > 4 and time.monotonic() < end and open(sys.argv[1]).read()'
+    '.count("start ") < int(sys.argv[4]):\n'
+    '    time.sleep(0.01)\n',
+)
+
+
+def gate(name: str, seconds: float = 0.3, together: int = 1, **keys: object) -> str:
+    command = f"{PY} logging.py events.log {name} {seconds} {together}"
     extra = "".join(f"{key} = {json.dumps(value)}\n" for key, value in keys.items())
     return f"[[gate]]\nname = {json.dumps(name)}\ncommand = {json.dumps(command)}\n{extra}"
 
 
 def contract(repo: Path, *gates: str, jobs: int | None = None) -> None:
-    write(repo / "logging.py", LOGGING)
+    write(repo / "logging.py", PAIRED)
     settings = f"[settings]\njobs = {jobs}\n\n" if jobs is not None else ""
     write(repo / "verify.toml", settings + "\n".join(gates))
 
@@ -60,7 +74,7 @@ def verifygate(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_gate_that_took_longest_starts_first(repo: Path) -> None:
-    contract(repo, *(gate(name) for name in ("a", "b", "c", "d", "long")))
+    contract(repo, *(gate(name, together=2) for name in ("a", "b", "c", "d", "long")))
     record(repo, {"a": 0.3, "b": 0.3, "c": 0.3, "d": 0.3, "long": 9.0})
     verifygate(repo, "--jobs", "2")
     # Two start at once; declared last, "long" is one of them (the other is "a").
@@ -68,7 +82,8 @@ def test_the_gate_that_took_longest_starts_first(repo: Path) -> None:
 
 
 def test_a_run_records_durations_and_the_next_run_uses_them(repo: Path) -> None:
-    contract(repo, gate("a", 0.05), gate("b", 0.05), gate("c", 0.05), gate("long", 0.6))
+    contract(repo, *(gate(name, 0.05, together=2) for name in ("a", "b", "c")),
+             gate("long", 0.6, together=2))
     verifygate(repo, "--jobs", "2")
     assert set(starts(repo)[:2]) == {"a", "b"}, events(repo)  # nothing recorded: declared
     recorded, warning = durations.read_durations(repo, "verify.toml")
@@ -87,7 +102,7 @@ def test_with_one_job_the_declared_order_is_kept(repo: Path) -> None:
 
 
 def test_middle_gates_keep_their_declared_order(repo: Path) -> None:
-    write(repo / "logging.py", LOGGING)
+    write(repo / "logging.py", PAIRED)
     write(repo / ".middle" / "verify.toml", "".join(
         f'[[gate]]\nname = "{name}"\ncommand = "{PY} logging.py events.log {name} 0"\n'
         for name in ("a", "b", "long")))
@@ -109,8 +124,9 @@ def test_gates_never_start_before_an_exclusive_gate_declared_before_them(repo: P
 
 def test_a_gate_needed_by_a_long_gate_starts_first(repo: Path) -> None:
     # "build" is quick, but "e2e" (the longest) cannot start before it passed: build first.
-    contract(repo, gate("a"), gate("b"), gate("c"), gate("e2e", 0.3, needs=["build"]),
-             gate("build", 0.05), jobs=2)
+    contract(repo, *(gate(name, together=2) for name in ("a", "b", "c")),
+             gate("e2e", 0.3, together=2, needs=["build"]), gate("build", 0.05, together=2),
+             jobs=2)
     record(repo, {"a": 0.3, "b": 0.3, "c": 0.3, "e2e": 9.0, "build": 0.05})
     verifygate(repo)
     log = events(repo)
@@ -124,7 +140,7 @@ def test_pytest_starts_the_longest_gate_first(
 ) -> None:
     init_repo(pytester.path, monkeypatch)
     monkeypatch.setenv("PYTEST_ADDOPTS", QUIET_PLUGINS)
-    contract(pytester.path, *(gate(name) for name in ("a", "b", "c", "long")))
+    contract(pytester.path, *(gate(name, together=2) for name in ("a", "b", "c", "long")))
     commit_all(pytester.path)
     record(pytester.path, {"a": 0.3, "b": 0.3, "c": 0.3, "long": 9.0})
     pytester.runpytest("--verify-contract", "--verify-jobs", "2").assert_outcomes(passed=4)
