@@ -107,8 +107,8 @@ class Gate(NamedTuple):
     on_missing: str = "fail"
     # Environment variables whose values are replaced by "***" in reports (see redact.py).
     secret_env: tuple[str, ...] = ()
-    # The result cache (state/result_cache.py): whether a pass is reused, and which files it depends on
-    # (None: the when_changed patterns, or every file when there are none).
+    # The result cache (state/result_cache.py): whether a pass is reused, and which files it
+    # depends on (None: the when_changed patterns, or every file when there are none).
     cache: bool = False
     inputs: tuple[str, ...] | None = None
     # Ordering (runner/scheduler.py): gates that must pass before this one starts, and whether

@@ -1,8 +1,6 @@
 """Turning a contract file into data: reading its text, and parsing it as TOML or JSON.
 
-Every way a file can fail to read or parse becomes a ``ContractError``. The parsers are
-imported only when a file must really be parsed: a run whose parse was cached (``state/result_cache.py``)
-imports neither.
+Every way a file can fail to read or parse becomes a ``ContractError``.
 
 PYTEST_DONT_REWRITE
 """
