@@ -120,15 +120,10 @@ def find_location(
 
 def _as_finding(item: Any) -> Finding | None:
     """A hook's result item as a ``Finding``, or None when it is not one."""
+    if not isinstance(item, (Mapping, tuple)):
+        return None
     try:
-        if isinstance(item, Finding):
-            finding = item
-        elif isinstance(item, Mapping):
-            finding = Finding(**item)
-        elif isinstance(item, tuple):
-            finding = Finding(*item)
-        else:
-            return None
+        finding = Finding(**item) if isinstance(item, Mapping) else Finding(*item)
     except TypeError:
         return None
     valid = (
