@@ -47,10 +47,8 @@ class Failure(NamedTuple):
 
 
 class Rule(NamedTuple):
-    """Output matching ``pattern`` (multiline, anchored) means ``code`` when ``accept`` agrees.
-
-    ``accept`` gets the match (``match.string`` is the whole output as read) and the failure.
-    """
+    """Output matching ``pattern`` (multiline, anchored) means ``code`` when ``accept`` agrees;
+    ``accept`` gets the match (``match.string`` is the whole output as read) and the failure."""
 
     code: str
     tool: str
@@ -236,7 +234,6 @@ RULES: tuple[Rule, ...] = (
          _rx(r"^npm (?:ERR!|error) could not determine executable to run$")),
     Rule(SETUP_OR_BOOTSTRAP_ISSUE, "pnpm",
          _rx(r"^\s*ERR_PNPM_RECURSIVE_EXEC_FIRST_FAIL\s+Command \"[^\"\n]+\" not found")),
-
     Rule(SETUP_OR_BOOTSTRAP_ISSUE, "cargo", _rx(r"^error: no such command: `[^`\n]+`")),
     Rule(SETUP_OR_BOOTSTRAP_ISSUE, "cargo",
          _rx(r"^error: could not find `Cargo\.toml` in `[^`\n]+` or any parent directory$")),

@@ -168,13 +168,10 @@ def _forms(value: str) -> set[bytes]:
 
 
 class StreamMasker:
-    """Masks a gate's output as it is captured: ``feed`` each chunk, then ``flush``.
-
-    Works on bytes: output need not be UTF-8, and what is not passes through unchanged. The
-    last ``holdback`` bytes are kept back until more comes, so a secret split across two reads
-    is seen whole. The rest of one ``SECRET=value`` word longer than ``MAX_PENDING`` is
-    masked up to there.
-    """
+    """Masks a gate's output (bytes: what is not UTF-8 passes through) as it is captured:
+    ``feed`` each chunk, then ``flush``. The last ``holdback`` bytes wait for more, so a secret
+    split across two reads is seen whole; one ``SECRET=value`` word longer than
+    ``MAX_PENDING`` is masked up to there."""
 
     MAX_PENDING = 1 << 20
 
