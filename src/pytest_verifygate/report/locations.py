@@ -212,14 +212,19 @@ def _pytest_findings(lines: Sequence[str], claimed: set[int], exists: Callable[[
     """One finding per failed test: at the deepest line of the traceback in the repository,
     with the ``E`` lines as the message; from ``FAILED path::test`` alone at the test's
     ``def`` when the traceback is not in the output (``--tb=no``, or cut off)."""
-    summaries: dict[str, list[tuple[int, re.Match[str]]]] = {}
+    summaries: dict[str, list[Found]] = {}  # by test name: a test's file and line are unknown
     sections: list[tuple[int, str, list[str]]] = []  # in FAILURES and ERRORS: start, name, lines
     inside = False
     for index, line in enumerate(lines):
         summary = _PYTEST_SUMMARY.match(line)
         if summary is not None:
-            key = (summary["test"] or summary["path"]).replace("::", ".")
-            summaries.setdefault(key, []).append((index, summary))
+            path, test = summary["path"], summary["test"]
+            message = (summary["message"] or "").strip() or summary["kind"]
+            # TestCart::test_rate[2] is looked for as TestCart.test_rate in the file
+            symbol = ".".join(part.split("[", 1)[0] for part in test.split("::")) if test else None
+            alone = Finding(path, None, None, message, ERROR, f"{path}::{test}" if test else path,
+                            symbol)
+            summaries.setdefault((test or path).replace("::", "."), []).append((index, alone))
         part = _PYTEST_PART.match(line)
         header = _PYTEST_TEST.match(line)
         if part is not None:
@@ -241,27 +246,15 @@ def _pytest_findings(lines: Sequence[str], claimed: set[int], exists: Callable[[
         if pending:
             claimed.add(pending.pop(0)[0])
         found.append((start, finding))
-    for index, summary in sorted(pair for pairs in summaries.values() for pair in pairs):
+    for index, finding in sorted(pair for pairs in summaries.values() for pair in pairs):
         if index not in claimed:
             claimed.add(index)
-            test = summary["test"]
-            # TestCart::test_rate[2] is looked for as TestCart.test_rate in the file
-            symbol = ".".join(part.split("[", 1)[0] for part in test.split("::")) if test else None
-            found.append((index, Finding(summary["path"], None, None, _summary_message(summary),
-                                         ERROR, _summary_title(summary), symbol)))
+            found.append((index, finding))
     return found
 
 
-def _summary_message(summary: re.Match[str]) -> str:
-    return (summary["message"] or "").strip() or summary["kind"]
-
-
-def _summary_title(summary: re.Match[str]) -> str:
-    return f"{summary['path']}::{summary['test']}" if summary["test"] else summary["path"]
-
-
 def _test_finding(name: str, body: list[str], exists: Callable[[str], bool],
-                  summary: re.Match[str] | None) -> Finding | None:
+                  summary: Finding | None) -> Finding | None:
     frames: list[tuple[str, int]] = []
     blocks: list[list[str]] = []  # runs of ``E`` lines: the last one is the final error
     after_frames: list[str] = []  # --tb=native: the exception's lines follow the last frame
@@ -291,8 +284,8 @@ def _test_finding(name: str, body: list[str], exists: Callable[[str], bool],
     elif after_frames and _EXCEPTION_LINE.match(after_frames[0]):
         message = "\n".join(after_frames)
     else:
-        message = _summary_message(summary) if summary is not None else name
-    title = _summary_title(summary) if summary is not None else name
+        message = summary.message if summary is not None else name
+    title = summary.title if summary is not None and summary.title else name
     return Finding(place[0], place[1], None, message, ERROR, title)
 
 
