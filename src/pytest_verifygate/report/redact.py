@@ -34,11 +34,11 @@ SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW(?:OR)?D|API_?KEY|PRIVATE_?KEY", re
 # spell it (upper case: ``max_tokens=512`` is no secret), then widened to the whole name.
 _SECRET_WORDS = rb"PRIVATE_?KEY|PASSW(?:OR)?D|API_?KEY|SECRET|TOKEN"
 _NAME_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-_VALUE = re.compile(rb"\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'|[^\s\"';&|]+")
+_VALUE_PATTERN = r"\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'|[^\s\"';&|]+"
+_VALUE = re.compile(_VALUE_PATTERN.encode())
 _WORD_BEFORE = re.compile(rb"[\w$]")
 # ``NAME=value`` in a shell script: what a script sets itself is as secret as what it inherits.
-_ASSIGNMENT = re.compile(r"(?<![\w$])([A-Z_][A-Z0-9_]*)=(\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'"
-                         r"|[^\s\"';&|]+)")
+_ASSIGNMENT = re.compile(r"(?<![\w$])([A-Z_][A-Z0-9_]*)=(" + _VALUE_PATTERN + ")")
 
 Span = tuple[int, int]
 
