@@ -60,14 +60,12 @@ class Resolver:
         return self._known[path]
 
     def _find(self, path: str) -> str | None:
-        if not path or "\x00" in path:
-            return None
-        for candidate in [path] if os.path.isabs(path) else [os.path.join(base, path)
-                                                              for base in self.bases]:
+        bases = [""] if os.path.isabs(path) else self.bases
+        for base in bases:
             try:
-                full = os.path.realpath(candidate)
+                full = os.path.realpath(os.path.join(base, path))
                 inside = full.startswith(os.path.join(self.real_root, "")) and os.path.isfile(full)
-            except (OSError, ValueError):
+            except (OSError, ValueError):  # ValueError: a NUL in the path
                 continue
             if inside:
                 return Path(os.path.relpath(full, self.real_root)).as_posix()
