@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 
 from pytest_verifygate import classify
-from pytest_verifygate.classify import (
+from pytest_verifygate.classify import Failure
+from pytest_verifygate.codes import (
     CODES,
     COMMAND_FAILED,
     INTERRUPTED,
@@ -37,15 +38,13 @@ from pytest_verifygate.classify import (
     SETUP_OR_BOOTSTRAP_ISSUE,
     TIMEOUT,
     UNSUPPORTED_FORMAT,
-    Failure,
-    plain_output,
-    strip_ansi,
 )
 from pytest_verifygate.contract import load_contract
 from pytest_verifygate.engine import run_gates
 from pytest_verifygate.git.changes import ChangeRequest, compute_changes
 from pytest_verifygate.runner.records import GateResult
 from pytest_verifygate.selection import select_gates
+from pytest_verifygate.text import plain_output, strip_ansi
 
 PY = sys.executable
 PYTEST = (PY, "-m", "pytest", "-p", "no:cacheprovider")

@@ -1,19 +1,6 @@
-"""Failure codes: what kind of failure a gate had, so people and orchestrators know what to do.
-
-Owns the ordered rule table (the code names live in ``codes``). The exit status and signal
-are looked at first; then anchored, per-tool patterns over stdout and stderr together (ANSI
-stripped). Every pattern is anchored to the start of a line and names a specific tool's
-message, so ordinary test output ("not found", "no tests found" inside an assertion) stays
-``command_failed``.
-
-Two checks keep a message from being taken out of context:
-
-* a "missing script" or "no rule to make target" message counts only when the missing name is
-  one the gate's own command asked for; otherwise a script or recipe the gate ran is broken
-  (``npm run build`` whose build script runs ``npm run gone``), which is ``command_failed``;
-* what a failing pytest test printed (its "Captured stdout/stderr/log" sections) is not read,
-  and a pytest traceback's ``E`` line counts only as the first line of an exception, never as
-  a later line of an assertion message or a diff.
+"""Failure codes: what kind of failure a gate had, from its exit status and then from an
+ordered table of anchored, per-tool patterns over its output (ANSI stripped), so that ordinary
+test output ("not found" inside an assertion) stays ``command_failed``.
 
 PYTEST_DONT_REWRITE
 """
@@ -26,44 +13,20 @@ from typing import NamedTuple
 from pytest_verifygate.codes import (
     CODES,
     COMMAND_FAILED,
-    INTERRUPTED,
-    MISSING_CODES,
     MISSING_MAKE_TARGET,
     MISSING_SCRIPT,
     NO_TEST_FILES,
-    NOT_RETRIED,
     SEQUENCE_ISSUE,
     SETUP_OR_BOOTSTRAP_ISSUE,
-    TIMEOUT,
-    UNSUPPORTED_FORMAT,
 )
 from pytest_verifygate.commands import shell_words
-from pytest_verifygate.text import plain_output, strip_ansi
+from pytest_verifygate.text import plain_output
 
-# The codes and the text helpers are re-exported: ``classify.CODES`` and friends are API.
-__all__ = [
-    "CODES",
-    "COMMAND_FAILED",
-    "INTERRUPTED",
-    "MISSING_CODES",
-    "MISSING_MAKE_TARGET",
-    "MISSING_SCRIPT",
-    "NOT_RETRIED",
-    "NO_TEST_FILES",
-    "RULES",
-    "SEQUENCE_ISSUE",
-    "SETUP_OR_BOOTSTRAP_ISSUE",
-    "TIMEOUT",
-    "UNSUPPORTED_FORMAT",
-    "Failure",
-    "Rule",
-    "classify",
-    "plain_output",
-    "strip_ansi",
-]
+# ``classify.CODES`` is where the hooks reference sends a plugin for the code names.
+__all__ = ["CODES", "RULES", "Failure", "Rule", "classify"]
 
-# What a failing pytest test printed or logged: a section up to the next section, test header
-# or summary line.
+# What a failing pytest test printed or logged is not read: a section up to the next section,
+# test header or summary line.
 _PYTEST_CAPTURED = re.compile(
     r"^-+ Captured (?:stdout|stderr|log) \w+ -+$"
     r".*?(?=^-+ Captured |^_{3,} .* _{3,}$|^=+ .* =+$|\Z)",
@@ -84,10 +47,8 @@ class Failure(NamedTuple):
 
 
 class Rule(NamedTuple):
-    """Output matching ``pattern`` (multiline, anchored) means ``code`` when ``accept`` agrees.
-
-    ``accept`` gets the match (``match.string`` is the whole output as read) and the failure.
-    """
+    """Output matching ``pattern`` (multiline, anchored) means ``code`` when ``accept`` agrees;
+    ``accept`` gets the match (``match.string`` is the whole output as read) and the failure."""
 
     code: str
     tool: str
@@ -103,10 +64,6 @@ def _rx(pattern: str) -> re.Pattern[str]:
 _MAKE = r"g?make(?:\[\d+\])?"
 
 
-# --------------------------------------------------------------------------------------------
-# what the gate asked for
-
-
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
 # npm's shorthand commands for lifecycle scripts.
 _SCRIPT_ALIASES = {"t": "test", "tst": "test"}
@@ -114,12 +71,8 @@ _SCRIPT_ALIASES = {"t": "test", "tst": "test"}
 
 def _program_argv(argv: Sequence[str]) -> list[str]:
     """The argv of the program itself; for ``sh -c "script"`` the script's words."""
-    if (
-        len(argv) >= 3
-        and Path(argv[0]).name in _SHELLS
-        and argv[1].startswith("-")
-        and argv[1].endswith("c")
-    ):
+    if (len(argv) >= 3 and Path(argv[0]).name in _SHELLS and argv[1].startswith("-")
+            and argv[1].endswith("c")):
         return shell_words(argv[2]) or []
     return list(argv)
 
@@ -133,9 +86,7 @@ def _asked_for(match: re.Match[str], failure: Failure) -> bool:
     return match.group("name") in named
 
 
-# --------------------------------------------------------------------------------------------
 # missing modules: the project's own, or a dependency that is not installed
-
 _PY_FRAME = re.compile(
     r'^\s*File "(?P<file>[^"\n]+\.py)", line \d+|^(?P<short>[^\s:][^:\n]*\.py):\d+: in ',
     re.MULTILINE,
@@ -143,12 +94,9 @@ _PY_FRAME = re.compile(
 
 
 def _is_python_module(directory: Path, name: str) -> bool:
-    if (directory / f"{name}.py").is_file():
-        return True
     package = directory / name
-    if not package.is_dir():
-        return False
-    return (package / "__init__.py").is_file() or any(package.glob("*.py"))
+    return ((directory / f"{name}.py").is_file() or (package / "__init__.py").is_file()
+            or (package.is_dir() and any(package.glob("*.py"))))
 
 
 def _traceback_dirs(failure: Failure, text: str) -> set[Path]:
@@ -179,12 +127,10 @@ def _python_dependency(match: re.Match[str], failure: Failure) -> bool:
         return False
     cwd = failure.cwd.resolve()
     in_project = any(_is_python_module(root, top) for root in (cwd, cwd / "src"))
+    beside = any(_is_python_module(d, top) for d in _traceback_dirs(failure, match.string))
     if submodule:
-        beside = _traceback_dirs(failure, match.string)
-        return not (in_project or any(_is_python_module(d, top) for d in beside))
-    if in_project:
-        return True
-    return not any(_is_python_module(d, top) for d in _traceback_dirs(failure, match.string))
+        return not (in_project or beside)
+    return in_project or not beside
 
 
 _LOCAL_SPECIFIERS = (".", "/", "~", "#", "@/", "file:")
@@ -201,9 +147,7 @@ def _node_package(match: re.Match[str], failure: Failure) -> bool:
     return not name.startswith(_LOCAL_SPECIFIERS) and not _WINDOWS_PATH.match(name)
 
 
-# --------------------------------------------------------------------------------------------
 # test runners that found nothing to run
-
 _MAKE_ERROR_5 = _rx(rf"^{_MAKE}: \*\*\* \[[^\]\n]+\] Error 5$")
 
 
@@ -290,7 +234,6 @@ RULES: tuple[Rule, ...] = (
          _rx(r"^npm (?:ERR!|error) could not determine executable to run$")),
     Rule(SETUP_OR_BOOTSTRAP_ISSUE, "pnpm",
          _rx(r"^\s*ERR_PNPM_RECURSIVE_EXEC_FIRST_FAIL\s+Command \"[^\"\n]+\" not found")),
-
     Rule(SETUP_OR_BOOTSTRAP_ISSUE, "cargo", _rx(r"^error: no such command: `[^`\n]+`")),
     Rule(SETUP_OR_BOOTSTRAP_ISSUE, "cargo",
          _rx(r"^error: could not find `Cargo\.toml` in `[^`\n]+` or any parent directory$")),

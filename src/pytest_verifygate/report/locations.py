@@ -1,12 +1,6 @@
-"""What a failed gate's tool reported: its output read back as errors with a place.
+"""The built-in readers of tools' error formats: a failed gate's output read back as findings.
 
-Owns the ``Finding`` record (also what a ``pytest_verifygate_annotation_locations`` hook
-implementation returns) and the built-in readers of the common error formats:
-``path:line[:col]: message`` (ruff's concise format, flake8, mypy with its notes and
-``--pretty``, eslint's unix format, compilers, Python warnings, pytest's ``--tb=line``),
-ruff's and rustc's ``--> path:line:col``, pyright's and tsc ``--pretty``'s
-``path:line:col - error``, tsc's ``path(line,col): error``, eslint's default stylish format,
-and pytest's failure sections and ``FAILED path::test`` lines. Reading only: which paths are
+The formats are those the GitHub Actions page of the docs lists. Which printed paths are
 files of the repository is ``report.places``' business.
 
 PYTEST_DONT_REWRITE
@@ -25,15 +19,8 @@ MAX_MESSAGE_LINES = 8
 
 
 class Finding(NamedTuple):
-    """One error as a tool printed it. What a ``pytest_verifygate_annotation_locations``
-    implementation returns (a plain tuple or a dict with these keys works too).
-
-    ``path`` is as printed: absolute, or relative to the gate's ``cwd``, the project root or
-    the repository root. ``line`` and ``col`` count from 1; ``line`` may be None when only the
-    file is known, and then ``symbol`` (a function, or ``Class.method``) is looked up in the
-    file. ``severity`` is ``error``, ``warning`` or ``notice``. ``title`` says what failed
-    (a rule, a test id) and is shown after the gate's name.
-    """
+    """One error as a tool printed it; what a ``pytest_verifygate_annotation_locations``
+    implementation returns (fields: the Plugins and hooks page of the docs)."""
 
     path: str
     line: int | None
@@ -44,10 +31,6 @@ class Finding(NamedTuple):
     symbol: str | None = None
 
 
-# --------------------------------------------------------------------------------------------
-# the built-in readers
-
-
 _SEVERITY_WORD = re.compile(
     r"^(?P<word>error|warning|note|info|information|hint|fatal error)(?:\[[^\]]*\])?:\s*",
     re.IGNORECASE)
@@ -56,23 +39,36 @@ _PYTHON_WARNING = re.compile(r"^\w*Warning\b")
 _PYTEST_FRAME_MESSAGE = re.compile(r"^in [\w<>.]+$")
 _MYPY_CODE_END = re.compile(r"\s\s\[[a-z][a-z0-9-]*\]$")
 
+# path:line[:col]: message (ruff's concise format, flake8, mypy, eslint's unix format,
+# compilers, Python warnings, pytest's --tb=line)
 _COLON = re.compile(r"^\s*(?P<path>[^\s:][^:]*?):(?P<line>\d+)(?::(?P<col>\d+))?:\s+"
                     r"(?P<message>\S.*)$")
+# ruff's and rustc's " --> path:line:col" under a "CODE message" line
 _ARROW = re.compile(r"^\s*-->\s+(?P<path>.+?):(?P<line>\d+)(?::(?P<col>\d+))?\s*$")
-_DASH = re.compile(r"^\s*(?P<path>[^\s:][^:]*?):(?P<line>\d+):(?P<col>\d+) - "
-                   r"(?P<sev>error|warning|information|info|hint)\b:?\s*(?P<message>.*)$")
-_PAREN = re.compile(r"^\s*(?P<path>[^\s(][^(]*?)\((?P<line>\d+),(?P<col>\d+)\): "
-                    r"(?P<sev>error|warning|message|info)\b:?\s*(?P<message>.*)$")
+# pyright's and tsc --pretty's "path:line:col - error: message", tsc's (and MSBuild's)
+# "path(line,col): error TS2322: message"; both may go on in deeper indented lines
+_PRETTY = (
+    re.compile(r"^\s*(?P<path>[^\s:][^:]*?):(?P<line>\d+):(?P<col>\d+) - "
+               r"(?P<sev>error|warning|information|info|hint)\b:?\s*(?P<message>.*)$"),
+    re.compile(r"^\s*(?P<path>[^\s(][^(]*?)\((?P<line>\d+),(?P<col>\d+)\): "
+               r"(?P<sev>error|warning|message|info)\b:?\s*(?P<message>.*)$"),
+)
+# eslint's default (stylish) format: a file's path alone, then "  line:col  error  message  rule"
 _STYLISH = re.compile(r"^\s+(?P<line>\d+):(?P<col>\d+)\s+(?P<sev>error|warning)\s+(?P<rest>\S.*)$")
 _RULE = re.compile(r"^[\w@/.-]+$")
 _HEADER_PATH = re.compile(r"^(?:[A-Za-z]:)?[^\s:]\S*$")
 
+_PYTEST_PART = re.compile(r"^={2,} (?P<title>.+?) ={2,}$")
+_PYTEST_TEST = re.compile(r"^_{2,} (?P<name>.*[^_ ].*) _{2,}$")
+_PYTEST_SUMMARY = re.compile(r"^(?P<kind>FAILED|ERROR) (?P<path>[^\s:][^:]*?)"
+                             r"(?:::(?P<test>.+?))?(?: - (?P<message>.*))?$")
 _PYTEST_CAPTURED = re.compile(r"^-+ Captured .* -+$")
 _PYTEST_LOCATION = re.compile(r"^(?P<path>[^\s:][^:]*?):(?P<line>\d+):(?: (?P<what>.*))?$")
 _TRACEBACK_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)')
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failed)\b")
 
 Found = tuple[int, Finding]  # the output line a finding starts at, for the tools' own order
+Reader = Callable[[Sequence[str], set[int], Callable[[str], bool]], list[Found]]
 
 
 def _severity(word: str) -> str:
@@ -80,10 +76,6 @@ def _severity(word: str) -> str:
     if word.startswith(("error", "fatal")):
         return ERROR
     return WARNING if word == "warning" else NOTICE
-
-
-def _number(text: str | None) -> int | None:
-    return int(text) if text else None
 
 
 def _joined(parts: Iterable[str]) -> str:
@@ -94,81 +86,56 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
-def _continuation(lines: Sequence[str], index: int, claimed: set[int]) -> list[str]:
-    """Lines after ``index`` indented deeper than it: pyright's and tsc's explanations."""
-    depth = _indent(lines[index])
-    more: list[str] = []
-    for following in range(index + 1, min(len(lines), index + 1 + MAX_MESSAGE_LINES)):
-        line = lines[following]
-        if not line.strip() or _indent(line) <= depth or following in claimed:
-            break
-        claimed.add(following)
-        more.append(line.strip())
-    return more
-
-
 def _arrow_findings(lines: Sequence[str], claimed: set[int], exists: Callable[[str], bool]
                     ) -> list[Found]:
-    """ruff's and rustc's ``CODE message`` line, then `` --> path:line:col``."""
     found: list[Found] = []
     for index, line in enumerate(lines):
         match = _ARROW.match(line)
-        if match is None or index in claimed or index == 0:
+        if match is None or index == 0 or {index, index - 1} & claimed:
             continue
         header = lines[index - 1].strip()
-        if not header or index - 1 in claimed:
+        if not header:
             continue
         claimed.update((index - 1, index))
         helps = []
-        for following in range(index + 1, min(len(lines), index + 40)):
-            text = lines[following].strip()
-            if not text or _ARROW.match(lines[following]):
+        for following in lines[index + 1:index + 40]:
+            text = following.strip().removeprefix("= ")
+            if not text or _ARROW.match(following):
                 break
-            text = text.removeprefix("= ")
             if text.startswith("help: "):
                 helps.append(text)
-        severity, message = ERROR, header
         word = _SEVERITY_WORD.match(header)
-        if word is not None:
-            severity = _severity(word["word"])
-        found.append((index - 1, Finding(match["path"], int(match["line"]), _number(match["col"]),
-                                         _joined([message, *helps]), severity)))
+        severity = ERROR if word is None else _severity(word["word"])
+        col = int(match["col"]) if match["col"] else None
+        found.append((index - 1, Finding(match["path"], int(match["line"]), col,
+                                         _joined([header, *helps]), severity)))
     return found
 
 
-def _dash_findings(lines: Sequence[str], claimed: set[int], exists: Callable[[str], bool]
-                   ) -> list[Found]:
-    """pyright's and tsc ``--pretty``'s ``path:line:col - error: message``."""
+def _pretty_findings(lines: Sequence[str], claimed: set[int], exists: Callable[[str], bool]
+                     ) -> list[Found]:
     found: list[Found] = []
-    for index, line in enumerate(lines):
-        match = _DASH.match(line)
-        if match is None or index in claimed:
-            continue
-        claimed.add(index)
-        message = _joined([match["message"].strip(), *_continuation(lines, index, claimed)])
-        found.append((index, Finding(match["path"].strip(), int(match["line"]),
-                                     int(match["col"]), message, _severity(match["sev"]))))
-    return found
-
-
-def _paren_findings(lines: Sequence[str], claimed: set[int], exists: Callable[[str], bool]
-                    ) -> list[Found]:
-    """tsc's (and MSBuild's) ``path(line,col): error TS2322: message``."""
-    found: list[Found] = []
-    for index, line in enumerate(lines):
-        match = _PAREN.match(line)
-        if match is None or index in claimed:
-            continue
-        claimed.add(index)
-        message = _joined([match["message"].strip(), *_continuation(lines, index, claimed)])
-        found.append((index, Finding(match["path"].strip(), int(match["line"]),
-                                     int(match["col"]), message, _severity(match["sev"]))))
+    for pattern in _PRETTY:
+        for index, line in enumerate(lines):
+            match = pattern.match(line)
+            if match is None or index in claimed:
+                continue
+            claimed.add(index)
+            parts = [match["message"].strip()]
+            for following in range(index + 1, min(len(lines), index + 1 + MAX_MESSAGE_LINES)):
+                more = lines[following]
+                if not more.strip() or _indent(more) <= _indent(line) or following in claimed:
+                    break
+                claimed.add(following)
+                parts.append(more.strip())
+            found.append((index, Finding(match["path"].strip(), int(match["line"]),
+                                         int(match["col"]), _joined(parts),
+                                         _severity(match["sev"]))))
     return found
 
 
 def _stylish_findings(lines: Sequence[str], claimed: set[int], exists: Callable[[str], bool]
                       ) -> list[Found]:
-    """eslint's default format: a file's path alone, then ``  line:col  error  message  rule``."""
     found: list[Found] = []
     current: str | None = None
     for index, line in enumerate(lines):
@@ -190,9 +157,8 @@ def _stylish_findings(lines: Sequence[str], claimed: set[int], exists: Callable[
 
 def _colon_findings(lines: Sequence[str], claimed: set[int], exists: Callable[[str], bool]
                     ) -> list[Found]:
-    """``path:line[:col]: message``: ruff (concise), flake8, mypy, eslint (unix), compilers,
-    Python warnings and pytest's ``--tb=line``. A mypy ``note`` joins the error above it at
-    the same place; mypy's ``--pretty`` messages, wrapped over lines, are joined again."""
+    """A mypy ``note`` joins the error above it at the same place; mypy's ``--pretty``
+    messages, wrapped over lines, are joined again."""
     found: list[Found] = []
     for index, line in enumerate(lines):
         match = _COLON.match(line)
@@ -215,13 +181,14 @@ def _colon_findings(lines: Sequence[str], claimed: set[int], exists: Callable[[s
             severity = WARNING
         if not _MYPY_CODE_END.search(message):
             message = _unwrapped(message, lines, index, claimed)
-        path, number, col = match["path"], int(match["line"]), _number(match["col"])
+        path, number = match["path"], int(match["line"])
         if severity == NOTICE:
             # A note explains the error above it; alone (gcc's "In function") it is context.
             if found and (found[-1][1].path, found[-1][1].line) == (path, number):
                 at, previous = found[-1]
                 found[-1] = (at, previous._replace(message=_joined([previous.message, message])))
             continue
+        col = int(match["col"]) if match["col"] else None
         found.append((index, Finding(path, number, col, message, severity)))
     return found
 
@@ -240,117 +207,59 @@ def _unwrapped(message: str, lines: Sequence[str], index: int, claimed: set[int]
     return message
 
 
-class _Section(NamedTuple):
-    name: str
-    start: int
-    lines: list[tuple[int, str]]
-
-
-class _Summary(NamedTuple):
-    """A line of pytest's short test summary: ``FAILED path::test - message``."""
-
-    path: str
-    test: str | None
-    message: str
-
-    @property
-    def title(self) -> str:
-        return f"{self.path}::{self.test}" if self.test else self.path
-
-
-def _summary(line: str) -> _Summary | None:
-    kind, space, rest = line.partition(" ")
-    if kind not in ("FAILED", "ERROR") or not space or not rest or rest[0].isspace():
-        return None
-    node, _, message = rest.partition(" - ")
-    path, _, test = node.partition("::")
-    if not path or ":" in path:
-        return None
-    return _Summary(path, test or None, message.strip() or kind)
-
-
-def _banner(line: str, fill: str) -> str | None:
-    """The title of a pytest separator line (``==== FAILURES ====``), or None."""
-    if not line.startswith(fill * 2) or not line.endswith(fill * 2):
-        return None
-    body = line.lstrip(fill).rstrip(fill)
-    if len(body) < 3 or body[0] != " " or body[-1] != " ":
-        return None
-    return body[1:-1]
-
-
-def _pytest_sections(lines: Sequence[str]) -> list[_Section]:
-    """The ``____ test name ____`` sections of pytest's FAILURES and ERRORS parts."""
-    sections: list[_Section] = []
-    inside = False
-    for index, line in enumerate(lines):
-        banner = _banner(line, "=")
-        if banner is not None:
-            inside = banner in ("FAILURES", "ERRORS")
-            continue
-        if not inside:
-            continue
-        header = _banner(line, "_")
-        if header is not None and not set(header) <= {"_", " "}:
-            sections.append(_Section(header, index, []))
-        elif sections:
-            sections[-1].lines.append((index, line))
-    return sections
-
-
-def _section_key(name: str) -> str:
-    for prefix in ("ERROR at setup of ", "ERROR at teardown of ", "ERROR collecting "):
-        name = name.removeprefix(prefix)
-    return name
-
-
-def _test_symbol(test: str) -> str:
-    """``TestCart::test_rate[2]`` -> ``TestCart.test_rate``: what to look for in the file."""
-    return ".".join(part.split("[", 1)[0] for part in test.split("::"))
-
-
 def _pytest_findings(lines: Sequence[str], claimed: set[int], exists: Callable[[str], bool]
                      ) -> list[Found]:
     """One finding per failed test: at the deepest line of the traceback in the repository,
     with the ``E`` lines as the message; from ``FAILED path::test`` alone at the test's
     ``def`` when the traceback is not in the output (``--tb=no``, or cut off)."""
-    summaries: dict[str, list[tuple[int, _Summary]]] = {}
+    summaries: dict[str, list[Found]] = {}  # by test name: a test's file and line are unknown
+    sections: list[tuple[int, str, list[str]]] = []  # in FAILURES and ERRORS: start, name, lines
+    inside = False
     for index, line in enumerate(lines):
-        summary = _summary(line)
+        summary = _PYTEST_SUMMARY.match(line)
         if summary is not None:
-            key = (summary.test or summary.path).replace("::", ".")
-            summaries.setdefault(key, []).append((index, summary))
+            path, test = summary["path"], summary["test"]
+            message = (summary["message"] or "").strip() or summary["kind"]
+            # TestCart::test_rate[2] is looked for as TestCart.test_rate in the file
+            symbol = ".".join(part.split("[", 1)[0] for part in test.split("::")) if test else None
+            alone = Finding(path, None, None, message, ERROR, f"{path}::{test}" if test else path,
+                            symbol)
+            summaries.setdefault((test or path).replace("::", "."), []).append((index, alone))
+        part = _PYTEST_PART.match(line)
+        header = _PYTEST_TEST.match(line)
+        if part is not None:
+            inside = part["title"] in ("FAILURES", "ERRORS")
+        elif inside and header is not None:
+            sections.append((index, header["name"], []))
+        elif inside and sections:
+            sections[-1][2].append(line)
     found: list[Found] = []
-    for section in _pytest_sections(lines):
-        pending = summaries.get(_section_key(section.name), [])
-        matched = pending[0] if pending else None
-        finding = _section_finding(section, exists, matched[1] if matched else None)
+    for start, name, body in sections:
+        key = name
+        for prefix in ("ERROR at setup of ", "ERROR at teardown of ", "ERROR collecting "):
+            key = key.removeprefix(prefix)
+        pending = summaries.get(key, [])
+        finding = _test_finding(name, body, exists, pending[0][1] if pending else None)
         if finding is None:
             continue
-        claimed.update(index for index, _ in section.lines)
-        claimed.add(section.start)
-        if matched is not None:
-            pending.pop(0)
-            claimed.add(matched[0])
-        found.append((section.start, finding))
-    for entries in summaries.values():
-        for index, summary in entries:
-            if index in claimed:
-                continue
+        claimed.update(range(start, start + 1 + len(body)))
+        if pending:
+            claimed.add(pending.pop(0)[0])
+        found.append((start, finding))
+    for index, finding in sorted(pair for pairs in summaries.values() for pair in pairs):
+        if index not in claimed:
             claimed.add(index)
-            symbol = _test_symbol(summary.test) if summary.test else None
-            found.append((index, Finding(summary.path, None, None, summary.message, ERROR,
-                                         summary.title, symbol)))
+            found.append((index, finding))
     return found
 
 
-def _section_finding(section: _Section, exists: Callable[[str], bool],
-                     summary: _Summary | None) -> Finding | None:
+def _test_finding(name: str, body: list[str], exists: Callable[[str], bool],
+                  summary: Finding | None) -> Finding | None:
     frames: list[tuple[str, int]] = []
     blocks: list[list[str]] = []  # runs of ``E`` lines: the last one is the final error
-    in_block = False
     after_frames: list[str] = []  # --tb=native: the exception's lines follow the last frame
-    for _, line in section.lines:
+    in_block = False
+    for line in body:
         if _PYTEST_CAPTURED.match(line):
             break  # captured output follows: text the test printed, not its traceback
         frame = _PYTEST_LOCATION.match(line) or _TRACEBACK_FRAME.match(line)
@@ -359,13 +268,12 @@ def _section_finding(section: _Section, exists: Callable[[str], bool],
             after_frames = []
         elif line.strip() and not line[0].isspace():
             after_frames.append(line.strip())
-        if line.startswith("E") and (len(line) == 1 or line[1].isspace()):
-            if not in_block:
-                blocks.append([])
+        is_error = line.startswith("E") and (len(line) == 1 or line[1].isspace())
+        if is_error and not in_block:
+            blocks.append([])
+        if is_error:
             blocks[-1].append(line[1:])
-            in_block = True
-        else:
-            in_block = False
+        in_block = is_error
     place = next(((path, number) for path, number in reversed(frames) if exists(path)), None)
     if place is None:
         return None
@@ -376,21 +284,19 @@ def _section_finding(section: _Section, exists: Callable[[str], bool],
     elif after_frames and _EXCEPTION_LINE.match(after_frames[0]):
         message = "\n".join(after_frames)
     else:
-        message = summary.message if summary is not None else section.name
-    title = summary.title if summary is not None else section.name
+        message = summary.message if summary is not None else name
+    title = summary.title if summary is not None and summary.title else name
     return Finding(place[0], place[1], None, message, ERROR, title)
 
 
-BUILTIN_READERS = (_pytest_findings, _arrow_findings, _dash_findings, _paren_findings,
-                   _stylish_findings, _colon_findings)
+# From the most specific format to the most general.
+BUILTIN_READERS: tuple[Reader, ...] = (_pytest_findings, _arrow_findings, _pretty_findings,
+                                       _stylish_findings, _colon_findings)
 
 
 def builtin_findings(lines: Sequence[str], exists: Callable[[str], bool]) -> list[Finding]:
-    """Every error the built-in readers recognise in ``lines``, in the order printed.
-
-    Each output line belongs to at most one finding: the readers run from the most specific
-    format to the most general, and a line one has taken is not read again.
-    """
+    """Every error the built-in readers recognise in ``lines``, in the order printed; each
+    line belongs to at most one finding."""
     claimed: set[int] = set()
     found: list[Found] = []
     for reader in BUILTIN_READERS:

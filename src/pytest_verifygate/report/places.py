@@ -1,10 +1,5 @@
-"""Where a failed gate's errors are in the repository: findings resolved to its files.
-
-Owns the resolution of the paths a tool printed (absolute, or relative to the gate's cwd,
-the project root or the repository root; symlinks resolved) to files that exist in the
-repository, the lookup of a failed test's ``def`` when only its name is known, calling the
-``pytest_verifygate_annotation_locations`` hook (a project's own formats) before the built-in
-readers of ``report.locations``, and dropping repeats.
+"""Where a failed gate's errors are: the findings of the ``pytest_verifygate_annotation_locations``
+hook and of the built-in readers (``report.locations``), kept when they name a repository file.
 
 PYTEST_DONT_REWRITE
 """
@@ -24,6 +19,7 @@ from pytest_verifygate.report.locations import (
     Finding,
     builtin_findings,
 )
+from pytest_verifygate.state.storage import read_user_file
 
 if TYPE_CHECKING:
     from pytest_verifygate.hookspecs import GateHooks
@@ -41,17 +37,14 @@ class Located(NamedTuple):
     file: str
     line: int | None
     col: int | None
-    message: str
-    severity: str
-    title: str | None
-
-
-# --------------------------------------------------------------------------------------------
-# paths
+    message: str = ""
+    severity: str = ERROR
+    title: str | None = None
 
 
 class Resolver:
-    """Paths printed by a gate, turned into files of the repository (or None)."""
+    """Paths printed by a gate (absolute, or relative to one of ``bases``), turned into files
+    of the repository. Symlinks are resolved first: a link out of the repository is not in it."""
 
     def __init__(self, repo_root: str | os.PathLike[str],
                  bases: Sequence[str | os.PathLike[str]]) -> None:
@@ -59,48 +52,47 @@ class Resolver:
         self.bases = [os.fspath(base) for base in bases]
         self._known: dict[str, str | None] = {}
         self._sources: dict[str, list[str]] = {}
-        self._definitions: dict[tuple[str, str], int | None] = {}
 
     def file(self, path: str) -> str | None:
         """``path`` relative to the repository root when it names a file inside it."""
         if path not in self._known:
-            self._known[path] = repository_file(path, self.real_root, self.bases)
+            self._known[path] = self._find(path)
         return self._known[path]
+
+    def _find(self, path: str) -> str | None:
+        bases = [""] if os.path.isabs(path) else self.bases
+        for base in bases:
+            try:
+                full = os.path.realpath(os.path.join(base, path))
+                inside = full.startswith(os.path.join(self.real_root, "")) and os.path.isfile(full)
+            except (OSError, ValueError):  # ValueError: a NUL in the path
+                continue
+            if inside:
+                return Path(os.path.relpath(full, self.real_root)).as_posix()
+        return None
 
     def exists(self, path: str) -> bool:
         return self.file(path) is not None
 
     def definition(self, file: str, symbol: str) -> int | None:
-        """The line of ``symbol``'s ``def`` in a repository file (each file read once)."""
+        """The line of ``def name`` (``Class.name``: inside ``class Class``) in a repository
+        file of Python source."""
         if file not in self._sources:
-            self._sources[file] = _source_lines(os.path.join(self.real_root, file))
-        key = (file, symbol)
-        if key not in self._definitions:
-            self._definitions[key] = definition_line(self._sources[file], symbol)
-        return self._definitions[key]
+            data = read_user_file(os.path.join(self.real_root, file), MAX_SOURCE_BYTES)
+            self._sources[file] = (data or b"").decode("utf-8", "replace").splitlines()
+        lines = self._sources[file]
+        *classes, name = symbol.split(".")
+        start = 0
+        for class_name in classes:
+            header = re.compile(rf"^\s*class\s+{re.escape(class_name)}\b")
+            start = next((i for i in range(start, len(lines)) if header.match(lines[i])), -1)
+            if start < 0:
+                return None
+        definition = re.compile(rf"^\s*(?:async\s+)?def\s+{re.escape(name)}\s*\(")
+        return next((i + 1 for i in range(start, len(lines)) if definition.match(lines[i])), None)
 
 
-def repository_file(path: str, real_root: str, bases: Sequence[str | os.PathLike[str]]
-                    ) -> str | None:
-    """``path`` (absolute, or relative to one of ``bases``) as a repository-relative file.
-
-    Symlinks are resolved first, so a link pointing out of the repository is not inside it.
-    """
-    if not path or "\x00" in path:
-        return None
-    candidates = [path] if os.path.isabs(path) else [os.path.join(b, path) for b in bases]
-    for candidate in candidates:
-        try:
-            full = os.path.realpath(candidate)
-            inside = full.startswith(os.path.join(real_root, "")) and os.path.isfile(full)
-        except (OSError, ValueError):
-            continue
-        if inside:
-            return Path(os.path.relpath(full, real_root)).as_posix()
-    return None
-
-
-# A file location in tool output: path:line[:col] (compilers, linters, pytest, mypy),
+# A file location anywhere in a line: path:line[:col] (compilers, linters, pytest, mypy),
 # File "path", line N (Python tracebacks) and path(line,col) (tsc).
 _LOCATION_PATTERNS = (
     re.compile(r"(?:^|(?<=[\s\"'(\[<=]))(?P<path>[^\s:\"'()\[\]<>=,]+):(?P<line>\d+)"
@@ -110,78 +102,34 @@ _LOCATION_PATTERNS = (
 )
 
 
-class Location(NamedTuple):
-    """A place in a file of the repository: ``file`` is relative to the repository root."""
-
-    file: str
-    line: int
-    col: int | None = None
-
-
 def find_location(
     line: str, *, repo_root: str | os.PathLike[str], bases: Sequence[str | os.PathLike[str]]
-) -> Location | None:
-    """The first ``path:line`` in ``line`` naming an existing file under ``repo_root``.
-
-    Relative paths are tried against each of ``bases`` in turn (the gate's working directory
-    first); absolute ones must lie inside the repository (symlinks resolved).
-    """
-    real_root = os.path.realpath(repo_root)
+) -> Located | None:
+    """The first place in ``line`` naming a file of the repository (bases: see ``Resolver``)."""
+    resolver = Resolver(repo_root, bases)
     for pattern in _LOCATION_PATTERNS:
         for match in pattern.finditer(line):
-            file = repository_file(match["path"], real_root, bases)
+            file = resolver.file(match["path"])
             if file is not None and int(match["line"]) > 0:
                 col = match.groupdict().get("col")
-                return Location(file, int(match["line"]), int(col) if col else None)
+                return Located(file, int(match["line"]), int(col) if col else None)
     return None
-
-
-def _source_lines(full_path: str) -> list[str]:
-    try:
-        with open(full_path, "rb") as handle:
-            return handle.read(MAX_SOURCE_BYTES).decode("utf-8", "replace").splitlines()
-    except OSError:
-        return []
-
-
-def definition_line(lines: Sequence[str], symbol: str) -> int | None:
-    """The line of ``def name`` (``Class.name``: inside ``class Class``) in Python source."""
-    *classes, name = symbol.split(".")
-    start = 0
-    for class_name in classes:
-        header = re.compile(rf"^\s*class\s+{re.escape(class_name)}\b")
-        start = next((i for i in range(start, len(lines)) if header.match(lines[i])), -1)
-        if start < 0:
-            return None
-    definition = re.compile(rf"^\s*(?:async\s+)?def\s+{re.escape(name)}\s*\(")
-    return next((i + 1 for i in range(start, len(lines)) if definition.match(lines[i])), None)
-
-
-# --------------------------------------------------------------------------------------------
-# a gate's findings: the hook's and the built-in ones, resolved
 
 
 def _as_finding(item: Any) -> Finding | None:
     """A hook's result item as a ``Finding``, or None when it is not one."""
+    if not isinstance(item, (Mapping, tuple)):
+        return None
     try:
-        if isinstance(item, Finding):
-            finding = item
-        elif isinstance(item, Mapping):
-            finding = Finding(**item)
-        elif isinstance(item, tuple):
-            finding = Finding(*item)
-        else:
-            return None
+        finding = Finding(**item) if isinstance(item, Mapping) else Finding(*item)
     except TypeError:
         return None
-    line, col = finding.line, finding.col
-    if not isinstance(finding.path, str) or not isinstance(finding.message, str):
-        return None
-    if line is not None and (not isinstance(line, int) or line < 1):
-        return None
-    if col is not None and (not isinstance(col, int) or col < 1):
-        return None
-    if not all(isinstance(text, (str, type(None))) for text in (finding.title, finding.symbol)):
+    valid = (
+        isinstance(finding.path, str) and isinstance(finding.message, str)
+        and all(n is None or (isinstance(n, int) and n >= 1) for n in (finding.line, finding.col))
+        and all(t is None or isinstance(t, str) for t in (finding.title, finding.symbol))
+    )
+    if not valid:
         return None
     if finding.severity not in SEVERITIES:
         finding = finding._replace(severity=ERROR)
@@ -225,11 +173,8 @@ def _clip(message: str) -> str:
 
 
 def locate(findings: Iterable[Finding], resolver: Resolver) -> list[Located]:
-    """The findings that name a file of the repository, once each, in the order given.
-
-    A finding at the same place as an earlier one with the same message is a repeat; the
-    earlier finding (the hook's before the built-in readers') is kept.
-    """
+    """The findings that name a file of the repository, in the order given, without repeats
+    (the same place and message as an earlier finding)."""
     resolved = [(finding, resolver.file(finding.path)) for finding in findings]
     # A finding without a line (pytest's "FAILED path::test" alone) only adds something
     # when nothing else points into its file: with --tb=line the same failure is there too.
@@ -246,10 +191,9 @@ def locate(findings: Iterable[Finding], resolver: Resolver) -> list[Located]:
             line = resolver.definition(file, finding.symbol)
         message = _clip(finding.message) or finding.severity
         key = (file, line, col, message.split("\n", 1)[0])
-        if key in seen:
-            continue
-        seen.add(key)
-        located.append(Located(file, line, col, message, finding.severity, finding.title))
+        if key not in seen:
+            seen.add(key)
+            located.append(Located(file, line, col, message, finding.severity, finding.title))
     return located
 
 
@@ -259,11 +203,8 @@ def gate_locations(
     resolver: Resolver,
     hook: GateHooks | None = None,
 ) -> tuple[list[Located], list[str]]:
-    """A failed gate's errors at files of the repository, and any problem with the hook.
-
-    ``lines`` is the gate's output as cleaned for reading (no ANSI, no redraws). The hook's
-    findings come first; the built-in readers add theirs.
-    """
+    """A failed gate's errors at files of the repository (the hook's first), and any problem
+    with the hook. ``lines`` is the gate's output without ANSI sequences and redraws."""
     problems: list[str] = []
     findings: list[Finding] = []
     if hook is not None and hasattr(hook, HOOK_NAME):

@@ -1,16 +1,7 @@
-"""Secret redaction: the one place that decides what a report, a cache entry or a log may not say.
-
-A gate's output is masked once, as it is captured (``Redactor.stream_masker``): its log, its
-output tail and everything made from them (the report, the digest, JUnit, annotations, the
-result cache) hold the masked stream only. The few other free texts of a report (a gate's
-command, its reason, its ``env``) go through ``Redactor.text``, the same search.
-
-A variable is secret when its name contains TOKEN, SECRET, PASSWORD, PASSWD, API_KEY, APIKEY or
-PRIVATE_KEY (any case), or when the gate lists it in ``secret_env``. Both the environment the
-gate inherits and the gate's own ``env`` / ``NAME=value`` prefixes count. Its value is found
-as printed, JSON-escaped and URL-encoded, and line by line when it spans lines; ``NAME=value``
-with a secret name loses its value. What this does not try to find (a secret split by escape
-sequences, drawn by overwriting, or transformed on purpose) is in the docs' security model.
+"""Secret redaction: the one search that decides what a report, a cache entry or a log may not
+say. A gate's output is masked once, as it is captured (``Redactor.stream_masker``), and every
+sink is made from the masked stream; a report's other free texts go through ``Redactor.text``.
+What is masked, and what is not tried, is the security model page of the docs.
 
 PYTEST_DONT_REWRITE
 """
@@ -20,9 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
-from functools import lru_cache
-from typing import NamedTuple
+from collections.abc import Iterable, Mapping
 from urllib.parse import quote, quote_plus
 
 from pytest_verifygate.commands import UnsupportedCommand, parse_command
@@ -45,13 +34,12 @@ SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW(?:OR)?D|API_?KEY|PRIVATE_?KEY", re
 # spell it (upper case: ``max_tokens=512`` is no secret), then widened to the whole name.
 _SECRET_WORDS = rb"PRIVATE_?KEY|PASSW(?:OR)?D|API_?KEY|SECRET|TOKEN"
 _NAME_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-_VALUE = re.compile(rb"\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'|[^\s\"';&|]+")
+_VALUE_PATTERN = r"\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'|[^\s\"';&|]+"
+_VALUE = re.compile(_VALUE_PATTERN.encode())
 _WORD_BEFORE = re.compile(rb"[\w$]")
 # ``NAME=value`` in a shell script: what a script sets itself is as secret as what it inherits.
-_ASSIGNMENT = re.compile(r"(?<![\w$])([A-Z_][A-Z0-9_]*)=(\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'"
-                         r"|[^\s\"';&|]+)")
+_ASSIGNMENT = re.compile(r"(?<![\w$])([A-Z_][A-Z0-9_]*)=(" + _VALUE_PATTERN + ")")
 
-SecretName = Callable[[str], bool]
 Span = tuple[int, int]
 
 
@@ -70,76 +58,37 @@ def gate_environment(gate: Gate) -> dict[str, str]:
     return env
 
 
-class Redactor(NamedTuple):
-    """Replaces known secret values, and values assigned to secret names, by ``***``."""
+class Redactor:
+    """Replaces known secret values, and values assigned to secret names, by ``***``: one
+    literal alternation of every form of every value, and ``NAME=value`` for secret names."""
 
-    values: tuple[str, ...] = ()
-    names: frozenset[str] = frozenset()
-
-    def text(self, text: str) -> str:
-        """``text`` with every secret value masked, and every ``SECRET_NAME=value`` too."""
-        if not text or (not self.values and "=" not in text):
-            return text  # nothing to find: most commands and reasons
-        errors = _errors(text)
-        data = text.encode("utf-8", errors)
-        return _apply(data, self.search().spans(data)).decode("utf-8", errors)
-
-    def env(self, env: Mapping[str, str]) -> dict[str, str]:
-        """An environment for display: secret names keep their name, never their value."""
-        return {name: MASK if value and self.secret(name) else self.text(value)
-                for name, value in env.items()}
-
-    def stream_masker(self) -> StreamMasker:
-        """A masker for a gate's output: bytes fed as they come, masked as ``text`` masks."""
-        return StreamMasker(self.search())
-
-    def search(self) -> SecretSearch:
-        return _search(self.values, self.names)
-
-    def secret(self, name: str) -> bool:
-        """Whether a variable of this name holds a secret (by its name, or listed)."""
-        return name in self.names or is_secret_name(name)
-
-
-def redactor_for(
-    gates: Iterable[Gate] = (), environ: Mapping[str, str] | None = None
-) -> Redactor:
-    """One redactor for a whole report: a value secret for one gate is secret in all of them
-    (any gate may print it). ``environ`` is what the gates inherit (default: ours)."""
-    inherited = os.environ if environ is None else environ
-    assignments = list(inherited.items())
-    listed: set[str] = set()
-    for gate in gates:
-        assignments.extend(gate_environment(gate).items())
-        if gate.shell:
-            # A shell script can set a secret itself (SERVICE_TOKEN=... ./deploy) and the
-            # gate's output may echo it: its value is as secret as an inherited one.
-            assignments.extend((match.group(1), match.group(2).strip("'\""))
-                               for match in _ASSIGNMENT.finditer(gate.command_text))
-        listed.update(gate.secret_env)
-    values = [
-        value
-        for name, value in assignments
-        if (name in listed and len(value) >= MIN_LISTED_SECRET_CHARS)
-        or (is_secret_name(name) and len(value) >= MIN_NAMED_SECRET_CHARS)
-    ]
-    return Redactor(values=tuple(sorted(set(values))), names=frozenset(listed))
-
-
-class SecretSearch:
-    """Where a byte string holds a secret: one literal alternation of every form of every
-    value, and the ``NAME=value`` assignments to secret names."""
-
-    def __init__(self, values: tuple[str, ...], names: frozenset[str]) -> None:
+    def __init__(self, values: Iterable[str] = (), names: Iterable[str] = ()) -> None:
+        self.names = frozenset(names)
         # Longest first, so a secret that contains another is masked as a whole.
         forms = sorted({form for value in values for form in _forms(value)}, key=len,
                        reverse=True)
         self.forms = re.compile(b"|".join(map(re.escape, forms))) if forms else None
         self.longest = max(map(len, forms), default=0)
-        listed = sorted((_to_bytes(name) for name in names if name.isidentifier()), key=len,
-                        reverse=True)
+        listed = sorted((_to_bytes(name) for name in self.names if name.isidentifier()),
+                        key=len, reverse=True)
         self.words = re.compile(b"|".join([_SECRET_WORDS, *map(re.escape, listed)]))
-        self.names = names
+
+    def text(self, text: str) -> str:
+        """``text`` with every secret value masked, and every ``SECRET_NAME=value`` too."""
+        if not text or (self.forms is None and "=" not in text):
+            return text  # nothing to find: most commands and reasons
+        errors = _errors(text)
+        data = text.encode("utf-8", errors)
+        return _apply(data, self.spans(data)).decode("utf-8", errors)
+
+    def env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """An environment for display: secret names keep their name, never their value."""
+        return {name: MASK if value and (name in self.names or is_secret_name(name))
+                else self.text(value) for name, value in env.items()}
+
+    def stream_masker(self) -> StreamMasker:
+        """A masker for a gate's output: bytes fed as they come, masked as ``text`` masks."""
+        return StreamMasker(self)
 
     def spans(self, data: bytes) -> list[Span]:
         """Where ``data`` holds a secret: sorted, disjoint spans."""
@@ -162,7 +111,7 @@ class SecretSearch:
                 continue
             if start and _WORD_BEFORE.match(data, start - 1):
                 continue  # not a name as the shell spells one
-            name = data[start:end].decode("ascii", "replace")
+            name = data[start:end].decode("utf-8", "replace")
             value = _VALUE.match(data, end + 1)
             if value is None or not (name in self.names or is_secret_name(name)):
                 continue
@@ -172,9 +121,29 @@ class SecretSearch:
         return spans
 
 
-@lru_cache(maxsize=16)
-def _search(values: tuple[str, ...], names: frozenset[str]) -> SecretSearch:
-    return SecretSearch(values, names)
+def redactor_for(
+    gates: Iterable[Gate] = (), environ: Mapping[str, str] | None = None
+) -> Redactor:
+    """One redactor for a whole report: a value secret for one gate is secret in all of them
+    (any gate may print it). ``environ`` is what the gates inherit (default: ours)."""
+    inherited = os.environ if environ is None else environ
+    assignments = list(inherited.items())
+    listed: set[str] = set()
+    for gate in gates:
+        assignments.extend(gate_environment(gate).items())
+        if gate.shell:
+            # A shell script can set a secret itself (SERVICE_TOKEN=... ./deploy) and the
+            # gate's output may echo it: its value is as secret as an inherited one.
+            assignments.extend((match.group(1), match.group(2).strip("'\""))
+                               for match in _ASSIGNMENT.finditer(gate.command_text))
+        listed.update(gate.secret_env)
+    values = {
+        value
+        for name, value in assignments
+        if (name in listed and len(value) >= MIN_LISTED_SECRET_CHARS)
+        or (is_secret_name(name) and len(value) >= MIN_NAMED_SECRET_CHARS)
+    }
+    return Redactor(values, listed)
 
 
 def _forms(value: str) -> set[bytes]:
@@ -186,10 +155,10 @@ def _forms(value: str) -> set[bytes]:
     texts = {value, value.replace("\r\n", "\n"), value.replace("\r\n", "\n").replace("\n", "\r\n")}
     forms: set[bytes] = set()
     for text in texts:
-        forms.add(_to_bytes(text))
+        encoded = _to_bytes(text)
+        forms.add(encoded)
         for ascii_only in (True, False):
             forms.add(_to_bytes(json.dumps(text, ensure_ascii=ascii_only)[1:-1]))
-        encoded = _to_bytes(text)
         for url in (quote(encoded, safe=""), quote_plus(encoded, safe="")):
             forms.update((url.encode(), re.sub("%[0-9A-F]{2}", lambda m: m[0].lower(),
                                                url).encode()))
@@ -199,19 +168,16 @@ def _forms(value: str) -> set[bytes]:
 
 
 class StreamMasker:
-    """Masks a gate's output as it is captured: ``feed`` each chunk, then ``flush``.
-
-    Works on bytes: output need not be UTF-8, and what is not passes through unchanged. The
-    last ``holdback`` bytes are kept back until more comes, so a secret split across two reads
-    is seen whole. The rest of one ``SECRET=value`` word longer than ``MAX_PENDING`` is
-    masked up to there.
-    """
+    """Masks a gate's output (bytes: what is not UTF-8 passes through) as it is captured:
+    ``feed`` each chunk, then ``flush``. The last ``holdback`` bytes wait for more, so a secret
+    split across two reads is seen whole; one ``SECRET=value`` word longer than
+    ``MAX_PENDING`` is masked up to there."""
 
     MAX_PENDING = 1 << 20
 
-    def __init__(self, search: SecretSearch) -> None:
-        self._search = search
-        self.holdback = max(1024, 2 * search.longest + 64)
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self.holdback = max(1024, 2 * redactor.longest + 64)
         self._pending = b""
 
     def feed(self, data: bytes) -> bytes:
@@ -224,7 +190,7 @@ class StreamMasker:
         floor = max(0, cut - 256)  # no variable's name is longer
         while cut > floor and buffer[cut - 1] in _NAME_CHARS:
             cut -= 1  # a name cut in two might lose its secret word
-        spans = self._search.spans(buffer)
+        spans = self._redactor.spans(buffer)
         for start, end in spans:  # a secret across the cut waits for the rest of it
             if start < cut and (cut < end or end == len(buffer)):
                 cut = start
@@ -238,7 +204,7 @@ class StreamMasker:
     def flush(self) -> bytes:
         """The rest, masked: call once, when the output has ended."""
         buffer, self._pending = self._pending, b""
-        return _apply(buffer, self._search.spans(buffer))
+        return _apply(buffer, self._redactor.spans(buffer))
 
 
 def _to_bytes(text: str) -> bytes:
