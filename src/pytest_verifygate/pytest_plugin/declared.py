@@ -1,11 +1,8 @@
 """Where each gate is declared in its contract file: the line pytest reports for its item.
 
-A gate item's location (``SKIPPED [1] verify.toml:7``, JUnit xunit1's ``line``, the
-``lineno`` of pytest-json-report) is the line of the gate's ``[[gate]]`` table (in a
-pyproject, ``[[tool.verifygate.gate]]``); in an openTiger JSON contract, the first line that
-lists the gate's command (or the part of a command it was made from). The contract is already
-loaded and valid: this only reads its text again to find lines, and a gate it cannot place is
-at line 1.
+The line of the gate's ``[[gate]]`` table (``[[tool.verifygate.gate]]`` in a pyproject); in an
+openTiger contract, the first line that lists the gate's command. The contract is already
+loaded and valid: this only reads its text as loaded, and a gate it cannot place is at line 1.
 
 PYTEST_DONT_REWRITE
 """
@@ -22,12 +19,9 @@ _TABLE = re.compile(r"^\s*\[\[\s*(?:tool\s*\.\s*verifygate\s*\.\s*)?gate\s*\]\]\
 
 
 def declared_lines(contract: Contract) -> dict[str, int]:
-    """Each gate's line (1-based) in ``contract``'s file; gates it cannot place are left out."""
-    try:
-        lines = contract.path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return {}
-    if contract.path.suffix == ".json":
+    """Each gate's line (1-based) in ``contract``'s text; gates it cannot place are left out."""
+    lines = contract.text.splitlines()
+    if contract.format == "opentiger":
         return _json_lines(contract, lines)
     headers = [number for number, line in enumerate(lines, start=1) if _TABLE.match(line)]
     # The loader keeps the tables' order, one gate per table: a count that differs (tables
