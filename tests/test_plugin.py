@@ -530,12 +530,12 @@ def test_the_failure_repr_still_fits_pytest() -> None:
     # no public constructor). If a pytest release changes them, this fails loudly here.
     from _pytest._code.code import TerminalRepr
 
-    from pytest_verifygate.pytest_plugin.failure import failure_repr
+    from pytest_verifygate.pytest_plugin.items import failure_repr
     from pytest_verifygate.runner.records import GateResult
 
     result = GateResult(name="lint", outcome="failed", code="command_failed",
                         command=("ruff", "check"), output_tail="E501 line too long\n")
-    shown = failure_repr(result, "[command_failed] lint: exit 1", path="verify.toml",
+    shown = failure_repr(result._asdict(), "[command_failed] lint: exit 1", path="verify.toml",
                          verbosity=0)
     assert isinstance(shown, TerminalRepr)
     assert shown.reprcrash.message == "[command_failed] lint: exit 1"

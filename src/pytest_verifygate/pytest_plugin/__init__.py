@@ -1,13 +1,9 @@
 """The pytest plugin (entry point ``pytest11: verifygate``): ``pytest --verify-contract`` makes
 every selected gate a pytest item.
 
-This module is the wiring only: the hookspecs, the options (``options.py``), and on
-``--verify-contract`` one ``VerifyGateSession`` (``session.py``) registered for the run, which
-collects the contract's gates as ``GateItem`` items (``items.py``). Loading, selection, running,
-classification and the report are the engine's (``pytest_verifygate.engine``).
-
-Without ``--verify-contract`` the plugin registers its options, marker and hookspecs and
-nothing else: the engine is not imported, no collector hook is active, nothing is collected.
+The wiring only: the hookspecs, the options (``options.py``), and with ``--verify-contract`` the
+run's ``VerifyGateSession`` (``session.py``) registered as a plugin. Without the flag the engine
+is not imported and nothing is collected.
 
 PYTEST_DONT_REWRITE
 """
@@ -15,17 +11,12 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_verifygate.pytest_plugin.options import add_options
 
-if TYPE_CHECKING:
-    from pytest_verifygate.pytest_plugin.session import VerifyGateSession
-
-_SESSION_KEY: pytest.StashKey[VerifyGateSession] = pytest.StashKey()
-# The gate a pytest run is nested in: the runner sets VERIFYGATE_GATE in every gate's
+# The header of a pytest run nested in a gate: the runner sets VERIFYGATE_GATE in every gate's
 # environment, and a pytest run inside a gate ignores --verify-contract (with
 # `addopts = --verify-contract` and a gate running pytest, gates would run gates forever).
 _NESTED_KEY = pytest.StashKey[str]()
@@ -59,18 +50,11 @@ def pytest_load_initial_conftests(
         if word != "--verify-contract":
             continue
         following = args[index + 1]
-        if not _could_be_contract(following):
+        if following.startswith("-") or "::" in following or not following.endswith(
+                (".toml", ".json")):
             args[index] = "--verify-contract="
         elif index >= command_line:
             args[index] = f"--verify-contract={following}"
-
-
-def _could_be_contract(word: str) -> bool:
-    return (
-        not word.startswith("-")
-        and "::" not in word
-        and word.endswith((".toml", ".json"))
-    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -80,36 +64,20 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_verifygate.runner.process import GATE_ENV
 
     if os.environ.get(GATE_ENV):
-        config.stash[_NESTED_KEY] = os.environ[GATE_ENV]
+        config.stash[_NESTED_KEY] = (f"verifygate: running inside gate {os.environ[GATE_ENV]!r}: "
+                                     "--verify-contract is ignored")
         return
     from pytest_verifygate.errors import VerifyGateError
-    from pytest_verifygate.pytest_plugin.items import SOURCE_KEY
-    from pytest_verifygate.pytest_plugin.session import PLUGIN_NAME, VerifyGateSession
+    from pytest_verifygate.pytest_plugin.items import SESSION_KEY
+    from pytest_verifygate.pytest_plugin.session import VerifyGateSession
 
     try:
-        session = VerifyGateSession.from_config(config)
+        session = VerifyGateSession(config)
     except VerifyGateError as exc:
         raise pytest.UsageError(str(exc)) from None
-    config.stash[_SESSION_KEY] = config.stash[SOURCE_KEY] = session
-    config.pluginmanager.register(session, PLUGIN_NAME)
+    config.stash[SESSION_KEY] = session
+    config.pluginmanager.register(session, "verifygate-session")
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
-    gate = config.stash.get(_NESTED_KEY, None)
-    if gate is None:
-        return None
-    return f"verifygate: running inside gate {gate!r}: --verify-contract is ignored"
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    session = config.stash.get(_SESSION_KEY, None)
-    if session is not None:
-        session.close_runner()
-        session.remember_outputs()
-        session.interruptible.__exit__()
-        session.end_interrupted_if_signalled()  # a signal during the summary counts too
-        del config.stash[_SESSION_KEY]
-        from pytest_verifygate.pytest_plugin.items import SOURCE_KEY
-
-        del config.stash[SOURCE_KEY]
-        config.pluginmanager.unregister(session)
+    return config.stash.get(_NESTED_KEY, None)

@@ -1,7 +1,5 @@
-"""The ``--verify-*`` command-line options and ``verify_*`` ini options of the pytest plugin.
-
-Owns registering them and reading them back as one ``VerifyOptions`` (command line over ini;
-paths made absolute), with the same value checks as the ``verifygate`` command.
+"""The ``--verify-*`` command-line options and ``verify_*`` ini options of the pytest plugin:
+registered, and read back as the engine's request with the same checks as ``verifygate run``.
 
 PYTEST_DONT_REWRITE
 """
@@ -15,7 +13,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_verifygate.shards import Shard
+    from pytest_verifygate.engine import RunRequest
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -23,169 +21,122 @@ def add_options(parser: pytest.Parser) -> None:
     from pytest_verifygate import option_checks  # argparse types shared with the CLI
 
     group = parser.getgroup("verifygate", "verify contract gates (pytest-verifygate)")
-    group.addoption(
-        "--verify-contract", dest="verify_contract", nargs="?", const="", default=None,
-        metavar="PATH",
-        help="collect one item per selected gate of the verify contract: PATH, or the "
-        "contract found from the current directory up (default: ini verify_contract)",
-    )
-    group.addoption("--verify-role", dest="verify_role", metavar="R", action="append",
+    group.addoption("--verify-contract", nargs="?", const="", metavar="PATH",
+                    help="collect one item per selected gate of the verify contract: PATH, or "
+                    "the contract found from the current directory up (default: ini "
+                    "verify_contract)")
+    group.addoption("--verify-role", metavar="R", action="append",
                     help="select the gates for role R (repeatable; default: $VERIFYGATE_ROLE, "
                     "then ini verify_role, comma-separated); gates with roles are collected "
                     "only for one of theirs")
-    group.addoption("--verify-phase", dest="verify_phase", type=option_checks.positive_int,
-                    metavar="N",
+    group.addoption("--verify-phase", type=option_checks.positive_int, metavar="N",
                     help="select the gates for this phase (ini: verify_phase)")
-    group.addoption("--verify-shard", dest="verify_shard", metavar="K/N",
+    group.addoption("--verify-shard", metavar="K/N",
                     help="collect only shard K of N of the selected gates, balanced by earlier "
                     "durations (default: $CI_NODE_INDEX/$CI_NODE_TOTAL when set)")
-    group.addoption("--verify-staged", dest="verify_staged", action="store_true", default=False,
+    group.addoption("--verify-staged", action="store_true",
                     help="the change set is the index against HEAD")
-    group.addoption("--verify-changed-from", dest="verify_changed_from", metavar="REF",
+    group.addoption("--verify-changed-from", metavar="REF",
                     help="the change set is everything since merge-base(REF, HEAD) "
                     "(ini: verify_changed_from)")
-    group.addoption("--verify-files", dest="verify_files", nargs="+", action="extend",
-                    metavar="F", help="the change set is these files")
-    group.addoption("--verify-all", dest="verify_all", action="store_true", default=False,
+    group.addoption("--verify-files", nargs="+", action="extend", metavar="F",
+                    help="the change set is these files")
+    group.addoption("--verify-all", action="store_true",
                     help="no change filtering: every gate applies")
-    group.addoption("--verify-jobs", dest="verify_jobs", type=option_checks.jobs, metavar="N",
+    group.addoption("--verify-jobs", type=option_checks.jobs, metavar="N",
                     help="gates run at once in this process (0 = one per CPU; ini: "
                     "verify_jobs; default: the contract's settings.jobs)")
-    group.addoption("--verify-report", dest="verify_report", metavar="PATH",
+    group.addoption("--verify-report", metavar="PATH",
                     help="write the JSON report here (ini: verify_report)")
-    group.addoption("--verify-digest", dest="verify_digest", metavar="PATH",
+    group.addoption("--verify-digest", metavar="PATH",
                     help="write the Markdown digest of failed gates here (ini: verify_digest)")
-    group.addoption("--verify-annotations", dest="verify_annotations",
-                    choices=option_checks.ANNOTATION_CHOICES, default=None,
+    group.addoption("--verify-annotations", choices=option_checks.ANNOTATION_CHOICES,
                     help="github: GitHub Actions error annotations for failed gates and a table "
                     "in $GITHUB_STEP_SUMMARY (default: when GITHUB_ACTIONS is true); none: never")
-    group.addoption("--verify-no-cache", dest="verify_no_cache", action="store_true",
-                    default=False, help="run gates with cache = true even if they passed on "
-                    "these inputs (a pass is still stored)")
-    parser.addini("verify_contract", "contract file used by a bare --verify-contract "
-                  "(relative to the ini file)", default="")
-    parser.addini("verify_role", "default for --verify-role (comma-separated roles)",
-                  default="")
-    parser.addini("verify_phase", "default for --verify-phase", default="")
-    parser.addini("verify_changed_from", "default for --verify-changed-from", default="")
-    parser.addini("verify_jobs", "default for --verify-jobs", default="")
-    parser.addini("verify_report", "default for --verify-report (relative to the ini file)",
-                  default="")
-    parser.addini("verify_digest", "default for --verify-digest (relative to the ini file)",
-                  default="")
+    group.addoption("--verify-no-cache", action="store_true",
+                    help="run gates with cache = true even if they passed on these inputs (a "
+                    "pass is still stored)")
+    parser.addini("verify_contract",
+                  "contract file used by a bare --verify-contract (relative to the ini file)")
+    parser.addini("verify_role", "default for --verify-role (comma-separated roles)")
+    parser.addini("verify_phase", "default for --verify-phase")
+    parser.addini("verify_changed_from", "default for --verify-changed-from")
+    parser.addini("verify_jobs", "default for --verify-jobs")
+    parser.addini("verify_report", "default for --verify-report (relative to the ini file)")
+    parser.addini("verify_digest", "default for --verify-digest (relative to the ini file)")
 
 
 class VerifyOptions(NamedTuple):
-    """The ``--verify-*`` options with their ini defaults applied."""
+    """The ``--verify-*`` options with their ini defaults applied: the engine's request, and
+    the files to write."""
 
-    contract: Path | None
-    roles: tuple[str, ...]
-    phase: int | None
-    staged: bool
-    changed_from: str | None
-    files: tuple[str, ...] | None
-    all: bool
-    jobs: int | None
+    request: RunRequest
     report: Path | None
     digest: Path | None
-    shard: Shard | None = None
 
 
 def read_options(config: pytest.Config) -> VerifyOptions:
     """Command-line values win over ini values; paths are made absolute now."""
-    from pytest_verifygate import option_checks
+    import argparse
+    import os
 
-    invocation_dir = config.invocation_params.dir
+    from pytest_verifygate import option_checks
+    from pytest_verifygate.engine import RunRequest
+    from pytest_verifygate.git.changes import ChangeRequest
+    from pytest_verifygate.selection import ROLE_ENV, asked_roles
+    from pytest_verifygate.shards import requested_shard
+
+    option = config.getoption
     ini_dir = config.inipath.parent if config.inipath is not None else config.rootpath
 
     def ini(name: str) -> str:
         return str(config.getini(name) or "").strip()
 
-    def cli_path(value: str | None) -> Path | None:
-        return invocation_dir / value if value else None
+    def path(name: str) -> Path | None:
+        # On the command line relative to where pytest started; in the ini, to the ini file.
+        given: str | None = option(name)
+        if given:
+            return config.invocation_params.dir / given
+        return ini_dir / ini(name) if ini(name) else None
 
-    def ini_path(name: str) -> Path | None:
-        value = ini(name)
-        return ini_dir / value if value else None
+    def number(name: str, check: Callable[[str], int]) -> int | None:
+        given: int | None = option(name)
+        if given is not None or not ini(name):
+            return given
+        try:
+            return check(ini(name))  # checked like the command-line option of the same name
+        except argparse.ArgumentTypeError as exc:
+            raise pytest.UsageError(f"ini option {name}: {exc}") from None
 
-    sources = [
-        name
-        for name, given in (
-            ("--verify-staged", config.getoption("verify_staged")),
-            ("--verify-changed-from", config.getoption("verify_changed_from")),
-            ("--verify-files", config.getoption("verify_files")),
-            ("--verify-all", config.getoption("verify_all")),
-        )
-        if given
-    ]
+    sources = [flag for flag in ("--verify-staged", "--verify-changed-from", "--verify-files",
+                                 "--verify-all") if option(flag)]
     if len(sources) > 1:
         raise pytest.UsageError(
             f"{' and '.join(sources)} cannot be combined: choose one source of changed files"
         )
-    phase: int | None = config.getoption("verify_phase")
-    if phase is None and ini("verify_phase"):
-        phase = _ini_number(ini("verify_phase"), "verify_phase", option_checks.positive_int)
-    jobs: int | None = config.getoption("verify_jobs")
-    if jobs is None and ini("verify_jobs"):
-        jobs = _ini_number(ini("verify_jobs"), "verify_jobs", option_checks.jobs)
-    files = config.getoption("verify_files")
-    changed_from = config.getoption("verify_changed_from")
-    if not sources and ini("verify_changed_from"):
-        changed_from = ini("verify_changed_from")
-    contract_option: str = config.getoption("verify_contract") or ""
-    return VerifyOptions(
-        contract=cli_path(contract_option) or ini_path("verify_contract"),
-        roles=_roles(config.getoption("verify_role"), ini("verify_role")),
-        phase=phase,
-        staged=bool(config.getoption("verify_staged")),
-        changed_from=changed_from or None,
-        files=tuple(files) if files is not None else None,
-        all=bool(config.getoption("verify_all")),
-        jobs=jobs,
-        report=cli_path(config.getoption("verify_report")) or ini_path("verify_report"),
-        digest=cli_path(config.getoption("verify_digest")) or ini_path("verify_digest"),
-        shard=_shard(config.getoption("verify_shard")),
-    )
+    changed_from = option("verify_changed_from")
+    if not sources:
+        changed_from = ini("verify_changed_from") or None
+    roles = option("verify_role")
+    if roles is None and not os.environ.get(ROLE_ENV, "").strip():
+        roles = ini("verify_role").split(",")
+    report, digest = path("verify_report"), path("verify_digest")
+    changes = ChangeRequest(files=option("verify_files"), staged=option("verify_staged"),
+                            changed_from=changed_from, all=option("verify_all"),
+                            outputs=output_paths(config, report, digest))
+    request = RunRequest(contract=path("verify_contract"), start=config.invocation_params.dir,
+                         changes=changes, role=asked_roles(roles, os.environ),
+                         phase=number("verify_phase", option_checks.positive_int),
+                         jobs=number("verify_jobs", option_checks.jobs),
+                         read_cache=not option("verify_no_cache"),
+                         contract_flag="--verify-contract",
+                         shard=requested_shard(option("verify_shard"), os.environ,
+                                               "--verify-shard"))
+    return VerifyOptions(request, report, digest)
 
 
-def _roles(given: list[str] | None, ini_value: str) -> tuple[str, ...]:
-    """``--verify-role`` (every one given), else ``VERIFYGATE_ROLE``, else the ini's roles."""
-    import os
-
-    from pytest_verifygate.selection import ROLE_ENV, asked_roles
-
-    environ = dict(os.environ)
-    if not environ.get(ROLE_ENV, "").strip():
-        environ[ROLE_ENV] = ini_value
-    return asked_roles(given, environ)
-
-
-def _shard(given: str | None) -> Shard | None:
-    """``--verify-shard K/N``, else GitLab's ``CI_NODE_INDEX``/``CI_NODE_TOTAL``."""
-    import os
-
-    from pytest_verifygate.errors import UsageError
-    from pytest_verifygate.shards import requested_shard
-
-    try:
-        return requested_shard(given, os.environ, "--verify-shard")
-    except UsageError as exc:
-        raise pytest.UsageError(str(exc)) from None
-
-
-def _ini_number(text: str, name: str, check: Callable[[str], int]) -> int:
-    """An ini option's number, checked like the command-line option of the same name."""
-    import argparse
-
-    try:
-        return check(text)
-    except argparse.ArgumentTypeError as exc:
-        raise pytest.UsageError(f"ini option {name}: {exc}") from None
-
-
-def output_paths(config: pytest.Config, options: VerifyOptions) -> list[str | Path]:
+def output_paths(config: pytest.Config, *paths: Path | None) -> list[str | Path]:
     """The files this run writes: never changes themselves (``--junitxml`` is pytest's,
     relative to the current directory as pytest takes it)."""
-    paths: list[str | Path] = [path for path in (options.report, options.digest) if path]
     xmlpath = getattr(config.option, "xmlpath", None)
-    return [*paths, xmlpath] if xmlpath else paths
+    return [path for path in (*paths, xmlpath) if path]
