@@ -1,12 +1,9 @@
-"""Plain git hooks (``pre-commit``, ``pre-push``) that run the gates, for teams without the
-pre-commit framework: written by ``verifygate install``, removed by ``verifygate uninstall``.
+"""Plain git hooks (``pre-commit``, ``pre-push``) that run the gates, written by ``verifygate
+install`` and removed by ``verifygate uninstall``, for teams without the pre-commit framework.
 
-As lefthook does: the hooks go where git looks (``core.hooksPath`` honoured), installing twice
-changes nothing, and a hook that was already there is kept beside ours
-(``NAME.verifygate-chained``) and run first, never overwritten; ``uninstall`` puts it back.
-The hook runs this interpreter by its absolute path (``python -m pytest_verifygate``), so it
-works without the virtualenv on PATH; if that interpreter is gone the hook fails, and the
-commit with it (``verifygate check`` says so beforehand).
+As lefthook's, they go where git looks (``core.hooksPath``), and a hook already there is kept
+(``NAME.verifygate-chained``) and run first. They run this interpreter by its path: without it
+the hook fails, and the commit with it (``verifygate check`` says so beforehand).
 
 PYTEST_DONT_REWRITE
 """
@@ -102,20 +99,20 @@ def install(directory: Path, names: Sequence[str], python: str) -> list[str]:
         path = directory / name
         chained = directory / f"{name}{CHAINED}"
         text = hook_text(name, python)
-        if os.path.lexists(path) and not is_ours(path):
+        if not os.path.lexists(path):
+            done.append(f"{name}: installed")
+        elif not is_ours(path):
             if os.path.lexists(chained):
                 raise UsageError(f"{path} is not ours and {chained.name} exists already: "
                                  "merge them by hand, then run verifygate install again")
             os.rename(path, chained)  # a link is moved as a link, never followed
             done.append(f"{name}: installed; the hook that was there runs first "
                         f"({chained.name})")
-        elif os.path.lexists(path):
-            if read_user_file(path, MAX_HOOK_BYTES) == text.encode():
-                done.append(f"{name}: already installed")
-                continue
-            done.append(f"{name}: updated")
+        elif read_user_file(path, MAX_HOOK_BYTES) == text.encode():
+            done.append(f"{name}: already installed")
+            continue
         else:
-            done.append(f"{name}: installed")
+            done.append(f"{name}: updated")
         _write(path, text)
     return done
 

@@ -1,10 +1,5 @@
-"""What ``verifygate check`` finds wrong before anything runs: the contract's files (two
-contracts, a misspelt ``[tool.verify-gate]``, a byte-order mark), each gate (a program not on
-PATH, shell syntax without ``shell = true``, a ``cwd`` that does not exist, patterns and types
-that match no tracked file) and the installed hooks (git, pre-commit's, the coding agents')
-whose command will not start.
-
-Each finding is a ``Finding``: an error makes the setup unsound, a warning is worth a look.
+"""What ``verifygate check`` finds wrong before anything runs, in the contract's files, its
+gates and the installed hooks; an error makes the setup unsound, a warning is worth a look.
 
 PYTEST_DONT_REWRITE
 """
@@ -14,22 +9,16 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from pytest_verifygate.contract import Contract, Gate
-from pytest_verifygate.errors import VerifyGateError
+from pytest_verifygate.errors import UsageError, VerifyGateError
 
 ERROR = "error"
 WARNING = "warning"
 BOM = b"\xef\xbb\xbf"
-HOOK_NAMES = ("pre-commit", "pre-push")
-AGENT_CONFIGS = (".claude/settings.json", ".codex/hooks.json", ".cursor/hooks.json",
-                 ".gemini/settings.json")
-
-
 # The most of a contract, hook or agent configuration file ``check`` reads: more is no such
 # file.
 MAX_FILE_BYTES = 4 << 20
@@ -116,40 +105,32 @@ def _pattern_findings(where: str, gate: Gate, root: Path,
 
 def hook_findings(repo_root: Path, environ: dict[str, str]) -> Iterator[Finding]:
     """Installed hooks that run verifygate (or pre-commit) but would not start."""
-    hooks_dir = git_hooks_dir(repo_root)
-    for name in HOOK_NAMES:
-        path = hooks_dir / name if hooks_dir is not None else None
-        raw = _read(path) if path is not None else None
-        if path is None or raw is None:
-            continue
-        text = raw.decode("utf-8", errors="replace")
-        shown = os.path.relpath(path, repo_root)
+    from pytest_verifygate.agents.detect import ADAPTERS
+    from pytest_verifygate.githooks import HOOKS, hooks_dir
+
+    try:
+        hooks = [hooks_dir(repo_root) / name for name in HOOKS]
+    except UsageError:  # git cannot say where its hooks are: none to check
+        hooks = []
+    for path in hooks:
+        raw = _read(path)
+        text = raw.decode("utf-8", errors="replace") if raw is not None else ""
         if "verifygate" not in text and "pre-commit" not in text:
             continue
+        shown = os.path.relpath(path, repo_root)
         if not os.access(path, os.X_OK):
             yield Finding(ERROR, shown, "is not executable: git skips it (chmod +x)")
         for line in text.splitlines():
             yield from _hook_line(shown, line, environ)
-    for config in AGENT_CONFIGS:
-        raw = _read(repo_root / config)
+    for adapter in ADAPTERS.values():
+        raw = _read(repo_root / adapter.config_file)
         try:
             commands = list(_commands(json.loads(raw.decode("utf-8")))) if raw else []
         except (ValueError, RecursionError):  # not JSON, or nested too deeply to be one
             continue
         for command in commands:
             if "verifygate" in command or "pytest_verifygate" in command:
-                yield from _command_start(config, command, environ)
-
-
-def git_hooks_dir(repo_root: Path) -> Path | None:
-    """Where git looks for hooks: ``core.hooksPath`` if set, else the git directory's."""
-    try:
-        out = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-path",
-                              "hooks"], cwd=repo_root, capture_output=True, text=True,
-                             check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return Path(out) if out else None
+                yield from _command_start(adapter.config_file, command, environ)
 
 
 def _hook_line(shown: str, line: str, environ: dict[str, str]) -> Iterator[Finding]:
@@ -214,7 +195,6 @@ def _pyproject_tool(path: Path) -> dict[str, Any]:
         return {}
     tool = data.get("tool")
     return tool if isinstance(tool, dict) else {}
-
 
 
 def _read(path: Path) -> bytes | None:

@@ -17,7 +17,7 @@ COMMANDS = {"run": "run", "list": "listing", "agent-hook": "agent_hook", "merge"
             "install-agent-hook": "install_hook", "agent-status": "agent_status",
             "install-hook": "install_hook", "mcp": "mcp", "migrate": "migrate",
             "init": "init", "check": "check", "install": "install",
-            "uninstall": "uninstall", "completion": "completion"}
+            "uninstall": "install", "completion": "completion"}
 # The coding agents whose hook protocols ``agent-hook`` speaks (``agents.detect``).
 AGENTS = ("claude", "codex", "cursor", "gemini")
 ROLE_HELP = ("select the gates for role R (repeatable; default: $VERIFYGATE_ROLE, "
