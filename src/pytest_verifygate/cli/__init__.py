@@ -1,17 +1,13 @@
 """The ``verifygate`` command: parse the arguments, run one subcommand, exit.
 
-One module per subcommand (``run``, ``listing``, ``agent_hook``), each a thin front end over
-the engine's one door (``engine.prepare`` / ``engine.run`` / ``engine.report``); ``parser``
-holds every option, ``exits`` the statuses (0 passed/pending/unverified, 1 a gate failed,
-2 contract or usage error, 130 interrupted). It never imports pytest: this is what pre-commit
-and coding agents call, so start-up time matters.
+Each subcommand is a module of this package (``parser.COMMANDS``), a thin front end over the
+engine. It never imports pytest: pre-commit and coding agents call it, so start-up time matters.
 
 PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import io
 import os
@@ -21,16 +17,14 @@ from typing import Any, NoReturn, TextIO, cast
 
 from pytest_verifygate.cli.exits import EXIT_FLUSH_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from pytest_verifygate.cli.parser import COMMANDS, build_parser
+from pytest_verifygate.errors import VerifyGateError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     open_closed_streams()  # first: before anything opens a file that could take fd 1 or 2
-    return _main(parse_arguments(sys.argv[1:] if argv is None else list(argv)))
-
-
-def _main(args: argparse.Namespace) -> int:
-    from pytest_verifygate.errors import VerifyGateError
-
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    named = arguments[0] if arguments and arguments[0] in COMMANDS else None
+    args = build_parser(named).parse_args(arguments)  # a usage error exits, as argparse does
     command = importlib.import_module(f"pytest_verifygate.cli.{COMMANDS[args.command]}")
     for stream in (sys.stdout, sys.stderr):
         # A file name that is not valid in the output's encoding is shown escaped (as
@@ -52,12 +46,6 @@ def _main(args: argparse.Namespace) -> int:
     return code
 
 
-def parse_arguments(arguments: list[str]) -> argparse.Namespace:
-    """``arguments`` read by argparse (a usage error exits, as argparse does)."""
-    named = arguments[0] if arguments else None
-    return build_parser(named if named in COMMANDS else None).parse_args(arguments)
-
-
 class QuietPipe:
     """stdout that ends quietly when its reader goes away (``verifygate list | head``).
 
@@ -69,35 +57,29 @@ class QuietPipe:
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
-        self.closed_by_reader = False
 
     def write(self, text: str) -> int:
         try:
             return self._stream.write(text)
         except BrokenPipeError:
-            self._reader_gone()
+            silence(self._stream)
             return len(text)
 
     def flush(self) -> None:
         try:
             self._stream.flush()
         except BrokenPipeError:
-            self._reader_gone()
-
-    def _reader_gone(self) -> None:
-        self.closed_by_reader = True
-        silence(self._stream)
+            silence(self._stream)
 
     def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, ...
         return getattr(self._stream, name)
 
 
 def open_closed_streams() -> None:
-    """Give stdout and stderr, when they were closed before the command started (``>&-``,
-    ``2>&-``: Python then has None for them), a /dev/null of their own.
+    """Give stdout and stderr, when they were closed before the command started (``>&-``:
+    Python then has None for them), a /dev/null of their own.
 
-    Then what the command prints goes nowhere instead of raising, the gates still run, the
-    reports are still written and the exit status is the verdict's. And the descriptor stays
+    What the command prints then goes nowhere instead of raising, and the descriptor stays
     taken: a file opened later (a report, a log) never becomes descriptor 1 or 2, where a
     program started without redirecting its output (a plugin's) would write into it.
     """

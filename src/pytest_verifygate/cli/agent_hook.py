@@ -1,13 +1,9 @@
-"""``verifygate agent-hook``: the coding-agent stop hook's front end (the policy is
-``agents/stop_hook.py``).
+"""``verifygate agent-hook``: the coding-agent stop hook's front end over ``agents/stop_hook``.
 
-Reads the payload from stdin (``agents/detect.py``), runs the decision under the hook's time
-budget (``--budget``: SIGALRM, taken like any terminating signal as an interruption, which
-stops the gates), answers in the agent's format on stdout and records the stop's outcome for
-``verifygate agent-status``. Whatever goes wrong on the way (a crash, a signal, the budget
-running out) is a blocked stop, never an allowed one (``stop_hook.fail_closed``). A block for
-a payload of no known agent is exit status 2 with the reason on stderr: Claude Code, Codex CLI
-and Gemini CLI all read that as a block.
+Whatever goes wrong on the way (a crash, a signal, the ``--budget`` running out) is a blocked
+stop, never an allowed one (``stop_hook.fail_closed``). A block for a payload of no known agent
+is exit status 2 with the reason on stderr: Claude Code, Codex CLI and Gemini CLI all read
+that as a block.
 
 PYTEST_DONT_REWRITE
 """
@@ -31,19 +27,10 @@ _ALARM = (signal.SIGALRM,) if hasattr(signal, "SIGALRM") else ()
 
 
 def main(args: argparse.Namespace) -> int:
-    from pytest_verifygate.selection import asked_roles
-
-    # The roles asked for, as ``run`` reads them: every --role, else $VERIFYGATE_ROLE.
-    args.role = asked_roles(args.role, os.environ)
-    return run_agent_hook(args)
-
-
-def run_agent_hook(args: argparse.Namespace) -> int:
-    """Read the payload, judge the stop, print the decision in the agent's format. Returns 0,
-    or ``EXIT_BLOCK_UNKNOWN_AGENT`` for a block whose agent is not known. Every message for
-    the user is also said on stderr, one line each."""
+    """Read the payload, judge the stop, answer in the agent's format on stdout and record the
+    outcome for ``verifygate agent-status``."""
     from pytest_verifygate.agents.detect import ADAPTERS, UnreadPayload, read_payload
-    from pytest_verifygate.agents.protocol import DEFAULT_BUDGET, Adapter, read_input
+    from pytest_verifygate.agents.protocol import Adapter, read_input
     from pytest_verifygate.agents.stop_hook import (
         GatesInterrupted,
         allow,
@@ -52,18 +39,19 @@ def run_agent_hook(args: argparse.Namespace) -> int:
         judge,
         one_line,
     )
+    from pytest_verifygate.selection import asked_roles
     from pytest_verifygate.signals import TERMINATING_SIGNALS, Interruptible
 
-    adapter: Adapter | None = ADAPTERS.get(getattr(args, "agent", None) or "")
+    args.role = asked_roles(args.role, os.environ)  # every --role, else $VERIFYGATE_ROLE
+    adapter: Adapter | None = ADAPTERS.get(args.agent or "")
     payload: HookPayload | None = None
-    budget = getattr(args, "budget", DEFAULT_BUDGET)
+    budget = args.budget
     # Every terminating signal, and the budget's alarm, ends the gates cleanly, like Ctrl-C.
     with Interruptible(TERMINATING_SIGNALS + _ALARM) as guard:
         _alarm(budget)
         try:
             try:
-                adapter, payload = read_payload(read_input(sys.stdin.buffer),
-                                                getattr(args, "agent", None))
+                adapter, payload = read_payload(read_input(sys.stdin.buffer), args.agent)
                 payload = in_project(payload)
                 decision = judge(args, payload)
             # From here on a signal, or the budget, is noted, never raised: the answer that

@@ -1,16 +1,8 @@
 """``verifygate merge``: one report, with one verdict, from the JSON reports of a run's shards.
 
-Each shard's report (``verifygate run --shard K/N --json``, ``pytest --verify-shard K/N
---verify-report``) says which shard it is and lists the contract's gates in order. The merge
-checks that the reports are every shard of one run, once each (same contract, same change
-set, same gates), puts the gates that ran back in contract order, recomputes the summary and
-the verdict (docs: Outcomes, verdict and failure codes), and writes the merged report and,
-if asked, JUnit XML. A gate that no shard ran while another shard left it to it means the
-shards split differently (their durations files differed): an error, since the merged verdict
-would not cover it.
-
-It also records the gates' durations in the current repository's ``.git/verifygate`` (when
-run inside one), so that a CI job merging the shards can save them for the next build's split.
+The reports must be every shard of one run, once each (one commit, contract and change set);
+a gate no shard ran means the shards split differently, an error, since the merged verdict
+would not cover it. The gates' durations are recorded for the next build's split.
 
 PYTEST_DONT_REWRITE
 """
@@ -133,22 +125,12 @@ def _is_count(value: object) -> bool:
     return _is_int(value) and value >= 0  # type: ignore[operator]
 
 
-def _is_seconds(value: object) -> bool:
-    # NaN and infinity were refused when the file was read.
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
-
-
 def _is_list_of(value: object, kind: type) -> bool:
     return isinstance(value, list) and all(isinstance(item, kind) for item in value)
 
 
-def _optional(kind: type) -> Callable[[object], bool]:
-    return lambda value: value is None or isinstance(value, kind)
-
-
-_VERDICTS = (codes.VERDICT_PASSED, codes.VERDICT_FAILED, codes.VERDICT_PENDING,
-             codes.VERDICT_UNVERIFIED)
-# What each key of a gate's entry must be (report.schema.json): the required ones first.
+# What each key of a gate's entry must be (report.schema.json); NaN and infinity were refused
+# when the file was read.
 _GATE_KEYS: dict[str, Callable[[object], bool]] = {
     "name": lambda value: isinstance(value, str),
     "outcome": lambda value: value in codes.OUTCOMES,
@@ -157,34 +139,35 @@ _GATE_KEYS: dict[str, Callable[[object], bool]] = {
     "cwd": lambda value: isinstance(value, str),
     "exit_code": lambda value: value is None or _is_int(value),
     "signal": lambda value: value is None or _is_int(value),
-    "duration_s": _is_seconds,
+    "duration_s": lambda value: _is_count(value) or (isinstance(value, float) and value >= 0),
     "attempts": _is_count,
     "output_tail": lambda value: isinstance(value, str),
     "output_truncated": lambda value: isinstance(value, bool),
     "output_bytes": _is_count,
-    "log_path": _optional(str),
+    "log_path": lambda value: value is None or isinstance(value, str),
     "flaky": lambda value: isinstance(value, bool),
     "cached": lambda value: isinstance(value, bool),
     "reason": lambda value: isinstance(value, str),
 }
 _GATE_REQUIRED = ("name", "outcome", "code", "command", "cwd", "exit_code", "signal",
                   "duration_s", "attempts", "output_tail", "output_truncated")
+_REPORT_KEYS: dict[str, Callable[[object], bool]] = {
+    "verdict": lambda value: value in (codes.VERDICT_PASSED, codes.VERDICT_FAILED,
+                                       codes.VERDICT_PENDING, codes.VERDICT_UNVERIFIED),
+    "contract": lambda value: isinstance(value, str),
+    "changes": lambda value: isinstance(value, dict) and isinstance(value.get("source"), str)
+    and _is_list_of(value.get("files"), str)
+    and (value.get("ref") is None or isinstance(value.get("ref"), str)),
+    "gates": lambda value: _is_list_of(value, dict),
+    "not_selected": lambda value: isinstance(value, list) and all(
+        isinstance(item, dict) and isinstance(item.get("name"), str)
+        and isinstance(item.get("reason", ""), str) for item in value),
+}
 
 
 def _report_problem(report: Mapping[str, Any]) -> str | None:
     """What is wrong with a report's keys, or None."""
-    checks: tuple[tuple[str, Callable[[object], bool]], ...] = (
-        ("verdict", lambda value: value in _VERDICTS),
-        ("contract", lambda value: isinstance(value, str)),
-        ("changes", lambda value: isinstance(value, dict)
-         and isinstance(value.get("source"), str) and _is_list_of(value.get("files"), str)
-         and (value.get("ref") is None or isinstance(value.get("ref"), str))),
-        ("gates", lambda value: _is_list_of(value, dict)),
-        ("not_selected", lambda value: isinstance(value, list) and all(
-            isinstance(item, dict) and isinstance(item.get("name"), str)
-            and isinstance(item.get("reason", ""), str) for item in value)),
-    )
-    for key, check in checks:
+    for key, check in _REPORT_KEYS.items():
         if key not in report:
             return f'no "{key}"'
         if not check(report[key]):
@@ -344,11 +327,9 @@ def merged_verdict(gates: Sequence[Mapping[str, Any]], verdicts: Sequence[str]) 
 
 
 def _describe(value: object) -> str:
-    if isinstance(value, dict):
-        files = value.get("files")
-        count = len(files) if isinstance(files, list) else 0
-        return f"{value.get('source')} {value.get('ref') or ''} {count} file(s)".replace(
-            "  ", " ")
+    if isinstance(value, dict):  # a change set, its shape checked by load_report
+        ref = f" {value['ref']}" if value.get("ref") else ""
+        return f"{value['source']}{ref} {len(value['files'])} file(s)"
     return str(value)
 
 

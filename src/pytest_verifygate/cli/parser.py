@@ -1,18 +1,17 @@
 """The ``verifygate`` command line's argparse parser: every subcommand and its options.
 
-Each subcommand names the module of ``pytest_verifygate.cli`` that carries it out (as
-pre-commit's ``commands/``, in ``COMMANDS``); ``main`` imports only that one.
+Each subcommand names the module of ``pytest_verifygate.cli`` whose ``main(args)`` carries it
+out (``COMMANDS``, as pre-commit's ``commands/``); ``main`` imports only that one.
 
 PYTEST_DONT_REWRITE
 """
 
 import argparse
-from typing import Any, TypedDict
+from typing import Any
 
 from pytest_verifygate import __version__, option_checks
 from pytest_verifygate.cli.exits import EXIT_USAGE, HOOK_USAGE_STATUS
 
-# Subcommand -> the module under ``pytest_verifygate.cli`` whose ``main(args)`` runs it.
 COMMANDS = {"run": "run", "list": "listing", "agent-hook": "agent_hook", "merge": "merge",
             "install-agent-hook": "install_hook", "agent-status": "agent_status",
             "install-hook": "install_hook", "mcp": "mcp", "migrate": "migrate",
@@ -22,6 +21,89 @@ COMMANDS = {"run": "run", "list": "listing", "agent-hook": "agent_hook", "merge"
 AGENTS = ("claude", "codex", "cursor", "gemini")
 ROLE_HELP = ("select the gates for role R (repeatable; default: $VERIFYGATE_ROLE, "
              "comma-separated); gates with roles run only for one of theirs")
+_RUN_EXITS = ("0 passed, pending or unverified; 1 a gate failed; 2 contract or usage error; "
+              "130 interrupted")
+_INSTALL_AGENT_HOOK = (
+    "Add verifygate agent-hook to a coding agent's project configuration, keeping everything "
+    "else in it. (verifygate install writes git hooks.)",
+    "verifygate install-agent-hook --agent claude",
+    "0 written or already there; 2 not a git repository, or a file that is not the agent's "
+    "configuration")
+_GIT_HOOKS_EXITS = "0 done; 2 not a git repository, or a hook in the way"
+# Each subcommand, in the order --help lists them: its help line, description, example and
+# exit statuses.
+_TEXTS = {
+    "run": ("run the selected gates",
+            "Run the gates that apply to the change set (staged, since a ref, the files named, "
+            "or all) and report the verdict. NAME... runs only those gates.",
+            "verifygate run --changed-from origin/main lint", _RUN_EXITS),
+    "list": ("show every gate, selected or not, and why",
+             "Show every gate of the contract, whether run would start it and why; -v adds the "
+             "argv run would spawn.", "verifygate list -v --staged",
+             "0 listed; 2 contract or usage error"),
+    "agent-hook": ("coding-agent Stop hook: block while gates fail",
+                   "The Stop hook of Claude Code, Codex, Cursor and Gemini CLI: reads the agent's "
+                   "payload on stdin and blocks the stop while gates fail, for at most "
+                   "--max-rounds rounds.", "verifygate agent-hook --agent claude",
+                   "0 the answer is on stdout (allow or block); 1 a usage error (the agent "
+                   "shows it)"),
+    "merge": ("one report from the reports of a run's shards",
+              "Merge the JSON reports of a run's shards into one report (and JUnit).",
+              "verifygate merge shard-*.json --json report.json",
+              "0 merged verdict passed; 1 a gate failed; 2 a bad or missing report"),
+    "install-agent-hook": ("add the agent hook to a coding agent's configuration",
+                           *_INSTALL_AGENT_HOOK),
+    "install-hook": ("deprecated name of install-agent-hook", *_INSTALL_AGENT_HOOK),
+    "agent-status": ("exit 0 only if the agent hook's last stop was verified",
+                     "Whether the agent hook's last stop in this repository was verified, for "
+                     "callers of headless agent runs.",
+                     "claude -p 'fix the tests' && verifygate agent-status",
+                     "0 the last stop was verified (or --clear done); 1 it was not, or there is "
+                     "none; 2 not a git repository"),
+    "mcp": ("serve the gates as MCP tools over stdio",
+            "Serve list_gates, run_gates and explain_failure as MCP tools over stdio (pip "
+            "install 'pytest-verifygate[mcp]').", "verifygate mcp",
+            "0 the client closed the session; 2 the MCP SDK is missing"),
+    "install": ("write plain git hooks (pre-commit, pre-push) that run the gates",
+                "Write git's pre-commit hook (verifygate run --staged) and pre-push hook (the "
+                "pushed range) where git looks for hooks (core.hooksPath honoured), for teams "
+                "without the pre-commit framework. Idempotent; a hook already there is kept and "
+                "run first (NAME.verifygate-chained). The hooks run this Python by its path, so "
+                "they work without the virtualenv on PATH. (install-agent-hook is the coding "
+                "agents' installer.)", "verifygate install --hook pre-commit", _GIT_HOOKS_EXITS),
+    "uninstall": ("remove the git hooks verifygate install wrote",
+                  "Remove the hooks verifygate install wrote (no other) and put back the hooks "
+                  "they chained to.", "verifygate uninstall --hook pre-commit", _GIT_HOOKS_EXITS),
+    "check": ("check the setup before running: programs, patterns, hooks",
+              "Report everything that can be known before running: programs not on PATH, shell "
+              "syntax without shell = true, a cwd that does not exist, patterns and types that "
+              "match no tracked file, two contracts (verify.toml and [tool.verifygate]), a "
+              "misspelt [tool.verify-gate], a UTF-8 byte-order mark, and installed git, "
+              "pre-commit and agent hooks whose command will not start.", "verifygate check",
+              "0 the setup is sound (warnings may be printed); 1 an error was found"),
+    "init": ("write a starter contract from the tools the project uses",
+             "Write verify.toml (with the #:schema line) for the project in the current "
+             "directory: a gate per tool it already uses (ruff, black, flake8, mypy, pyright, "
+             "pytest, sphinx, pre-commit, tox and nox environments), found in pyproject.toml, "
+             "setup.cfg, tox.ini, noxfile.py and tool configs, run through uv/poetry/pdm/pipenv "
+             "when a lock file says so. Never overwrites a contract.",
+             "verifygate init && verifygate list --all",
+             "0 written; 2 a contract exists already, or no tool was found"),
+    "completion": ("print a shell completion script (bash, zsh, fish, tcsh)",
+                   "Print the completion script of verifygate for a shell, made by shtab from "
+                   "this parser (pip install 'pytest-verifygate[completion]').",
+                   "verifygate completion bash > "
+                   "~/.local/share/bash-completion/completions/verifygate\n\nexample: "
+                   "verifygate completion fish > ~/.config/fish/completions/verifygate.fish",
+                   "0 printed; 2 shtab is not installed"),
+    "migrate": ("write a contract from .pre-commit-config.yaml or lefthook.yml",
+                "Write verify.toml from a .pre-commit-config.yaml or lefthook.yml: local hooks "
+                "and well-known hook repositories become gates running the same programs over "
+                "the same files; what does not carry over is listed, with what to do. Reading "
+                "YAML needs PyYAML (pip install 'pytest-verifygate[migrate]').",
+                "verifygate migrate && verifygate run --all",
+                "0 written; 2 nothing to migrate, a bad config, or the output exists"),
+}
 
 
 class Parser(argparse.ArgumentParser):
@@ -49,180 +131,85 @@ class _HelpFormatter(argparse.HelpFormatter):
 def build_parser(command: str | None = None) -> Parser:
     """The command line's parser; with ``command``, only that subcommand's.
 
-    Without one (``--help``, ``--version``, a mistyped name) every subcommand is there and
-    listed. With one, the others are not built at all: argparse's building (a parser, a help
-    action and translated strings each) is a noticeable share of a commit's start-up, and a
-    usage error names only the subcommand given.
+    Without one (``--help``, ``--version``, a mistyped name) every subcommand is there. With
+    one, the others are not built at all: building them is a noticeable share of a commit's
+    start-up, and a usage error names only the subcommand given.
     """
     parser = Parser(prog="verifygate", description="Run the verify contract's gates.")
     parser.add_argument("--version", action="version", version=f"verifygate {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     commands.required = True
-    wanted = tuple(COMMANDS) if command is None else (command,)
-
-    if "run" in wanted:
-        _add_run_options(commands.add_parser("run", help="run the selected gates",
-                                             **_TEXTS["run"]))
-    if "list" in wanted:
-        listing = commands.add_parser("list", help="show every gate, selected or not, and why",
-                                      **_TEXTS["list"])
-        _add_selection_flags(listing)
-        listing.add_argument("--format", choices=("text", "json"), default="text",
-                             help="what to print: text (default) or JSON "
-                             '({"gates": [{"name", "selected", "reason"}]})')
-        listing.add_argument("-v", "--verbose", action="store_true",
-                             help="also show each selected gate's final argv, after {files} "
-                             "expansion (what run would spawn)")
-    if "agent-hook" in wanted:
-        hook = commands.add_parser("agent-hook",
-                                   help="coding-agent Stop hook: block while gates fail",
-                                   **_TEXTS["agent-hook"])
-        hook.error_status = HOOK_USAGE_STATUS
-        _add_agent_hook_options(hook)
-    if "merge" in wanted:
-        _add_merge_options(commands.add_parser(
-            "merge", help="one report from the reports of a run's shards", **_TEXTS["merge"]))
-    for name in ("install-agent-hook", "install-hook"):  # the second: a deprecated alias
-        if name in wanted:
-            _add_install_options(commands.add_parser(name, help=(
-                "add the agent hook to a coding agent's configuration" if name != "install-hook"
-                else "deprecated name of install-agent-hook"), **_TEXTS["install-agent-hook"]))
-    if "agent-status" in wanted:
-        agent_status = commands.add_parser(
-            "agent-status", help="exit 0 only if the agent hook's last stop was verified",
-            **_TEXTS["agent-status"])
-        agent_status.add_argument("--clear", action="store_true",
-                                  help="forget the last stop (before a new agent run)")
-    if "mcp" in wanted:
-        mcp = commands.add_parser("mcp", help="serve the gates as MCP tools over stdio",
-                                  **_TEXTS["mcp"])
-        mcp.add_argument("--contract", metavar="PATH",
-                         help="the contract file (default: found from the current directory up)")
-    for name, what in (("install", "write plain git hooks (pre-commit, pre-push) that run "
-                                  "the gates"),
-                       ("uninstall", "remove the git hooks verifygate install wrote")):
-        if name in wanted:
-            hooks = commands.add_parser(name, help=what, description=_GIT_HOOKS[name],
-                                        epilog=f"example: verifygate {name} --hook pre-commit"
-                                        "\n\nexit status: 0 done; 2 not a git repository, "
-                                        "or a hook in the way")
-            hooks.add_argument("--hook", choices=("pre-commit", "pre-push"), action="append",
-                               help="only this git hook (repeatable; default: both)")
-    if "check" in wanted:
-        check = commands.add_parser(
-            "check", help="check the setup before running: programs, patterns, hooks",
-            description="Report everything that can be known before running: programs not "
-            "on PATH, shell syntax without shell = true, a cwd that does not exist, patterns "
-            "and types that match no tracked file, two contracts (verify.toml and "
-            "[tool.verifygate]), a misspelt [tool.verify-gate], a UTF-8 byte-order mark, and "
-            "installed git, pre-commit and agent hooks whose command will not start.",
-            epilog="example: verifygate check\n\nexit status: 0 the setup is sound "
-            "(warnings may be printed); 1 an error was found")
-        check.add_argument("--contract", metavar="PATH",
-                           help="the contract file (default: found from the current "
-                           "directory up)")
-    if "init" in wanted:
-        init = commands.add_parser(
-            "init", help="write a starter contract from the tools the project uses",
-            description="Write verify.toml (with the #:schema line) for the project in the "
-            "current directory: a gate per tool it already uses (ruff, black, flake8, mypy, "
-            "pyright, pytest, sphinx, pre-commit, tox and nox environments), found in "
-            "pyproject.toml, setup.cfg, tox.ini, noxfile.py and tool configs, run through "
-            "uv/poetry/pdm/pipenv when a lock file says so. Never overwrites a contract.",
-            epilog="example: verifygate init && verifygate list --all\n\nexit status: 0 "
-            "written; 2 a contract exists already, or no tool was found")
-        init.add_argument("--pyproject", action="store_true",
-                          help="append [tool.verifygate] to pyproject.toml instead")
-    if "completion" in wanted:
-        completion = commands.add_parser(
-            "completion", help="print a shell completion script (bash, zsh, fish, tcsh)",
-            description="Print the completion script of verifygate for a shell, made by "
-            "shtab from this parser (pip install 'pytest-verifygate[completion]').",
-            epilog="example: verifygate completion bash > "
-            "~/.local/share/bash-completion/completions/verifygate\n\n"
-            "example: verifygate completion fish > ~/.config/fish/completions/verifygate.fish"
-            "\n\nexit status: 0 printed; 2 shtab is not installed")
-        completion.add_argument("shell", choices=("bash", "zsh", "fish", "tcsh"),
-                                help="the shell to complete for")
-    if "migrate" in wanted:
-        _add_migrate_options(commands.add_parser(
-            "migrate", help="write a contract from .pre-commit-config.yaml or lefthook.yml",
-            description="Write verify.toml from a .pre-commit-config.yaml or lefthook.yml: "
-            "local hooks and well-known hook repositories become gates running the same "
-            "programs over the same files; what does not carry over is listed, with what to "
-            "do. Reading YAML needs PyYAML (pip install 'pytest-verifygate[migrate]').",
-            epilog="example: verifygate migrate && verifygate run --all\n\nexit status: 0 "
-            "written; 2 nothing to migrate, a bad config, or the output exists"))
+    for name in _TEXTS if command is None else (command,):
+        what, description, example, exits = _TEXTS[name]
+        _add_options(name, commands.add_parser(
+            name, help=what, description=description,
+            epilog=f"example: {example}\n\nexit status: {exits}"))
     if command == "agent-hook":  # argparse reports stray arguments on the top-level parser
         parser.error_status = HOOK_USAGE_STATUS
     return parser
 
 
-class _Texts(TypedDict):
-    description: str
-    epilog: str
+def _add_options(name: str, command: Parser) -> None:
+    if name in ("run", "list"):
+        _add_selection_flags(command)
+    if name == "run":
+        _add_run_options(command)
+    elif name == "list":
+        command.add_argument("--format", choices=("text", "json"), default="text",
+                             help="what to print: text (default) or JSON "
+                             '({"gates": [{"name", "selected", "reason"}]})')
+        command.add_argument("-v", "--verbose", action="store_true",
+                             help="also show each selected gate's final argv, after {files} "
+                             "expansion (what run would spawn)")
+    elif name == "agent-hook":
+        command.error_status = HOOK_USAGE_STATUS
+        _add_agent_hook_options(command)
+    elif name == "merge":
+        _add_merge_options(command)
+    elif name in ("install-agent-hook", "install-hook"):
+        command.add_argument("--agent", choices=AGENTS, required=True,
+                             help="the agent whose project configuration to write or merge")
+        command.add_argument("--max-rounds", type=option_checks.positive_int, metavar="N",
+                             help="failing rounds before the hook stops blocking (default 3)")
+    elif name == "agent-status":
+        command.add_argument("--clear", action="store_true",
+                             help="forget the last stop (before a new agent run)")
+    elif name in ("mcp", "check"):
+        _add_contract(command)
+    elif name in ("install", "uninstall"):
+        command.add_argument("--hook", choices=("pre-commit", "pre-push"), action="append",
+                             help="only this git hook (repeatable; default: both)")
+    elif name == "init":
+        command.add_argument("--pyproject", action="store_true",
+                             help="append [tool.verifygate] to pyproject.toml instead")
+    elif name == "completion":
+        command.add_argument("shell", choices=("bash", "zsh", "fish", "tcsh"),
+                             help="the shell to complete for")
+    elif name == "migrate":
+        command.add_argument("path", nargs="?", metavar="PATH",
+                             help="the config, or a directory holding one (default: the "
+                             "current directory's .pre-commit-config.yaml, else lefthook.yml)")
+        command.add_argument("--output", "-o", metavar="PATH",
+                             help="where to write the contract (default: verify.toml beside "
+                             "the config; - for stdout); an existing file is never overwritten")
 
 
-def _texts(description: str, example: str, exits: str) -> _Texts:
-    return {"description": description,
-            "epilog": f"example: {example}\n\nexit status: {exits}"}
+def _add_contract(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--contract", metavar="PATH",
+                         help="the contract file (default: found from the current directory up)")
 
 
-_RUN_EXITS = ("0 passed, pending or unverified; 1 a gate failed; 2 contract or usage error; "
-              "130 interrupted")
-_TEXTS = {
-    "run": _texts("Run the gates that apply to the change set (staged, since a ref, the files "
-                  "named, or all) and report the verdict. NAME... runs only those gates.",
-                  "verifygate run --changed-from origin/main lint", _RUN_EXITS),
-    "list": _texts("Show every gate of the contract, whether run would start it and why; -v "
-                   "adds the argv run would spawn.", "verifygate list -v --staged",
-                   "0 listed; 2 contract or usage error"),
-    "agent-hook": _texts("The Stop hook of Claude Code, Codex, Cursor and Gemini CLI: reads the "
-                         "agent's payload on stdin and blocks the stop while gates fail, for at "
-                         "most --max-rounds rounds.", "verifygate agent-hook --agent claude",
-                         "0 the answer is on stdout (allow or block); 1 a usage error (the "
-                         "agent shows it)"),
-    "merge": _texts("Merge the JSON reports of a run's shards into one report (and JUnit).",
-                    "verifygate merge shard-*.json --json report.json",
-                    "0 merged verdict passed; 1 a gate failed; 2 a bad or missing report"),
-    "install-agent-hook": _texts("Add verifygate agent-hook to a coding agent's project "
-                                 "configuration, keeping everything else in it. (verifygate "
-                                 "install writes git hooks.)",
-                                 "verifygate install-agent-hook --agent claude",
-                                 "0 written or already there; 2 not a git repository, or a "
-                                 "file that is not the agent's configuration"),
-    "agent-status": _texts("Whether the agent hook's last stop in this repository was "
-                           "verified, for callers of headless agent runs.",
-                           "claude -p 'fix the tests' && verifygate agent-status",
-                           "0 the last stop was verified (or --clear done); 1 it was not, or "
-                           "there is none; 2 not a git repository"),
-    "mcp": _texts("Serve list_gates, run_gates and explain_failure as MCP tools over stdio "
-                  "(pip install 'pytest-verifygate[mcp]').", "verifygate mcp",
-                  "0 the client closed the session; 2 the MCP SDK is missing"),
-}
-_GIT_HOOKS = {
-    "install": "Write git's pre-commit hook (verifygate run --staged) and pre-push hook (the "
-    "pushed range) where git looks for hooks (core.hooksPath honoured), for teams without the "
-    "pre-commit framework. Idempotent; a hook already there is kept and run first "
-    "(NAME.verifygate-chained). The hooks run this Python by its path, so they work without "
-    "the virtualenv on PATH. (install-agent-hook is the coding agents' installer.)",
-    "uninstall": "Remove the hooks verifygate install wrote (no other) and put back the hooks "
-    "they chained to.",
-}
-
-
-def _add_selection_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("names", nargs="*", metavar="NAME",
-                        help="only these gates (as pre-commit run ID); default: every gate")
-    parser.add_argument("--contract", metavar="PATH",
-                        help="the contract file (default: found from the current directory up)")
-    parser.add_argument("--role", metavar="R", action="append", help=ROLE_HELP)
-    parser.add_argument("--phase", metavar="N", type=option_checks.positive_int,
-                        help="select the gates for this phase")
-    parser.add_argument("--shard", metavar="K/N",
-                        help="only shard K of N of the selected gates, balanced by earlier "
-                        "durations (default: $CI_NODE_INDEX/$CI_NODE_TOTAL when set)")
-    source = parser.add_mutually_exclusive_group()
+def _add_selection_flags(command: argparse.ArgumentParser) -> None:
+    command.add_argument("names", nargs="*", metavar="NAME",
+                         help="only these gates (as pre-commit run ID); default: every gate")
+    _add_contract(command)
+    command.add_argument("--role", metavar="R", action="append", help=ROLE_HELP)
+    command.add_argument("--phase", metavar="N", type=option_checks.positive_int,
+                         help="select the gates for this phase")
+    command.add_argument("--shard", metavar="K/N",
+                         help="only shard K of N of the selected gates, balanced by earlier "
+                         "durations (default: $CI_NODE_INDEX/$CI_NODE_TOTAL when set)")
+    source = command.add_mutually_exclusive_group()
     source.add_argument("--staged", action="store_true",
                         help="the change set is the index against HEAD")
     source.add_argument("--changed-from", metavar="REF",
@@ -236,7 +223,6 @@ def _add_selection_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_run_options(run: argparse.ArgumentParser) -> None:
-    _add_selection_flags(run)
     run.add_argument("--jobs", type=option_checks.jobs, metavar="N",
                      help="gates run at once (0 = one per CPU; default from the contract)")
     run.add_argument("--json", metavar="PATH", help="write the JSON report here")
@@ -262,8 +248,7 @@ def _add_agent_hook_options(hook: argparse.ArgumentParser) -> None:
 
     hook.add_argument("--max-rounds", type=option_checks.positive_int, default=3, metavar="N",
                       help="failing rounds per session before it stops blocking (default 3)")
-    hook.add_argument("--contract", metavar="PATH",
-                      help="the contract file (default: found from the current directory up)")
+    _add_contract(hook)
     hook.add_argument("--agent", choices=AGENTS,
                       help="the agent whose protocol to speak (default: told by the payload)")
     hook.add_argument("--role", metavar="R", action="append", help=ROLE_HELP)
@@ -278,22 +263,6 @@ def _add_agent_hook_options(hook: argparse.ArgumentParser) -> None:
                       help="stop the gates and block after this long (default "
                       f"{DEFAULT_BUDGET}: below the {STOP_TIMEOUT} s timeout the installer "
                       "writes; keep it below the agent's hook timeout)")
-
-
-def _add_install_options(install: argparse.ArgumentParser) -> None:
-    install.add_argument("--agent", choices=AGENTS, required=True,
-                         help="the agent whose project configuration to write or merge")
-    install.add_argument("--max-rounds", type=option_checks.positive_int, metavar="N",
-                         help="failing rounds before the hook stops blocking (default 3)")
-
-
-def _add_migrate_options(migrate: argparse.ArgumentParser) -> None:
-    migrate.add_argument("path", nargs="?", metavar="PATH",
-                         help="the config, or a directory holding one (default: the current "
-                         "directory's .pre-commit-config.yaml, else lefthook.yml)")
-    migrate.add_argument("--output", "-o", metavar="PATH",
-                         help="where to write the contract (default: verify.toml beside the "
-                         "config; - for stdout); an existing file is never overwritten")
 
 
 def _add_junit_family(command: argparse.ArgumentParser) -> None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, TextIO
 
 from pytest_verifygate import codes, option_checks
@@ -66,6 +67,7 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
                          on_finished=None if quiet else progress.finished)
         progress.close()
         report = engine.report(run, hook)
+        timeouts = {gate.name: gate.timeout_seconds for gate in contract.gates}
         if args.json:
             try:
                 write_report(args.json, report)
@@ -74,9 +76,8 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
                 problems.append(f"cannot write the JSON report {args.json}: "
                                 f"{exc.strerror or exc}")
         if args.junit:
-            problems += _write_junit(args.junit, report, contract, started,
-                                     time.monotonic() - clock, plan.selections,
-                                     args.junit_family)
+            problems += _write_junit(args, report, contract, timeouts, started,
+                                     time.monotonic() - clock, plan.selections)
         if args.json or args.junit:
             from pytest_verifygate.state.outputs import remember_outputs
 
@@ -90,11 +91,14 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
         digest = to_digest(report, root=str(contract.repo_root))
         sys.stdout.write(stop.inert_text(digest) if stop else digest)
     else:
+        fold = None
+        if stop is not None:  # in GitHub Actions, each failed gate's output folded in the log
+            from pytest_verifygate.report.github import folded
+
+            fold = partial(folded, stop=stop)
         sys.stdout.write(run_summary(report, run.results, root=contract.repo_root,
-                                     report_path=report_path, color=color,
-                                     timeouts={gate.name: gate.timeout_seconds
-                                               for gate in contract.gates},
-                                     fold=_fold(stop)))
+                                     report_path=report_path, color=color, timeouts=timeouts,
+                                     fold=fold))
     sys.stdout.flush()
     if option_checks.github_annotations(args.annotations, os.environ):
         # On stdout where GitHub reads workflow commands, unless stdout is the report/digest.
@@ -109,9 +113,9 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
     return EXIT_FAILED if report["verdict"] == codes.VERDICT_FAILED else EXIT_OK
 
 
-def _write_junit(path: str, report: Report, contract: Contract, started: float,
-                 seconds: float, selections: Sequence[Selection],
-                 family: str = "xunit2") -> list[str]:
+def _write_junit(args: argparse.Namespace, report: Report, contract: Contract,
+                 timeouts: Mapping[str, float], started: float, seconds: float,
+                 selections: Sequence[Selection]) -> list[str]:
     """Write the JUnit XML; a problem to report (exit status 2) instead of a traceback.
 
     Its cases are what pytest's would be: the selected gates, and the gates left out because
@@ -126,22 +130,13 @@ def _write_junit(path: str, report: Report, contract: Contract, started: float,
              unchanged_entry(s.gate.name, s.reason)
              for s in selections if s.gate.name in entries or s.left_out_by == BY_CHANGES]
     try:
-        write_junit(path, report, suite_seconds=seconds, started_at=started,
-                    timeouts={gate.name: gate.timeout_seconds for gate in contract.gates},
-                    cases=cases, names=item_names(gate.name for gate in contract.gates),
-                    family=family)
+        write_junit(args.junit, report, suite_seconds=seconds, started_at=started,
+                    timeouts=timeouts, cases=cases,
+                    names=item_names(gate.name for gate in contract.gates),
+                    family=args.junit_family)
     except OSError as exc:
-        return [f"cannot write the JUnit file {path}: {exc.strerror or exc}"]
+        return [f"cannot write the JUnit file {args.junit}: {exc.strerror or exc}"]
     return []
-
-
-def _fold(stop: CommandStop | None) -> Callable[[str, str], str] | None:
-    """In GitHub Actions, each failed gate's output folded in the log."""
-    if stop is None:
-        return None
-    from pytest_verifygate.report.github import folded
-
-    return lambda title, body: folded(title, body, stop)
 
 
 def _github_outputs(report: Report, contract: Contract, stream: TextIO, hook: Any,
