@@ -1,7 +1,5 @@
-"""The starter contract ``verifygate init`` writes: gates for the tools a project already uses,
-found in its files (``pyproject.toml``, ``setup.cfg``, ``tox.ini``, ``noxfile.py``, tool
-configs, lock files), each with the ``when_changed`` / ``types`` that keep it to the changes
-it can judge.
+"""The starter contract ``verifygate init`` writes: a gate for each tool the project's files
+show it uses, kept to the changes it can judge.
 
 PYTEST_DONT_REWRITE
 """
@@ -44,11 +42,8 @@ def starter_gates(root: Path) -> Starter:
     python_and_config = ["**/*.py", *(["**/*.pyi"] if _any(root, "*.pyi") else []),
                          *(name for name in _PYTHON_CONFIGS if (root / name).is_file())]
 
-    def add(tool_name: str, gate: dict[str, Value]) -> None:
-        command = gate["command"]
-        assert isinstance(command, list)
-        gate["command"] = [*runner, *command]
-        gates.append(gate)
+    def add(tool_name: str, name: str, command: list[str], **keys: Value) -> None:
+        gates.append({"name": name, "command": [*runner, *command], **keys})
         found.append(tool_name)
 
     # ruff and black read only the files and their config (no plugins, no installed
@@ -59,17 +54,16 @@ def starter_gates(root: Path) -> Starter:
     if ruff:
         # --force-exclude: files named on the command line are still held to the config's
         # exclude and extend-exclude (without it ruff checks them all).
-        add("ruff", {"name": "ruff", "command": ["ruff", "check", "--force-exclude", "{files}"],
-                     "types_or": _PYTHON, "cache": True})
+        add("ruff", "ruff", ["ruff", "check", "--force-exclude", "{files}"], types_or=_PYTHON,
+            cache=True)
         if not black:
-            add("ruff format", {"name": "ruff-format", "command": [
-                "ruff", "format", "--check", "--force-exclude", "{files}"], "types_or": _PYTHON,
-                "cache": True})
+            add("ruff format", "ruff-format",
+                ["ruff", "format", "--check", "--force-exclude", "{files}"], types_or=_PYTHON,
+                cache=True)
     if black:
-        add("black", {"name": "black", "command": ["black", "--check", "{files}"],
-                      "types_or": _PYTHON, "cache": True})
+        add("black", "black", ["black", "--check", "{files}"], types_or=_PYTHON, cache=True)
     if (root / ".flake8").is_file() or "flake8" in setup_cfg or "flake8" in tox_ini:
-        add("flake8", {"name": "flake8", "command": ["flake8", "{files}"], "types": ["python"]})
+        add("flake8", "flake8", ["flake8", "{files}"], types=["python"])
     mypy = tool.get("mypy") if isinstance(tool.get("mypy"), dict) else None
     if mypy is None and ((root / "mypy.ini").is_file() or "mypy" in setup_cfg):
         mypy = {}
@@ -77,19 +71,17 @@ def starter_gates(root: Path) -> Starter:
         # With files = [...] in its config mypy checks the whole program it names, else the
         # changed files (as pre-commit's mirrors-mypy does).
         command = ["mypy"] if mypy.get("files") else ["mypy", "{files}"]
-        add("mypy", {"name": "mypy", "command": command, "when_changed": python_and_config})
+        add("mypy", "mypy", command, when_changed=python_and_config)
     if "pyright" in tool or (root / "pyrightconfig.json").is_file():
-        add("pyright", {"name": "pyright", "command": ["pyright"],
-                        "when_changed": python_and_config})
+        add("pyright", "pyright", ["pyright"], when_changed=python_and_config)
     if _uses_pytest(root, tool, setup_cfg, tox_ini):
-        add("pytest", {"name": "pytest", "command": ["python", "-m", "pytest", "-q"],
-                       "when_changed": python_and_config})
+        add("pytest", "pytest", ["python", "-m", "pytest", "-q"], when_changed=python_and_config)
     for docs in ("docs", "doc"):
         if (root / docs / "conf.py").is_file():
-            add("sphinx", {"name": "docs", "command": [
-                "sphinx-build", "-q", "-b", "dummy", docs, f"{docs}/_build/verifygate"],
-                "when_changed": [f"{docs}/**", "**/*.py",
-                                 *(["**/*.rst"] if _any(root, "*.rst", docs) else [])]})
+            add("sphinx", "docs", ["sphinx-build", "-q", "-b", "dummy", docs,
+                                   f"{docs}/_build/verifygate"],
+                when_changed=[f"{docs}/**", "**/*.py",
+                              *(["**/*.rst"] if _any(root, "*.rst", docs) else [])])
             break
     suggestions = []
     if (root / ".pre-commit-config.yaml").is_file():

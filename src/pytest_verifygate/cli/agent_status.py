@@ -2,11 +2,6 @@
 verified (``agents/status.py``), for callers of headless agent runs, which exit 0 whatever the
 hook decided.
 
-Exit status 0: the last stop was verified (gates pass, only manual gates are pending, no gate
-applies, nothing changed). 1: it was blocked, handed over to a human with the gates still
-failing, let through without a verdict, or no stop was recorded at all (the hook never ran,
-or ``--clear`` came after it). 2: not in a git repository.
-
 PYTEST_DONT_REWRITE
 """
 

@@ -1,5 +1,5 @@
-"""``verifygate check``: everything about the setup that can be known before running
-(``setup_check``), one line per finding; the exit status says whether it is sound.
+"""``verifygate check``: the setup's problems found before running (``setup_check``), one
+line each; the exit status says whether it is sound.
 
 PYTEST_DONT_REWRITE
 """

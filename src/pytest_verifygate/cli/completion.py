@@ -1,5 +1,5 @@
 """``verifygate completion SHELL``: the shell completion script, made by shtab from the one
-parser (``parser``), so it always offers what the command line takes.
+parser.
 
 PYTEST_DONT_REWRITE
 """

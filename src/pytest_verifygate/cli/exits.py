@@ -1,5 +1,4 @@
-"""The ``verifygate`` command's exit statuses (docs: The command line), named once for every
-subcommand.
+"""The ``verifygate`` command's exit statuses (docs: The command line).
 
 PYTEST_DONT_REWRITE
 """

@@ -1,6 +1,5 @@
-"""``verifygate init [--pyproject]``: write a starter contract for the project in the current
-directory (``starter``), as ``verify.toml`` (with the ``#:schema`` line) or as
-``[tool.verifygate]`` tables appended to ``pyproject.toml``; never over an existing contract.
+"""``verifygate init [--pyproject]``: write a starter contract (``starter``) as ``verify.toml``
+or appended to ``pyproject.toml``; never over an existing contract.
 
 PYTEST_DONT_REWRITE
 """

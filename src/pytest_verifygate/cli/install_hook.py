@@ -1,14 +1,9 @@
-"""``verifygate install-agent-hook --agent NAME``: write or merge a coding agent's project
-configuration so that it runs ``verifygate agent-hook`` (``agents/config.py`` merges), and say
-what that agent needs before the hook runs (trust, settings). ``install-hook`` is its
-deprecated name: too easily taken for installing git hooks.
+"""``verifygate install-agent-hook --agent NAME`` (deprecated name: ``install-hook``): merge
+``verifygate agent-hook`` into a coding agent's project configuration (``agents/config.py``)
+and say what that agent needs before the hook runs.
 
-The file is the agent's own, at the root of the current git repository
-(``.claude/settings.json``, ``.codex/hooks.json``, ``.cursor/hooks.json``,
-``.gemini/settings.json``). Every existing entry and key is kept; running it twice changes
-nothing the second time; a file that is not JSON (comments included), or not shaped as the
-agent's configuration, is refused with one line and exit status 2, and left as it was. The
-file is replaced atomically, keeping its permissions; it is written as 2-space-indented JSON.
+Every existing entry is kept and a second run changes nothing; a file that is not the agent's
+JSON configuration is refused with one line and left as it was.
 
 PYTEST_DONT_REWRITE
 """
@@ -26,8 +21,6 @@ from pytest_verifygate.errors import UsageError
 
 MAX_CONFIG_BYTES = 4 << 20
 NEW_FILE_MODE = 0o644
-
-
 NAME = "install-agent-hook"
 
 

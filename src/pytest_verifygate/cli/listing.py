@@ -1,9 +1,5 @@
-"""``verifygate list``: every gate of the contract, selected or not, and why.
-
-What it shows is what ``verifygate run`` would do for the same change, taken from the engine's
-plan (``Plan.gate_plans``): a selected gate whose ``{files}`` expands to nothing is shown as
-skipped, a manual gate as pending, a gate whose pass is cached as reusing it. Under a push, as
-for ``run``, that is the pushed commit's contract (``pushed.run_in_pushed_commit``).
+"""``verifygate list``: every gate of the contract, selected or not, and why: what ``verifygate
+run`` would do for the same change, taken from the engine's plan.
 
 PYTEST_DONT_REWRITE
 """

@@ -1,8 +1,5 @@
-"""``verifygate mcp``: serve the gates as MCP tools over stdio (``agents/mcp_server.py``).
-
-The MCP SDK is an optional extra: it is imported here only, when this subcommand runs, and
-without it the command says how to install it (one line, exit status 2). A terminating signal
-ends the server the way Ctrl-C does, and every gate still running with it.
+"""``verifygate mcp``: serve the gates as MCP tools over stdio (``agents/mcp_server.py``); the
+MCP SDK, an optional extra, is imported only here.
 
 PYTEST_DONT_REWRITE
 """

@@ -1,6 +1,5 @@
 """``verifygate migrate [PATH]``: a contract from a ``.pre-commit-config.yaml`` or a
-``lefthook.yml`` (``migrate/``), written as ``verify.toml`` beside it (never over an existing
-file), with what did not carry over listed in the file and on stderr.
+``lefthook.yml`` (``migrate/``), never written over an existing file.
 
 PYTEST_DONT_REWRITE
 """

@@ -1,7 +1,5 @@
-"""Writing a native contract (``verify.toml`` or ``[tool.verifygate]``) that ``init`` and
-``migrate`` generate: the ``#:schema`` line, comments, ``[settings]`` and ``[[gate]]`` tables
-of strings, string lists and booleans, checked by the contract's own loader before a byte is
-written.
+"""The text of a native contract (``verify.toml`` or ``[tool.verifygate]``) that ``init`` and
+``migrate`` write, checked by the contract's own loader before a byte is written.
 
 PYTEST_DONT_REWRITE
 """

@@ -1,6 +1,5 @@
-"""``verifygate migrate``'s conversions: a ``.pre-commit-config.yaml`` (``precommit``) or a
-``lefthook.yml`` (``lefthook``) into the gates of a native contract, with a note for each thing
-that does not carry over and what to do about it.
+"""``verifygate migrate``'s conversions of a ``.pre-commit-config.yaml`` (``precommit``) or a
+``lefthook.yml`` (``lefthook``) into gates, with a note for what does not carry over.
 
 PYTEST_DONT_REWRITE
 """

@@ -1,14 +1,11 @@
 """The hooks of well-known pre-commit hook repositories, as their ``.pre-commit-hooks.yaml``
-define them: what ``migrate`` turns a remote hook into.
-
-A remote hook runs in an environment pre-commit builds from the hook's repository; a gate runs
-the same program from the project's own environment, so each repository names the PyPI
-package that provides it (installed by the user, at the ``rev`` the config pinned).
+define them, and the PyPI package that provides each repository's programs: a gate runs them
+from the project's own environment, not one pre-commit builds.
 
 PYTEST_DONT_REWRITE
 """
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 
 class HookDefinition(NamedTuple):
@@ -24,7 +21,7 @@ class HookDefinition(NamedTuple):
     stages: tuple[str, ...] = ()
     language: str = "python"
     # It rewrites the files it is given (pre-commit fails it when it does).
-    fixer: bool = False
+    known_fixer: bool = False
 
 
 class HookRepository(NamedTuple):
@@ -35,16 +32,15 @@ class HookRepository(NamedTuple):
 
 
 _PY = ("python", "pyi", "jupyter")
-_TEXT = ("text",)
 _ALL_STAGES = ("pre-commit", "pre-push", "manual")
 
 
-def _check(entry: str, *types: str, **more: object) -> HookDefinition:
-    return HookDefinition(entry, types=types, **more)  # type: ignore[arg-type]
+def _check(entry: str, *types: str, **more: Any) -> HookDefinition:
+    return HookDefinition(entry, types=types, **more)
 
 
-def _fix(entry: str, *types: str, **more: object) -> HookDefinition:
-    return HookDefinition(entry, types=types, fixer=True, **more)  # type: ignore[arg-type]
+def _fix(entry: str, *types: str, **more: Any) -> HookDefinition:
+    return HookDefinition(entry, types=types, known_fixer=True, **more)
 
 
 _RUFF_CHECK = HookDefinition("ruff check --force-exclude", types_or=_PY)
@@ -118,27 +114,26 @@ KNOWN_REPOSITORIES: dict[str, HookRepository] = {
     "ruff-pre-commit": HookRepository("ruff", {
         "ruff": _RUFF_CHECK,
         "ruff-check": _RUFF_CHECK,
-        "ruff-format": HookDefinition("ruff format --force-exclude", types_or=_PY, fixer=True),
+        "ruff-format": _fix("ruff format --force-exclude", types_or=_PY),
     }),
     "mirrors-mypy": HookRepository("mypy", {
         "mypy": HookDefinition("mypy", args=("--ignore-missing-imports", "--scroll-output"),
                                types_or=("python", "pyi")),
     }),
     "black": HookRepository("black", {
-        "black": HookDefinition("black", types_or=("python", "pyi"), fixer=True),
-        "black-jupyter": HookDefinition("black", types_or=_PY, fixer=True),
+        "black": _fix("black", types_or=("python", "pyi")),
+        "black-jupyter": _fix("black", types_or=_PY),
     }),
     "pre-commit-hooks": HookRepository("pre-commit-hooks", _PRE_COMMIT_HOOKS),
     "codespell": HookRepository("codespell", {"codespell": _check("codespell", "text")}),
     "flake8": HookRepository("flake8", {"flake8": _check("flake8", "python")}),
     "isort": HookRepository("isort", {
-        "isort": HookDefinition("isort", args=("--filter-files",),
-                                types_or=("cython", "pyi", "python"), fixer=True),
+        "isort": _fix("isort", args=("--filter-files",), types_or=("cython", "pyi", "python")),
     }),
     "pyupgrade": HookRepository("pyupgrade", {"pyupgrade": _fix("pyupgrade", "python")}),
     "blacken-docs": HookRepository("blacken-docs", {
-        "blacken-docs": HookDefinition("blacken-docs", fixer=True, types_or=(
-            "rst", "markdown", "tex", "python", "pyi")),
+        "blacken-docs": _fix("blacken-docs", types_or=("rst", "markdown", "tex", "python",
+                                                       "pyi")),
     }),
     "pyright-python": HookRepository("pyright", {
         "pyright": HookDefinition("pyright", types_or=("python", "pyi")),
@@ -152,13 +147,11 @@ KNOWN_REPOSITORIES: dict[str, HookRepository] = {
                                                        "--output-file=requirements.txt"),
                                     files=r"^uv\.lock$", pass_filenames=False),
     }),
-    "typos": HookRepository("typos", {
-        "typos": HookDefinition("typos", args=("--write-changes",), types=_TEXT, fixer=True),
-    }),
+    "typos": HookRepository("typos", {"typos": _fix("typos", "text",
+                                                    args=("--write-changes",))}),
     "zizmor-pre-commit": HookRepository("zizmor", {"zizmor": _check("zizmor", "yaml")}),
     "pyproject-fmt": HookRepository("pyproject-fmt", {
-        "pyproject-fmt": HookDefinition("pyproject-fmt", files=r"(^|/)pyproject\.toml$",
-                                        fixer=True),
+        "pyproject-fmt": _fix("pyproject-fmt", files=r"(^|/)pyproject\.toml$"),
     }),
     # pygrep hooks run pre-commit's own grep (``python -m pre_commit.languages.pygrep``).
     "pygrep-hooks": HookRepository("pre-commit", rev_is_version=False, hooks={

@@ -1,7 +1,5 @@
 """A ``lefthook.yml`` as gates: each command (or job) of its ``pre-commit`` and ``pre-push``
-hooks becomes a gate running its ``run`` script through sh, as lefthook runs it, with
-``{staged_files}`` / ``{push_files}`` / ``{all_files}`` / ``{files}`` as ``{files}`` and
-``glob`` as ``when_changed``.
+hooks becomes a gate running its ``run`` script through sh, as lefthook runs it.
 
 PYTEST_DONT_REWRITE
 """

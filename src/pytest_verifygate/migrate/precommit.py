@@ -1,7 +1,6 @@
-"""A ``.pre-commit-config.yaml`` as gates that check what ``pre-commit run --all-files``
-checks: ``repo: local`` hooks and the hooks of well-known repositories (``known_hooks``) become
-gates running the same programs with the same arguments, over the same files (``files`` /
-``exclude`` as ``files_regex`` / ``exclude_regex``, ``types`` kept), in the same order.
+"""A ``.pre-commit-config.yaml`` as gates that check what ``pre-commit run --all-files`` checks:
+local hooks and those of well-known repositories (``known_hooks``) run the same programs, with
+the same arguments, over the same files, in the same order.
 
 PYTEST_DONT_REWRITE
 """
@@ -14,7 +13,7 @@ from typing import Any
 from pytest_verifygate.contract.writer import Value
 from pytest_verifygate.errors import UsageError
 from pytest_verifygate.migrate import Migration, unique_name
-from pytest_verifygate.migrate.known_hooks import KNOWN_REPOSITORIES, HookDefinition
+from pytest_verifygate.migrate.known_hooks import KNOWN_REPOSITORIES
 
 # pre-commit's own names for stages before 3.2 (``commit`` is ``pre-commit`` today).
 _LEGACY_STAGES = {"commit": "pre-commit", "push": "pre-push", "merge-commit": "pre-merge-commit"}
@@ -68,8 +67,7 @@ def from_pre_commit(config: object, shown: str, frozen: dict[str, str] | None = 
                 continue
             gate = _gate(effective, config, notes)
             if gate is not None:
-                gate = {"name": unique_name(hook["id"], taken), **gate}
-                gates.append(gate)
+                gates.append({"name": unique_name(hook["id"], taken), **gate})
     if packages:
         pins = " ".join(shlex.quote(f"{name}=={version}" if version else name)
                         for name, version in packages.items())
@@ -81,7 +79,7 @@ def from_pre_commit(config: object, shown: str, frozen: dict[str, str] | None = 
 
 def _effective_hook(url: str, hook: dict[str, Any], repo: dict[str, Any],
                     packages: dict[str, str | None], notes: list[str],
-                    frozen: dict[str, str] | None = None) -> dict[str, Any] | None:
+                    frozen: dict[str, str]) -> dict[str, Any] | None:
     """The hook's definition (the manifest's, overridden by the config's keys); None, with a
     note, for a hook that cannot be carried over."""
     hook_id = hook["id"]
@@ -103,27 +101,13 @@ def _effective_hook(url: str, hook: dict[str, Any], repo: dict[str, Any],
                      "for its entry, args and types)")
         return None
     rev = str(repo.get("rev", ""))
-    version = _VERSION.fullmatch((frozen or {}).get(rev, rev))
+    version = _VERSION.fullmatch(frozen.get(rev, rev))
     packages.setdefault(known.package,
                         version.group(1) if version and known.rev_is_version else None)
     # A pass of these programs depends only on the files and the program (see the docs,
     # "Result cache"), unless the config changed what runs.
     pure = name in _CACHEABLE_REPOSITORIES and not {"entry", "language"} & set(hook)
-    return {**_definition_keys(definition), **hook, "known_pure": pure}
-
-
-def _definition_keys(definition: HookDefinition) -> dict[str, Any]:
-    keys: dict[str, Any] = {
-        "entry": definition.entry, "args": list(definition.args),
-        "language": definition.language, "pass_filenames": definition.pass_filenames,
-        "always_run": definition.always_run, "known_fixer": definition.fixer,
-    }
-    for key in ("types", "types_or", "stages"):
-        if getattr(definition, key):
-            keys[key] = list(getattr(definition, key))
-    if definition.files:
-        keys["files"] = definition.files
-    return keys
+    return {**definition._asdict(), **hook, "known_pure": pure}
 
 
 def _gate(hook: Mapping[str, Any], config: Mapping[str, Any],
