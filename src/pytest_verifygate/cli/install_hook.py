@@ -100,12 +100,11 @@ def _read(path: Path, shown: str) -> tuple[Any, int | None]:
 
 
 def _write(path: Path, shown: str, text: str, mode: int | None) -> None:
-    from pytest_verifygate.state.storage import write_atomic
+    from pytest_verifygate.state.storage import write_output
 
-    target = path.resolve() if path.is_symlink() else path  # the link stays a link
     try:
-        write_atomic(target, text)
-        os.chmod(target, mode if mode is not None else NEW_FILE_MODE & ~_umask())
+        write_output(path, text)  # atomically; a link stays a link, its target replaced
+        os.chmod(path, mode if mode is not None else NEW_FILE_MODE & ~_umask())
     except OSError as exc:
         raise UsageError(f"{NAME}: cannot write {shown}: {exc.strerror or exc}") from None
 

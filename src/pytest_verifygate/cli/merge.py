@@ -29,13 +29,18 @@ _SPLIT_HINT = ("the shards split the gates differently: give every shard the sam
 
 
 def main(args: argparse.Namespace) -> int:
+    from pytest_verifygate.contract import find_repo_root
     from pytest_verifygate.report.document import dumps, write_report
     from pytest_verifygate.report.terminal import verdict_line
+    from pytest_verifygate.state.durations import measured_seconds, record_durations
 
     merged, warnings = merge_reports([(path, load_report(path)) for path in args.reports])
     for warning in warnings:
         print(f"verifygate: warning: {warning}", file=sys.stderr)
-    _record_durations(merged)
+    root = find_repo_root(Path.cwd())
+    if root is not None:  # a CI job merging the shards can save them for the next split
+        order = [entry["name"] for entry in (*merged["gates"], *merged["not_selected"])]
+        record_durations(root, merged["contract"], measured_seconds(merged["gates"]), order)
     problems = []
     if args.json:
         try:
@@ -46,7 +51,7 @@ def main(args: argparse.Namespace) -> int:
         from pytest_verifygate.report.junit import write_junit
 
         try:
-            write_junit(args.junit, merged, timeouts=_junit_timeouts(merged),
+            write_junit(args.junit, merged, timeouts=_junit_timeouts(merged, root),
                         family=args.junit_family)
         except OSError as exc:
             problems.append(f"cannot write the JUnit file {args.junit}: {exc.strerror or exc}")
@@ -198,20 +203,10 @@ def merge_reports(
     reports: Sequence[tuple[str, Mapping[str, Any]]],
 ) -> tuple[Report, list[str]]:
     """The merged report of ``(path, report)`` pairs, one per shard, and warnings."""
-    _check_shards(reports)
-    first_path, first = reports[0]
-    for path, report in reports[1:]:
-        for key, what in (("contract", "contracts"), ("changes", "change sets")):
-            if report[key] != first[key]:
-                raise UsageError(f"{first_path} and {path} are reports of different {what} "
-                                 f"({_describe(first[key])} and {_describe(report[key])}): "
-                                 "merge the shards of one run")
-        if report["shard"]["order"] != first["shard"]["order"]:
-            raise UsageError(f"{first_path} and {path} list different gates for "
-                             f"{first['contract']}: the contract changed between the shards")
-        _check_same_run(first_path, first["shard"], path, report["shard"])
+    _check_one_run(reports)
     warnings: list[str] = []
     ran: dict[str, Mapping[str, Any]] = {}
+    reasons: dict[str, dict[int, str]] = {}  # each shard's reason for each gate it did not run
     for path, report in reports:
         for gate in report["gates"]:
             name = gate["name"]
@@ -221,20 +216,13 @@ def merge_reports(
                 if gate.get("outcome") != codes.FAILED:
                     continue  # the merged report keeps the worse result
             ran[name] = gate
-    order: list[str] = first["shard"]["order"]
-    # Each shard's reason for every gate it did not run, by shard number.
-    reasons: dict[str, dict[int, str]] = {}
-    for _, report in reports:
         for entry in report["not_selected"]:
             reasons.setdefault(entry["name"], {})[report["shard"]["index"]] = str(
                 entry.get("reason") or "not selected")
-    not_selected = []
-    for name in order:
-        if name not in ran:
-            not_selected.append({"name": name, "reason": _reason_left_out(name, reasons)})
+    first = reports[0][1]
+    order: list[str] = first["shard"]["order"]
     position = {name: index for index, name in enumerate(order)}
     gates = sorted(ran.values(), key=lambda gate: position.get(gate["name"], len(position)))
-    summary = summary_counts((gate["outcome"], gate.get("code")) for gate in gates)
     all_warnings = [warning for _, report in reports for warning in report.get("warnings", [])]
     merged: dict[str, Any] = {
         "version": 1,
@@ -242,9 +230,10 @@ def merge_reports(
         "contract": first["contract"],
         "interrupted": any(report.get("interrupted") for _, report in reports),
         "changes": first["changes"],
-        "summary": summary,
+        "summary": summary_counts((gate["outcome"], gate.get("code")) for gate in gates),
         "gates": gates,
-        "not_selected": not_selected,
+        "not_selected": [{"name": name, "reason": _reason_left_out(name, reasons)}
+                         for name in order if name not in ran],
         "warnings": list(dict.fromkeys([*all_warnings, *warnings])),
     }
     return cast("Report", merged), warnings
@@ -266,26 +255,9 @@ def _reason_left_out(name: str, reasons: Mapping[str, Mapping[int, str]]) -> str
     return next(iter(own.values()), "not selected")
 
 
-def _check_same_run(first_path: str, first: Mapping[str, Any], path: str,
-                    shard: Mapping[str, Any]) -> None:
-    """Shards of one run checked one commit with one contract: one line naming the shard
-    that did not."""
-    name = f"shard {shard['index']} of {shard['total']} ({path})"
-    other = f"shard {first['index']} ({first_path})"
-    if shard["commit"] != first["commit"]:
-        raise UsageError(f"{name} checked commit {_short(shard['commit'])}, {other} "
-                         f"{_short(first['commit'])}: merge the shards of one commit")
-    if shard["contract_sha256"] != first["contract_sha256"]:
-        raise UsageError(f"{name} ran another version of the contract than {other} (its "
-                         "text differs): run every shard with the same contract")
-
-
-def _short(commit: object) -> str:
-    return str(commit)[:12] if commit else "(no commit)"
-
-
-def _check_shards(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
-    """Every shard of one split, once: one line naming what is missing or doubled."""
+def _check_one_run(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+    """The reports are every shard of one split, once each, of one run (one commit, contract
+    and change set): one line naming what is not."""
     first_path, first = reports[0]
     total = first["shard"]["total"]
     seen: dict[int, str] = {}
@@ -305,6 +277,29 @@ def _check_shards(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
                          f"{total} {'are' if len(missing) > 1 else 'is'} missing (given: "
                          f"{', '.join(str(index) for index in sorted(seen))}): pass every "
                          "shard's report")
+    for path, report in reports[1:]:
+        for key, what in (("contract", "contracts"), ("changes", "change sets")):
+            if report[key] != first[key]:
+                raise UsageError(f"{first_path} and {path} are reports of different {what} "
+                                 f"({_describe(first[key])} and {_describe(report[key])}): "
+                                 "merge the shards of one run")
+        shard, other = report["shard"], first["shard"]
+        if shard["order"] != other["order"]:
+            raise UsageError(f"{first_path} and {path} list different gates for "
+                             f"{first['contract']}: the contract changed between the shards")
+        name = f"shard {shard['index']} of {shard['total']} ({path})"
+        if shard["commit"] != other["commit"]:
+            raise UsageError(f"{name} checked commit {_short(shard['commit'])}, shard "
+                             f"{other['index']} ({first_path}) {_short(other['commit'])}: "
+                             "merge the shards of one commit")
+        if shard["contract_sha256"] != other["contract_sha256"]:
+            raise UsageError(f"{name} ran another version of the contract than shard "
+                             f"{other['index']} ({first_path}) (its text differs): run every "
+                             "shard with the same contract")
+
+
+def _short(commit: object) -> str:
+    return str(commit)[:12] if commit else "(no commit)"
 
 
 def merged_verdict(gates: Sequence[Mapping[str, Any]], verdicts: Sequence[str]) -> str:
@@ -342,32 +337,16 @@ def _result(gate: Mapping[str, Any]) -> Any:
     return GateResult(**values)
 
 
-def _junit_timeouts(merged: Mapping[str, Any]) -> dict[str, float]:
+def _junit_timeouts(merged: Report, root: Path | None) -> dict[str, float]:
     """Each timed-out gate's ``timeout_seconds``, from the contract the shards ran (when this
     repository has it), so that the JUnit headline says ``timed out after N s`` as ``run``'s
     does. Without a readable contract the headline says ``timed out``: nothing is guessed."""
     from pytest_verifygate import engine
-    from pytest_verifygate.contract import find_repo_root
     from pytest_verifygate.errors import VerifyGateError
 
-    if not any(gate.get("code") == codes.TIMEOUT for gate in merged["gates"]):
-        return {}
-    root = find_repo_root(Path.cwd())
-    if root is None:
+    if root is None or not any(gate.get("code") == codes.TIMEOUT for gate in merged["gates"]):
         return {}
     try:
-        return engine.gate_timeouts(root / str(merged["contract"]))
+        return engine.gate_timeouts(root / merged["contract"])
     except (VerifyGateError, OSError):
         return {}
-
-
-def _record_durations(merged: Mapping[str, Any]) -> None:
-    """The merged gates' durations, into this repository's state (if run inside one)."""
-    from pytest_verifygate.contract import find_repo_root
-    from pytest_verifygate.state.durations import measured_seconds, record_durations
-
-    root = find_repo_root(Path.cwd())
-    if root is not None:
-        order = [entry["name"] for entry in (*merged["gates"], *merged["not_selected"])]
-        record_durations(root, str(merged["contract"]), measured_seconds(merged["gates"]),
-                         order)

@@ -59,27 +59,17 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _source(path: str | None) -> Path:
-    """The config to read: ``path``, else the first config found in the current directory."""
-    if path is not None:
-        given = Path(path)
-        if given.is_dir():
-            found = _first(given)
-            if found is None:
-                raise UsageError(f"{given} has no {PRE_COMMIT_NAMES[0]} or "
-                                 f"{LEFTHOOK_NAMES[0]}")
-            return found
+    """The config to read: ``path``, else the first config found in it (a directory) or in
+    the current directory."""
+    given = Path(path if path is not None else ".")
+    if not given.is_dir():
         if not given.is_file():
             raise UsageError(f"{given}: no such file")
         return given
-    found = _first(Path("."))
-    if found is None:
+    for name in (*PRE_COMMIT_NAMES, *LEFTHOOK_NAMES):
+        if (given / name).is_file():
+            return given / name
+    if path is None:
         raise UsageError(f"no {PRE_COMMIT_NAMES[0]} or {LEFTHOOK_NAMES[0]} here: name the "
                          "file to migrate (verifygate migrate PATH)")
-    return found
-
-
-def _first(directory: Path) -> Path | None:
-    for name in (*PRE_COMMIT_NAMES, *LEFTHOOK_NAMES):
-        if (directory / name).is_file():
-            return directory / name
-    return None
+    raise UsageError(f"{given} has no {PRE_COMMIT_NAMES[0]} or {LEFTHOOK_NAMES[0]}")
