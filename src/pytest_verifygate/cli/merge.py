@@ -188,11 +188,11 @@ def _report_problem(report: Mapping[str, Any]) -> str | None:
         for key, check in _GATE_KEYS.items():
             if key in gate and not check(gate[key]):
                 return f'gate {number} ({str(gate.get("name"))[:60]!r}): "{key}" is ' \
-                       f"{json_type(gate[key])}, not what a report holds there"
+                       f"{_json_type(gate[key])}, not what a report holds there"
     return None
 
 
-def json_type(value: object) -> str:
+def _json_type(value: object) -> str:
     """How a JSON value is named in a message (never its possibly huge text)."""
     names = {bool: "a boolean", int: "a number", float: "a number", str: "a string",
              list: "a list", dict: "an object", type(None): "null"}
