@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_verifygate.agents.config import unreachable
-from pytest_verifygate.agents.detect import AGENT_NAMES
+from pytest_verifygate.agents.detect import ADAPTERS
 from pytest_verifygate.cli.parser import AGENTS
 from test_agent_hook import BAD, CHECK, CHECK_GATE, GOOD
 from test_agents_protocols import PAYLOADS
@@ -321,7 +321,7 @@ def test_it_says_what_the_agent_needs_before_the_hook_runs(agent: str, needs: st
 
 
 def test_the_parser_knows_every_agent_the_hook_speaks() -> None:
-    assert AGENTS == AGENT_NAMES
+    assert tuple(ADAPTERS) == AGENTS
 
 
 def _umask() -> int:

@@ -1,17 +1,6 @@
-"""Claude Code's hook protocol (``SessionStart``, ``Stop``, ``SubagentStop``).
-
-Input, a JSON object on stdin: ``session_id``, ``cwd``, ``hook_event_name``,
-``stop_hook_active`` and, from a subagent, ``agent_id`` (also ``transcript_path`` and others,
-not used). A payload without ``hook_event_name`` is a ``Stop``, as older releases sent it.
-A ``SubagentStop`` is read but not gated (``stop_hook.py``), so no hook is installed for it.
-
-Output on stdout, exit status 0: ``{"decision": "block", "reason": ...}`` keeps the agent
-working with the reason as its next instruction; ``{"systemMessage": ...}`` lets it stop with
-a note for the user; nothing at all lets it stop. Exit status 2 would also block, and any
-other is shown to the user as a hook error: the hook never uses either. What a
-``SessionStart`` hook prints becomes the agent's context, so it prints nothing there.
-
-Codex CLI speaks the same protocol (``codex.py``).
+"""Claude Code's hook protocol (``SessionStart``, ``Stop``, ``SubagentStop``), which Codex CLI
+shares: the fields and answers are in the docs (``docs/how-to/agents.md``, "The protocol
+fields").
 
 PYTEST_DONT_REWRITE
 """
@@ -47,12 +36,15 @@ def parse(data: dict[str, Any], *, agent: str = "claude",
     session_id = session_text(data, "session_id")
     cwd = directory(data.get("cwd"))
     active = optional_bool(data, "stop_hook_active")
-    event = event_of(data, events, "Stop", ", ".join(events))
+    # Without ``hook_event_name``: a Stop, as older releases sent it.
+    event = event_of(data, events, "Stop")
     return HookPayload(session_id=session_id, cwd=cwd, agent=agent, event=event,
                        stop_hook_active=active, agent_id=optional_text(data, "agent_id"))
 
 
 def render(decision: Decision) -> str:
+    # Always exit status 0: 2 would also block, any other is shown as a hook error. Nothing at
+    # all lets the agent stop, and is what a SessionStart gets (its output becomes context).
     data: dict[str, Any] = {}
     if decision.block_reason is not None:
         data = {"decision": "block", "reason": decision.block_reason}
@@ -62,6 +54,7 @@ def render(decision: Decision) -> str:
 
 
 def entries(command: str, max_rounds: int) -> list[HookEntry]:
+    # No SubagentStop hook: a subagent's stop is not gated (``stop_hook.py``).
     return [
         ("SessionStart", {"hooks": [command_hook(command, SESSION_START_TIMEOUT)]}),
         ("Stop", {"hooks": [command_hook(command, STOP_TIMEOUT)]}),

@@ -1,20 +1,5 @@
 """Merging the agent hook into a coding agent's configuration (what ``install-agent-hook``
-writes).
-
-Works on the parsed JSON document, in place: every entry and key already there is kept, the
-adapter's hooks are appended to their events' lists, and an event that already runs
-``verifygate agent-hook`` (any flags, any path to the program) is left as it is, so merging
-twice changes nothing the second time. A document whose shape is not the agent's (not an
-object, ``hooks`` not an object, an event that is not a list) is refused with
-``ConfigShapeError``, never rewritten.
-
-The command works without the virtualenv on the agent's PATH: the absolute path of the
-Python running the installer, ``-m pytest_verifygate agent-hook``, quoted for the POSIX shell
-every agent runs hook commands with (``cmd.exe`` on Windows). A command that would not start
-(``verifygate`` looked up on PATH, as earlier releases wrote it, or a program that is gone)
-exits 127, which every agent takes for a non-blocking error: merging points such a hook at
-this interpreter, keeping its options. A hook of an event the hook no longer serves
-(``Adapter.retired``) is removed.
+writes), in place, keeping every entry and key already there; and the hook's command.
 
 PYTEST_DONT_REWRITE
 """
@@ -43,13 +28,15 @@ MODULES = ("pytest_verifygate", "pytest_verifygate.cli")
 
 
 def program() -> list[str]:
-    """The words that run ``verifygate`` without PATH: this interpreter (its path as given,
-    so that a virtualenv's stays the virtualenv's), ``-m pytest_verifygate``."""
+    """The words that run ``verifygate`` without the virtualenv on the agent's PATH (where
+    ``verifygate`` would exit 127, which every agent lets pass): this interpreter, its path as
+    given so that a virtualenv's stays the virtualenv's."""
     return [sys.executable, "-m", MODULES[0]]
 
 
 def join(words: list[str]) -> str:
-    """``words`` as one command line for the shell agents run hook commands with."""
+    """``words`` as one command line for the shell agents run hook commands with (POSIX, or
+    ``cmd.exe`` on Windows)."""
     if os.name == "nt":
         import subprocess
 
@@ -87,9 +74,9 @@ def _split(command: object) -> tuple[list[str], list[str], list[str]] | None:
     return None
 
 
-def is_agent_hook(command: object, agent: str | None = None) -> bool:
-    """Whether a configured command runs ``verifygate agent-hook``, for ``agent`` when one is
-    named: a command that names another agent with ``--agent`` is not this agent's hook."""
+def is_agent_hook(command: object, agent: str) -> bool:
+    """Whether a configured command runs ``verifygate agent-hook`` for ``agent``: one that
+    names another agent with ``--agent`` is not this agent's hook."""
     split = _split(command)
     if split is None:
         return False
@@ -98,7 +85,7 @@ def is_agent_hook(command: object, agent: str | None = None) -> bool:
         return False
     named = [arguments[i + 1] for i, word in enumerate(arguments[:-1]) if word == "--agent"]
     named += [word.split("=", 1)[1] for word in arguments if word.startswith("--agent=")]
-    return agent is None or not named or named[-1] == agent
+    return not named or named[-1] == agent
 
 
 def unreachable(command: str) -> str | None:
@@ -127,12 +114,14 @@ def repointed(command: str) -> str:
 
 def merge_hooks(config: object, adapter: Adapter, command: str, max_rounds: int,
                 *, replace: bool = False) -> Merged:
-    """Add ``adapter``'s hooks running ``command`` to ``config`` (changed in place).
+    """Add ``adapter``'s hooks running ``command`` to ``config`` (changed in place), and
+    remove those of its retired events; merging twice changes nothing the second time.
 
     An event that already runs the agent hook is kept as it is, unless ``replace`` (the user
     asked for other options, such as ``--max-rounds``): then that hook's command becomes
     ``command``, and nothing else of it changes; or unless its command would not start
-    (``unreachable``): then it runs this interpreter, with its own options."""
+    (``unreachable``): then it runs this interpreter, with its own options. A document not
+    shaped as the agent's is refused (``ConfigShapeError``), never rewritten."""
     if not isinstance(config, dict):
         raise ConfigShapeError(f"it holds a JSON {type(config).__name__}, not an object")
     added: list[str] = []
@@ -147,28 +136,28 @@ def merge_hooks(config: object, adapter: Adapter, command: str, max_rounds: int,
         entries = hooks.setdefault(event, [])
         if not isinstance(entries, list):
             raise ConfigShapeError(f"'hooks.{event}' is not a list")
-        existing = next((hook for hook in _hooks(entries, adapter.nested)
+        # Claude Code, Codex and Gemini CLI nest hooks in matcher groups; Cursor does not.
+        nested = "hooks" in entry
+        existing = next((hook for hook in _hooks(entries, nested)
                          if is_agent_hook(hook.get("command"), adapter.name)), None)
-        if existing is not None:
-            wanted = entry["hooks"][0] if adapter.nested else entry
-            # What the options decide (the command, Cursor's loop_limit); a timeout the user
-            # set stays.
+        if existing is None:
+            entries.append(entry)
+            added.append(f"{event}: `{command}`{_details(entry)}")
+            continue
+        update = {}
+        if replace:
+            wanted = entry["hooks"][0] if nested else entry
+            # What the options decide; a timeout the user set stays.
             update = {key: wanted[key] for key in ("command", "loop_limit")
                       if key in wanted and existing.get(key) != wanted[key]}
-            if not replace:
-                update = {}
-                if unreachable(existing["command"]) is not None:
-                    update["command"] = repointed(existing["command"])
-            if update:
-                added.append(f"{event}: `{existing['command']}` now runs "
-                             f"`{update.get('command', existing['command'])}`"
-                             f"{_details(update)}")
-                existing.update(update)
-            else:
-                kept.append(f"{event}: already runs `{existing['command']}`")
-            continue
-        entries.append(entry)
-        added.append(f"{event}: `{command}`{_details(entry)}")
+        elif unreachable(existing["command"]) is not None:
+            update = {"command": repointed(existing["command"])}
+        if update:
+            added.append(f"{event}: `{existing['command']}` now runs "
+                         f"`{update.get('command', existing['command'])}`{_details(update)}")
+            existing.update(update)
+        else:
+            kept.append(f"{event}: already runs `{existing['command']}`")
     for event in adapter.retired:
         entries = hooks.get(event)
         if isinstance(entries, list) and _retire(entries, adapter):
@@ -196,8 +185,8 @@ def _retire(entries: list[Any], adapter: Adapter) -> bool:
 
 
 def _hooks(entries: list[Any], nested: bool) -> list[dict[str, Any]]:
-    """The hooks an event's entries hold: each entry itself (Cursor) or each matcher group's
-    ``hooks`` (Claude Code, Codex, Gemini CLI)."""
+    """The hooks an event's entries hold: each entry itself, or each matcher group's
+    ``hooks``."""
     found: list[dict[str, Any]] = []
     for entry in entries:
         if not isinstance(entry, dict):

@@ -1,19 +1,9 @@
-"""Cursor's hook protocol (the ``stop`` hook of ``.cursor/hooks.json``).
+"""Cursor's hook protocol: the ``stop`` hook of ``.cursor/hooks.json`` (fields and answers:
+``docs/how-to/agents.md``, "The protocol fields").
 
-Input, a JSON object on stdin (which may start with a byte-order mark): ``hook_event_name``
-``"stop"``, ``conversation_id`` (the session), ``generation_id``, ``workspace_roots``,
-``status`` (``completed``, ``aborted`` or ``error``) and ``loop_count``: how many times a stop
-hook already sent the agent back to work in this run. There is no ``cwd`` (the project's first
-workspace root is used, else the directory Cursor runs project hooks in, the project root) and
-no ``stop_hook_active``: the round cap counts with ``loop_count``.
-
-Output on stdout: ``{"followup_message": ...}`` is submitted as the next user message, which
-keeps the agent working; ``{}`` lets it stop. Cursor sends at most ``loop_limit`` follow-ups
-in a run (the hook's entry sets it; 5 when absent). A stop hook has no channel to the user, so
-the message that hands the work to a human at the cap goes to the agent as one last
-follow-up, to relay (``loop_limit`` is the cap plus one for it); notes go to stderr, which
-Cursor shows in its hooks output. A stop the user aborted, or one that ended in an error, is
-not checked: sending the agent back to work would overrule the user.
+Cursor counts the follow-ups it sent in a run (``loop_count``) and sends no more than the
+entry's ``loop_limit``. A stop hook has no channel to the user, so the hand-over at the cap
+goes to the agent as one last follow-up to relay (``loop_limit`` is the cap plus one for it).
 
 PYTEST_DONT_REWRITE
 """
@@ -36,14 +26,12 @@ from pytest_verifygate.agents.protocol import (
     session_text,
 )
 
-EVENTS = {"stop": STOP}
-STATUSES = ("completed", "aborted", "error")
 RELAY = ("\n\nDo not try another fix for these failures. Stop now, and tell the user that a "
          "human must review the work, quoting the message above.")
 
 
 def parse(data: dict[str, Any]) -> HookPayload:
-    event = event_of(data, EVENTS, "stop", "stop")
+    event = event_of(data, {"stop": STOP}, "stop")
     key = "conversation_id" if "conversation_id" in data else "session_id"
     if key not in data:
         raise PayloadError("'conversation_id' is missing")
@@ -64,6 +52,8 @@ def parse(data: dict[str, Any]) -> HookPayload:
 
 
 def _cwd(data: dict[str, Any]) -> Path:
+    """The payload's ``cwd``, else its first workspace root, else where Cursor runs project
+    hooks: the project root."""
     if "cwd" in data:
         return directory(data["cwd"])
     roots = data.get("workspace_roots")
@@ -76,6 +66,8 @@ def _cwd(data: dict[str, Any]) -> Path:
 
 
 def render(decision: Decision) -> str:
+    # Notes have no place in the answer: they go to stderr, which Cursor shows in its hooks
+    # output.
     if decision.block_reason is not None:
         return dumps({"followup_message": decision.block_reason})
     if decision.human_review and decision.system_message is not None:
@@ -89,7 +81,7 @@ def entries(command: str, max_rounds: int) -> list[HookEntry]:
 
 ADAPTER = Adapter(
     name="cursor", title="Cursor", parse=parse, render=render,
-    config_file=".cursor/hooks.json", entries=entries, nested=False, top_level={"version": 1},
+    config_file=".cursor/hooks.json", entries=entries, top_level={"version": 1},
     setup=("Cursor reads .cursor/hooks.json when it starts: restart it; its hooks output shows "
            "the hook's notes",),
 )

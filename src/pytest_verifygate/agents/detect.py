@@ -1,18 +1,5 @@
-"""Which agent sent a hook payload, and its adapter.
-
-``verifygate agent-hook`` is the stop hook of every supported agent; each one's payload says
-which it is (``--agent NAME`` overrides):
-
-- ``hook_event_name`` ``AfterAgent``: Gemini CLI;
-- ``stop`` (or no event name, with ``conversation_id`` or ``loop_count``): Cursor;
-- ``Stop``, ``SubagentStop``, ``SessionStart``: Gemini CLI for a ``SessionStart`` with a
-  ``timestamp``; Codex CLI when there is a ``turn_id`` (its ``SessionStart`` has none: there, a
-  null ``transcript_path`` or one naming Codex's ``rollout-*.jsonl``); else Claude Code;
-- no event name, with a ``session_id``: Claude Code (its older releases' ``Stop``).
-
-A well-formed payload of another event (``PreToolUse``) is no stop: the hook says so in one
-line and lets it be. Anything else that cannot be read is ``UnreadPayload``, which the stop
-hook answers fail-closed (``stop_hook.py``).
+"""Which agent sent a hook payload, told from its fields (``--agent NAME`` overrides), and
+reading the payload into that agent's ``HookPayload``.
 
 PYTEST_DONT_REWRITE
 """
@@ -34,8 +21,6 @@ from pytest_verifygate.agents.protocol import (
 
 ADAPTERS: dict[str, Adapter] = {adapter.name: adapter for adapter in
                                 (claude.ADAPTER, codex.ADAPTER, cursor.ADAPTER, gemini.ADAPTER)}
-AGENT_NAMES = tuple(ADAPTERS)
-CLAUDE_EVENTS = ("Stop", "SubagentStop", "SessionStart")
 
 
 class UnreadPayload(Exception):
@@ -56,29 +41,29 @@ def detect(data: Mapping[str, Any]) -> Adapter | None:
     if event == "stop" or (event is None and ("conversation_id" in data
                                               or "loop_count" in data)):
         return cursor.ADAPTER
-    if event in CLAUDE_EVENTS:
+    if event in ("Stop", "SubagentStop", "SessionStart"):
         if event == "SessionStart" and "timestamp" in data:
             return gemini.ADAPTER
         if "turn_id" in data or (event == "SessionStart" and _codex_transcript(data)):
             return codex.ADAPTER
         return claude.ADAPTER
     if event is None and "session_id" in data:
-        return claude.ADAPTER
+        return claude.ADAPTER  # older releases sent a Stop without an event name
     return None
 
 
 def _codex_transcript(data: Mapping[str, Any]) -> bool:
-    """Whether a ``SessionStart``'s transcript is Codex's: none yet (null), or its session
-    file, ``rollout-<time>-<id>.jsonl``; Claude Code's is always a path of its own."""
+    """Whether a ``SessionStart``'s transcript is Codex's (whose ``SessionStart`` has no
+    ``turn_id``): none yet (null), or its ``rollout-<time>-<id>.jsonl``; Claude Code's is
+    always a path of its own."""
     path = data.get("transcript_path", "")
     return path is None or (isinstance(path, str)
                             and os.path.basename(path).startswith("rollout-"))
 
 
 def read_payload(raw: bytes, agent: str | None = None) -> tuple[Adapter, HookPayload]:
-    """The agent's adapter and its payload, read from the hook's stdin bytes.
-
-    Raises ``UnreadPayload`` (one line, naming the agent when it is known)."""
+    """The agent's adapter and its payload, read from the hook's stdin bytes; else
+    ``UnreadPayload`` (one line, naming the agent when it is known)."""
     adapter = ADAPTERS[agent] if agent is not None else None
     try:
         data = json_object(raw)

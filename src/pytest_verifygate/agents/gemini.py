@@ -1,18 +1,9 @@
-"""Gemini CLI's hook protocol (``AfterAgent`` and ``SessionStart`` in ``.gemini/settings.json``).
+"""Gemini CLI's hook protocol: ``AfterAgent`` and ``SessionStart`` in ``.gemini/settings.json``
+(fields and answers: ``docs/how-to/agents.md``, "The protocol fields").
 
-Input, a JSON object on stdin: ``session_id``, ``cwd``, ``hook_event_name``, ``timestamp``,
-``transcript_path``; ``AfterAgent`` adds ``prompt``, ``prompt_response`` and
-``stop_hook_active`` (true while the turn is a retry a hook asked for); ``SessionStart`` adds
-``source``. ``timestamp`` is what tells Gemini CLI's ``SessionStart`` from Claude Code's.
-
-Output: stdout must hold only the JSON, at exit status 0. ``{"decision": "deny", "reason":
-...}`` rejects the response, and the reason becomes the agent's next prompt;
-``{"systemMessage": ...}`` is shown to the user; ``{}`` accepts. Timeouts in the settings are
-in milliseconds. Hooks are on by default, but project hooks load only in a trusted folder.
-
-``stop_hook_active`` is true only when the retry ended without tool calls, so it is no count;
-on a retry, ``prompt`` is the reason the hook blocked with, and the round it names is a floor
-for the count when ours is lost (``retry_round``).
+Its ``stop_hook_active`` is true only when a retry ended without tool calls, so it counts
+nothing; but on a retry, ``prompt`` is the reason the hook blocked with, and the round it
+names is a floor for the count when ours is lost (``retry_round``).
 
 PYTEST_DONT_REWRITE
 """
@@ -51,6 +42,7 @@ def parse(data: dict[str, Any]) -> HookPayload:
 
 
 def render(decision: Decision) -> str:
+    # Stdout must hold only this JSON; {} accepts.
     data: dict[str, Any] = {}
     if decision.block_reason is not None:
         data = {"decision": "deny", "reason": decision.block_reason}
@@ -61,6 +53,7 @@ def render(decision: Decision) -> str:
 
 def entries(command: str, max_rounds: int) -> list[HookEntry]:
     def group(name: str, seconds: int) -> dict[str, Any]:
+        # Gemini CLI's timeouts are in milliseconds.
         return {"matcher": "*", "hooks": [command_hook(command, seconds * 1000, name=name)]}
 
     return [

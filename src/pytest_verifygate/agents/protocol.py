@@ -1,11 +1,5 @@
-"""What every agent protocol shares: the payload and decision records, and reading the payload.
-
-Each coding agent speaks its own hook protocol (``claude.py``, ``codex.py``, ``cursor.py``,
-``gemini.py``); ``detect.py`` tells them apart. All of them are translated into one
-``HookPayload`` for the one verify-on-stop policy (``stop_hook.py``), whose ``Decision`` each
-adapter renders in its agent's format. An ``Adapter`` is what a protocol module offers: its
-payload parser, its renderer, and the hooks ``verifygate install-agent-hook`` writes for it.
-Also here: the stop hook's time budget, tied to the timeout the installer writes.
+"""What every agent's hook protocol shares: the payload and decision records, the adapter
+record, reading the payload, and the hook timeouts the installer writes.
 
 PYTEST_DONT_REWRITE
 """
@@ -18,8 +12,8 @@ from typing import Any, BinaryIO, NamedTuple
 
 from pytest_verifygate.agents.state import SessionState
 
-# A payload is read whole up to this size: a model's answer (Gemini CLI's ``prompt_response``)
-# can pass 1 MiB, but not this. A larger one is not read, and the stop is blocked (fail closed).
+# A model's answer (Gemini CLI's ``prompt_response``) can pass 1 MiB, but not this; a larger
+# payload is not read, and the stop is blocked.
 MAX_PAYLOAD_BYTES = 64 << 20
 
 # The moments the policy knows, whatever each agent calls them.
@@ -28,7 +22,7 @@ SUBAGENT_STOP = "subagent_stop"
 SESSION_START = "session_start"
 
 # Seconds: the timeouts the installer writes, and the stop hook's own budget below the stop's
-# (what its answer needs after the gates are stopped: killing them, the report, the answer).
+# (its answer still needs time after the gates are stopped: killing them, the report).
 SESSION_START_TIMEOUT = 30  # recording HEAD takes one git call
 STOP_TIMEOUT = 900  # above the slowest gate
 BUDGET_MARGIN = 60
@@ -46,11 +40,10 @@ class NotAStop(PayloadError):
 class HookPayload(NamedTuple):
     """What the policy needs from any agent's hook input.
 
-    ``loop_count``: how many times the agent itself says it was already sent back to work in
-    this run (Cursor); None where the agent does not count (the round count is then ours).
-    ``skip_reason``: why this stop must not be checked at all (Cursor: the user aborted it).
-    ``retry_round``: the round whose block reason the agent's input quotes (Gemini CLI's
-    ``prompt`` on a retry is that reason): a floor for the count when ours is lost.
+    ``loop_count``: how many times the agent says it already sent itself back to work in this
+    run (Cursor; None: the count is ours). ``skip_reason``: why this stop is not checked at
+    all (Cursor: the user aborted it). ``retry_round``: the round whose block reason the input
+    quotes (Gemini CLI's retry ``prompt``), a floor for the count when ours is lost.
     """
 
     session_id: str
@@ -65,24 +58,25 @@ class HookPayload(NamedTuple):
 
     @property
     def state_key(self) -> str:
-        """Whose rounds these are: the session, or one subagent of it (parallel subagents
-        share the session id, and must not use up each other's rounds)."""
+        """Whose rounds these are: parallel subagents share the session id, and must not use
+        up each other's rounds."""
         return self.session_id if self.agent_id is None else f"{self.session_id}/{self.agent_id}"
 
     def rounds_before(self, state: SessionState) -> int:
-        """The failing rounds already behind this stop: the agent's own count where it keeps
-        one (it survives a lost state file, and it restarts when a human prompts again), else
-        the count the policy keeps in ``state``, never below the round the input quotes."""
+        """The failing rounds behind this stop: the agent's own count where it keeps one (it
+        survives a lost state file, and restarts when a human prompts again), else ours,
+        never below the round the input quotes."""
         if self.loop_count is not None:
             return self.loop_count
         return max(state.rounds, self.retry_round or 0)
 
 
 class Decision(NamedTuple):
-    """The policy's answer: block with a reason for the agent, or allow (maybe with a note
-    for the user). ``human_review``: the allow that ends the rounds, whose message says a human
-    must review (an agent without a channel to the user relays it). ``status``: what
-    ``verifygate agent-status`` reports of this stop (``status.py``); None records nothing."""
+    """Block with a reason for the agent, or allow (maybe with a note for the user).
+
+    ``human_review``: the allow that ends the rounds (an agent without a channel to the user
+    relays it). ``status``: what ``verifygate agent-status`` reports of it (None: nothing).
+    """
 
     block_reason: str | None = None
     system_message: str | None = None
@@ -96,16 +90,11 @@ HookEntry = tuple[str, dict[str, Any]]
 
 
 class Adapter(NamedTuple):
-    """One agent protocol. ``parse``: its payload (a JSON object) into a ``HookPayload``, or
-    ``PayloadError``; ``render``: a ``Decision`` as the exact stdout the agent expects;
-    ``config_file``: its project configuration, relative to the repository root;
-    ``entries``: the hooks ``install-agent-hook`` adds there for a ``verifygate agent-hook``
-    command and a round cap; ``nested``: whether its events hold matcher groups with a
-    ``hooks`` list (Claude Code, Codex, Gemini CLI) or the commands themselves (Cursor);
-    ``top_level``: keys its configuration must have (Cursor's ``version``); ``retired``: events
-    earlier releases installed the hook for and no longer do (their hook is removed);
-    ``setup``: what the agent needs before the hook runs, one line each (``<root>``: the
-    repository's root)."""
+    """One agent's protocol: ``parse`` its payload or raise ``PayloadError``, ``render`` a
+    decision as the stdout the agent expects, and what ``install-agent-hook`` needs: the
+    configuration file (from the repository root), the ``entries`` for a command and a round
+    cap, keys the file must have (``top_level``), events no longer served (``retired``, their
+    hook is removed) and what the agent needs before the hook runs (``setup``)."""
 
     name: str
     title: str
@@ -113,16 +102,14 @@ class Adapter(NamedTuple):
     render: Callable[[Decision], str]
     config_file: str
     entries: Callable[[str, int], list[HookEntry]]
-    nested: bool = True
     top_level: Mapping[str, Any] = {}
     retired: tuple[str, ...] = ()
     setup: tuple[str, ...] = ()
 
 
 def read_input(stream: BinaryIO) -> bytes:
-    """The hook's input, up to ``MAX_PAYLOAD_BYTES`` and one byte more (which tells a larger
-    one). The rest of a larger input is read and dropped: the agent writing it must not meet a
-    closed pipe."""
+    """The hook's input, up to one byte past ``MAX_PAYLOAD_BYTES`` (which tells a larger one).
+    The rest of a larger input is drained: the agent writing it must not meet a closed pipe."""
     raw = stream.read(MAX_PAYLOAD_BYTES + 1)
     if len(raw) > MAX_PAYLOAD_BYTES:
         while stream.read(1 << 20):
@@ -189,10 +176,9 @@ def directory(value: object, key: str = "cwd") -> Path:
     return Path(value)
 
 
-def event_of(data: Mapping[str, Any], events: Mapping[str, str], default: str | None,
-             register: str) -> str:
-    """The policy's event (``STOP`` / ``SESSION_START``) for the payload's
-    ``hook_event_name``; ``register`` says where to register the hook instead."""
+def event_of(data: Mapping[str, Any], events: Mapping[str, str], default: str | None) -> str:
+    """The policy's event for the payload's ``hook_event_name`` (``events`` maps the agent's
+    names to the policy's)."""
     name = data.get("hook_event_name", default)
     if name is None:
         raise PayloadError("'hook_event_name' is missing")
@@ -200,7 +186,7 @@ def event_of(data: Mapping[str, Any], events: Mapping[str, str], default: str | 
         raise PayloadError("'hook_event_name' is not a string")
     if name not in events:
         raise NotAStop(f"hook event {name!r} is not one this hook handles "
-                       f"({', '.join(events)}): register it for {register}")
+                       f"({', '.join(events)}): register it for {', '.join(events)}")
     return events[name]
 
 
