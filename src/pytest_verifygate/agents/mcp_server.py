@@ -1,21 +1,10 @@
-"""``verifygate mcp``: the engine's gates as Model Context Protocol tools, over stdio.
+"""``verifygate mcp``: the engine's gates as Model Context Protocol tools over stdio
+(``list_gates``, ``run_gates``, ``explain_failure``; ``tools.py`` does their work).
 
-Built on the official ``mcp`` SDK (the optional extra ``pytest-verifygate[mcp]``: its
-``MCPServer``, called ``FastMCP`` before mcp 2), imported only when this server runs. The tools
-(``tools.py`` does their work): ``list_gates``, ``run_gates``, ``explain_failure``.
-
-Each tool is listed with a title, annotations (``list_gates`` is read-only) and the JSON Schema
-of its structured content (``run_gates``: the report's, ``report/report.schema.json``); the
-server says it is verifygate at this package's version; a call with an argument the tool does
-not take is refused with one line, never quietly run without it.
-
-A run sends one progress notification per finished gate (when the client asked for progress).
-A cancelled request (``notifications/cancelled``, or the client going away) ends its gates:
-the runner is cancelled, which kills every gate's process group, and closed before the
-cancellation goes on. The gates run in the runner's threads; the event loop only waits.
-
-Deliberately written without ``from __future__ import annotations``: the SDK reads the tools'
-parameter annotations as objects to build their JSON schemas and to inject the ``Context``.
+Built on the official ``mcp`` SDK (the ``[mcp]`` extra), imported only when this server runs.
+A run reports progress per finished gate; a cancelled request kills its gates' process
+groups before the cancellation goes on. No ``from __future__ import annotations``: the SDK
+reads the tools' annotations as objects to build their schemas and inject the ``Context``.
 
 PYTEST_DONT_REWRITE
 """
@@ -167,9 +156,10 @@ def build_server(root: Path, contract: str | None = None) -> Any:
         "does not. Runs nothing."))
     async def list_gates(roles: Roles = None, changed_only: ChangedOnly = True,
                          changed_from: ChangedFrom = None) -> CallToolResult:
-        def answer() -> Answer:
-            return tools.list_gates(tools.plan(roles=roles, changed_only=changed_only,
-                                               changed_from=changed_from))
+        async def answer() -> Answer:
+            # In a worker thread, like every plan: it runs git.
+            return await anyio.to_thread.run_sync(lambda: tools.list_gates(tools.plan(
+                roles=roles, changed_only=changed_only, changed_from=changed_from)))
 
         return await _answered(answer)
 
@@ -185,10 +175,9 @@ def build_server(root: Path, contract: str | None = None) -> Any:
             plan = await anyio.to_thread.run_sync(lambda: tools.plan(
                 names=names, roles=roles, changed_only=changed_only,
                 changed_from=changed_from))
-            report = await _run(tools, plan, ctx)
-            return tools.run_answer(plan, report, names)
+            return tools.run_answer(plan, await _run(tools, plan, ctx), names)
 
-        return await _answered_async(answer)
+        return await _answered(answer)
 
     @server.tool(name="explain_failure", title="Explain a failed gate",
                  annotations=RUNS_GATES, description=(
@@ -207,7 +196,7 @@ def build_server(root: Path, contract: str | None = None) -> Any:
             report = await _run(tools, plan, ctx)
             return tools.explain(name, report, plan.contract.repo_root, "run just now")
 
-        return await _answered_async(answer)
+        return await _answered(answer)
 
     return server
 
@@ -225,28 +214,21 @@ async def _run(tools: GateTools, plan: "Plan", ctx: Any) -> "Report":
     runner = engine.start(plan, hook=hook,
                           on_finished=lambda gate, result: finished.put(result))
     LIVE_RUNNERS.add(runner)
-    done = 0
-
-    async def report_progress() -> None:
-        nonlocal done
-        while True:
-            try:
-                result = finished.get_nowait()
-            except queue.Empty:
-                return
-            done += 1
-            await ctx.report_progress(done, total, progress_message(result))
-
     all_done = anyio.Event()
 
     async def pump() -> None:
-        # Never cancelled between taking a result and sending its notification: told to
-        # stop, it sends what is left and returns.
-        while not all_done.is_set():
-            await report_progress()
+        # Never cancelled between taking a result and sending its notification: once the run
+        # is done, it sends what is left and returns.
+        done = 0
+        while True:
+            last = all_done.is_set()
+            while not finished.empty():
+                done += 1
+                await ctx.report_progress(done, total, progress_message(finished.get_nowait()))
+            if last:
+                return
             with anyio.move_on_after(PROGRESS_POLL_SECONDS):
                 await all_done.wait()
-        await report_progress()
 
     try:
         async with anyio.create_task_group() as group:
@@ -273,14 +255,6 @@ def close_all() -> None:
 
 
 async def _answered(work: Any) -> CallToolResult:
-    async def in_thread() -> Answer:
-        answer: Answer = await anyio.to_thread.run_sync(work)
-        return answer
-
-    return await _answered_async(in_thread)
-
-
-async def _answered_async(work: Any) -> CallToolResult:
     """The tool's result; a problem the user can fix is one line, an error result."""
     try:
         answer: Answer = await work()

@@ -1,36 +1,38 @@
 """A session's starting point: the commit the agent hook compares the session's work with.
 
 Work counts from where the session began, committed or not: an agent that commits its broken
-work leaves a clean work tree, and must not be able to stop for that. The starting point is,
-first that applies:
+work must not be able to stop for that. The starting point is, first that applies:
+``--changed-from REF`` (its merge base with HEAD); the one recorded for the session (HEAD at
+its ``SessionStart``, or what its first stop chose); the merge base with the upstream branch;
+HEAD (before the first commit: none, and every file counts).
 
-1. ``--changed-from REF``: the merge base of REF and HEAD, as ``verifygate run`` uses it;
-2. the one recorded for the session: HEAD when its ``SessionStart`` hook ran, or what the first
-   stop the hook saw of the session chose (3 or 4), so that later stops keep it;
-3. the merge base of HEAD with its upstream branch (``@{upstream}``), when there is one;
-4. HEAD (before the first commit: no commit at all, and every file counts).
-
-Records live in ``<git dir>/verifygate/agent/starts/<session>.json`` (never the work tree),
-one per session: a session's subagents share it. An existing record is never replaced, so a
-resumed or compacted session keeps its start. A copy is kept in the user's state directory,
-out of reach of an agent confined to the project, and is the one believed: an agent that
-commits its broken work and deletes the record in ``.git`` must not make HEAD the start.
+A record is kept per session under ``<git dir>/verifygate/agent/starts/`` and never replaced,
+so a resumed session keeps its start. Its copy in the user's state directory, out of reach of
+an agent confined to the project, is the one believed: an agent that deletes the record in
+``.git`` must not make HEAD the start.
 
 PYTEST_DONT_REWRITE
 """
 
 import contextlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
 from typing import NamedTuple
 
-from pytest_verifygate.agents.state import is_state_name, session_file_stem
+from pytest_verifygate.agents.state import (
+    is_state_name,
+    private_path,
+    session_file_stem,
+    write_signed,
+)
 from pytest_verifygate.errors import ChangeSetError
 from pytest_verifygate.git.changes import git_answer, git_output
-from pytest_verifygate.state.files import prune_own_files, write_state
-from pytest_verifygate.state.storage import state_dir
+from pytest_verifygate.state.files import StateFileError, prune_own_files, read_state_file
+from pytest_verifygate.state.integrity import is_signed
+from pytest_verifygate.state.storage import blocked, state_dir
 
 START_VERSION = 1
 KEEP_STARTS = 200
@@ -61,18 +63,80 @@ def start_path(repo_root: Path, session_id: str) -> Path:
 
 
 def private_start_path(repo_root: Path, session_id: str) -> Path | None:
-    """The record's copy in the user's state directory (None: there is none):
-    ``agent-starts/<project>/<session>.json``."""
-    import hashlib
-    import os
+    """The record's copy in the user's state directory (None: there is none)."""
+    return private_path("agent-starts", os.path.realpath(repo_root),
+                        f"{session_file_stem(session_id)}.json")
 
-    from pytest_verifygate.state.integrity import user_state_dir
 
-    base = user_state_dir()
-    if base is None:
+def record_session_start(repo_root: Path, session_id: str) -> StartPoint:
+    """At ``SessionStart``: record HEAD as the session's start, unless one is recorded."""
+    recorded, problem = _recorded(repo_root, session_id)
+    if recorded is not None:
+        return recorded
+    if problem is not None:
+        print(f"verifygate agent-hook: {problem}; recording HEAD", file=sys.stderr)
+    start = StartPoint(head_commit(repo_root), FROM_SESSION_START)
+    _write(repo_root, session_id, start)
+    return start
+
+
+def session_start_point(repo_root: Path, session_id: str, changed_from: str | None = None
+                        ) -> tuple[StartPoint, str | None]:
+    """The starting point of a stop's checks, and a warning for the user, if any."""
+    if changed_from:
+        if changed_from.startswith("-"):
+            raise ChangeSetError(f"invalid git ref {changed_from!r}: a ref cannot start with '-'")
+        if not _is_commit(repo_root, changed_from):
+            raise ChangeSetError(f"--changed-from {changed_from}: no such commit")
+        base = git_answer(repo_root, "merge-base", "--end-of-options", changed_from, "HEAD")
+        if base is None:
+            # Histories that never met (an orphan branch): every file is the session's.
+            return StartPoint(None, FROM_CHANGED_FROM), (
+                f"--changed-from {changed_from} shares no history with HEAD: every file "
+                "counts as changed")
+        return StartPoint(base.decode().strip(), FROM_CHANGED_FROM), None
+    recorded, warning = _recorded(repo_root, session_id)
+    if recorded is not None:
+        if recorded.commit is None or _is_commit(repo_root, recorded.commit):
+            return recorded, warning  # the copy under the git directory may be forged
+        warning = (f"the session's recorded start {recorded.short} is no longer in the "
+                   "repository")
+    if warning is not None:
+        warning += "; starting from the upstream merge base or HEAD instead"
+    start = _upstream_base(repo_root) or StartPoint(head_commit(repo_root), FROM_FIRST_STOP)
+    _write(repo_root, session_id, start)
+    return start, warning
+
+
+def head_commit(repo_root: Path) -> str | None:
+    """HEAD's commit id; None before the first commit. A git that fails raises."""
+    head = git_answer(repo_root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    return None if head is None else head.decode().strip() or None
+
+
+def empty_tree(repo_root: Path) -> str:
+    """The empty tree's id (SHA-1 or SHA-256): the start of a repository without commits."""
+    return git_output(repo_root, "hash-object", "-t", "tree", "/dev/null").decode().strip()
+
+
+def _is_commit(repo_root: Path, ref: str) -> bool:
+    return git_answer(repo_root, "rev-parse", "--verify", "--quiet", "--end-of-options",
+                      f"{ref}^{{commit}}") is not None
+
+
+def _upstream_base(repo_root: Path) -> StartPoint | None:
+    """The merge base with the upstream branch; None when there is no upstream branch, it is
+    not fetched, or it shares no history with HEAD. A git that fails raises: a broken
+    configuration must not look like "no upstream"."""
+    branch = git_answer(repo_root, "symbolic-ref", "--quiet", "HEAD")
+    if branch is None:
+        return None  # detached HEAD: no branch, no upstream
+    upstream = git_output(repo_root, "for-each-ref", "--format=%(upstream)",
+                          branch.decode().strip()).decode().strip()
+    if not upstream or not _is_commit(repo_root, upstream):
         return None
-    project = hashlib.sha256(os.fsencode(os.path.realpath(repo_root))).hexdigest()[:16]
-    return base / "agent-starts" / project / f"{session_file_stem(session_id)}.json"
+    base = git_answer(repo_root, "merge-base", upstream, "HEAD")
+    return StartPoint(base.decode().strip(), FROM_UPSTREAM) if base else None
 
 
 def _recorded(repo_root: Path, session_id: str) -> tuple[StartPoint | None, str | None]:
@@ -87,107 +151,16 @@ def _recorded(repo_root: Path, session_id: str) -> tuple[StartPoint | None, str 
     return in_git_dir
 
 
-def record_session_start(repo_root: Path, session_id: str) -> StartPoint:
-    """At ``SessionStart``: record HEAD as the session's start, unless one is recorded."""
-    path = start_path(repo_root, session_id)
-    recorded, problem = _recorded(repo_root, session_id)
-    if recorded is not None:
-        return recorded
-    if problem is not None:
-        print(f"verifygate agent-hook: {problem}; recording HEAD", file=sys.stderr)
-    start = StartPoint(head_commit(repo_root), FROM_SESSION_START)
-    _write_both(repo_root, path, session_id, start)
-    return start
-
-
-def session_start_point(repo_root: Path, session_id: str, changed_from: str | None = None
-                        ) -> tuple[StartPoint, str | None]:
-    """The starting point of a stop's checks, and a warning for the user, if any."""
-    if changed_from:
-        if changed_from.startswith("-"):
-            raise ChangeSetError(f"invalid git ref {changed_from!r}: a ref cannot start with '-'")
-        if git_answer(repo_root, "rev-parse", "--verify", "--quiet", "--end-of-options",
-                      f"{changed_from}^{{commit}}") is None:
-            raise ChangeSetError(f"--changed-from {changed_from}: no such commit")
-        base = git_answer(repo_root, "merge-base", "--end-of-options", changed_from, "HEAD")
-        if base is None:
-            # Histories that never met (an orphan branch): every file is the session's.
-            return StartPoint(None, FROM_CHANGED_FROM), (
-                f"--changed-from {changed_from} shares no history with HEAD: every file "
-                "counts as changed")
-        return StartPoint(base.decode().strip(), FROM_CHANGED_FROM), None
-    path = start_path(repo_root, session_id)
-    recorded, warning = _recorded(repo_root, session_id)
-    if recorded is not None:
-        if recorded.commit is None or _exists(repo_root, recorded.commit):
-            return recorded, warning  # the copy under the git directory may be forged
-        warning = (f"the session's recorded start {recorded.short} is no longer in the "
-                   "repository")
-    if warning is not None:
-        warning += "; starting from the upstream merge base or HEAD instead"
-    start = _upstream_base(repo_root)
-    if start is None:
-        start = StartPoint(head_commit(repo_root), FROM_FIRST_STOP)
-    _write_both(repo_root, path, session_id, start)
-    return start, warning
-
-
-def _write_both(repo_root: Path, path: Path, session_id: str, start: StartPoint) -> None:
-    _write(path, session_id, start)
-    private = private_start_path(repo_root, session_id)
-    if private is not None:
-        _write(private, session_id, start)
-
-
-def head_commit(repo_root: Path) -> str | None:
-    """HEAD's commit id; None before the first commit. A git that fails raises."""
-    head = git_answer(repo_root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
-    return None if head is None else head.decode().strip() or None
-
-
-def empty_tree(repo_root: Path) -> str:
-    """The empty tree's id (SHA-1 or SHA-256): the start of a repository without commits."""
-    return git_output(repo_root, "hash-object", "-t", "tree", "/dev/null").decode().strip()
-
-
-def _upstream_base(repo_root: Path) -> StartPoint | None:
-    """The merge base with the upstream branch; None when there is no upstream branch, it is
-    not fetched, or it shares no history with HEAD. A git that fails raises: a broken
-    configuration must not look like "no upstream"."""
-    branch = git_answer(repo_root, "symbolic-ref", "--quiet", "HEAD")
-    if branch is None:
-        return None  # detached HEAD: no branch, no upstream
-    upstream = git_output(repo_root, "for-each-ref", "--format=%(upstream)",
-                          branch.decode().strip()).decode().strip()
-    if not upstream or git_answer(repo_root, "rev-parse", "--verify", "--quiet",
-                                  f"{upstream}^{{commit}}") is None:
-        return None
-    base = git_answer(repo_root, "merge-base", upstream, "HEAD")
-    return StartPoint(base.decode().strip(), FROM_UPSTREAM) if base else None
-
-
-def _exists(repo_root: Path, commit: str) -> bool:
-    return git_answer(repo_root, "rev-parse", "--verify", "--quiet",
-                      f"{commit}^{{commit}}") is not None
-
-
 def _read(path: Path, session_id: str) -> tuple[StartPoint | None, str | None]:
-    """The recorded start, or None with why it is not used (None: there is none).
-
-    The record decides what an agent's stop is checked against, and whatever can write the
-    work tree can write ``.git``: it is read bounded and never blocking, and believed only
-    with this user's seal (``integrity.signed``) and for this session.
-    """
-    from pytest_verifygate.state.integrity import StateFileError, is_signed, read_state_file
-
+    """The recorded start, or None with why it is not used (None: there is none). Whatever
+    can write the work tree can write ``.git``: believed only with this user's seal and for
+    this session, and read bounded, never blocking."""
     try:
         raw = read_state_file(path, MAX_START_BYTES)
         if raw is None:
             return None, None
         data = json.loads(raw.decode("utf-8"))
     except (StateFileError, ValueError, RecursionError) as exc:
-        from pytest_verifygate.state.storage import blocked
-
         if blocked(path):  # a file where a directory should be: said once, for everything
             return None, None
         return None, f"ignoring the unreadable session start {path} ({exc})"
@@ -201,12 +174,13 @@ def _read(path: Path, session_id: str) -> tuple[StartPoint | None, str | None]:
     return StartPoint(commit, data["source"]), None
 
 
-def _write(path: Path, session_id: str, start: StartPoint) -> None:
-    from pytest_verifygate.state.integrity import signed
-
-    data: dict[str, object] = {
+def _write(repo_root: Path, session_id: str, start: StartPoint) -> None:
+    """Record ``start`` in both places; without a record, the next stop chooses again."""
+    record: dict[str, object] = {
         "version": START_VERSION, "session_id": session_id, "commit": start.commit,
         "source": start.source, "recorded": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    with contextlib.suppress(OSError):  # without a record, the next stop chooses again
-        write_state(path, json.dumps(signed(START_SEAL, data), indent=2) + "\n")
-        prune_own_files(path.parent, is_state_name, KEEP_STARTS)
+    for path in (start_path(repo_root, session_id), private_start_path(repo_root, session_id)):
+        if path is not None:
+            with contextlib.suppress(OSError):
+                write_signed(path, START_SEAL, record)
+                prune_own_files(path.parent, is_state_name, KEEP_STARTS)

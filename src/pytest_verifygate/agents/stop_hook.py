@@ -1,76 +1,27 @@
-"""``verifygate agent-hook``: the one verify-on-stop policy, for every coding agent.
+"""``verifygate agent-hook``'s one verify-on-stop policy, for every coding agent (what a stop
+gets: ``docs/how-to/agents.md``, "How the stop hook decides").
 
-Owns the decisions; reading the payload, the time budget and answering are the front end's
-(``cli/agent_hook.py``). Each agent's protocol (its payload, its answer's format, its
-configuration) is an adapter's (``claude.py``, ``codex.py``, ``cursor.py``, ``gemini.py``;
-``detect.py`` tells them apart); the per-session files are ``state.py``'s and the starting
-point ``session_start.py``'s. The gates run through the one engine, exactly as
-``verifygate run`` runs them. The answer is in the agent's format at exit status 0 (another
-status is an error every agent lets pass), but for a payload of no known agent (below). A
-``SessionStart`` payload records the session's starting point and is answered with nothing
-(what a SessionStart hook prints becomes the agent's context).
-
-What a stop checks: everything changed since the session's starting point
-(``session_start.py``: HEAD when the session began, or the upstream merge base), committed or
-not, plus untracked files; and the contract as it was there still binds: its gates run as they
-were, even if removed or changed since (``contract/revision.py``).
-
-Decisions, per session, the same for every agent. Nothing unverified counts as verified:
-only these let the agent stop,
-
-- no changes since the starting point;
-- gates pass, or only manual gates are pending, or no gate applies (no contract now and none
-  at the starting point included): the round count starts again at zero;
-- the hand-over: after ``--max-rounds`` blocks in a row the stop is allowed, telling the user
-  a human must review (``Decision.human_review``); the count starts again at zero, so the
-  next stop after a human re-prompts the agent gets a fresh set of rounds;
-
-and a stop that is no stop of the session's: a ``SubagentStop`` (a subagent hands its work
-to its parent, whose own stop checks everything the session changed, the subagent's work
-included: judged alone it would be blamed for its parent's unfinished work), a payload of an
-event that is no stop (``PreToolUse``), and Cursor's aborted or failed runs (sending the agent
-back would overrule the user). Everything else blocks, counting rounds towards the same cap:
-
-- gates fail: block with the digest; when the failure signature equals the previous round's,
-  the reason says so;
-- the contract cannot be loaded (invalid, unreadable, or removed since the starting point);
-- the stop cannot be checked: a git error, an internal error, an interrupted run, the hook's
-  time budget (``--budget``, below the timeout the installer writes) running out, whose
-  gates are then stopped, and a payload that cannot be read. An agent that cannot be told
-  from its payload cannot be answered in its protocol: then the hook exits with status 2
-  and the reason on stderr, which Claude Code, Codex CLI and Gemini CLI all read as a block
-  (Cursor's hook names its agent with ``--agent``, and is answered in its format).
-
-The rounds behind a stop are the agent's own count where it keeps one (Cursor's
-``loop_count``: the hand-over was given once it passes the cap), else ours, counted per
-session in ``<git dir>/verifygate/agent/`` (``state.py``), never in the work tree, or in the
-user's state directory when the git directory cannot take them. When neither can,
-the payload is all there is: a stop the agent makes while already sent back
-(``stop_hook_active``), or, for Gemini CLI, whose ``stop_hook_active`` is false on retries
-that used tools, a ``prompt`` that quotes a block reason's round, counts; failing that, a stop
-blocks each time, and only the agent's own turn limit ends it (the limit that remains).
-Payloads that cannot be read are counted under one key per repository.
-
-Each judged stop's outcome is recorded for ``verifygate agent-status`` (``status.py``).
+A stop is checked on everything changed since the session's starting point
+(``session_start.py``), committed or not, under the contract as it was there. Only these let
+the agent stop: no changes, gates that pass (or only manual gates pending, or none apply), the
+hand-over after ``--max-rounds`` blocks in a row, and what is no stop of the session's (a
+subagent's stop, another event, a run the user aborted). Everything else blocks and counts
+towards the same cap: failing gates, a contract that cannot be loaded, and a stop that cannot
+be checked (a git error, a crash, an interruption, the time budget, an unreadable payload).
 
 PYTEST_DONT_REWRITE
 """
 
 import argparse
+import os
 import shlex
 import sys
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pytest_verifygate import codes
 from pytest_verifygate.agents import status
-from pytest_verifygate.agents.protocol import (
-    SESSION_START,
-    SUBAGENT_STOP,
-    Decision,
-    HookPayload,
-)
+from pytest_verifygate.agents.protocol import SESSION_START, SUBAGENT_STOP, Decision, HookPayload
 from pytest_verifygate.agents.session_start import (
     StartPoint,
     empty_tree,
@@ -85,8 +36,13 @@ from pytest_verifygate.engine import Plan, RunRequest, prepare
 from pytest_verifygate.errors import ContractError, VerifyGateError
 from pytest_verifygate.git.changes import ChangeRequest
 
+if TYPE_CHECKING:
+    from pytest_verifygate.report.model import Report
+
 # Rounds of payloads that cannot be read are counted under this key, one per repository.
 UNREAD_KEY = "unread-payload"
+# The project directory an agent names for its hooks, where it names one.
+PROJECT_DIR_VARIABLES = {"claude": "CLAUDE_PROJECT_DIR", "gemini": "GEMINI_PROJECT_DIR"}
 
 
 class GatesInterrupted(Exception):
@@ -97,95 +53,8 @@ class GatesInterrupted(Exception):
         self.gates = gates
 
 
-# --------------------------------------------------------------------------------------------
-# deciding
-
-
-def decide(
-    report: Mapping[str, Any],
-    *,
-    digest: str,
-    signature: str | None,
-    previous: SessionState,
-    max_rounds: int,
-    report_path: str | None = None,
-    rerun: str = "verifygate run",
-    notes: tuple[str, ...] = (),
-) -> Decision:
-    """Block or allow, given this round's report and what the session remembers.
-
-    ``notes``: lines for the agent between the round's first line and the digest.
-    """
-    if report.get("verdict") != codes.VERDICT_FAILED:
-        note = None
-        if report.get("verdict") == codes.VERDICT_PENDING:
-            note = digest.strip()  # the one line naming the gates awaiting sign-off
-        return Decision(system_message=note, state=SessionState(), status=status.VERIFIED)
-    failed = tuple(str(g.get("name")) for g in report.get("gates", [])
-                   if g.get("outcome") == codes.FAILED)
-    where = f" Last report: {report_path}." if report_path else ""
-    return block_round(
-        previous, max_rounds, signature=signature, failed=failed, notes=notes, body=digest,
-        problem="the verify contract's gates fail on your changes. Fix the failures below, "
-                "then stop again; the gates run again automatically.",
-        hand_over=f"gates still fail after {previous.rounds} round(s) of fixes "
-                  f"({gate_names(failed)}): the stop is allowed and a human must review the "
-                  f"work. Run `{rerun}` to see the failures.{where}",
-    )
-
-
-def gate_names(names: tuple[str, ...]) -> str:
-    """```a`, `b` and 3 more``: gates named in a message, at most ten."""
-    shown = ", ".join(f"`{name}`" for name in names[:10]) or "(no gate ran)"
-    return shown + (f" and {len(names) - 10} more" if len(names) > 10 else "")
-
-
-def block_round(
-    previous: SessionState,
-    max_rounds: int,
-    *,
-    problem: str,
-    body: str,
-    signature: str | None,
-    failed: tuple[str, ...],
-    hand_over: str,
-    notes: tuple[str, ...] = (),
-) -> Decision:
-    """Block for one more round, or, after ``max_rounds`` blocks in a row, allow and tell the
-    user (``hand_over``) that a human must review."""
-    if previous.rounds >= max_rounds:
-        return Decision(system_message=f"verifygate: {hand_over}",
-                        state=SessionState(0, signature, failed), human_review=True,
-                        status=status.HANDED_OVER)
-    rounds = previous.rounds + 1
-    lines = [f"verifygate blocked this stop (round {rounds} of {max_rounds}): {problem}",
-             *notes]
-    if signature is not None and signature == previous.signature:
-        lines.append("Note: these failures are identical to the previous round's: your last "
-                     "changes did not affect them. Try a different approach; if the cause is "
-                     "outside the code (a missing tool, a broken environment), say so and stop.")
-    if rounds == max_rounds:
-        lines.append("This is the last round: if the gates still fail at your next stop, the "
-                     "stop is allowed and a human reviews the work.")
-    reason = "\n".join(lines) + ("\n\n" + body if body else "")
-    return Decision(block_reason=reason, state=SessionState(rounds, signature, failed),
-                    status=status.BLOCKED)
-
-
-# --------------------------------------------------------------------------------------------
-# judging a stop
-
-
-def one_line(error: BaseException) -> str:
-    """An error's message as one bounded line."""
-    text = " ".join(str(error).split())
-    return text[:500] + " ..." if len(text) > 500 else text
-
-
 def judge(args: argparse.Namespace, payload: HookPayload) -> Decision:
     """The decision on one payload (``cli/agent_hook.py`` reads it and answers)."""
-    import os
-
     try:
         os.chdir(payload.cwd)  # relative paths in messages and --contract are from here
     except OSError as exc:
@@ -194,7 +63,8 @@ def judge(args: argparse.Namespace, payload: HookPayload) -> Decision:
     if payload.event == SESSION_START:
         return _session_started(payload, repo_root)
     if payload.event == SUBAGENT_STOP:
-        # Not gated: the parent's stop checks the session's work, the subagent's included.
+        # Not gated: the parent's stop checks the session's work, the subagent's included;
+        # judged alone, a subagent would be blamed for its parent's unfinished work.
         return Decision()
     if payload.skip_reason is not None:
         return allow(payload.skip_reason)
@@ -222,7 +92,7 @@ def judge(args: argparse.Namespace, payload: HookPayload) -> Decision:
             # Broken before the session began, and untouched by it: not the agent's to fix.
             return allow(f"contract error: {exc}; nothing changed since {start.source} "
                          f"({start.short}), so the stop is allowed")
-        return _contract_error(args, payload, exc, repo_root or Path.cwd(), start)
+        return _contract_error(args, payload, exc, start)
     except VerifyGateError as exc:  # git, mostly: the change set cannot be known
         return fail_closed(args, payload, one_line(exc))
     for warning in plan.warnings:
@@ -230,18 +100,10 @@ def judge(args: argparse.Namespace, payload: HookPayload) -> Decision:
     return _check(args, payload, plan, start)
 
 
-# The project directory an agent names for its hooks, where it names one.
-PROJECT_DIR_VARIABLES = {"claude": "CLAUDE_PROJECT_DIR", "gemini": "GEMINI_PROJECT_DIR"}
-
-
 def in_project(payload: HookPayload) -> HookPayload:
-    """``payload`` judged in the agent's project: the payload's ``cwd`` is wherever the
-    agent's shell was left, so a stop made from another repository (a clean clone, a scratch
-    directory) would judge that one. When the agent names its project directory and the
-    ``cwd`` is not in the project's repository, the project is judged instead; a ``cwd`` in
-    the same repository (a package's subdirectory, its own contract) stays."""
-    import os
-
+    """``payload`` judged in the agent's project: its ``cwd`` is wherever the agent's shell
+    was left. Where the agent names its project directory and the ``cwd`` is outside the
+    project's repository (a clean clone, a scratch directory), the project is judged."""
     named = os.environ.get(PROJECT_DIR_VARIABLES.get(payload.agent, ""), "")
     if not named or not os.path.isabs(named) or not os.path.isdir(named):
         return payload
@@ -256,23 +118,9 @@ def in_project(payload: HookPayload) -> HookPayload:
     return payload._replace(cwd=project)
 
 
-def _changed_since(args: argparse.Namespace, payload: HookPayload, start: StartPoint,
-                   repo_root: Path | None) -> bool:
-    """Whether anything (committed or not, untracked included) changed since ``start``: what
-    a stop is judged on, asked without a contract to select gates. When git cannot tell,
-    something did (the contract error then blocks)."""
-    from pytest_verifygate.engine import change_set
-
-    request = _request(args, payload, start)
-    try:
-        return bool(change_set(request, repo_root or Path.cwd()).files)
-    except VerifyGateError:
-        return True
-
-
 def _session_started(payload: HookPayload, repo_root: Path | None) -> Decision:
-    """Record where the session starts; answer nothing (it would become the agent's
-    context). A problem is said on stderr only."""
+    """Record where the session starts, answering nothing (it would become the agent's
+    context): a problem is said on stderr only."""
     if repo_root is None:
         _warn(f"{payload.cwd} is not in a git repository: no starting point recorded")
         return Decision()
@@ -285,8 +133,8 @@ def _session_started(payload: HookPayload, repo_root: Path | None) -> Decision:
 
 def _request(args: argparse.Namespace, payload: HookPayload, start: StartPoint | None
              ) -> RunRequest:
-    """The engine's request: everything since the starting point, committed or not, plus
-    untracked files, under the contract as it was there, for the gates of ``--role``."""
+    """Everything since the starting point, committed or not, plus untracked files, under
+    the contract as it was there, for the gates of ``--role``."""
     if start is None:  # outside git: nothing tells what changed, so every gate applies
         changes = ChangeRequest(all=True)
     elif start.commit is None:
@@ -297,9 +145,24 @@ def _request(args: argparse.Namespace, payload: HookPayload, start: StartPoint |
     else:
         changes = ChangeRequest(changed_from=args.changed_from or start.commit)
     return RunRequest(contract=args.contract, start=payload.cwd, changes=changes,
-                      role=args.role, read_cache=not getattr(args, "no_cache", False),
-                      jobs=getattr(args, "jobs", None),
+                      role=args.role, read_cache=not args.no_cache, jobs=args.jobs,
                       bound_by=None if start is None else start.commit or empty_tree(Path.cwd()))
+
+
+def _changed_since(args: argparse.Namespace, payload: HookPayload, start: StartPoint,
+                   repo_root: Path | None) -> bool:
+    """Whether anything changed since ``start``, asked without a contract; when git cannot
+    tell, something did (the contract error then blocks)."""
+    from pytest_verifygate.engine import change_set
+
+    try:
+        return bool(change_set(_request(args, payload, start), repo_root or Path.cwd()).files)
+    except VerifyGateError:
+        return True
+
+
+# --------------------------------------------------------------------------------------------
+# blocking, round by round
 
 
 def _rounds(payload: HookPayload | None) -> Rounds:
@@ -311,142 +174,34 @@ def _rounds(payload: HookPayload | None) -> Rounds:
     return Rounds.of(repo_root, key, repo_root or place)
 
 
-def _contract_error(args: argparse.Namespace, payload: HookPayload, error: ContractError,
-                    repo_root: Path, start: StartPoint | None) -> Decision:
-    """Fail closed: a contract that cannot be loaded blocks, round after round, like a
-    failing gate, until the round cap hands over to a human."""
-    rounds = _rounds(payload)
-    stored = rounds.load()
-    previous = stored._replace(rounds=payload.rounds_before(stored))
-    text = str(error)
-    if len(text) > 2000:
-        text = text[:2000] + " ..."
-    since = f" at {start.short}" if start is not None and start.commit else ""
-    decision = block_round(
-        previous, args.max_rounds, signature=f"contract error: {text}", failed=(),
-        problem="the verify contract cannot be loaded, so your work cannot be checked. Make "
-                "it valid again without removing or weakening gates (the gates it had"
-                f"{since} run in any case); if you did not change it, say so and stop.",
-        body="The error:\n\n" + "\n".join(f"    {line}" for line in text.splitlines()),
-        hand_over=f"the verify contract still cannot be loaded after {previous.rounds} "
-                  f"round(s) ({text}): the stop is allowed and a human must review the work.",
-    )
-    _warn(f"contract error: {text}")
-    if decision.state != stored and not rounds.save(decision.state):
-        decision = _uncounted(decision, payload)
-    return decision
+def _previous(payload: HookPayload | None, stored: SessionState) -> SessionState:
+    return stored if payload is None else stored._replace(rounds=payload.rounds_before(stored))
 
 
-def fail_closed(args: argparse.Namespace, payload: HookPayload | None, problem: str
-                 ) -> Decision:
-    """Block a stop that cannot be checked (``problem`` says why), counting rounds towards
-    the cap like failing gates: nothing unverified counts as verified, and the cap still
-    hands over to a human."""
-    _warn(f"this stop cannot be checked: {problem}")
-    try:
-        rounds = _rounds(payload)
-        stored = rounds.load()
-    except Exception as exc:  # nowhere to count: the payload is all there is
-        _warn(f"cannot read the round count ({type(exc).__name__}: {one_line(exc)})")
-        rounds, stored = None, SessionState()
-    previous = stored._replace(rounds=stored.rounds if payload is None
-                               else payload.rounds_before(stored))
-    decision = block_round(
-        previous, args.max_rounds, signature=f"cannot check: {problem}", failed=(), body="",
-        problem=f"your work could not be checked, and unchecked work is not verified: "
-                f"{problem}. If the cause is yours to fix, fix it and stop again; if it is "
-                "outside the code, say so and stop.",
-        hand_over=f"the stop still cannot be checked after {previous.rounds} round(s) "
-                  f"({problem}): the stop is allowed and a human must review the work.",
-    )
-    try:
-        saved = decision.state == stored or (rounds is not None and rounds.save(decision.state))
-    except Exception:  # counted or not, the decision stands
-        saved = False
-    return decision if saved else _uncounted(decision, payload)
-
-
-def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
-           start: StartPoint | None) -> Decision:
-    contract = plan.contract
-    rounds = _rounds(payload)
-    stored = rounds.load()
-    previous = stored._replace(rounds=payload.rounds_before(stored))
-    if plan.changes.filtering and not plan.changes.files:
-        # Nothing changed: nothing to verify, and nothing left of earlier failures.
-        if stored != SessionState():
-            rounds.save(SessionState())
-        return Decision(status=status.VERIFIED)
-    # Imported once there is something to run: most stops change nothing, or hit a contract
-    # error, and need none of it.
-    from pytest_verifygate import engine
-    from pytest_verifygate.plugins import plugin_hook
-    from pytest_verifygate.report.document import dumps
-    from pytest_verifygate.state.files import write_state
-
-    hook = plugin_hook()
-    run = engine.run(plan, hook=hook)
-    if run.interrupted:
-        raise GatesInterrupted(tuple(r.name for r in run.results
-                                     if r.code == codes.INTERRUPTED))
-    report = engine.report(run, hook)
-    root = str(contract.repo_root)
-    kept = rounds.primary or rounds.fallback
-    report_path = None if kept is None else kept.with_suffix(".report.json")
-    if report_path is not None:
-        try:
-            write_state(report_path, dumps(report))  # state: never through a planted link
-        except OSError as exc:
-            from pytest_verifygate.state.storage import blocked
-
-            if not blocked(report_path):  # a file in the way: said once, for everything
-                _warn(f"cannot write the report {report_path}: {exc.strerror or exc}")
-    digest, signature = "", None
-    # A pass needs neither digest nor signature: most stops pass.
-    if report["verdict"] in (codes.VERDICT_FAILED, codes.VERDICT_PENDING):
-        from pytest_verifygate.report.digest import failure_signature, to_digest
-
-        digest, signature = to_digest(report, root=root), failure_signature(report, root=root)
-    changed = change_note(contract.warnings)
-    notes: tuple[str, ...] = ()
-    if start is not None and start.commit is not None:
-        notes += (f"Checked: every change since {start.source} ({start.short}), committed or "
-                  "not.",)
-    if changed is not None:
-        notes += (f"Note: {changed}. Removing or weakening a gate does not skip it.",)
-    decision = decide(
-        report,
-        digest=digest,
-        signature=signature,
-        previous=previous,
-        max_rounds=args.max_rounds,
-        report_path=None if report_path is None else posix_relative(report_path,
-                                                                    contract.repo_root),
-        rerun=_rerun_command(args, start),
-        notes=notes,
-    )
-    if decision.state != stored and not rounds.save(decision.state):
-        decision = _uncounted(decision, payload)
-    if changed is not None and decision.block_reason is None:
-        # The user should know the contract changed, whatever the verdict (stderr has it).
-        message = f"verifygate agent-hook: {changed}"
-        if decision.system_message is not None:
-            message = f"{decision.system_message}\n{message}"
-        decision = decision._replace(system_message=message)
-    return decision
-
-
-def _rerun_command(args: argparse.Namespace, start: StartPoint | None = None) -> str:
-    """The ``verifygate run`` command that checks what this hook checked."""
-    since = start.short if start is not None and start.commit is not None else "HEAD"
-    words = ["verifygate", "run", "--changed-from", args.changed_from or since]
-    if start is None:
-        words = ["verifygate", "run", "--all"]
-    if args.contract:
-        words += ["--contract", args.contract]
-    if args.role:
-        words += [word for role in args.role for word in ("--role", role)]
-    return shlex.join(words)
+def block_round(previous: SessionState, max_rounds: int, *, problem: str, body: str,
+                signature: str | None, failed: tuple[str, ...], hand_over: str,
+                notes: tuple[str, ...] = ()) -> Decision:
+    """Block for one more round (``notes``: lines between its first line and ``body``), or,
+    after ``max_rounds`` blocks in a row, allow and tell the user (``hand_over``) that a human
+    must review."""
+    if previous.rounds >= max_rounds:
+        return Decision(system_message=f"verifygate: {hand_over}",
+                        state=SessionState(0, signature, failed), human_review=True,
+                        status=status.HANDED_OVER)
+    rounds = previous.rounds + 1
+    # Gemini CLI's adapter reads the round back from this first line (``retry_round``).
+    lines = [f"verifygate blocked this stop (round {rounds} of {max_rounds}): {problem}",
+             *notes]
+    if signature is not None and signature == previous.signature:
+        lines.append("Note: these failures are identical to the previous round's: your last "
+                     "changes did not affect them. Try a different approach; if the cause is "
+                     "outside the code (a missing tool, a broken environment), say so and stop.")
+    if rounds == max_rounds:
+        lines.append("This is the last round: if the gates still fail at your next stop, the "
+                     "stop is allowed and a human reviews the work.")
+    reason = "\n".join(lines) + ("\n\n" + body if body else "")
+    return Decision(block_reason=reason, state=SessionState(rounds, signature, failed),
+                    status=status.BLOCKED)
 
 
 def _uncounted(decision: Decision, payload: HookPayload | None) -> Decision:
@@ -467,6 +222,175 @@ def _uncounted(decision: Decision, payload: HookPayload | None) -> Decision:
         "its rounds cannot be counted (no state directory can be written): it is allowed so "
         "that the agent is not sent back forever. A human must review the work.",
         human_review=True, status=status.HANDED_OVER)
+
+
+def _contract_error(args: argparse.Namespace, payload: HookPayload, error: ContractError,
+                    start: StartPoint | None) -> Decision:
+    """A contract that cannot be loaded blocks, round after round, like a failing gate."""
+    text = str(error)
+    if len(text) > 2000:
+        text = text[:2000] + " ..."
+    _warn(f"contract error: {text}")
+    since = f" at {start.short}" if start is not None and start.commit else ""
+    return _block(
+        args, payload, signature=f"contract error: {text}", why=text,
+        problem="the verify contract cannot be loaded, so your work cannot be checked. Make "
+                "it valid again without removing or weakening gates (the gates it had"
+                f"{since} run in any case); if you did not change it, say so and stop.",
+        body="The error:\n\n" + "\n".join(f"    {line}" for line in text.splitlines()),
+        still="the verify contract still cannot be loaded")
+
+
+def fail_closed(args: argparse.Namespace, payload: HookPayload | None, problem: str
+                ) -> Decision:
+    """Block a stop that cannot be checked (``problem`` says why), counting rounds like
+    failing gates."""
+    _warn(f"this stop cannot be checked: {problem}")
+    return _block(
+        args, payload, signature=f"cannot check: {problem}", why=problem, body="",
+        problem=f"your work could not be checked, and unchecked work is not verified: "
+                f"{problem}. If the cause is yours to fix, fix it and stop again; if it is "
+                "outside the code, say so and stop.",
+        still="the stop still cannot be checked")
+
+
+def _block(args: argparse.Namespace, payload: HookPayload | None, *, signature: str,
+           problem: str, body: str, still: str, why: str) -> Decision:
+    """Block for ``problem``, counting the round; after the cap, the hand-over says the
+    problem is ``still`` there (``why``). Also the last resort: nothing here may raise."""
+    rounds: Rounds | None = None
+    try:
+        rounds = _rounds(payload)
+        stored = rounds.load()
+    except Exception as exc:  # nowhere to count: the payload is all there is
+        _warn(f"cannot read the round count ({type(exc).__name__}: {one_line(exc)})")
+        rounds, stored = None, SessionState()
+    previous = _previous(payload, stored)
+    decision = block_round(
+        previous, args.max_rounds, signature=signature, failed=(), body=body, problem=problem,
+        hand_over=f"{still} after {previous.rounds} round(s) ({why}): the stop is allowed and "
+                  "a human must review the work.")
+    try:
+        saved = decision.state == stored or (rounds is not None and rounds.save(decision.state))
+    except Exception:  # counted or not, the decision stands
+        saved = False
+    return decision if saved else _uncounted(decision, payload)
+
+
+# --------------------------------------------------------------------------------------------
+# running the gates
+
+
+def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
+           start: StartPoint | None) -> Decision:
+    rounds = _rounds(payload)
+    stored = rounds.load()
+    if plan.changes.filtering and not plan.changes.files:
+        # Nothing changed: nothing to verify, and nothing left of earlier failures.
+        if stored != SessionState():
+            rounds.save(SessionState())
+        return Decision(status=status.VERIFIED)
+    # Imported once there is something to run: most stops change nothing.
+    from pytest_verifygate import engine
+    from pytest_verifygate.plugins import plugin_hook
+    from pytest_verifygate.report.digest import to_digest
+
+    hook = plugin_hook()
+    run = engine.run(plan, hook=hook)
+    if run.interrupted:
+        raise GatesInterrupted(tuple(r.name for r in run.results
+                                     if r.code == codes.INTERRUPTED))
+    report = engine.report(run, hook)
+    report_path = _write_report(report, rounds)
+    changed = change_note(plan.contract.warnings)
+    if report["verdict"] != codes.VERDICT_FAILED:
+        note = None
+        if report["verdict"] == codes.VERDICT_PENDING:  # the gates awaiting sign-off
+            note = to_digest(report, root=str(plan.contract.repo_root)).strip()
+        decision = Decision(system_message=note, status=status.VERIFIED)
+    else:
+        decision = _failed(args, report, _previous(payload, stored), plan, start, changed,
+                           report_path)
+    if decision.state != stored and not rounds.save(decision.state):
+        decision = _uncounted(decision, payload)
+    if changed is not None and decision.block_reason is None:
+        # The user should know the contract changed, whatever the verdict (stderr has it).
+        message = f"verifygate agent-hook: {changed}"
+        if decision.system_message is not None:
+            message = f"{decision.system_message}\n{message}"
+        decision = decision._replace(system_message=message)
+    return decision
+
+
+def _failed(args: argparse.Namespace, report: "Report", previous: SessionState,
+            plan: Plan, start: StartPoint | None, changed: str | None,
+            report_path: Path | None) -> Decision:
+    """Block with the digest of the failed gates."""
+    from pytest_verifygate.report.digest import failure_signature, to_digest
+
+    root = plan.contract.repo_root
+    failed = tuple(str(gate["name"]) for gate in report["gates"]
+                   if gate["outcome"] == codes.FAILED)
+    notes: tuple[str, ...] = ()
+    if start is not None and start.commit is not None:
+        notes += (f"Checked: every change since {start.source} ({start.short}), committed or "
+                  "not.",)
+    if changed is not None:
+        notes += (f"Note: {changed}. Removing or weakening a gate does not skip it.",)
+    where = f" Last report: {posix_relative(report_path, root)}." if report_path else ""
+    return block_round(
+        previous, args.max_rounds, signature=failure_signature(report, root=str(root)),
+        failed=failed, notes=notes, body=to_digest(report, root=str(root)),
+        problem="the verify contract's gates fail on your changes. Fix the failures below, "
+                "then stop again; the gates run again automatically.",
+        hand_over=f"gates still fail after {previous.rounds} round(s) of fixes "
+                  f"({gate_names(failed)}): the stop is allowed and a human must review the "
+                  f"work. Run `{_rerun_command(args, start)}` to see the failures.{where}",
+    )
+
+
+def _write_report(report: "Report", rounds: Rounds) -> Path | None:
+    """Keep the round's report beside its count; where it went (None: nowhere)."""
+    from pytest_verifygate.report.document import dumps
+    from pytest_verifygate.state.files import write_state
+    from pytest_verifygate.state.storage import blocked
+
+    kept = rounds.primary or rounds.fallback
+    if kept is None:
+        return None
+    path = kept.with_suffix(".report.json")
+    try:
+        write_state(path, dumps(report))  # state: never through a planted link
+    except OSError as exc:
+        if not blocked(path):  # a file in the way: said once, for everything
+            _warn(f"cannot write the report {path}: {exc.strerror or exc}")
+    return path
+
+
+def _rerun_command(args: argparse.Namespace, start: StartPoint | None) -> str:
+    """The ``verifygate run`` command that checks what this hook checked."""
+    if start is None:
+        words = ["verifygate", "run", "--all"]
+    else:
+        since = start.short if start.commit is not None else "HEAD"
+        words = ["verifygate", "run", "--changed-from", args.changed_from or since]
+    if args.contract:
+        words += ["--contract", args.contract]
+    for role in args.role or ():
+        words += ["--role", role]
+    return shlex.join(words)
+
+
+def gate_names(names: tuple[str, ...]) -> str:
+    """```a`, `b` and 3 more``: gates named in a message, at most ten."""
+    shown = ", ".join(f"`{name}`" for name in names[:10]) or "(no gate ran)"
+    return shown + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+
+
+def one_line(error: BaseException) -> str:
+    """An error's message as one bounded line."""
+    text = " ".join(str(error).split())
+    return text[:500] + " ..." if len(text) > 500 else text
 
 
 def allow(message: str) -> Decision:

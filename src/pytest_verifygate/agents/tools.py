@@ -1,12 +1,9 @@
 """What the MCP server's tools do, without the MCP SDK: plans, reports and their texts.
 
-``verifygate mcp`` (``mcp_server.py``) binds these to the protocol. Every call reads the
-contract from the repository again (``engine.prepare``), so an edited contract counts at
-once. Gates are asked for by name and looked up in the contract, never run as commands: a
-name the contract does not have is refused with the names it has. The change set of a call
-is, with ``changed_only`` (the default): everything since ``merge-base(changed_from, HEAD)``
-when ``changed_from`` is given, else the working tree against HEAD plus untracked files; with
-``changed_only`` false, every gate applies (``verifygate run --all``).
+Every call reads the contract again (an edited contract counts at once), and gates are asked
+for by name, never run as commands. The change set of a call: with ``changed_only`` (the
+default), everything since ``merge-base(changed_from, HEAD)`` when ``changed_from`` is given,
+else the working tree against HEAD plus untracked files; without, every gate applies.
 
 PYTEST_DONT_REWRITE
 """
@@ -46,8 +43,6 @@ class GateTools:
         self.root = root
         self.contract = contract
         self.last_report: Report | None = None
-
-    # -- planning ------------------------------------------------------------------------
 
     def plan(self, *, names: Sequence[str] | None = None, roles: Sequence[str] | None = None,
              changed_only: bool = True, changed_from: str | None = None) -> Plan:
@@ -93,15 +88,12 @@ class GateTools:
                           for row in rows]}
         return Answer("\n".join(lines) + "\n", data)
 
-    # -- running -------------------------------------------------------------------------
-
-    def finish(self, plan: Plan, results: Sequence[GateResult], hook: GateHooks | None,
-               interrupted: bool = False) -> Report:
+    def finish(self, plan: Plan, results: Sequence[GateResult], hook: GateHooks | None
+               ) -> Report:
         """The JSON report of a finished run (remembered for ``explain_failure``)."""
         from pytest_verifygate import engine
 
-        run = engine.RunResult(plan.contract, plan.changes, plan.selections, tuple(results),
-                               interrupted)
+        run = engine.RunResult(plan.contract, plan.changes, plan.selections, tuple(results))
         engine.record(run)
         report = engine.report(run, hook)
         self.last_report = report
@@ -126,8 +118,7 @@ class GateTools:
         digest = to_digest(report, root=str(plan.contract.repo_root))
         return Answer("\n".join(lines) + "\n\n" + digest, report)
 
-    def explain(self, name: str, report: Report, root: Path,
-                source: str) -> Answer:
+    def explain(self, name: str, report: Report, root: Path, source: str) -> Answer:
         """One gate's classified failure and the end of its output, from ``report``."""
         from pytest_verifygate.report.digest import gate_digest
 
