@@ -9,40 +9,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_verifygate.agents.protocol import (
-    SESSION_START,
-    SESSION_START_TIMEOUT,
-    STOP,
-    STOP_TIMEOUT,
-    SUBAGENT_STOP,
-    Adapter,
-    Decision,
-    HookEntry,
-    HookPayload,
-    command_hook,
-    directory,
-    dumps,
-    event_of,
-    optional_bool,
-    optional_text,
-    session_text,
-)
+from pytest_verifygate.agents import protocol
 
-EVENTS = {"SessionStart": SESSION_START, "Stop": STOP, "SubagentStop": SUBAGENT_STOP}
+EVENTS = {"SessionStart": protocol.SESSION_START, "Stop": protocol.STOP,
+          "SubagentStop": protocol.SUBAGENT_STOP}
 
 
 def parse(data: dict[str, Any], *, agent: str = "claude",
-          events: dict[str, str] = EVENTS) -> HookPayload:
-    session_id = session_text(data, "session_id")
-    cwd = directory(data.get("cwd"))
-    active = optional_bool(data, "stop_hook_active")
+          events: dict[str, str] = EVENTS) -> protocol.HookPayload:
+    session_id = protocol.session_text(data, "session_id")
+    cwd = protocol.directory(data.get("cwd"))
+    active = protocol.optional_bool(data, "stop_hook_active")
     # Without ``hook_event_name``: a Stop, as older releases sent it.
-    event = event_of(data, events, "Stop")
-    return HookPayload(session_id=session_id, cwd=cwd, agent=agent, event=event,
-                       stop_hook_active=active, agent_id=optional_text(data, "agent_id"))
+    event = protocol.event_of(data, events, "Stop")
+    agent_id = protocol.optional_text(data, "agent_id")
+    return protocol.HookPayload(session_id=session_id, cwd=cwd, agent=agent, event=event,
+                                stop_hook_active=active, agent_id=agent_id)
 
 
-def render(decision: Decision) -> str:
+def render(decision: protocol.Decision) -> str:
     # Always exit status 0: 2 would also block, any other is shown as a hook error. Nothing at
     # all lets the agent stop, and is what a SessionStart gets (its output becomes context).
     data: dict[str, Any] = {}
@@ -50,18 +35,19 @@ def render(decision: Decision) -> str:
         data = {"decision": "block", "reason": decision.block_reason}
     if decision.system_message is not None:
         data["systemMessage"] = decision.system_message
-    return dumps(data) if data else ""
+    return protocol.dumps(data) if data else ""
 
 
-def entries(command: str, max_rounds: int) -> list[HookEntry]:
+def entries(command: str, max_rounds: int) -> list[protocol.HookEntry]:
     # No SubagentStop hook: a subagent's stop is not gated (``stop_hook.py``).
     return [
-        ("SessionStart", {"hooks": [command_hook(command, SESSION_START_TIMEOUT)]}),
-        ("Stop", {"hooks": [command_hook(command, STOP_TIMEOUT)]}),
+        ("SessionStart",
+         {"hooks": [protocol.command_hook(command, protocol.SESSION_START_TIMEOUT)]}),
+        ("Stop", {"hooks": [protocol.command_hook(command, protocol.STOP_TIMEOUT)]}),
     ]
 
 
-ADAPTER = Adapter(
+ADAPTER = protocol.Adapter(
     name="claude", title="Claude Code", parse=parse, render=render,
     config_file=".claude/settings.json", entries=entries, retired=("SubagentStop",),
     setup=("Claude Code reads project hooks when a session starts: restart running sessions "

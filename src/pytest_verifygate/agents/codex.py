@@ -11,15 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_verifygate.agents import claude
-from pytest_verifygate.agents.protocol import Adapter, HookPayload
+from pytest_verifygate.agents import claude, protocol
 
 
-def parse(data: dict[str, Any]) -> HookPayload:
+def parse(data: dict[str, Any]) -> protocol.HookPayload:
     return claude.parse(data, agent="codex")
 
 
-ADAPTER = Adapter(
+ADAPTER = protocol.Adapter(
     name="codex", title="Codex CLI", parse=parse, render=claude.render,
     config_file=".codex/hooks.json", entries=claude.entries, retired=("SubagentStop",),
     setup=("Codex skips a project's hooks without a word unless the project is trusted and "

@@ -13,73 +13,62 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pytest_verifygate.agents.protocol import (
-    STOP,
-    Adapter,
-    Decision,
-    HookEntry,
-    HookPayload,
-    PayloadError,
-    directory,
-    dumps,
-    event_of,
-    session_text,
-)
+from pytest_verifygate.agents import protocol
 
 RELAY = ("\n\nDo not try another fix for these failures. Stop now, and tell the user that a "
          "human must review the work, quoting the message above.")
 
 
-def parse(data: dict[str, Any]) -> HookPayload:
-    event = event_of(data, {"stop": STOP}, "stop")
+def parse(data: dict[str, Any]) -> protocol.HookPayload:
+    event = protocol.event_of(data, {"stop": protocol.STOP}, "stop")
     key = "conversation_id" if "conversation_id" in data else "session_id"
     if key not in data:
-        raise PayloadError("'conversation_id' is missing")
-    session_id = session_text(data, key)
+        raise protocol.PayloadError("'conversation_id' is missing")
+    session_id = protocol.session_text(data, key)
     loop_count = data.get("loop_count")
     if loop_count is not None and (isinstance(loop_count, bool)
                                    or not isinstance(loop_count, int) or loop_count < 0):
-        raise PayloadError("'loop_count' is not a count (a whole number, 0 or more)")
+        raise protocol.PayloadError("'loop_count' is not a count (a whole number, 0 or more)")
     status = data.get("status", "completed")
     if not isinstance(status, str):
-        raise PayloadError("'status' is not a string")
+        raise protocol.PayloadError("'status' is not a string")
     skip = None
     if status in ("aborted", "error"):
         skip = (f"the agent's run ended with status {status!r}: the stop is allowed without "
                 "checking (sending it back to work would overrule the user)")
-    return HookPayload(session_id=session_id, cwd=_cwd(data), agent="cursor", event=event,
-                       loop_count=loop_count, skip_reason=skip)
+    return protocol.HookPayload(session_id=session_id, cwd=_cwd(data), agent="cursor",
+                                event=event, loop_count=loop_count, skip_reason=skip)
 
 
 def _cwd(data: dict[str, Any]) -> Path:
     """The payload's ``cwd``, else its first workspace root, else where Cursor runs project
     hooks: the project root."""
     if "cwd" in data:
-        return directory(data["cwd"])
+        return protocol.directory(data["cwd"])
     roots = data.get("workspace_roots")
     if roots is not None:
         if not isinstance(roots, list) or not all(isinstance(root, str) for root in roots):
-            raise PayloadError("'workspace_roots' is not a list of paths")
+            raise protocol.PayloadError("'workspace_roots' is not a list of paths")
         if roots:
-            return directory(roots[0], "workspace_roots[0]")
+            return protocol.directory(roots[0], "workspace_roots[0]")
     return Path.cwd()
 
 
-def render(decision: Decision) -> str:
+def render(decision: protocol.Decision) -> str:
     # Notes have no place in the answer: they go to stderr, which Cursor shows in its hooks
     # output.
     if decision.block_reason is not None:
-        return dumps({"followup_message": decision.block_reason})
+        return protocol.dumps({"followup_message": decision.block_reason})
     if decision.human_review and decision.system_message is not None:
-        return dumps({"followup_message": decision.system_message + RELAY})
-    return dumps({})
+        return protocol.dumps({"followup_message": decision.system_message + RELAY})
+    return protocol.dumps({})
 
 
-def entries(command: str, max_rounds: int) -> list[HookEntry]:
+def entries(command: str, max_rounds: int) -> list[protocol.HookEntry]:
     return [("stop", {"command": command, "loop_limit": max_rounds + 1})]
 
 
-ADAPTER = Adapter(
+ADAPTER = protocol.Adapter(
     name="cursor", title="Cursor", parse=parse, render=render,
     config_file=".cursor/hooks.json", entries=entries, top_level={"version": 1},
     setup=("Cursor reads .cursor/hooks.json when it starts: restart it; its hooks output shows "

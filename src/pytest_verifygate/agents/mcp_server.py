@@ -29,10 +29,12 @@ except ImportError:  # mcp 1.x: the same server, called FastMCP there
     MCP_1 = True
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
-from pytest_verifygate import __version__
+from pytest_verifygate import __version__, engine
 from pytest_verifygate.agents.tools import Answer, GateTools, progress_message
 from pytest_verifygate.contract.fields import did_you_mean
 from pytest_verifygate.errors import VerifyGateError
+from pytest_verifygate.plugins import plugin_hook
+from pytest_verifygate.report.document import load_schema
 
 if TYPE_CHECKING:
     from pytest_verifygate.engine import Plan
@@ -113,8 +115,6 @@ def output_schemas() -> dict[str, dict[str, Any]]:
     ``list_gates`` with the gates and why each applies. An error answer is text only: a
     client checks structured content against the schema even in an error (the MCP
     Inspector does), and accepts an error without any."""
-    from pytest_verifygate.report.document import load_schema
-
     report = load_schema()
     dialect = report["$schema"]
     changes = {"type": "object", "required": ["source", "ref", "files"], "properties": {
@@ -203,9 +203,6 @@ def build_server(root: Path, contract: str | None = None) -> Any:
 
 async def _run(tools: GateTools, plan: "Plan", ctx: Any) -> "Report":
     """Run the plan's selected gates; progress per finished gate; cancelled, they end."""
-    from pytest_verifygate import engine
-    from pytest_verifygate.plugins import plugin_hook
-
     hook = plugin_hook()
     total = len(plan.selected)
     if total == 0:

@@ -15,11 +15,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pytest_verifygate import codes
+from pytest_verifygate import codes, engine
+from pytest_verifygate.cli.listing import listed_gates
+from pytest_verifygate.contract import posix_relative
+from pytest_verifygate.engine import Plan, RunRequest
 from pytest_verifygate.errors import UsageError
+from pytest_verifygate.git.changes import ChangeRequest
+from pytest_verifygate.report.digest import gate_digest, to_digest
+from pytest_verifygate.report.words import flaky_note, outcome_counts
+from pytest_verifygate.selection import asked_roles
 
 if TYPE_CHECKING:
-    from pytest_verifygate.engine import Plan
     from pytest_verifygate.hookspecs import GateHooks
     from pytest_verifygate.report.model import Report
     from pytest_verifygate.runner.records import GateResult
@@ -47,17 +53,13 @@ class GateTools:
     def plan(self, *, names: Sequence[str] | None = None, roles: Sequence[str] | None = None,
              changed_only: bool = True, changed_from: str | None = None) -> Plan:
         """The engine's plan for a call; with ``names``, only those gates stay selected."""
-        from pytest_verifygate.engine import RunRequest, prepare
-        from pytest_verifygate.git.changes import ChangeRequest
-        from pytest_verifygate.selection import asked_roles
-
         if not changed_only:
             changes = ChangeRequest(all=True)
         elif changed_from:
             changes = ChangeRequest(changed_from=changed_from)
         else:
             changes = ChangeRequest(worktree=True)
-        plan = prepare(RunRequest(contract=self.contract, start=self.root, changes=changes,
+        plan = engine.prepare(RunRequest(contract=self.contract, start=self.root, changes=changes,
                                   role=asked_roles(roles, os.environ)))
         if not names:
             return plan
@@ -74,8 +76,6 @@ class GateTools:
 
     def list_gates(self, plan: Plan) -> Answer:
         """Every gate: whether it applies to the change, and why (``verifygate list``)."""
-        from pytest_verifygate.cli.listing import listed_gates
-
         rows = listed_gates(plan)
         changes = plan.changes
         head = (f"{_contract_name(plan)}: {len(plan.selected)} of {len(plan.selections)} "
@@ -91,8 +91,6 @@ class GateTools:
     def finish(self, plan: Plan, results: Sequence[GateResult], hook: GateHooks | None
                ) -> Report:
         """The JSON report of a finished run (remembered for ``explain_failure``)."""
-        from pytest_verifygate import engine
-
         run = engine.RunResult(plan.contract, plan.changes, plan.selections, tuple(results))
         engine.record(run)
         report = engine.report(run, hook)
@@ -102,9 +100,6 @@ class GateTools:
     def run_answer(self, plan: Plan, report: Report,
                    names: Sequence[str] | None = None) -> Answer:
         """The verdict, each gate's outcome and code, and the agent digest."""
-        from pytest_verifygate.report.digest import to_digest
-        from pytest_verifygate.report.words import flaky_note, outcome_counts
-
         lines = [f"verdict: {report['verdict']} ({outcome_counts(report['summary'])})"]
         for gate in report["gates"]:
             code = f" [{gate['code']}]" if gate.get("code") else ""
@@ -120,8 +115,6 @@ class GateTools:
 
     def explain(self, name: str, report: Report, root: Path, source: str) -> Answer:
         """One gate's classified failure and the end of its output, from ``report``."""
-        from pytest_verifygate.report.digest import gate_digest
-
         entry = next((gate for gate in report["gates"] if gate["name"] == name), None)
         if entry is None:
             reason = next((item["reason"] for item in report.get("not_selected", [])
@@ -148,14 +141,10 @@ class GateTools:
 
 def progress_message(result: GateResult) -> str:
     """What one finished gate's progress notification says."""
-    from pytest_verifygate.report.words import flaky_note
-
     code = f" [{result.code}]" if result.outcome == codes.FAILED and result.code else ""
     flaky = f" ({flaky_note(result._asdict())})" if result.flaky else ""
     return f"{result.name}: {result.outcome}{code}{flaky}"
 
 
 def _contract_name(plan: Plan) -> str:
-    from pytest_verifygate.contract import posix_relative
-
     return posix_relative(plan.contract.path, plan.contract.repo_root)
