@@ -1,8 +1,5 @@
-"""Codex CLI's hook protocol: Claude Code's (``claude.py``), configured in ``.codex/hooks.json``.
-
-Codex rejects answer keys outside its output schema; Claude Code's are all inside it. It runs
-a project's hooks only when the project and each hook are trusted, and skips them without a
-word otherwise (``setup``).
+"""Codex CLI's hook protocol: Claude Code's (``claude.py``, whose answer keys are all inside
+Codex's output schema), configured in ``.codex/hooks.json``.
 
 PYTEST_DONT_REWRITE
 """

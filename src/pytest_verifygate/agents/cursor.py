@@ -1,10 +1,6 @@
 """Cursor's hook protocol: the ``stop`` hook of ``.cursor/hooks.json`` (fields and answers:
 ``docs/how-to/agents.md``, "The protocol fields").
 
-Cursor counts the follow-ups it sent in a run (``loop_count``) and sends no more than the
-entry's ``loop_limit``. A stop hook has no channel to the user, so the hand-over at the cap
-goes to the agent as one last follow-up to relay (``loop_limit`` is the cap plus one for it).
-
 PYTEST_DONT_REWRITE
 """
 
@@ -55,8 +51,8 @@ def _cwd(data: dict[str, Any]) -> Path:
 
 
 def render(decision: protocol.Decision) -> str:
-    # Notes have no place in the answer: they go to stderr, which Cursor shows in its hooks
-    # output.
+    # A stop hook has no channel to the user: the hand-over goes to the agent as one last
+    # follow-up to relay (``loop_limit`` is the cap plus one for it); notes go to stderr.
     if decision.block_reason is not None:
         return protocol.dumps({"followup_message": decision.block_reason})
     if decision.human_review and decision.system_message is not None:

@@ -1,10 +1,6 @@
 """Gemini CLI's hook protocol: ``AfterAgent`` and ``SessionStart`` in ``.gemini/settings.json``
 (fields and answers: ``docs/how-to/agents.md``, "The protocol fields").
 
-Its ``stop_hook_active`` is true only when a retry ended without tool calls, so it counts
-nothing; but on a retry, ``prompt`` is the reason the hook blocked with, and the round it
-names is a floor for the count when ours is lost (``retry_round``).
-
 PYTEST_DONT_REWRITE
 """
 
@@ -24,6 +20,8 @@ def parse(data: dict[str, Any]) -> protocol.HookPayload:
     prompt = protocol.optional_text(data, "prompt")
     protocol.optional_text(data, "prompt_response")
     payload = claude.parse(data, agent="gemini", events=EVENTS)
+    # Its ``stop_hook_active`` is false on retries that used tools, so it counts nothing; but
+    # a retry's prompt is the block reason, whose round is a floor when our count is lost.
     quoted = _QUOTED_ROUND.search(prompt[:1000]) if prompt else None
     return payload._replace(retry_round=int(quoted.group(1)) if quoted else None)
 

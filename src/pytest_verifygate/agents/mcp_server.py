@@ -1,10 +1,8 @@
 """``verifygate mcp``: the engine's gates as Model Context Protocol tools over stdio
 (``list_gates``, ``run_gates``, ``explain_failure``; ``tools.py`` does their work).
 
-Built on the official ``mcp`` SDK (the ``[mcp]`` extra), imported only when this server runs.
-A run reports progress per finished gate; a cancelled request kills its gates' process
-groups before the cancellation goes on. No ``from __future__ import annotations``: the SDK
-reads the tools' annotations as objects to build their schemas and inject the ``Context``.
+No ``from __future__ import annotations``: the SDK reads the tools' annotations as objects to
+build their schemas and inject the ``Context``.
 
 PYTEST_DONT_REWRITE
 """

@@ -62,14 +62,6 @@ class HookPayload(NamedTuple):
         up each other's rounds."""
         return self.session_id if self.agent_id is None else f"{self.session_id}/{self.agent_id}"
 
-    def rounds_before(self, state: SessionState) -> int:
-        """The failing rounds behind this stop: the agent's own count where it keeps one (it
-        survives a lost state file, and restarts when a human prompts again), else ours,
-        never below the round the input quotes."""
-        if self.loop_count is not None:
-            return self.loop_count
-        return max(state.rounds, self.retry_round or 0)
-
 
 class Decision(NamedTuple):
     """Block with a reason for the agent, or allow (maybe with a note for the user).

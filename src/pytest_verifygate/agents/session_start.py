@@ -1,15 +1,7 @@
 """A session's starting point: the commit the agent hook compares the session's work with.
 
-Work counts from where the session began, committed or not: an agent that commits its broken
-work must not be able to stop for that. The starting point is, first that applies:
-``--changed-from REF`` (its merge base with HEAD); the one recorded for the session (HEAD at
-its ``SessionStart``, or what its first stop chose); the merge base with the upstream branch;
-HEAD (before the first commit: none, and every file counts).
-
-A record is kept per session under ``<git dir>/verifygate/agent/starts/`` and never replaced,
-so a resumed session keeps its start. Its copy in the user's state directory, out of reach of
-an agent confined to the project, is the one believed: an agent that deletes the record in
-``.git`` must not make HEAD the start.
+Work counts from where the session began, committed or not, so that an agent cannot stop by
+committing its broken work (``docs/how-to/agents.md``, "How the stop hook decides").
 
 PYTEST_DONT_REWRITE
 """
@@ -69,7 +61,8 @@ def private_start_path(repo_root: Path, session_id: str) -> Path | None:
 
 
 def record_session_start(repo_root: Path, session_id: str) -> StartPoint:
-    """At ``SessionStart``: record HEAD as the session's start, unless one is recorded."""
+    """At ``SessionStart``: record HEAD as the session's start, unless one is recorded (a
+    resumed session keeps its start)."""
     recorded, problem = _recorded(repo_root, session_id)
     if recorded is not None:
         return recorded
@@ -140,8 +133,9 @@ def _upstream_base(repo_root: Path) -> StartPoint | None:
 
 
 def _recorded(repo_root: Path, session_id: str) -> tuple[StartPoint | None, str | None]:
-    """The recorded start: the private copy's, else the one under the git directory (what is
-    wrong with that one is said either way)."""
+    """The recorded start: the copy in the user's state directory, out of reach of an agent
+    confined to the project (which may delete the one in ``.git``), else the one under the git
+    directory; what is wrong with that one is said either way."""
     in_git_dir = _read(start_path(repo_root, session_id), session_id)
     private = private_start_path(repo_root, session_id)
     if private is not None:

@@ -1,8 +1,5 @@
-"""What the agent hook remembers of a session between stops, and where it keeps it.
-
-Per session (or subagent) key: ``<git dir>/verifygate/agent/<key>.json`` holds the round count
-and the last failure signature, never the work tree. When the git directory cannot take it,
-it is kept in the user's state directory instead: the round cap must hold without it.
+"""What the agent hook remembers of a session between stops, and where: under the git
+directory, else the user's state directory (the round cap must hold without the former).
 
 PYTEST_DONT_REWRITE
 """

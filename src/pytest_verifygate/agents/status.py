@@ -1,9 +1,6 @@
 """The outcome of the agent hook's last stop in a repository, for ``verifygate agent-status``:
 a headless agent run exits 0 whatever the hook decided, and says nothing when no hook ran.
 
-Kept in ``<git dir>/verifygate/agent-status.json`` (in the user's state directory when the git
-directory cannot take it), sealed with the user's key like the round counts.
-
 PYTEST_DONT_REWRITE
 """
 

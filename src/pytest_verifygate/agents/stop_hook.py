@@ -1,13 +1,6 @@
-"""``verifygate agent-hook``'s one verify-on-stop policy, for every coding agent (what a stop
-gets: ``docs/how-to/agents.md``, "How the stop hook decides").
-
-A stop is checked on everything changed since the session's starting point
-(``session_start.py``), committed or not, under the contract as it was there. Only these let
-the agent stop: no changes, gates that pass (or only manual gates pending, or none apply), the
-hand-over after ``--max-rounds`` blocks in a row, and what is no stop of the session's (a
-subagent's stop, another event, a run the user aborted). Everything else blocks and counts
-towards the same cap: failing gates, a contract that cannot be loaded, and a stop that cannot
-be checked (a git error, a crash, an interruption, the time budget, an unreadable payload).
+"""``verifygate agent-hook``'s verify-on-stop policy, the same for every coding agent: only
+no changes, passing gates or the hand-over after ``--max-rounds`` blocks let a stop through;
+everything else blocks (``docs/how-to/agents.md``, "How the stop hook decides").
 
 PYTEST_DONT_REWRITE
 """
@@ -19,22 +12,18 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_verifygate import codes
-from pytest_verifygate.agents import status
+from pytest_verifygate import codes, engine
+from pytest_verifygate.agents import session_start, status
 from pytest_verifygate.agents.protocol import SESSION_START, SUBAGENT_STOP, Decision, HookPayload
-from pytest_verifygate.agents.session_start import (
-    StartPoint,
-    empty_tree,
-    head_commit,
-    record_session_start,
-    session_start_point,
-)
+from pytest_verifygate.agents.session_start import StartPoint
 from pytest_verifygate.agents.state import Rounds, SessionState
 from pytest_verifygate.contract import find_contract, find_repo_root, posix_relative
 from pytest_verifygate.contract.revision import NoContractError, change_note
-from pytest_verifygate.engine import Plan, RunRequest, prepare
+from pytest_verifygate.engine import Plan, RunRequest
 from pytest_verifygate.errors import ContractError, VerifyGateError
 from pytest_verifygate.git.changes import ChangeRequest
+from pytest_verifygate.state.files import write_state
+from pytest_verifygate.state.storage import blocked
 
 if TYPE_CHECKING:
     from pytest_verifygate.report.model import Report
@@ -79,11 +68,11 @@ def judge(args: argparse.Namespace, payload: HookPayload) -> Decision:
                      "git repository: no gate applies")._replace(status=status.VERIFIED)
     try:
         if repo_root is not None:
-            start, warning = session_start_point(repo_root, payload.session_id,
+            start, warning = session_start.session_start_point(repo_root, payload.session_id,
                                                  args.changed_from)
             if warning is not None:
                 _warn(warning)
-        plan = prepare(_request(args, payload, start))
+        plan = engine.prepare(_request(args, payload, start))
     except NoContractError as exc:
         return allow(f"{exc}: no gate applies")._replace(status=status.VERIFIED)
     except ContractError as exc:
@@ -125,7 +114,7 @@ def _session_started(payload: HookPayload, repo_root: Path | None) -> Decision:
         _warn(f"{payload.cwd} is not in a git repository: no starting point recorded")
         return Decision()
     try:
-        record_session_start(repo_root, payload.session_id)
+        session_start.record_session_start(repo_root, payload.session_id)
     except VerifyGateError as exc:
         _warn(f"no starting point recorded: {exc}")
     return Decision()
@@ -135,28 +124,30 @@ def _request(args: argparse.Namespace, payload: HookPayload, start: StartPoint |
              ) -> RunRequest:
     """Everything since the starting point, committed or not, plus untracked files, under
     the contract as it was there, for the gates of ``--role``."""
+    bound_by = None
     if start is None:  # outside git: nothing tells what changed, so every gate applies
         changes = ChangeRequest(all=True)
     elif start.commit is None:
         # The repository had no commit when the session began: every file is the session's,
         # and there was no contract to bind it (the empty tree holds none).
-        no_commit_yet = head_commit(Path.cwd()) is None
+        no_commit_yet = session_start.head_commit(Path.cwd()) is None
         changes = ChangeRequest(worktree=True) if no_commit_yet else ChangeRequest(all=True)
+        bound_by = session_start.empty_tree(Path.cwd())
     else:
         changes = ChangeRequest(changed_from=args.changed_from or start.commit)
+        bound_by = start.commit
     return RunRequest(contract=args.contract, start=payload.cwd, changes=changes,
                       role=args.role, read_cache=not args.no_cache, jobs=args.jobs,
-                      bound_by=None if start is None else start.commit or empty_tree(Path.cwd()))
+                      bound_by=bound_by)
 
 
 def _changed_since(args: argparse.Namespace, payload: HookPayload, start: StartPoint,
                    repo_root: Path | None) -> bool:
     """Whether anything changed since ``start``, asked without a contract; when git cannot
     tell, something did (the contract error then blocks)."""
-    from pytest_verifygate.engine import change_set
-
+    request = _request(args, payload, start)
     try:
-        return bool(change_set(_request(args, payload, start), repo_root or Path.cwd()).files)
+        return bool(engine.change_set(request, repo_root or Path.cwd()).files)
     except VerifyGateError:
         return True
 
@@ -175,7 +166,14 @@ def _rounds(payload: HookPayload | None) -> Rounds:
 
 
 def _previous(payload: HookPayload | None, stored: SessionState) -> SessionState:
-    return stored if payload is None else stored._replace(rounds=payload.rounds_before(stored))
+    """The state behind this stop, with the agent's own count where it keeps one (it survives
+    a lost state file, and restarts when a human prompts again), else ours, never below the
+    round the input quotes."""
+    if payload is None:
+        return stored
+    if payload.loop_count is not None:
+        return stored._replace(rounds=payload.loop_count)
+    return stored._replace(rounds=max(stored.rounds, payload.retry_round or 0))
 
 
 def block_round(previous: SessionState, max_rounds: int, *, problem: str, body: str,
@@ -291,7 +289,6 @@ def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
             rounds.save(SessionState())
         return Decision(status=status.VERIFIED)
     # Imported once there is something to run: most stops change nothing.
-    from pytest_verifygate import engine
     from pytest_verifygate.plugins import plugin_hook
     from pytest_verifygate.report.digest import to_digest
 
@@ -352,8 +349,6 @@ def _failed(args: argparse.Namespace, report: "Report", previous: SessionState,
 def _write_report(report: "Report", rounds: Rounds) -> Path | None:
     """Keep the round's report beside its count; where it went (None: nowhere)."""
     from pytest_verifygate.report.document import dumps
-    from pytest_verifygate.state.files import write_state
-    from pytest_verifygate.state.storage import blocked
 
     kept = rounds.primary or rounds.fallback
     if kept is None:

@@ -1,9 +1,5 @@
-"""What the MCP server's tools do, without the MCP SDK: plans, reports and their texts.
-
-Every call reads the contract again (an edited contract counts at once), and gates are asked
-for by name, never run as commands. The change set of a call: with ``changed_only`` (the
-default), everything since ``merge-base(changed_from, HEAD)`` when ``changed_from`` is given,
-else the working tree against HEAD plus untracked files; without, every gate applies.
+"""What the MCP server's tools do, without the MCP SDK: plans, reports and their texts. Every
+call reads the contract again, and gates are asked for by name, never run as commands.
 
 PYTEST_DONT_REWRITE
 """
