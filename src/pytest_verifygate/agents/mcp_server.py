@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from pytest_verifygate.engine import Plan
     from pytest_verifygate.report.model import Report
     from pytest_verifygate.runner.records import GateResult
-    from pytest_verifygate.runner.scheduler import GateRunner
 
 PROGRESS_POLL_SECONDS = 0.05
 INSTRUCTIONS = (
@@ -48,9 +47,6 @@ INSTRUCTIONS = (
     "digest of the failures; explain_failure gives one failed gate's output. Only gates the "
     "contract declares can run, by name."
 )
-
-# Every runner still running, for ``close_all`` when the server itself is stopped.
-LIVE_RUNNERS: "set[GateRunner]" = set()
 
 Names = Annotated[list[str] | None, Field(
     description="Only these gates, by name (default: every gate that applies)")]
@@ -81,6 +77,7 @@ class GateServer(MCPServer):  # type: ignore[misc, unused-ignore]
     and a refusal of the arguments a tool does not take (the SDK would drop them silently)."""
 
     output_schemas: dict[str, dict[str, Any]]  # build_server sets them
+    gate_tools: GateTools  # build_server sets it
 
     async def list_tools(self) -> Any:
         listed = []
@@ -147,6 +144,7 @@ def build_server(root: Path, contract: str | None = None) -> Any:
     else:
         server = GateServer("verifygate", instructions=INSTRUCTIONS, version=__version__)
     server.output_schemas = output_schemas()
+    server.gate_tools = tools
 
     @server.tool(name="list_gates", title="List the gates", annotations=READ_ONLY,
                  description=(
@@ -208,7 +206,7 @@ async def _run(tools: GateTools, plan: "Plan", ctx: Any) -> "Report":
     finished: queue.SimpleQueue[GateResult] = queue.SimpleQueue()
     runner = engine.start(plan, hook=hook,
                           on_finished=lambda gate, result: finished.put(result))
-    LIVE_RUNNERS.add(runner)
+    tools.running.add(runner)
     all_done = anyio.Event()
 
     async def pump() -> None:
@@ -236,17 +234,9 @@ async def _run(tools: GateTools, plan: "Plan", ctx: Any) -> "Report":
             await anyio.to_thread.run_sync(runner.close)
         raise
     finally:
-        LIVE_RUNNERS.discard(runner)
+        tools.running.discard(runner)
     await anyio.to_thread.run_sync(runner.close)
     return tools.finish(plan, results, hook)
-
-
-def close_all() -> None:
-    """Cancel and wait for every run still going (the server is stopping)."""
-    for runner in list(LIVE_RUNNERS):
-        runner.cancel()
-    for runner in list(LIVE_RUNNERS):
-        runner.close()
 
 
 async def _answered(work: Any) -> CallToolResult:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from pytest_verifygate.hookspecs import GateHooks
     from pytest_verifygate.report.model import Report
     from pytest_verifygate.runner.records import GateResult
+    from pytest_verifygate.runner.scheduler import GateRunner
 
 NOT_ASKED_FOR = "not among the gates asked for"
 EXPLAIN_BYTES = 16384  # one gate's explanation: a whole digest's worth of its output's end
@@ -39,12 +40,21 @@ class Answer(NamedTuple):
 
 
 class GateTools:
-    """The tools of one server: its repository, its contract option, its last report."""
+    """The tools of one server: its repository, its contract option, its last report, and
+    the runs still going."""
 
     def __init__(self, root: Path, contract: str | None = None) -> None:
         self.root = root
         self.contract = contract
         self.last_report: Report | None = None
+        self.running: set[GateRunner] = set()
+
+    def close_all(self) -> None:
+        """Cancel and wait for every run still going (the server is stopping)."""
+        for runner in list(self.running):
+            runner.cancel()
+        for runner in list(self.running):
+            runner.close()
 
     def plan(self, *, names: Sequence[str] | None = None, roles: Sequence[str] | None = None,
              changed_only: bool = True, changed_from: str | None = None) -> Plan:

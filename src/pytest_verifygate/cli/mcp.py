@@ -31,5 +31,5 @@ def main(args: argparse.Namespace) -> int:
         with Interruptible():  # SIGTERM, SIGHUP: like Ctrl-C, so the gates die with us
             anyio.run(server.run_stdio_async)
     finally:
-        mcp_server.close_all()
+        server.gate_tools.close_all()
     return EXIT_OK
