@@ -183,8 +183,9 @@ def build_server(root: Path, contract: str | None = None) -> Any:
                               roles: Roles = None, changed_only: ChangedOnly = True,
                               changed_from: ChangedFrom = None) -> CallToolResult:
         async def answer() -> Answer:
-            report = None if rerun else tools.remembered(name)
-            if report is not None:
+            report = tools.last_report
+            if not rerun and report is not None and any(gate["name"] == name
+                                                        for gate in report["gates"]):
                 return tools.explain(name, report, tools.root, "from the last run_gates call")
             plan = await anyio.to_thread.run_sync(lambda: tools.plan(
                 names=[name], roles=roles, changed_only=changed_only,

@@ -79,7 +79,7 @@ def session_start_point(repo_root: Path, session_id: str, changed_from: str | No
     if changed_from:
         if changed_from.startswith("-"):
             raise ChangeSetError(f"invalid git ref {changed_from!r}: a ref cannot start with '-'")
-        if not _is_commit(repo_root, changed_from):
+        if _commit(repo_root, changed_from) is None:
             raise ChangeSetError(f"--changed-from {changed_from}: no such commit")
         base = git_answer(repo_root, "merge-base", "--end-of-options", changed_from, "HEAD")
         if base is None:
@@ -90,7 +90,7 @@ def session_start_point(repo_root: Path, session_id: str, changed_from: str | No
         return StartPoint(base.decode().strip(), FROM_CHANGED_FROM), None
     recorded, warning = _recorded(repo_root, session_id)
     if recorded is not None:
-        if recorded.commit is None or _is_commit(repo_root, recorded.commit):
+        if recorded.commit is None or _commit(repo_root, recorded.commit) is not None:
             return recorded, warning  # the copy under the git directory may be forged
         warning = (f"the session's recorded start {recorded.short} is no longer in the "
                    "repository")
@@ -102,9 +102,8 @@ def session_start_point(repo_root: Path, session_id: str, changed_from: str | No
 
 
 def head_commit(repo_root: Path) -> str | None:
-    """HEAD's commit id; None before the first commit. A git that fails raises."""
-    head = git_answer(repo_root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
-    return None if head is None else head.decode().strip() or None
+    """HEAD's commit id; None before the first commit."""
+    return _commit(repo_root, "HEAD")
 
 
 def empty_tree(repo_root: Path) -> str:
@@ -112,9 +111,11 @@ def empty_tree(repo_root: Path) -> str:
     return git_output(repo_root, "hash-object", "-t", "tree", "/dev/null").decode().strip()
 
 
-def _is_commit(repo_root: Path, ref: str) -> bool:
-    return git_answer(repo_root, "rev-parse", "--verify", "--quiet", "--end-of-options",
-                      f"{ref}^{{commit}}") is not None
+def _commit(repo_root: Path, ref: str) -> str | None:
+    """``ref``'s commit id; None when there is none. A git that fails raises."""
+    found = git_answer(repo_root, "rev-parse", "--verify", "--quiet", "--end-of-options",
+                       f"{ref}^{{commit}}")
+    return None if found is None else found.decode().strip() or None
 
 
 def _upstream_base(repo_root: Path) -> StartPoint | None:
@@ -126,7 +127,7 @@ def _upstream_base(repo_root: Path) -> StartPoint | None:
         return None  # detached HEAD: no branch, no upstream
     upstream = git_output(repo_root, "for-each-ref", "--format=%(upstream)",
                           branch.decode().strip()).decode().strip()
-    if not upstream or not _is_commit(repo_root, upstream):
+    if not upstream or _commit(repo_root, upstream) is None:
         return None
     base = git_answer(repo_root, "merge-base", upstream, "HEAD")
     return StartPoint(base.decode().strip(), FROM_UPSTREAM) if base else None

@@ -79,8 +79,7 @@ def write_signed(path: Path, seal: bytes, record: dict[str, object]) -> None:
 def write_either(primary: Path | None, fallback: Path | None, seal: bytes,
                  record: dict[str, object]) -> tuple[Path | None, str]:
     """Keep ``record`` in ``primary``, else in ``fallback``: where it went (None: nowhere),
-    and why not elsewhere. A copy in the fallback is the newer one, until the primary takes
-    it again."""
+    and why not elsewhere."""
     problems = [] if primary is not None else ["no git directory"]
     for path in (primary, fallback):
         if path is None:
@@ -112,6 +111,7 @@ class Rounds(NamedTuple):
                    private_path("agent-rounds", place, f"{session_file_stem(key)}.json"))
 
     def load(self) -> SessionState:
+        # A count in the fallback is the newer one: a save to the primary removes it.
         if self.fallback is not None and os.path.lexists(self.fallback):
             return load_state(self.fallback)
         return SessionState() if self.primary is None else load_state(self.primary)

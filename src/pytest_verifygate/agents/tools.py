@@ -137,13 +137,6 @@ class GateTools:
             text += f"\nFull log: {entry['log_path']}"
         return Answer(f"gate `{name}` failed ({source}).\n\n{text}\n", entry)
 
-    def remembered(self, name: str) -> Report | None:
-        """The last report this server produced, if it has an entry for gate ``name``."""
-        report = self.last_report
-        if report is not None and any(gate["name"] == name for gate in report["gates"]):
-            return report
-        return None
-
 
 def progress_message(result: GateResult) -> str:
     """What one finished gate's progress notification says."""
