@@ -62,6 +62,8 @@ def load_contract_since(
         current = load_contract(path, start=start, flag=flag)
     except ContractError as exc:
         raise _not_loaded(exc, revision, path, here) from None
+    if find_repo_root(current.root) is None:
+        return current  # a contract outside any repository: no revision binds it
     # An explicit --contract is compared with the same file then; else the one found then.
     relative = posix_relative(current.path, current.repo_root)
     earlier: str | None = relative
@@ -181,10 +183,18 @@ def _current_text(path: Path) -> str | None:
 
 
 def _show(revision: str, repo_root: Path, relative: str) -> str | None:
-    """The text of ``relative`` at ``revision``; None when it was not there (or not text)."""
+    """The text of ``relative`` at ``revision``; None when it was not there (or not text).
+
+    A git that fails raises ``ChangeSetError``: never "no contract then", which would let
+    the gates the contract had go unchecked.
+    """
     try:
         raw = git_output(repo_root, "show", f"{revision}:{relative}")
     except ChangeSetError:
+        # Absent then, or git failed: the revision's listing (which raises when git fails)
+        # tells which.
+        if _present(revision, repo_root, [relative]):
+            raise
         return None
     if b"\0" in raw:
         return None
@@ -192,6 +202,13 @@ def _show(revision: str, repo_root: Path, relative: str) -> str | None:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+def _present(revision: str, repo_root: Path, candidates: Sequence[str]) -> set[str]:
+    """Which of ``candidates`` (paths relative to the repository) ``revision`` has."""
+    listed = git_output(repo_root, "ls-tree", "-z", "--name-only", "--full-tree", revision,
+                        "--", *candidates)
+    return {os.fsdecode(item) for item in listed.split(b"\0") if item}
 
 
 def _candidates(start: Path, repo_root: Path) -> list[str]:
@@ -220,12 +237,7 @@ def _find_at(revision: str, repo_root: Path, start: Path) -> str | None:
     candidates = _candidates(start, repo_root)
     if not candidates:
         return None
-    try:
-        listed = git_output(repo_root, "ls-tree", "-z", "--name-only", "--full-tree", revision,
-                            "--", *candidates)
-    except ChangeSetError:
-        return None
-    present = {os.fsdecode(item) for item in listed.split(b"\0") if item}
+    present = _present(revision, repo_root, candidates)
     for candidate in candidates:
         if candidate not in present:
             continue
