@@ -37,8 +37,9 @@ from pytest_verifygate.git.changes import (
     TOP_LEVEL,
     ChangeSet,
     check_work_tree,
-    git_answer,
+    empty_tree,
     git_output,
+    head_commit,
     unstaged_files,
     without_own_files,
     worktree_changes,
@@ -162,10 +163,10 @@ def _index_tree(top: Path) -> str:
 def _head_or_root(top: Path) -> str:
     """HEAD's commit; before the first commit, a commit of the empty tree to stand for it
     (an object nothing refers to, which git prunes in time)."""
-    head = git_answer(top, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    head = head_commit(top)
     if head is not None:
-        return head.decode().strip()
-    empty = git_output(top, "hash-object", "-t", "tree", "/dev/null").decode().strip()
+        return head
+    empty = empty_tree(top)
     who = {f"GIT_{role}_{field}": value for role in ("AUTHOR", "COMMITTER")
            for field, value in (("NAME", "verifygate"), ("EMAIL", "verifygate@invalid"),
                                 ("DATE", "1970-01-01T00:00:00Z"))}
