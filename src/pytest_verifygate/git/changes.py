@@ -512,11 +512,6 @@ def _prefixed(directory: str, paths: Iterable[str]) -> list[str]:
     return [f"{directory}/{path}" for path in paths]
 
 
-def verify_work_tree(root: Path) -> None:
-    """Raise ``ChangeSetError`` unless git's work tree is ``root`` or holds it."""
-    check_work_tree(root, git_output(root, *TOP_LEVEL))
-
-
 def check_work_tree(root: Path, top_line: bytes) -> None:
     """Raise unless git's work tree (``top_line``: what ``rev-parse --show-toplevel`` prints
     first) is ``root`` or holds it: git would answer about another checkout than this one."""
