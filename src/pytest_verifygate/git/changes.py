@@ -86,8 +86,6 @@ class ChangeSet(NamedTuple):
     @property
     def existing_files(self) -> tuple[str, ...]:
         """Changed files not known to be deleted: what ``{files}`` may expand to."""
-        if not self.deleted:
-            return self.files
         return tuple(path for path in self.files if path not in self.deleted)
 
     def describe(self) -> str:
@@ -100,42 +98,31 @@ class ChangeSet(NamedTuple):
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe form, also used to hand the change set to pytest-xdist workers."""
-        data: dict[str, Any] = {
-            "source": self.source,
-            "ref": self.ref,
-            "files": list(self.files),
-            "deleted": sorted(self.deleted),
-        }
+        data: dict[str, Any] = {"source": self.source, "ref": self.ref,
+                                "files": list(self.files), "deleted": sorted(self.deleted)}
         if self.detected_by is not None:
             data["detected_by"] = self.detected_by
         return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ChangeSet":
-        return cls(
-            source=str(data["source"]),
-            ref=data.get("ref"),
-            files=tuple(data.get("files", ())),
-            deleted=frozenset(data.get("deleted", ())),
-            detected_by=data.get("detected_by"),
-        )
+        return cls(str(data["source"]), tuple(data.get("files", ())),
+                   frozenset(data.get("deleted", ())), data.get("ref"),
+                   detected_by=data.get("detected_by"))
 
 
 class ChangeRequest(NamedTuple):
-    """What the user asked for; ``compute_changes`` applies the order of precedence.
-
-    ``outputs``: the files this run will write (reports, JUnit, digest), left out of the
-    change set. ``index_apart``: the caller runs a staged run's gates on the index whenever
-    the work tree differs from it (``pushed.run_in_pushed_commit``), so there is no partial
-    staging to warn about.
-    """
+    """What the user asked for; ``compute_changes`` applies the order of precedence."""
 
     files: Sequence[str] | None = None
     staged: bool = False
     changed_from: str | None = None
     worktree: bool = False
     all: bool = False
+    # The files this run will write (reports, JUnit, digest): never changes.
     outputs: Sequence[str | os.PathLike[str]] = ()
+    # The caller runs a staged run's gates on the index when the work tree differs from it
+    # (``pushed.run_in_pushed_commit``): no partial staging to warn about.
     index_apart: bool = False
 
 
@@ -187,9 +174,13 @@ def _compute(root: Path, request: ChangeRequest, settings_changed_from: str,
     base = detect_change_base(env)
     if base is None and settings_changed_from:
         base = ChangeBase(settings_changed_from, "settings.changed_from")
-    if base is not None:
-        return _since_base(root, base)
-    return ChangeSet(SOURCE_ALL)
+    if base is None:
+        return ChangeSet(SOURCE_ALL)
+    try:
+        changes = _since_ref(root, base.ref, fetch_hint=base.fetch_hint)
+    except ChangeSetError as exc:  # a ref nobody typed: say where it came from
+        raise ChangeSetError(f"change base from {base.detected_by}: {exc}") from None
+    return changes._replace(detected_by=base.detected_by)
 
 
 def all_files(root: Path) -> tuple[str, ...]:
@@ -229,8 +220,6 @@ def without_own_files(
         return changes
     kept = tuple(path for path in changes.files
                  if path not in own and not (named and in_git_dir(path)))
-    if len(kept) == len(changes.files):
-        return changes
     return changes._replace(files=kept, deleted=changes.deleted.intersection(kept))
 
 
@@ -273,11 +262,8 @@ def detect_change_base(environ: Mapping[str, str]) -> ChangeBase | None:
 
 
 def _explicit(root: Path, paths: Sequence[str], cwd: Path) -> ChangeSet:
-    """Paths as the user named them, relative to ``cwd``, made relative to the project root.
-
-    This runs over change sets of 100,000 paths, so the common case (a relative path under the
-    root) is plain string work; existence is checked only where ``{files}`` is expanded.
-    """
+    """Paths as the user named them, relative to ``cwd``, made relative to the project root;
+    the common case (a relative path under the root) is plain string work, for 100,000 paths."""
     files: list[str] = []
     real_cwd = os.path.realpath(cwd)
     prefixes = {os.path.join(os.path.realpath(root), ""), os.path.join(str(root), "")}
@@ -316,15 +302,6 @@ def _staged(root: Path, *, warn_partial: bool) -> ChangeSet:
     return ChangeSet(SOURCE_STAGED, _unique(files), frozenset(deleted), warnings=warnings)
 
 
-def _since_base(root: Path, base: ChangeBase) -> ChangeSet:
-    """``_since_ref`` for a ref nobody typed: errors say where it came from and how to fix."""
-    try:
-        changes = _since_ref(root, base.ref, fetch_hint=base.fetch_hint)
-    except ChangeSetError as exc:
-        raise ChangeSetError(f"change base from {base.detected_by}: {exc}") from None
-    return changes._replace(detected_by=base.detected_by)
-
-
 def _since_ref(
     root: Path, ref: str, *, source: str = SOURCE_REF, fetch_hint: str | None = None
 ) -> ChangeSet:
@@ -354,19 +331,9 @@ def _range(root: Path, from_ref: str, to_ref: str) -> ChangeSet:
     return ChangeSet(SOURCE_RANGE, _unique(files), frozenset(deleted), f"{from_ref}...{to_ref}")
 
 
-# --------------------------------------------------------------------------------------------
-# what git is told not to see, and submodules
-
-
 def worktree_changes(root: Path, base: str) -> tuple[list[str], set[str]]:
-    """The files whose content in the work tree differs from commit or tree ``base``, the
-    untracked ones (see ``UNTRACKED``), and those of submodules the same way, recursively;
-    with the deleted ones (tracked in ``base``, absent from the disk).
-
-    Git's own answer is checked where it can be told not to look: edits to entries marked
-    ``assume-unchanged`` or ``skip-worktree`` count (``hidden_edits``), and git's idea of the
-    work tree must be ``root`` or hold it (``check_work_tree``).
-    """
+    """The files in the work tree that differ from commit or tree ``base`` (untracked ones,
+    hidden edits and submodules' files included), and of those the deleted ones."""
     top, out, listing = _git_together(root, TOP_LEVEL, (*DIFF, base, "--"),
                                       (*LISTING, *UNTRACKED))
     check_work_tree(root, top)
@@ -390,10 +357,9 @@ def worktree_changes(root: Path, base: str) -> tuple[list[str], set[str]]:
 
 
 def unstaged_files(root: Path, top: bytes | None = None) -> list[str]:
-    """The tracked files whose work tree content differs from the index (what a commit
-    would not take), submodules aside (as pre-commit's stash leaves them) and entries marked
-    not to be looked at included; ``root`` must be git's work tree or inside it (``top``:
-    what ``TOP_LEVEL`` printed there, if read)."""
+    """The tracked files whose content in the work tree differs from the index, hidden edits
+    included and submodules aside, as pre-commit's stash leaves them (``top``: what
+    ``TOP_LEVEL`` printed in ``root``, if read)."""
     if top is None:
         top, listing = _git_together(root, TOP_LEVEL, (*LISTING, "--modified"))
     else:
@@ -413,8 +379,7 @@ class _Flagged(NamedTuple):
 
 def _read_listing(listing: bytes) -> tuple[list[str], list[str], dict[str, _Flagged]]:
     """Of a ``LISTING``: the modified files (submodules aside), the untracked ones and the
-    entries flagged assume-unchanged or skip-worktree. Only records not tagged "H" are parsed:
-    most are "H" (100,000 entries: ~2 ms)."""
+    flagged entries. Only records not tagged "H" are parsed (100,000 entries: ~2 ms)."""
     modified: list[str] = []
     untracked: list[str] = []
     flagged: dict[str, _Flagged] = {}
@@ -435,9 +400,8 @@ def _read_listing(listing: bytes) -> tuple[list[str], list[str], dict[str, _Flag
 
 
 def hidden_edits(root: Path, flagged: Mapping[str, _Flagged]) -> tuple[list[str], list[str]]:
-    """Of the ``flagged`` entries, those whose file differs from the index: present with
-    other content, or absent (a skip-worktree entry absent from the disk is a sparse
-    checkout's, not an edit, when one is configured); and of those, the absent ones."""
+    """Of the ``flagged`` entries (edits git is told not to see), those whose file differs
+    from the index, and of those the absent ones."""
     suspects: dict[str, str] = {}
     changed: list[str] = []
     removed: list[str] = []
@@ -466,9 +430,10 @@ def hidden_edits(root: Path, flagged: Mapping[str, _Flagged]) -> tuple[list[str]
         group = paths[start:start + 500]
         ids = git_output(root, "hash-object", "--", *group).decode().split()
         changed += [path for path, oid in zip(group, ids, strict=True) if oid != suspects[path]]
+    # A skip-worktree entry absent from the disk is a sparse checkout's, when one is on.
     if sparse and git_answer(root, "config", "--type=bool", "--get",
                              "core.sparseCheckout") != b"true\n":
-        removed += sparse  # no sparse checkout: a file deleted and hidden from git
+        removed += sparse
     return [*changed, *removed], removed
 
 
@@ -478,8 +443,8 @@ def blob_id(data: bytes, algorithm: str) -> str:
 
 
 def _link_id(link: Path, oid: str) -> str:
-    """Git's id of a link's target text, in the hash ``oid`` (the index's id) is in; empty
-    when the link cannot be read (gone since: a change)."""
+    """Git's id of a link's target text, in ``oid``'s hash; empty when the link cannot be
+    read (gone since: a change)."""
     try:
         target = os.readlink(os.fsencode(link))
     except OSError:
@@ -489,7 +454,7 @@ def _link_id(link: Path, oid: str) -> str:
 
 def _commit_changes(root: Path, entries: "list[_Entry]") -> tuple[list[str], set[str]]:
     """Files and deletions of a diff between commits (or a commit and the index), with what
-    changed inside each submodule between the two commits it records, recursively."""
+    changed inside each submodule between the two commits it records."""
     files = [entry.path for entry in entries]
     deleted = {entry.path for entry in entries if entry.status == "D"}
     for entry in entries:
@@ -523,10 +488,6 @@ def check_work_tree(root: Path, top_line: bytes) -> None:
             f"points elsewhere): unset it, or run in {top}")
 
 
-# --------------------------------------------------------------------------------------------
-# git
-
-
 class _Entry(NamedTuple):
     """One entry of ``git diff --raw -z``."""
 
@@ -539,19 +500,14 @@ class _Entry(NamedTuple):
 
 
 def git_output(root: Path, *args: str, environ: Mapping[str, str] | None = None) -> bytes:
-    """What ``git <args>`` run in ``root`` prints on stdout (``environ``: variables to add).
-
-    Raises ``ChangeSetError`` with one line when git cannot be run or fails (outside a
-    repository: that, and how to choose gates without one). Git's stdin is closed, so it can
-    never wait for an answer, and it runs as ``GIT`` says.
-    """
+    """What ``git <args>`` run in ``root`` (as ``GIT`` says, stdin closed) prints on stdout;
+    a one-line ``ChangeSetError`` when git cannot run or fails."""
     return _finish_git(root, _start_git(root, *args, environ=environ))
 
 
 def git_answer(root: Path, *args: str) -> bytes | None:
-    """``git_output``, or None when git says no without an error: exit status 1 and nothing
-    on stderr (``rev-parse --verify --quiet`` of a missing ref, ``merge-base`` of unrelated
-    histories). Any other failure (a broken configuration, say) raises ``ChangeSetError``."""
+    """``git_output``, or None when git says no without an error (exit status 1, nothing on
+    stderr: ``rev-parse --verify --quiet`` of a missing ref); other failures raise."""
     process = _start_git(root, *args)
     with process:
         stdout, stderr = process.communicate()
@@ -640,8 +596,8 @@ def _verify_ref(root: Path, ref: str, *, fetch_hint: str | None = None) -> None:
 
 
 def _merge_base(root: Path, ref: str, *, fetch_hint: str | None = None) -> str | None:
-    """The merge-base of ``ref`` and HEAD; None when the histories never met (and the clone
-    is not shallow: there, the one-line error says how to fetch the missing history)."""
+    """The merge-base of ``ref`` and HEAD; None when the histories never met, an error when
+    a shallow clone cannot tell."""
     found = git_answer(root, "merge-base", "--end-of-options", ref, "HEAD")
     if found is not None:
         return found.decode().strip()
@@ -657,8 +613,7 @@ def _merge_base(root: Path, ref: str, *, fetch_hint: str | None = None) -> str |
 
 
 def _parse_raw(out: bytes) -> list[_Entry]:
-    """Parse ``git diff --raw -z --no-renames``: ``:<old mode> <new mode> <old id> <new id>
-    <status>`` and the path alternate."""
+    """Parse ``git diff --raw -z``: ``:<modes> <ids> <status>`` and the path alternate."""
     fields = out.split(b"\0")
     entries: list[_Entry] = []
     for meta, raw_path in zip(fields[0::2], fields[1::2], strict=False):

@@ -50,10 +50,8 @@ class _Listing(NamedTuple):
 
 
 class RepoFiles:
-    """The project's files, listed once per plan: git's ids where git has them, hashes else.
-
-    Paths are POSIX paths relative to the project root, like ``when_changed`` patterns.
-    """
+    """The project's files (POSIX paths relative to ``root``), listed once per plan: git's ids
+    where git vouches for them, hashes else."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -62,11 +60,8 @@ class RepoFiles:
         self._unhashable: dict[str, OSError] = {}  # and those that could not be
 
     def digest(self, patterns: tuple[str, ...] | None) -> str:
-        """A fingerprint of the content of the files matching ``patterns`` (None: every file).
-
-        Raises ``OSError``, naming the file and why, when a matching file cannot be hashed
-        (see the module's docstring).
-        """
+        """A fingerprint of the content of the files matching ``patterns`` (None: every file);
+        ``OSError``, naming the file and why, when one cannot be hashed."""
         if patterns not in self._digests:
             paths = self.paths() if patterns is None else self._matching(patterns)
             self._digests[patterns] = self._digest(paths)
@@ -95,10 +90,7 @@ class RepoFiles:
         return _list_files(self.root)
 
     def identity(self, path: str) -> str:
-        """``"<mode> <oid>"`` of one file (its content as git would name it), or ``deleted``.
-
-        Raises ``OSError`` as ``digest`` does.
-        """
+        """``"<mode> <oid>"`` of one file (its content as git would name it), or ``deleted``."""
         identity = self._listing.ids.get(path) or self._hashed.get(path)
         if identity is None:
             identity = self._hashed[path] = self._identity(path)
@@ -151,7 +143,6 @@ class RepoFiles:
                     raise OSError(f"{directory} holds more than {MAX_WALKED_FILES} files")
                 files += found
         return files
-
 
     @functools.cached_property
     def _ignored(self) -> tuple[str, ...]:
@@ -273,10 +264,8 @@ def _file_id(full: Path, algorithm: str) -> str:
 
 
 def _content_id(full: Path, info: os.stat_result, algorithm: str) -> str:
-    """``"<mode> <oid>"`` of the regular file ``full`` (``info`` its ``stat``), read to its end.
-
-    Raises ``OSError`` for anything else, unopened, or for a file too large to hash.
-    """
+    """``"<mode> <oid>"`` of the regular file ``full`` (``info`` its ``stat``); ``OSError``
+    for anything else, unopened, or for a file too large to hash."""
     if not stat.S_ISREG(info.st_mode):
         kind = next((kind for test, kind in _SPECIAL if test(info.st_mode)), "not a file")
         raise OSError(f"{kind}, not read")
@@ -319,7 +308,6 @@ class _Tree:
         self.top: Path | None = None  # the link followed first
 
     def resolved(self, link: Path, inside: frozenset[tuple[int, int]] = frozenset()) -> str:
-        """The identity of what ``link`` points to, ``inside`` the directories being walked."""
         self.top = self.top or link
         try:
             info = os.stat(link)  # ELOOP, for a loop of links, is raised
@@ -344,7 +332,6 @@ class _Tree:
         return digest.hexdigest()
 
     def _entry(self, full: Path, inside: frozenset[tuple[int, int]]) -> str:
-        """The identity of ``full``, a file or directory met walking a linked directory."""
         try:
             info = os.lstat(full)
             if stat.S_ISLNK(info.st_mode):

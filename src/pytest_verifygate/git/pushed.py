@@ -55,14 +55,6 @@ class PushedCommit(NamedTuple):
     # The index as a tree: checked out, and made the checkout's index, over ``commit``.
     staged_tree: str | None = None
 
-    def describe(self) -> str:
-        """The line said on stderr when the gates run in the checkout."""
-        if self.staged_tree is None:
-            return (f"the work tree differs from the pushed commit {self.commit[:12]}: "
-                    "checking that commit in a temporary worktree")
-        return ("the work tree differs from the index: checking the staged content in a "
-                "temporary worktree")
-
 
 def pushed_commit(environ: Mapping[str, str] | None = None, cwd: Path | None = None,
                   outputs: Sequence[str] = ()) -> PushedCommit | None:
@@ -229,7 +221,7 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except (PermissionError, OverflowError):  # another user's process: not ours to judge
-        return True
+        pass
     return True
 
 
@@ -251,7 +243,12 @@ def run_in_pushed_commit(args: "argparse.Namespace") -> Iterator[PushedCommit | 
     if pushed is None:
         yield None
         return
-    print(f"verifygate: {pushed.describe()}", file=sys.stderr)
+    if pushed.staged_tree is None:
+        print(f"verifygate: the work tree differs from the pushed commit {pushed.commit[:12]}: "
+              "checking that commit in a temporary worktree", file=sys.stderr)
+    else:
+        print("verifygate: the work tree differs from the index: checking the staged content "
+              "in a temporary worktree", file=sys.stderr)
     here = Path.cwd()
     # Without git's location variables before anything runs in the checkout: with GIT_DIR
     # set, ``git reset --hard`` there would reset the work tree's repository instead.
