@@ -257,7 +257,7 @@ def _file_id(full: Path, algorithm: str) -> str:
         return _DELETED
     if stat.S_ISLNK(info.st_mode):
         target = blob_id(os.fsencode(os.readlink(full)), algorithm)
-        return f"{SYMLINK} {target} -> {_Tree(algorithm).resolved(full)}"
+        return f"{SYMLINK} {target} -> {_resolved(full, algorithm)}"
     if stat.S_ISDIR(info.st_mode):
         return "other"  # a nested repository: present, content its own
     return _content_id(full, info, algorithm)
@@ -298,54 +298,46 @@ class _Located(OSError):
         self.reason = reason
 
 
-class _Tree:
-    """What links resolve to: a file's content, a directory's files (followed the same way,
-    ``.git`` aside), or ``missing``; at most ``MAX_WALKED_FILES`` files, no loop."""
+def _resolved(link: Path, algorithm: str) -> str:
+    """The identity of what ``link`` points to: a file's content, a directory's files (links
+    in it followed the same way, ``.git`` aside), or ``missing``; at most ``MAX_WALKED_FILES``
+    files, and no loop."""
+    files = 0
 
-    def __init__(self, algorithm: str) -> None:
-        self.algorithm = algorithm
-        self.files = 0
-        self.top: Path | None = None  # the link followed first
-
-    def resolved(self, link: Path, inside: frozenset[tuple[int, int]] = frozenset()) -> str:
-        self.top = self.top or link
+    def target(path: Path, inside: frozenset[tuple[int, int]]) -> str:
         try:
-            info = os.stat(link)  # ELOOP, for a loop of links, is raised
+            info = os.stat(path)  # ELOOP, for a loop of links, is raised
         except (FileNotFoundError, NotADirectoryError):
             return "missing"  # dangling: the gate finds nothing there either
-        if stat.S_ISDIR(info.st_mode):
-            return f"tree {self._directory(link, info, inside)}"
-        return self._file(link, info)
+        return content(path, info, inside)
 
-    def _directory(self, top: Path, info: os.stat_result,
-                   inside: frozenset[tuple[int, int]]) -> str:
+    def content(path: Path, info: os.stat_result, inside: frozenset[tuple[int, int]]) -> str:
+        nonlocal files
+        if not stat.S_ISDIR(info.st_mode):
+            files += 1
+            if files > MAX_WALKED_FILES:
+                raise _Located(link, f"leads to more than {MAX_WALKED_FILES} files")
+            return _content_id(path, info, algorithm)
         node = (info.st_dev, info.st_ino)
         if node in inside:
             raise OSError("a link loop")
-        inside = inside | {node}
-        with os.scandir(top) as scan:
+        with os.scandir(path) as scan:
             names = sorted(entry.name for entry in scan if entry.name != ".git")
         digest = hashlib.sha256()
         for name in names:
-            identity = self._entry(top / name, inside)
+            identity = entry(path / name, inside | {node})
             digest.update(os.fsencode(name) + b"\0" + identity.encode() + b"\n")
-        return digest.hexdigest()
+        return f"tree {digest.hexdigest()}"
 
-    def _entry(self, full: Path, inside: frozenset[tuple[int, int]]) -> str:
+    def entry(path: Path, inside: frozenset[tuple[int, int]]) -> str:
         try:
-            info = os.lstat(full)
+            info = os.lstat(path)
             if stat.S_ISLNK(info.st_mode):
-                return f"link {os.readlink(full)!r} -> {self.resolved(full, inside)}"
-            if stat.S_ISDIR(info.st_mode):
-                return f"tree {self._directory(full, info, inside)}"
-            return self._file(full, info)
+                return f"link {os.readlink(path)!r} -> {target(path, inside)}"
+            return content(path, info, inside)
         except _Located:
             raise
         except OSError as exc:
-            raise _Located(full, exc.strerror or str(exc)) from exc
+            raise _Located(path, exc.strerror or str(exc)) from exc
 
-    def _file(self, full: Path, info: os.stat_result) -> str:
-        self.files += 1
-        if self.files > MAX_WALKED_FILES:
-            raise _Located(self.top or full, f"leads to more than {MAX_WALKED_FILES} files")
-        return _content_id(full, info, self.algorithm)
+    return target(link, frozenset())
