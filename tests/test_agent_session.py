@@ -264,6 +264,20 @@ def test_a_contract_deleted_during_the_session_blocks_the_stop(project: Path) ->
     assert f"git checkout {start[:12]} -- verify.toml" in run.reason
 
 
+def test_a_contract_deleted_when_git_cannot_read_the_start_blocks_the_stop(project: Path
+                                                                        ) -> None:
+    # Git fails to list the start's tree: that is not "there was no contract then" (which
+    # would allow the stop with no gate run), so the stop is blocked as unchecked.
+    session_start(project)
+    (project / "verify.toml").unlink()
+    tree = git(project, "rev-parse", "HEAD^{tree}").strip()
+    (project / ".git/objects" / tree[:2] / tree[2:]).unlink()
+    run = stop(project)
+    assert run.blocked
+    assert "your work could not be checked" in run.reason
+    assert "git ls-tree failed" in run.stderr
+
+
 def test_a_contract_moved_to_pyproject_still_runs_the_gates_it_had(project: Path) -> None:
     session_start(project)
     write(project / "calc.py", BAD)

@@ -258,3 +258,36 @@ def test_files_the_package_writes_are_never_changes(repo: Path) -> None:
     # Edited since it was written, a report is a change like any file.
     write(repo / "out" / "report.json", "{}\n")
     assert selected(worktree=True) == ["everything"]
+
+
+def test_a_staged_run_asks_git_once_for_each_answer(repo: Path, tmp_path: Path) -> None:
+    # A commit waits for these: the work tree's place, what differs from the index (hidden
+    # edits included), the staged diff, and the tracked files a left-out gate's patterns are
+    # checked against. Each answer is one git call.
+    import shutil
+    import sys
+
+    real_git = shutil.which("git")
+    assert real_git is not None
+    shims = tmp_path / "shims"
+    calls = tmp_path / "git-calls"
+    write(shims / "git", f'#!/bin/sh\necho "$*" >> "{calls}"\nexec "{real_git}" "$@"\n')
+    (shims / "git").chmod(0o755)
+    gates = "".join(f'[[gate]]\nname = "{name}"\ncommand = ["true"]\nwhen_changed = ["{glob}"]\n'
+                    for name, glob in (("py", "*.py"), ("md", "*.md"), ("js", "*.js")))
+    write(repo / "verify.toml", gates)
+    write(repo / "a.py", "1\n")
+    write(repo / "b.md", "b\n")
+    commit_all(repo)
+    write(repo / "a.py", "2\n")
+    git(repo, "add", "a.py")
+    done = subprocess.run([sys.executable, "-m", "pytest_verifygate", "run", "--staged"],
+                          cwd=repo, capture_output=True, text=True,
+                          env={**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"})
+    assert done.returncode == 0, done.stderr
+    assert "1 of 3 gate(s) selected" in done.stderr + done.stdout
+    commands = [line.split(" -c ")[-1].split(" ", 1)[1] for line in
+                calls.read_text().splitlines()]
+    assert len(commands) == 4, commands
+    assert [command.split(" ")[0] for command in commands] == [
+        "rev-parse", "ls-files", "diff", "ls-files"]

@@ -1,21 +1,6 @@
-"""A contract bound by its past: the gates a contract had at a git revision still run.
-
-The coding-agent hook checks a session's work against the contract as it was when the session
-began, so that deleting a failing gate, weakening it, or moving the contract does not let the
-work through. ``load_contract_since`` loads the current contract, reads the one at the revision
-with ``git show`` (found as ``find_contract`` would have found it then) and returns their union:
-
-- every gate the revision's contract had, with its definition there: a gate removed since still
-  runs, and so does a gate changed since (a different command, ``when_changed``, ``roles`` ...:
-  "weakened" cannot be told from "changed", so the earlier definition is the one that binds);
-- then the gates added since, as they are now;
-- the current settings, except that ``fail_when_unverified`` holds if either set it.
-
-When the text changed, the contract's first warning says so (``change_note`` finds it). A
-current contract that cannot be loaded is a ``ContractError`` as always; one that was removed
-since the revision is too (the caller fails closed). ``NoContractError`` says there is no
-contract now and was none then. A revision's contract that does not load binds nothing: the
-current one runs alone, with a warning.
+"""A contract bound by its past: the gates the contract had at a git revision (the start of an
+agent's session) still run, as they were then, so that removing, weakening or moving a gate
+does not let work through (docs: Agent hooks).
 
 PYTEST_DONT_REWRITE
 """
@@ -56,12 +41,16 @@ def load_contract_since(
     *,
     flag: str = "--contract",
 ) -> Contract:
-    """``load_contract(path, start)``, bound by the contract at ``revision`` (a commit)."""
+    """``load_contract(path, start)`` and the gates the contract at ``revision`` had: theirs
+    as they were then, then the ones added since; ``fail_when_unverified`` if either set it.
+    A revision's contract that does not load binds nothing (a warning says so)."""
     here = (start or Path.cwd()).resolve()
     try:
         current = load_contract(path, start=start, flag=flag)
     except ContractError as exc:
         raise _not_loaded(exc, revision, path, here) from None
+    if find_repo_root(current.root) is None:
+        return current  # a contract outside any repository: no revision binds it
     # An explicit --contract is compared with the same file then; else the one found then.
     relative = posix_relative(current.path, current.repo_root)
     earlier: str | None = relative
@@ -85,20 +74,19 @@ def load_contract_since(
         )
     shown = f"{earlier} at {revision[:12]}"
     try:
-        settings, gates = contract_from_text(then_path, text, shown=shown, root=current.root,
-                                             repo_root=current.repo_root)
+        settings, gates = _from_text(then_path, text, shown=shown, root=current.root,
+                                     repo_root=current.repo_root)
     except ContractError as exc:
         warning = f"{exc}; only the current contract's gates run"
         return current._replace(warnings=(*current.warnings, warning))
-    return bind(current, settings, gates, revision=revision, earlier=earlier)
+    return _bind(current, settings, gates, revision=revision, earlier=earlier)
 
 
 def _not_loaded(error: ContractError, revision: str, path: str | os.PathLike[str] | None,
                 here: Path) -> ContractError:
-    """What to raise when the current contract does not load: the error itself (fail
-    closed), one saying the contract was removed since ``revision``, or ``NoContractError``
-    when there is none now and was none then (a repository that does not use verifygate, or
-    a --contract that names nothing)."""
+    """What to raise when the current contract does not load: the error itself, one saying
+    the contract was removed since ``revision``, or ``NoContractError`` when there is none now
+    and was none then."""
     if path is None:
         if find_contract(here) is not None:
             return error
@@ -120,7 +108,7 @@ def _not_loaded(error: ContractError, revision: str, path: str | os.PathLike[str
     )
 
 
-def contract_from_text(
+def _from_text(
     contract_path: Path, text: str, *, shown: str, root: Path, repo_root: Path
 ) -> tuple[Settings, list[Gate]]:
     """The settings and gates of ``text``, read as the contract file ``contract_path``."""
@@ -136,9 +124,10 @@ def contract_from_text(
     return load_native(parse_toml(text, shown), reader, fmt)
 
 
-def bind(current: Contract, settings: Settings, gates: Sequence[Gate], *, revision: str,
-         earlier: str) -> Contract:
-    """The union of ``current`` and the gates it had at ``revision`` (see the module doc)."""
+def _bind(current: Contract, settings: Settings, gates: Sequence[Gate], *, revision: str,
+          earlier: str) -> Contract:
+    """The union of ``current`` and the gates it had at ``revision``, with a note that says
+    what changed first among its warnings."""
     now = {gate.name: gate for gate in current.gates}
     then = {gate.name for gate in gates}
     removed = [gate.name for gate in gates if gate.name not in now]
@@ -181,10 +170,18 @@ def _current_text(path: Path) -> str | None:
 
 
 def _show(revision: str, repo_root: Path, relative: str) -> str | None:
-    """The text of ``relative`` at ``revision``; None when it was not there (or not text)."""
+    """The text of ``relative`` at ``revision``; None when it was not there (or not text).
+
+    A git that fails raises ``ChangeSetError``: never "no contract then", which would let
+    the gates the contract had go unchecked.
+    """
     try:
         raw = git_output(repo_root, "show", f"{revision}:{relative}")
     except ChangeSetError:
+        # Absent then, or git failed: the revision's listing (which raises when git fails)
+        # tells which.
+        if _present(revision, repo_root, [relative]):
+            raise
         return None
     if b"\0" in raw:
         return None
@@ -192,6 +189,13 @@ def _show(revision: str, repo_root: Path, relative: str) -> str | None:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+def _present(revision: str, repo_root: Path, candidates: Sequence[str]) -> set[str]:
+    """Which of ``candidates`` (paths relative to the repository) ``revision`` has."""
+    listed = git_output(repo_root, "ls-tree", "-z", "--name-only", "--full-tree", revision,
+                        "--", *candidates)
+    return {os.fsdecode(item) for item in listed.split(b"\0") if item}
 
 
 def _candidates(start: Path, repo_root: Path) -> list[str]:
@@ -205,9 +209,7 @@ def _candidates(start: Path, repo_root: Path) -> list[str]:
 
 def _first_candidate(start: Path, repo_root: Path, relative: str, text: str) -> bool:
     """Whether ``relative``, there at the revision with ``text``, is certainly what discovery
-    found then: it is the first place discovery looks (the usual ``verify.toml`` beside the
-    session's directory), so no other file can have come before it. Saves listing the
-    revision's tree on most stops."""
+    found then: the first place it looks (saves listing the revision's tree on most stops)."""
     candidates = _candidates(start, repo_root)
     if not candidates or candidates[0] != relative:
         return False
@@ -220,12 +222,7 @@ def _find_at(revision: str, repo_root: Path, start: Path) -> str | None:
     candidates = _candidates(start, repo_root)
     if not candidates:
         return None
-    try:
-        listed = git_output(repo_root, "ls-tree", "-z", "--name-only", "--full-tree", revision,
-                            "--", *candidates)
-    except ChangeSetError:
-        return None
-    present = {os.fsdecode(item) for item in listed.split(b"\0") if item}
+    present = _present(revision, repo_root, candidates)
     for candidate in candidates:
         if candidate not in present:
             continue

@@ -1,34 +1,19 @@
-"""The change set: which files changed, from explicit paths, the index, a git ref or a range.
+"""The change set: which files changed, from explicit paths, the index, a git ref or a range,
+and the change base a CI build names (docs: The change set).
 
-Owns every git call that reads changes, and ``git_output``, the one way the package runs git
-(with ``GIT``'s options: what the repository's configuration could change in git's
-answer is off). Git is always asked for NUL-separated output (``-z``) so any file name works,
-renames are split into a deletion and an addition (both paths count), and deleted files are
-kept for selection while ``existing_files`` leaves them out of ``{files}``. Paths in a
-``ChangeSet`` are POSIX paths relative to the project root.
-
-What git can be told not to see is looked at anyway (docs, "The change set"): edits to
-entries marked assume-unchanged or skip-worktree, files inside changed submodules, untracked
-files hidden only by local exclude files. A git that fails raises ``ChangeSetError``; no
-failure ever becomes an empty change set.
-
-Also leaves out what is never a change: anything under ``.git/``, the files the current run
-writes (``ChangeRequest.outputs``) and those earlier runs wrote and nobody changed since (see
-``state/outputs.py``): a report, JUnit file or digest written inside the work tree must not select
-gates on the next run.
-
-Also owns CI base detection: the ref a pull or merge request build compares against (GitHub
-Actions, GitLab CI, or the generic ``VERIFYGATE_CHANGED_FROM``), with the words that say where
-it came from and how to fix a clone too shallow for it.
+Owns every git call that reads changes and ``git_output``, the one way the package runs git.
+A git that fails raises ``ChangeSetError``: no failure ever becomes an empty change set.
 
 PYTEST_DONT_REWRITE
 """
 
+import hashlib
 import os
 import posixpath
+import re
 import stat
 import subprocess
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -36,32 +21,32 @@ from pytest_verifygate.errors import ChangeSetError
 
 # How the package runs git, every time: whatever the repository's configuration or an agent
 # writing it says, git answers from the objects and the files themselves. No replace refs (a
-# commit swapped for one with the current tree), no grafts (``GIT_ENVIRONMENT``), no file
+# commit swapped for one with the current tree), no grafts (``GIT_GRAFT_FILE``), no file
 # system monitor (a command that says what changed), and no stat shortcut that ignores the
 # change time (a file rewritten at the same size with its modification time put back).
 GIT = ("git", "--no-replace-objects", "-c", "core.fsmonitor=false", "-c",
        "core.checkStat=default", "-c", "core.trustctime=true", "-c",
        "advice.graftFileDeprecated=false")
-GIT_ENVIRONMENT = {"GIT_GRAFT_FILE": os.devnull}
 
-# A change set's diff (raw: with modes, to find submodules). ``--relative``: git runs in the
-# project root, so paths come relative to it and changes outside it are left out (a project
-# below the repository's top level).
+# Git is always asked for NUL-separated output (``-z``), so any file name works; renames are
+# split into a deletion and an addition (both paths count). ``--raw`` gives each entry's modes
+# (a submodule is mode 160000). ``--relative``: git runs in the project root, so paths come
+# relative to it and changes outside it are left out.
 DIFF = ("diff", "--raw", "-z", "--no-abbrev", "--no-renames", "--relative",
         "--ignore-submodules=none")
 STAGED_DIFF = (*DIFF, "--cached", "--")
-# Submodules aside, as pre-commit's stash leaves them: a checkout of the index has none of
-# their content, so the gates read them as they are.
-UNSTAGED_NAMES = ("diff", "--name-only", "-z", "--no-renames", "--relative",
-                  "--ignore-submodules=all", "--")
-FLAGGED = ("ls-files", "-z", "-v")
 TOP_LEVEL = ("rev-parse", "--show-toplevel", "--show-prefix")
-
-
-def git_environment() -> dict[str, str]:
-    """The environment every git of the package runs with: this one, without grafts."""
-    return {**os.environ, **GIT_ENVIRONMENT}
-
+# The index, one record per entry: "<tag> <mode> <oid> <stage>\t<path>", the tag "H" for a
+# file git checks, lower case for one marked assume-unchanged, "S" for skip-worktree. With
+# ``--modified``, a "C" record again for each entry whose file differs from the index (as
+# ``git diff`` finds it); with ``UNTRACKED``, "? <path>" for each untracked file.
+LISTING = ("ls-files", "-z", "-v", "--stage")
+# Untracked files count unless the project's own ``.gitignore`` files ignore them:
+# ``.git/info/exclude`` and ``core.excludesFile`` are local, and whatever writes the work tree
+# (an agent) can write them, so a file they hide is still a change.
+UNTRACKED = ("--others", "--exclude-per-directory=.gitignore")
+GITLINK = "160000"
+SYMLINK = "120000"
 
 # Where a change set came from, as written in the report's "changes.source".
 SOURCE_FILES = "files"
@@ -81,10 +66,8 @@ GITLAB_BASE_ENV = "CI_MERGE_REQUEST_DIFF_BASE_SHA"
 
 
 class ChangeSet(NamedTuple):
-    """The files a run is about. ``source == "all"`` means no change filtering at all.
-
-    Two change sets are equal when every field is, ``warnings`` and ``detected_by`` included.
-    """
+    """The files a run is about, as POSIX paths relative to the project root; deleted files
+    are kept for selection. ``source == "all"`` means no change filtering at all."""
 
     source: str
     files: tuple[str, ...] = ()
@@ -102,12 +85,7 @@ class ChangeSet(NamedTuple):
 
     @property
     def existing_files(self) -> tuple[str, ...]:
-        """Changed files not known to be deleted: what ``{files}`` may expand to.
-
-        (For explicit ``--files``, existence is checked when ``{files}`` is expanded.)
-        """
-        if not self.deleted:
-            return self.files
+        """Changed files not known to be deleted: what ``{files}`` may expand to."""
         return tuple(path for path in self.files if path not in self.deleted)
 
     def describe(self) -> str:
@@ -120,43 +98,31 @@ class ChangeSet(NamedTuple):
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe form, also used to hand the change set to pytest-xdist workers."""
-        data: dict[str, Any] = {
-            "source": self.source,
-            "ref": self.ref,
-            "files": list(self.files),
-            "deleted": sorted(self.deleted),
-        }
+        data: dict[str, Any] = {"source": self.source, "ref": self.ref,
+                                "files": list(self.files), "deleted": sorted(self.deleted)}
         if self.detected_by is not None:
             data["detected_by"] = self.detected_by
         return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ChangeSet":
-        return cls(
-            source=str(data["source"]),
-            ref=data.get("ref"),
-            files=tuple(data.get("files", ())),
-            deleted=frozenset(data.get("deleted", ())),
-            detected_by=data.get("detected_by"),
-        )
+        return cls(str(data["source"]), tuple(data.get("files", ())),
+                   frozenset(data.get("deleted", ())), data.get("ref"),
+                   detected_by=data.get("detected_by"))
 
 
 class ChangeRequest(NamedTuple):
-    """What the user asked for; ``compute_changes`` applies the order of precedence (docs:
-    The change set).
-
-    ``outputs``: the files this run will write (reports, JUnit, digest), relative to the
-    current directory or absolute; they are left out of the change set. ``index_apart``: the
-    caller runs a staged run's gates on the index whenever the work tree differs from it
-    (``pushed.run_in_pushed_commit``), so there is no partial staging to warn about.
-    """
+    """What the user asked for; ``compute_changes`` applies the order of precedence."""
 
     files: Sequence[str] | None = None
     staged: bool = False
     changed_from: str | None = None
     worktree: bool = False
     all: bool = False
+    # The files this run will write (reports, JUnit, digest): never changes.
     outputs: Sequence[str | os.PathLike[str]] = ()
+    # The caller runs a staged run's gates on the index when the work tree differs from it
+    # (``pushed.run_in_pushed_commit``): no partial staging to warn about.
     index_apart: bool = False
 
 
@@ -168,31 +134,19 @@ def compute_changes(
     environ: Mapping[str, str] | None = None,
     cwd: Path | None = None,
 ) -> ChangeSet:
-    """The change set for a project rooted at ``root``: the first source that applies.
-
-    Explicit files, ``--staged``, ``--changed-from``, the working tree (API), pre-commit's
-    range or index (docs: The change set); then the environment's change base
-    (``detect_change_base``: ``VERIFYGATE_CHANGED_FROM``, a GitHub Actions pull request's
-    ``GITHUB_BASE_REF``, a GitLab merge request's ``CI_MERGE_REQUEST_DIFF_BASE_SHA``), then
-    ``settings.changed_from`` (the repository-wide default, which a build's own base beats);
-    else every file, no filtering.
-    The package's own files are left out (see ``without_own_files``).
-    """
+    """The change set for a project rooted at ``root``: the first source that applies (docs:
+    The change set), without the package's own files (``without_own_files``)."""
     request = request or ChangeRequest()
-    changes = _compute(root, request, settings_changed_from,
-                       os.environ if environ is None else environ, cwd)
-    return without_own_files(changes, root, request.outputs, cwd or Path.cwd())
+    env = os.environ if environ is None else environ
+    cwd = cwd or Path.cwd()
+    changes = _compute(root, request, settings_changed_from, env, cwd)
+    return without_own_files(changes, root, request.outputs, cwd)
 
 
-def _compute(
-    root: Path,
-    request: ChangeRequest,
-    settings_changed_from: str,
-    env: Mapping[str, str],
-    cwd: Path | None,
-) -> ChangeSet:
+def _compute(root: Path, request: ChangeRequest, settings_changed_from: str,
+             env: Mapping[str, str], cwd: Path) -> ChangeSet:
     if request.files is not None:
-        return _explicit(root, request.files, cwd or Path.cwd())
+        return _explicit(root, request.files, cwd)
     if request.all:
         return ChangeSet(SOURCE_ALL)
     if request.staged:
@@ -220,9 +174,13 @@ def _compute(
     base = detect_change_base(env)
     if base is None and settings_changed_from:
         base = ChangeBase(settings_changed_from, "settings.changed_from")
-    if base is not None:
-        return _since_base(root, base)
-    return ChangeSet(SOURCE_ALL)
+    if base is None:
+        return ChangeSet(SOURCE_ALL)
+    try:
+        changes = _since_ref(root, base.ref, fetch_hint=base.fetch_hint)
+    except ChangeSetError as exc:  # a ref nobody typed: say where it came from
+        raise ChangeSetError(f"change base from {base.detected_by}: {exc}") from None
+    return changes._replace(detected_by=base.detected_by)
 
 
 def all_files(root: Path) -> tuple[str, ...]:
@@ -233,7 +191,7 @@ def all_files(root: Path) -> tuple[str, ...]:
         if "not in a git repository" not in str(exc):
             raise  # a git that fails is not a reason to guess
         return tuple(sorted(walk_files(root)))
-    return tuple(sorted(os.fsdecode(p) for p in out.split(b"\0") if p))
+    return tuple(sorted(_names(out)))
 
 
 def walk_files(root: Path) -> Iterable[str]:
@@ -244,14 +202,12 @@ def walk_files(root: Path) -> Iterable[str]:
             yield Path(os.path.relpath(os.path.join(directory, name), root)).as_posix()
 
 
-# --------------------------------------------------------------------------------------------
-# what is never a change
-
 def without_own_files(
     changes: ChangeSet, root: Path, outputs: Iterable[str | os.PathLike[str]], cwd: Path
 ) -> ChangeSet:
     """``changes`` without what the package itself writes: anything under ``.git/``, this
-    run's ``outputs``, and the outputs of earlier runs still as they were written."""
+    run's ``outputs``, and the outputs of earlier runs still as they were written (see
+    ``state/outputs.py``), so that a report written in the work tree selects no gate."""
     if not changes.files:
         return changes
     from pytest_verifygate.state.outputs import in_git_dir, own_files
@@ -264,13 +220,7 @@ def without_own_files(
         return changes
     kept = tuple(path for path in changes.files
                  if path not in own and not (named and in_git_dir(path)))
-    if len(kept) == len(changes.files):
-        return changes
     return changes._replace(files=kept, deleted=changes.deleted.intersection(kept))
-
-
-# --------------------------------------------------------------------------------------------
-# CI change base
 
 
 class ChangeBase(NamedTuple):
@@ -282,13 +232,10 @@ class ChangeBase(NamedTuple):
 
 
 def detect_change_base(environ: Mapping[str, str]) -> ChangeBase | None:
-    """The change base this environment names, first that applies, or None.
-
-    1. ``VERIFYGATE_CHANGED_FROM``: set on purpose for this environment, so it wins;
-    2. GitHub Actions pull request builds: ``GITHUB_BASE_REF`` (the target branch) as
-       ``origin/<branch>``, the remote-tracking ref actions/checkout creates;
-    3. GitLab merge request pipelines: ``CI_MERGE_REQUEST_DIFF_BASE_SHA``.
-    """
+    """The change base this environment names, or None: ``VERIFYGATE_CHANGED_FROM`` (set on
+    purpose, so it wins), a GitHub Actions pull request's ``GITHUB_BASE_REF`` (as the
+    ``origin/<branch>`` actions/checkout creates), a GitLab merge request's
+    ``CI_MERGE_REQUEST_DIFF_BASE_SHA``."""
     ref = environ.get(CHANGED_FROM_ENV, "").strip()
     if ref:
         return ChangeBase(ref, CHANGED_FROM_ENV)
@@ -314,16 +261,9 @@ def detect_change_base(environ: Mapping[str, str]) -> ChangeBase | None:
     return None
 
 
-# --------------------------------------------------------------------------------------------
-# sources
-
-
 def _explicit(root: Path, paths: Sequence[str], cwd: Path) -> ChangeSet:
-    """Paths as the user named them, relative to ``cwd``, made relative to the project root.
-
-    This runs over change sets of 100,000 paths, so the common case (a relative path under the
-    root) is plain string work; existence is checked only where ``{files}`` is expanded.
-    """
+    """Paths as the user named them, relative to ``cwd``, made relative to the project root;
+    the common case (a relative path under the root) is plain string work, for 100,000 paths."""
     files: list[str] = []
     real_cwd = os.path.realpath(cwd)
     prefixes = {os.path.join(os.path.realpath(root), ""), os.path.join(str(root), "")}
@@ -347,10 +287,8 @@ def _explicit(root: Path, paths: Sequence[str], cwd: Path) -> ChangeSet:
 
 def _staged(root: Path, *, warn_partial: bool) -> ChangeSet:
     # Given no commit to compare with, ``diff --cached`` compares the index with HEAD, or with
-    # nothing before the first commit: one git call either way. What differs between the index
-    # and the work tree is for the warning below.
-    out = git_output(root, *STAGED_DIFF)
-    files, deleted = _commit_changes(root, _parse_raw(out))
+    # nothing before the first commit: one git call either way.
+    files, deleted = _commit_changes(root, _parse_raw(git_output(root, *STAGED_DIFF)))
     warnings: tuple[str, ...] = ()
     if warn_partial and files:
         partial = sorted(set(files) & set(unstaged_files(root)))
@@ -361,16 +299,7 @@ def _staged(root: Path, *, warn_partial: bool) -> ChangeSet:
                 "gates see the working tree, not the index. Stage or stash them to check "
                 "exactly what will be committed.",
             )
-    return _change_set(files, deleted, SOURCE_STAGED, None, warnings)
-
-
-def _since_base(root: Path, base: ChangeBase) -> ChangeSet:
-    """``_since_ref`` for a ref nobody typed: errors say where it came from and how to fix."""
-    try:
-        changes = _since_ref(root, base.ref, fetch_hint=base.fetch_hint)
-    except ChangeSetError as exc:
-        raise ChangeSetError(f"change base from {base.detected_by}: {exc}") from None
-    return changes._replace(detected_by=base.detected_by)
+    return ChangeSet(SOURCE_STAGED, _unique(files), frozenset(deleted), warnings=warnings)
 
 
 def _since_ref(
@@ -380,180 +309,161 @@ def _since_ref(
     if ref == "HEAD":
         # Before the first commit there is no HEAD: every file is new, so compare against the
         # empty tree (``--changed-from HEAD`` and the agent hook work in a fresh repository).
-        base = "HEAD" if _has_head(root) else _empty_tree(root)
+        base = "HEAD" if head_commit(root) is not None else empty_tree(root)
     else:
         _verify_ref(root, ref, fetch_hint=fetch_hint)
         merge_base = _merge_base(root, ref, fetch_hint=fetch_hint)
-        base = merge_base or _empty_tree(root)
+        base = merge_base or empty_tree(root)
         if merge_base is None:
             # Histories that never met (``git checkout --orphan``): nothing is shared, so
             # every file is a change; never "nothing changed".
             warnings = (f"warning: {ref!r} and HEAD share no history: every file counts as "
                         "changed",)
     files, deleted = worktree_changes(root, base)
-    return _change_set(files, deleted, source, ref, warnings)
+    return ChangeSet(source, _unique(files), frozenset(deleted), ref, warnings)
 
 
 def _range(root: Path, from_ref: str, to_ref: str) -> ChangeSet:
     _verify_ref(root, from_ref)
     _verify_ref(root, to_ref)
-    out = git_output(root, *_DIFF, f"{from_ref}...{to_ref}", "--")
+    out = git_output(root, *DIFF, f"{from_ref}...{to_ref}", "--")
     files, deleted = _commit_changes(root, _parse_raw(out))
-    return _change_set(files, deleted, SOURCE_RANGE, f"{from_ref}...{to_ref}", ())
-
-
-# --------------------------------------------------------------------------------------------
-# what git is told not to see, and submodules
-
-# Untracked files count unless the project's own ``.gitignore`` files ignore them:
-# ``.git/info/exclude`` and ``core.excludesFile`` are local, and whatever writes the work tree
-# (an agent) can write them, so a file they hide is still a change.
-UNTRACKED = ("ls-files", "-z", "--others", "--exclude-per-directory=.gitignore")
+    return ChangeSet(SOURCE_RANGE, _unique(files), frozenset(deleted), f"{from_ref}...{to_ref}")
 
 
 def worktree_changes(root: Path, base: str) -> tuple[list[str], set[str]]:
-    """The files whose content in the work tree differs from commit or tree ``base``, the
-    untracked ones (see ``UNTRACKED``), and those of submodules the same way, recursively;
-    with the deleted ones (tracked in ``base``, absent from the disk).
-
-    Git's own answer is checked where it can be told not to look: entries marked
-    ``assume-unchanged`` or ``skip-worktree`` are compared by content, and git's idea of the
-    work tree must be ``root`` or hold it (``core.worktree`` or ``GIT_WORK_TREE`` pointed at
-    another checkout is an error).
-    """
-    top, out, untracked, flagged = _git_together(
-        root, TOP_LEVEL, (*_DIFF, base, "--"), UNTRACKED, FLAGGED)
+    """The files in the work tree that differ from commit or tree ``base`` (untracked ones,
+    hidden edits and submodules' files included), and of those the deleted ones."""
+    top, out, listing = _git_together(root, TOP_LEVEL, (*DIFF, base, "--"),
+                                      (*LISTING, *UNTRACKED))
     check_work_tree(root, top)
     entries = _parse_raw(out)
-    files: list[str] = [entry.path for entry in entries]
-    files += [os.fsdecode(p) for p in untracked.split(b"\0") if p]
+    _, untracked, flagged = _read_listing(listing)
     hidden, removed = hidden_edits(root, flagged)
-    files += hidden
+    files = [*(entry.path for entry in entries), *untracked, *hidden]
     # What git calls deleted but is on the disk (untracked since, ``git rm --cached``) is
     # there for the gates to read: not deleted.
     deleted = {entry.path for entry in entries
                if entry.status == "D" and not os.path.lexists(root / entry.path)}
     deleted.update(removed)
     for entry in entries:
-        if _GITLINK in (entry.old_mode, entry.new_mode) and (root / entry.path / ".git").exists():
-            inner_base = entry.old_oid if entry.old_mode == _GITLINK else None
+        if GITLINK in (entry.old_mode, entry.new_mode) and (root / entry.path / ".git").exists():
             inner = root / entry.path
-            sub_files, sub_deleted = worktree_changes(inner, inner_base or _empty_tree(inner))
+            inner_base = entry.old_oid if entry.old_mode == GITLINK else empty_tree(inner)
+            sub_files, sub_deleted = worktree_changes(inner, inner_base)
             files += _prefixed(entry.path, sub_files)
             deleted |= set(_prefixed(entry.path, sub_deleted))
     return files, deleted
 
 
 def unstaged_files(root: Path, top: bytes | None = None) -> list[str]:
-    """The tracked files whose work tree content differs from the index (what a commit
-    would not take), entries marked not to be looked at included; ``root`` must be git's
-    work tree or inside it (``top``: what ``TOP_LEVEL`` printed there, if read)."""
+    """The tracked files whose content in the work tree differs from the index, hidden edits
+    included and submodules aside, as pre-commit's stash leaves them (``top``: what
+    ``TOP_LEVEL`` printed in ``root``, if read)."""
     if top is None:
-        top, out, flagged = _git_together(root, TOP_LEVEL, UNSTAGED_NAMES,
-                                          FLAGGED)
+        top, listing = _git_together(root, TOP_LEVEL, (*LISTING, "--modified"))
     else:
-        out, flagged = _git_together(root, UNSTAGED_NAMES, FLAGGED)
+        listing = git_output(root, *LISTING, "--modified")
     check_work_tree(root, top)
-    return [*(os.fsdecode(p) for p in out.split(b"\0") if p), *hidden_edits(root, flagged)[0]]
+    modified, _, flagged = _read_listing(listing)
+    return [*modified, *hidden_edits(root, flagged)[0]]
 
 
-def hidden_edits(root: Path, listing: bytes) -> tuple[list[str], list[str]]:
-    """Of the entries ``git ls-files -z -v`` lists, those git is told not to look at
-    (``assume-unchanged``: a lower-case tag; ``skip-worktree``: ``S``) whose file differs
-    from the index: present with other content, or absent (a skip-worktree entry absent
-    from the disk is a sparse checkout's, not an edit, when one is configured); and of those,
-    the absent ones."""
-    import re
+class _Flagged(NamedTuple):
+    """An index entry git is told not to look at (``LISTING``'s record)."""
 
-    # Most entries are "H <path>": only the others are looked at (100,000 entries: ~2 ms).
-    data = b"\0" + listing
-    flagged: dict[str, bytes] = {}
-    for match in re.finditer(rb"\0[^H\0]", data):
-        end = data.find(b"\0", match.start() + 1)
-        tag, _, raw_path = data[match.start() + 1:end if end >= 0 else None].partition(b" ")
-        if tag == b"S" or tag.islower():
-            flagged[os.fsdecode(raw_path)] = tag
-    if not flagged:
-        return [], []
+    tag: bytes
+    mode: str
+    oid: str
+
+
+def _read_listing(listing: bytes) -> tuple[list[str], list[str], dict[str, _Flagged]]:
+    """Of a ``LISTING``: the modified files (submodules aside), the untracked ones and the
+    flagged entries. Only records not tagged "H" are parsed (100,000 entries: ~2 ms)."""
+    modified: list[str] = []
+    untracked: list[str] = []
+    flagged: dict[str, _Flagged] = {}
+    for match in re.finditer(rb"\0([^H\0][^\0]*)", b"\0" + listing):
+        tag, _, rest = match.group(1).partition(b" ")
+        if tag == b"?":
+            untracked.append(os.fsdecode(rest))
+            continue
+        meta, _, raw_path = rest.partition(b"\t")
+        mode, oid, stage = meta.decode("ascii", "replace").split(" ")
+        path = os.fsdecode(raw_path)
+        if tag == b"C":
+            if mode != GITLINK:
+                modified.append(path)
+        elif (tag == b"S" or tag.islower()) and stage == "0":
+            flagged[path] = _Flagged(tag, mode, oid)
+    return modified, untracked, flagged
+
+
+def hidden_edits(root: Path, flagged: Mapping[str, _Flagged]) -> tuple[list[str], list[str]]:
+    """Of the ``flagged`` entries (edits git is told not to see), those whose file differs
+    from the index, and of those the absent ones."""
     suspects: dict[str, str] = {}
     changed: list[str] = []
     removed: list[str] = []
     sparse: list[str] = []
-    for path, (mode, oid) in _index_entries(root, sorted(flagged)).items():
-        if mode == _GITLINK.encode():
+    for path, entry in sorted(flagged.items()):
+        if entry.mode == GITLINK:
             continue
         try:
             info = os.lstat(root / path)
         except FileNotFoundError:
-            (sparse if flagged[path] == b"S" else removed).append(path)
+            (sparse if entry.tag.upper() == b"S" else removed).append(path)
             continue
         except OSError:
             changed.append(path)  # cannot be compared: a change
             continue
-        if stat.S_ISREG(info.st_mode) and mode != _SYMLINK:
-            suspects[path] = oid.decode()
-        elif not (stat.S_ISLNK(info.st_mode) and mode == _SYMLINK
-                  and _link_id(root / path, oid) == oid):
+        if stat.S_ISREG(info.st_mode) and entry.mode != SYMLINK:
+            suspects[path] = entry.oid
+        elif not (stat.S_ISLNK(info.st_mode) and entry.mode == SYMLINK
+                  and _link_id(root / path, entry.oid) == entry.oid):
             # Never opened: a link is read as what it says, anything else (a FIFO would
             # block git) is a change.
             changed.append(path)
-    if suspects:
-        # Hashed by git as ``git add`` would (its filters, line endings).
-        for group in _groups(sorted(suspects)):
-            ids = git_output(root, "hash-object", "--", *group).split()
-            changed += [path for path, oid in zip(group, ids, strict=True)
-                        if oid.decode() != suspects[path]]
+    # Hashed by git as ``git add`` would (its filters, line endings), 500 paths per call.
+    paths = list(suspects)
+    for start in range(0, len(paths), 500):
+        group = paths[start:start + 500]
+        ids = git_output(root, "hash-object", "--", *group).decode().split()
+        changed += [path for path, oid in zip(group, ids, strict=True) if oid != suspects[path]]
+    # A skip-worktree entry absent from the disk is a sparse checkout's, when one is on.
     if sparse and git_answer(root, "config", "--type=bool", "--get",
                              "core.sparseCheckout") != b"true\n":
-        removed += sparse  # no sparse checkout: a file deleted and hidden from git
+        removed += sparse
     return [*changed, *removed], removed
 
 
-def _index_entries(root: Path, paths: list[str]) -> dict[str, tuple[bytes, bytes]]:
-    """The index's mode and id of each of ``paths`` (stage 0)."""
-    entries: dict[str, tuple[bytes, bytes]] = {}
-    for group in _groups(paths):
-        out = git_output(root, "ls-files", "-z", "--stage", "--", *group,
-                         environ={"GIT_LITERAL_PATHSPECS": "1"})
-        for record in out.split(b"\0"):
-            meta, _, raw_path = record.partition(b"\t")
-            fields = meta.split(b" ")
-            if len(fields) == 3 and fields[2] == b"0":
-                entries[os.fsdecode(raw_path)] = (fields[0], fields[1])
-    return entries
+def blob_id(data: bytes, algorithm: str) -> str:
+    """Git's id of a blob holding ``data``, in ``algorithm`` ("sha1" or "sha256")."""
+    return hashlib.new(algorithm, b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def _groups(paths: list[str]) -> Iterator[list[str]]:
-    """``paths`` in groups short enough for any command line."""
-    for start in range(0, len(paths), 500):
-        yield paths[start:start + 500]
-
-
-def _link_id(link: Path, oid: bytes) -> bytes:
-    """Git's id of a link's target text, in the hash ``oid`` (the index's id) is in; empty
-    when the link cannot be read (gone since: a change)."""
-    import hashlib
-
+def _link_id(link: Path, oid: str) -> str:
+    """Git's id of a link's target text, in ``oid``'s hash; empty when the link cannot be
+    read (gone since: a change)."""
     try:
         target = os.readlink(os.fsencode(link))
     except OSError:
-        return b""
-    algorithm = "sha256" if len(oid) == 64 else "sha1"
-    return hashlib.new(algorithm, b"blob %d\0" % len(target) + target).hexdigest().encode()
+        return ""
+    return blob_id(target, "sha256" if len(oid) == 64 else "sha1")
 
 
 def _commit_changes(root: Path, entries: "list[_Entry]") -> tuple[list[str], set[str]]:
     """Files and deletions of a diff between commits (or a commit and the index), with what
-    changed inside each submodule between the two commits it records, recursively."""
+    changed inside each submodule between the two commits it records."""
     files = [entry.path for entry in entries]
     deleted = {entry.path for entry in entries if entry.status == "D"}
     for entry in entries:
-        if entry.new_mode != _GITLINK or not (root / entry.path / ".git").exists():
+        if entry.new_mode != GITLINK or not (root / entry.path / ".git").exists():
             continue  # a removed submodule: its path is the change
         inner = root / entry.path
-        old = entry.old_oid if entry.old_mode == _GITLINK else _empty_tree(inner)
+        old = entry.old_oid if entry.old_mode == GITLINK else empty_tree(inner)
         try:
-            out = git_output(inner, *_DIFF, old, entry.new_oid, "--")
+            out = git_output(inner, *DIFF, old, entry.new_oid, "--")
         except ChangeSetError as exc:
             raise ChangeSetError(f"submodule {entry.path}: {exc} (its commits are not "
                                  "here: git submodule update --init --recursive)") from None
@@ -567,11 +477,6 @@ def _prefixed(directory: str, paths: Iterable[str]) -> list[str]:
     return [f"{directory}/{path}" for path in paths]
 
 
-def verify_work_tree(root: Path) -> None:
-    """Raise ``ChangeSetError`` unless git's work tree is ``root`` or holds it."""
-    check_work_tree(root, git_output(root, *TOP_LEVEL))
-
-
 def check_work_tree(root: Path, top_line: bytes) -> None:
     """Raise unless git's work tree (``top_line``: what ``rev-parse --show-toplevel`` prints
     first) is ``root`` or holds it: git would answer about another checkout than this one."""
@@ -583,13 +488,6 @@ def check_work_tree(root: Path, top_line: bytes) -> None:
             f"points elsewhere): unset it, or run in {top}")
 
 
-# --------------------------------------------------------------------------------------------
-# git helpers
-
-# ``DIFF``'s ``--raw`` gives each entry's modes: a submodule is mode 160000.
-_DIFF = DIFF
-_GITLINK = "160000"
-_SYMLINK = b"120000"
 class _Entry(NamedTuple):
     """One entry of ``git diff --raw -z``."""
 
@@ -602,20 +500,14 @@ class _Entry(NamedTuple):
 
 
 def git_output(root: Path, *args: str, environ: Mapping[str, str] | None = None) -> bytes:
-    """What ``git <args>`` run in ``root`` prints on stdout (``environ``: variables to add).
-
-    Raises ``ChangeSetError`` with one line when git cannot be run or fails (outside a
-    repository: that, and how to choose gates without one). Git's stdin is closed, so it can
-    never wait for an answer. Git runs as ``GIT`` says: replace refs, grafts and the
-    other ways a repository's configuration can change git's answer are off.
-    """
+    """What ``git <args>`` run in ``root`` (as ``GIT`` says, stdin closed) prints on stdout;
+    a one-line ``ChangeSetError`` when git cannot run or fails."""
     return _finish_git(root, _start_git(root, *args, environ=environ))
 
 
 def git_answer(root: Path, *args: str) -> bytes | None:
-    """``git_output``, or None when git says no without an error: exit status 1 and nothing
-    on stderr (``rev-parse --verify --quiet`` of a missing ref, ``merge-base`` of unrelated
-    histories). Any other failure (a broken configuration, say) raises ``ChangeSetError``."""
+    """``git_output``, or None when git says no without an error (exit status 1, nothing on
+    stderr: ``rev-parse --verify --quiet`` of a missing ref); other failures raise."""
     process = _start_git(root, *args)
     with process:
         stdout, stderr = process.communicate()
@@ -631,30 +523,19 @@ def _git_together(root: Path, *reads: Sequence[str]) -> tuple[bytes, ...]:
     try:
         for args in reads:
             running.append(_start_git(root, *args))
-    except BaseException:
-        _reap(running)
-        raise
-    outputs: list[bytes] = []
-    for index, process in enumerate(running):
-        try:
-            outputs.append(_finish_git(root, process))
-        except BaseException:
-            _reap(running[index + 1:])  # reaped quietly: the first error is the one to report
-            raise
-    return tuple(outputs)
-
-
-def _reap(processes: Sequence[subprocess.Popen[bytes]]) -> None:
-    for process in processes:
-        with process:
-            process.communicate()
+        return tuple(_finish_git(root, process) for process in running)
+    finally:
+        for process in running:  # those after a failure, reaped quietly
+            with process:
+                process.communicate()
 
 
 def _start_git(root: Path, *args: str, environ: Mapping[str, str] | None = None
                ) -> subprocess.Popen[bytes]:
     try:
         return subprocess.Popen([*GIT, *args], cwd=root,
-                                env={**git_environment(), **(environ or {})},
+                                env={**os.environ, "GIT_GRAFT_FILE": os.devnull,
+                                     **(environ or {})},
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
     except FileNotFoundError:
@@ -664,7 +545,6 @@ def _start_git(root: Path, *args: str, environ: Mapping[str, str] | None = None
 
 
 def _finish_git(root: Path, process: subprocess.Popen[bytes]) -> bytes:
-    """Wait for a git started by ``_start_git``: its output, or a one-line error."""
     with process:
         stdout, stderr = process.communicate()
     return _checked(root, process, stdout, stderr)
@@ -673,32 +553,34 @@ def _finish_git(root: Path, process: subprocess.Popen[bytes]) -> bytes:
 def _checked(root: Path, process: subprocess.Popen[bytes], stdout: bytes,
              stderr_bytes: bytes) -> bytes:
     """``stdout`` of a git that exited with status 0, else a one-line ``ChangeSetError``."""
-    if process.returncode != 0:
-        stderr = stderr_bytes.decode("utf-8", "replace")
-        message = stderr.strip().splitlines()
-        first = message[0] if message else f"exit status {process.returncode}"
-        # Outside a repository, ``git diff`` turns into ``git diff --no-index`` and rejects
-        # the options that need one instead of saying so.
-        if "not a git repository" in first or "usage: git diff --no-index" in stderr:
-            raise ChangeSetError(
-                f"{root} is not in a git repository, so no change set can be computed "
-                "(verifygate run and pytest take explicit files or all gates instead)"
-            )
-        args = list(process.args)[len(GIT):]  # type: ignore[arg-type]
-        while args[:1] == ["-c"]:  # a setting for this call: the command comes after
-            args = args[2:]
-        command = args[0] if args else "git"
-        raise ChangeSetError(f"git {command!s} failed: {first}")
-    return stdout
+    if process.returncode == 0:
+        return stdout
+    stderr = stderr_bytes.decode("utf-8", "replace")
+    message = stderr.strip().splitlines()
+    first = message[0] if message else f"exit status {process.returncode}"
+    # Outside a repository, ``git diff`` turns into ``git diff --no-index`` and rejects
+    # the options that need one instead of saying so.
+    if "not a git repository" in first or "usage: git diff --no-index" in stderr:
+        raise ChangeSetError(
+            f"{root} is not in a git repository, so no change set can be computed "
+            "(verifygate run and pytest take explicit files or all gates instead)"
+        )
+    args = list(process.args)[len(GIT):]  # type: ignore[arg-type]
+    while args[:1] == ["-c"]:  # a setting for this call: the command comes after
+        args = args[2:]
+    command = args[0] if args else "git"
+    raise ChangeSetError(f"git {command!s} failed: {first}")
 
 
-def _empty_tree(root: Path) -> str:
+def empty_tree(root: Path) -> str:
     """The id of the empty tree in this repository's hash (SHA-1 or SHA-256)."""
     return git_output(root, "hash-object", "-t", "tree", "/dev/null").decode().strip()
 
 
-def _has_head(root: Path) -> bool:
-    return git_answer(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}") is not None
+def head_commit(root: Path) -> str | None:
+    """HEAD's commit id, or None before the first commit."""
+    head = git_answer(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    return None if head is None else head.decode().strip()
 
 
 def _verify_ref(root: Path, ref: str, *, fetch_hint: str | None = None) -> None:
@@ -714,8 +596,8 @@ def _verify_ref(root: Path, ref: str, *, fetch_hint: str | None = None) -> None:
 
 
 def _merge_base(root: Path, ref: str, *, fetch_hint: str | None = None) -> str | None:
-    """The merge-base of ``ref`` and HEAD; None when the histories never met (and the clone
-    is not shallow: there, the one-line error says how to fetch the missing history)."""
+    """The merge-base of ``ref`` and HEAD; None when the histories never met, an error when
+    a shallow clone cannot tell."""
     found = git_answer(root, "merge-base", "--end-of-options", ref, "HEAD")
     if found is not None:
         return found.decode().strip()
@@ -731,29 +613,20 @@ def _merge_base(root: Path, ref: str, *, fetch_hint: str | None = None) -> str |
 
 
 def _parse_raw(out: bytes) -> list[_Entry]:
-    """Parse ``git diff --raw -z --no-renames``: ``:<old mode> <new mode> <old id> <new id>
-    <status>`` and the path alternate."""
+    """Parse ``git diff --raw -z``: ``:<modes> <ids> <status>`` and the path alternate."""
     fields = out.split(b"\0")
     entries: list[_Entry] = []
     for meta, raw_path in zip(fields[0::2], fields[1::2], strict=False):
         parts = meta.lstrip(b":").decode("ascii", "replace").split(" ")
-        if len(parts) != 5:
-            continue
-        old_mode, new_mode, old_oid, new_oid, status = parts
-        entries.append(_Entry(os.fsdecode(raw_path), status[:1], old_mode, new_mode, old_oid,
-                              new_oid))
+        if len(parts) == 5:
+            old_mode, new_mode, old_oid, new_oid, status = parts
+            entries.append(_Entry(os.fsdecode(raw_path), status[:1], old_mode, new_mode,
+                                  old_oid, new_oid))
     return entries
 
 
-def _change_set(
-    files: list[str],
-    deleted: set[str],
-    source: str,
-    ref: str | None,
-    warnings: tuple[str, ...],
-) -> ChangeSet:
-    return ChangeSet(source, files=_unique(files), deleted=frozenset(deleted), ref=ref,
-                     warnings=warnings)
+def _names(out: bytes) -> list[str]:
+    return [os.fsdecode(item) for item in out.split(b"\0") if item]
 
 
 def _unique(files: Iterable[str]) -> tuple[str, ...]:

@@ -1,37 +1,31 @@
-"""What a cached gate reads: the project's files matching its patterns, and their fingerprint.
+"""What a cached gate reads: the project's files matching its patterns, and their fingerprint,
+the content side of the result cache's key (docs: The result cache).
 
-Owns the content side of the result cache's key (``state/result_cache.py``). The files are those git
-tracks or would add (untracked, not ignored by the project's ``.gitignore``), plus, for a gate
-with patterns, the ignored files its patterns reach: ignored files git lists one by one
-(``.env``), and files inside an ignored directory that a pattern names by its path
-(``build/**``, not ``**/*.py``: a virtualenv or ``node_modules`` stays out). Tracked files git
-vouches for are named by git's own blob ids (``git ls-files --stage``: one git call, no file
-read, with the executable bit compared on disk whatever ``core.fileMode`` says); every other
-file is hashed here, in git's blob format, with its mode. Git does not vouch for a file marked
-``assume-unchanged`` or ``skip-worktree`` (edits to it are invisible to git) nor for a
-submodule (an id names its recorded commit, not what is checked out or edited there): those
-are hashed as they are on disk, a submodule as a repository of its own. Nor does git vouch for
-what a link points to (its id names the target's path): a link is hashed with the content it
-resolves to, in the project or outside it, a linked directory as every file under it, a
-dangling link as its missing target. What cannot be hashed leaves the gate without a key, and
-it runs, uncached: a git that fails or whose work tree is another checkout
-(``core.worktree``), a file that cannot be read, a link loop, a FIFO, socket or device (never
-opened: reading one may block or never end), a file over ``MAX_HASHED_BYTES``, a directory
-walked here holding over ``MAX_WALKED_FILES`` files. A file deleted in the work tree is left
-out, as it is once the deletion is staged: the key is the same before and after ``git add``.
+Git's own blob ids name the tracked files git vouches for; every other file is hashed here in
+git's blob format. What cannot be hashed raises ``OSError``, and the gate runs uncached.
 
 PYTEST_DONT_REWRITE
 """
 
+import functools
 import hashlib
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
 from pytest_verifygate.errors import ChangeSetError
-from pytest_verifygate.git.changes import git_output, verify_work_tree
+from pytest_verifygate.git.changes import (
+    GITLINK,
+    LISTING,
+    SYMLINK,
+    TOP_LEVEL,
+    UNTRACKED,
+    blob_id,
+    check_work_tree,
+    git_output,
+)
 
 READ_SIZE = 1 << 20
 # Files hashed in a directory walked here (an ignored directory a pattern names, a linked
@@ -40,12 +34,7 @@ MAX_WALKED_FILES = 10_000
 # Past this a file is not hashed and the gate not cached: hashing it costs seconds every run.
 MAX_HASHED_BYTES = 1 << 30
 _DELETED = "deleted"
-_GITLINK = "160000"
-# Untracked files are inputs unless the project's own .gitignore files ignore them (as
-# ``changes.UNTRACKED``: local exclude files do not hide a file from the key).
-_EXCLUDED = ("--exclude-per-directory=.gitignore",)
 _NO_REPOSITORY = "not in a git repository"
-_SYMLINK = "120000"
 _GLOB = frozenset("*?[\\")
 _SPECIAL = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"),
             (stat.S_ISBLK, "a device"))  # what a file that is not regular is called
@@ -61,72 +50,58 @@ class _Listing(NamedTuple):
 
 
 class RepoFiles:
-    """The project's files, listed once per plan: git's ids where git has them, hashes else.
-
-    Paths are POSIX paths relative to the project root, like ``when_changed`` patterns.
-    """
+    """The project's files (POSIX paths relative to ``root``), listed once per plan: git's ids
+    where git vouches for them, hashes else."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._listing: _Listing | None = None
-        self._ignored: tuple[str, ...] | None = None
         self._digests: dict[tuple[str, ...] | None, str] = {}
         self._hashed: dict[str, str] = {}  # files hashed here, shared by every gate's digest
         self._unhashable: dict[str, OSError] = {}  # and those that could not be
 
     def digest(self, patterns: tuple[str, ...] | None) -> str:
-        """A fingerprint of the content of the files matching ``patterns`` (None: every file).
-
-        Raises ``OSError``, naming the file and why, when a matching file cannot be hashed
-        (see the module's docstring).
-        """
-        if patterns in self._digests:
-            return self._digests[patterns]
-        listing = self._listing = self._listing or _list_files(self.root)
-        paths: Sequence[str] = listing.paths
-        if patterns is not None:
-            paths = self._matching(patterns, listing)
-        digest = hashlib.sha256()
-        for path in paths:
-            identity = self.identity(path)
-            if identity == _DELETED:
-                # Deleted in the work tree only: keyed as when the deletion is staged or
-                # committed (the path absent), so a pass before ``git add`` holds after it.
-                continue
-            digest.update(os.fsencode(path) + b"\0" + identity.encode() + b"\n")
-        self._digests[patterns] = result = digest.hexdigest()
-        return result
+        """A fingerprint of the content of the files matching ``patterns`` (None: every file);
+        ``OSError``, naming the file and why, when one cannot be hashed."""
+        if patterns not in self._digests:
+            paths = self.paths() if patterns is None else self._matching(patterns)
+            self._digests[patterns] = self._digest(paths)
+        return self._digests[patterns]
 
     def paths(self) -> tuple[str, ...]:
         """Every file git knows of or would add."""
-        self._listing = self._listing or _list_files(self.root)
         return self._listing.paths
 
     def digest_except(self, excluded: frozenset[str]) -> str:
         """A fingerprint of every file git knows of or would add but those ``excluded``."""
+        return self._digest(path for path in self.paths() if path not in excluded)
+
+    def _digest(self, paths: Iterable[str]) -> str:
         digest = hashlib.sha256()
-        for path in self.paths():
-            identity = self.identity(path) if path not in excluded else _DELETED
+        for path in paths:
+            identity = self.identity(path)
+            # Deleted in the work tree only: keyed as when the deletion is staged or
+            # committed (the path absent), so a pass before ``git add`` holds after it.
             if identity != _DELETED:
                 digest.update(os.fsencode(path) + b"\0" + identity.encode() + b"\n")
         return digest.hexdigest()
 
-    def identity(self, path: str) -> str:
-        """``"<mode> <oid>"`` of one file (its content as git would name it), or ``deleted``.
+    @functools.cached_property
+    def _listing(self) -> "_Listing":
+        return _list_files(self.root)
 
-        Raises ``OSError`` as ``digest`` does.
-        """
-        listing = self._listing = self._listing or _list_files(self.root)
-        identity = listing.ids.get(path) or self._hashed.get(path)
+    def identity(self, path: str) -> str:
+        """``"<mode> <oid>"`` of one file (its content as git would name it), or ``deleted``."""
+        identity = self._listing.ids.get(path) or self._hashed.get(path)
         if identity is None:
-            identity = self._hashed[path] = self._identity(path, listing)
+            identity = self._hashed[path] = self._identity(path)
         return identity
 
-    def _matching(self, patterns: tuple[str, ...], listing: _Listing) -> list[str]:
+    def _matching(self, patterns: tuple[str, ...]) -> list[str]:
         """The files ``patterns`` match, and the directories git does not look into that they
         may reach: submodules, and links to directories (git lists the link alone)."""
         from pytest_verifygate.patterns import match_files
 
+        listing = self._listing
         ignored = self._ignored_files(patterns)
         matched = set(match_files(patterns, [*listing.paths, *ignored]))
         reached = {link for link in listing.gitlinks if _may_reach(patterns, link)}
@@ -141,14 +116,14 @@ class RepoFiles:
         full = self.root / path
         return os.path.islink(full) and os.path.isdir(full)
 
-    def _identity(self, path: str, listing: _Listing) -> str:
+    def _identity(self, path: str) -> str:
         if path in self._unhashable:
             raise self._unhashable[path]
         try:
-            if path in listing.gitlinks:
+            if path in self._listing.gitlinks:
                 # What is checked out and edited there, not the commit the superproject records.
-                return f"{_GITLINK} {RepoFiles(self.root / path).digest(None)}"
-            return _file_id(self.root / path, listing.algorithm)
+                return f"{GITLINK} {RepoFiles(self.root / path).digest(None)}"
+            return _file_id(self.root / path, self._listing.algorithm)
         except _Located as exc:  # met under a linked directory: named from the root
             failure = OSError(f"{Path(os.path.relpath(exc.where, self.root)).as_posix()}: "
                               f"{exc.reason}")
@@ -160,15 +135,6 @@ class RepoFiles:
     def _ignored_files(self, patterns: tuple[str, ...]) -> list[str]:
         """Ignored files git lists one by one, and the files of ignored directories that one
         of ``patterns`` names by its path."""
-        if self._ignored is None:
-            try:
-                out = git_output(self.root, "ls-files", "-z", "--others", "--ignored",
-                                 *_EXCLUDED, "--directory")
-            except ChangeSetError as exc:
-                if _NO_REPOSITORY not in str(exc):
-                    raise OSError(str(exc)) from None
-                out = b""  # no git: every file is listed already
-            self._ignored = tuple(os.fsdecode(item) for item in out.split(b"\0") if item)
         files = [item for item in self._ignored if not item.endswith("/")]
         for directory in (item for item in self._ignored if item.endswith("/")):
             if any(_names(pattern, directory) for pattern in patterns):
@@ -177,6 +143,16 @@ class RepoFiles:
                     raise OSError(f"{directory} holds more than {MAX_WALKED_FILES} files")
                 files += found
         return files
+
+    @functools.cached_property
+    def _ignored(self) -> tuple[str, ...]:
+        try:
+            out = git_output(self.root, "ls-files", "-z", *UNTRACKED, "--ignored", "--directory")
+        except ChangeSetError as exc:
+            if _NO_REPOSITORY not in str(exc):
+                raise OSError(str(exc)) from None
+            return ()  # no git: every file is listed already
+        return tuple(os.fsdecode(item) for item in out.split(b"\0") if item)
 
 
 def _literal_prefix(pattern: str) -> str:
@@ -212,17 +188,13 @@ def _may_reach(patterns: tuple[str, ...], directory: str) -> bool:
 
 
 def _list_files(root: Path) -> _Listing:
-    # One read-only call, no index lock: tagged records "H <mode> <oid> <stage>\t<path>" for
-    # the index, "C ..." again for entries that differ in the work tree (deletions included;
-    # a file only touched may be listed too, and hashing it here gives git's id anyway),
-    # "M ..." for unmerged entries, "S ..." for skip-worktree ones, lower case ("h ...") for
-    # assume-unchanged ones (``-v``), and "? <path>" for untracked files that are not ignored.
+    # One read-only call, no index lock (records as ``changes.LISTING`` says; "M" for an
+    # unmerged entry).
     try:
-        verify_work_tree(root)
+        check_work_tree(root, git_output(root, *TOP_LEVEL))
         # With the mode seen on disk: under ``core.fileMode=false`` git would vouch for a
         # file whose executable bit was removed (``test -x`` passing on a stale key).
-        out = git_output(root, "-c", "core.fileMode=true", "ls-files", "-z", "-v", "--stage",
-                         "--modified", "--others", *_EXCLUDED)
+        out = git_output(root, "-c", "core.fileMode=true", *LISTING, "--modified", *UNTRACKED)
     except ChangeSetError as exc:
         if _NO_REPOSITORY not in str(exc):
             raise OSError(str(exc)) from None  # a git that fails: the gate runs, uncached
@@ -243,23 +215,23 @@ def _list_files(root: Path) -> _Listing:
         fields = meta.split(b" ")
         if len(fields) != 3:
             continue
-        mode, oid, stage_number = fields
+        mode, oid, stage_number = (field.decode() for field in fields)
         path = os.fsdecode(raw_path)
         paths.add(path)
         if len(oid) == 64:
             algorithm = "sha256"
-        kind = mode.decode()
-        if kind == _GITLINK:
+        if mode == GITLINK:
             gitlinks.add(path)
-        elif kind == _SYMLINK:
+        elif mode == SYMLINK:
             links.add(path)
-        # Only "H" at stage 0 is a file git checked: modified, deleted, in conflict, marked
-        # skip-worktree or assume-unchanged, a submodule or a link (git's id names its target,
-        # not what is there), its content is read here.
-        if tag != b"H" or stage_number != b"0" or kind in (_GITLINK, _SYMLINK):
+        # Only "H" at stage 0 is a file git checked: modified (a file only touched may be
+        # listed too), deleted, in conflict, marked skip-worktree or assume-unchanged, a
+        # submodule or a link (git's id names its target, not what is there), its content
+        # is read here.
+        if tag != b"H" or stage_number != "0" or mode in (GITLINK, SYMLINK):
             dirty.add(path)
         else:
-            ids[path] = f"{kind} {oid.decode()}"
+            ids[path] = f"{mode} {oid}"
     for path in dirty:
         ids.pop(path, None)
     return _Listing(tuple(sorted(paths | others)), ids, algorithm, frozenset(gitlinks),
@@ -284,22 +256,16 @@ def _file_id(full: Path, algorithm: str) -> str:
     except FileNotFoundError:
         return _DELETED
     if stat.S_ISLNK(info.st_mode):
-        target = _blob_id(os.fsencode(os.readlink(full)), algorithm)
-        return f"{_SYMLINK} {target} -> {_Tree(algorithm).resolved(full)}"
+        target = blob_id(os.fsencode(os.readlink(full)), algorithm)
+        return f"{SYMLINK} {target} -> {_resolved(full, algorithm)}"
     if stat.S_ISDIR(info.st_mode):
         return "other"  # a nested repository: present, content its own
     return _content_id(full, info, algorithm)
 
 
-def _blob_id(data: bytes, algorithm: str) -> str:
-    return hashlib.new(algorithm, b"blob %d\0" % len(data) + data).hexdigest()
-
-
 def _content_id(full: Path, info: os.stat_result, algorithm: str) -> str:
-    """``"<mode> <oid>"`` of the regular file ``full`` (``info`` its ``stat``), read to its end.
-
-    Raises ``OSError`` for anything else, unopened, or for a file too large to hash.
-    """
+    """``"<mode> <oid>"`` of the regular file ``full`` (``info`` its ``stat``); ``OSError``
+    for anything else, unopened, or for a file too large to hash."""
     if not stat.S_ISREG(info.st_mode):
         kind = next((kind for test, kind in _SPECIAL if test(info.st_mode)), "not a file")
         raise OSError(f"{kind}, not read")
@@ -332,56 +298,46 @@ class _Located(OSError):
         self.reason = reason
 
 
-class _Tree:
-    """What links resolve to: a file's content, a directory's files (followed the same way,
-    ``.git`` aside), or ``missing``; at most ``MAX_WALKED_FILES`` files, no loop."""
+def _resolved(link: Path, algorithm: str) -> str:
+    """The identity of what ``link`` points to: a file's content, a directory's files (links
+    in it followed the same way, ``.git`` aside), or ``missing``; at most ``MAX_WALKED_FILES``
+    files, and no loop."""
+    files = 0
 
-    def __init__(self, algorithm: str) -> None:
-        self.algorithm = algorithm
-        self.files = 0
-        self.top: Path | None = None  # the link followed first
-
-    def resolved(self, link: Path, inside: frozenset[tuple[int, int]] = frozenset()) -> str:
-        """The identity of what ``link`` points to, ``inside`` the directories being walked."""
-        self.top = self.top or link
+    def target(path: Path, inside: frozenset[tuple[int, int]]) -> str:
         try:
-            info = os.stat(link)  # ELOOP, for a loop of links, is raised
+            info = os.stat(path)  # ELOOP, for a loop of links, is raised
         except (FileNotFoundError, NotADirectoryError):
             return "missing"  # dangling: the gate finds nothing there either
-        if stat.S_ISDIR(info.st_mode):
-            return f"tree {self._directory(link, info, inside)}"
-        return self._file(link, info)
+        return content(path, info, inside)
 
-    def _directory(self, top: Path, info: os.stat_result,
-                   inside: frozenset[tuple[int, int]]) -> str:
+    def content(path: Path, info: os.stat_result, inside: frozenset[tuple[int, int]]) -> str:
+        nonlocal files
+        if not stat.S_ISDIR(info.st_mode):
+            files += 1
+            if files > MAX_WALKED_FILES:
+                raise _Located(link, f"leads to more than {MAX_WALKED_FILES} files")
+            return _content_id(path, info, algorithm)
         node = (info.st_dev, info.st_ino)
         if node in inside:
             raise OSError("a link loop")
-        inside = inside | {node}
-        with os.scandir(top) as scan:
+        with os.scandir(path) as scan:
             names = sorted(entry.name for entry in scan if entry.name != ".git")
         digest = hashlib.sha256()
         for name in names:
-            identity = self._entry(top / name, inside)
+            identity = entry(path / name, inside | {node})
             digest.update(os.fsencode(name) + b"\0" + identity.encode() + b"\n")
-        return digest.hexdigest()
+        return f"tree {digest.hexdigest()}"
 
-    def _entry(self, full: Path, inside: frozenset[tuple[int, int]]) -> str:
-        """The identity of ``full``, a file or directory met walking a linked directory."""
+    def entry(path: Path, inside: frozenset[tuple[int, int]]) -> str:
         try:
-            info = os.lstat(full)
+            info = os.lstat(path)
             if stat.S_ISLNK(info.st_mode):
-                return f"link {os.readlink(full)!r} -> {self.resolved(full, inside)}"
-            if stat.S_ISDIR(info.st_mode):
-                return f"tree {self._directory(full, info, inside)}"
-            return self._file(full, info)
+                return f"link {os.readlink(path)!r} -> {target(path, inside)}"
+            return content(path, info, inside)
         except _Located:
             raise
         except OSError as exc:
-            raise _Located(full, exc.strerror or str(exc)) from exc
+            raise _Located(path, exc.strerror or str(exc)) from exc
 
-    def _file(self, full: Path, info: os.stat_result) -> str:
-        self.files += 1
-        if self.files > MAX_WALKED_FILES:
-            raise _Located(self.top or full, f"leads to more than {MAX_WALKED_FILES} files")
-        return _content_id(full, info, self.algorithm)
+    return target(link, frozenset())

@@ -1,23 +1,10 @@
-"""Checking what a push sends, not what the work tree holds.
+"""What a commit or a push would record, checked instead of the work tree when they differ.
 
-Under pre-commit's ``pre-push`` stage (and ``pre-commit run --from-ref A --to-ref B``) the change
-set is the pushed range, but the gates read files from the work tree. When the work tree
-differs from the pushed commit (a tracked file differs, or an untracked file that is not
-ignored exists, anywhere in the repository: a gate may read any of them), an uncommitted fix
-would hide a broken pushed commit. Then the gates run on the pushed commit itself, checked out
-in a temporary ``git worktree`` outside the repository's work tree, which is removed again on
-every way out (pass, fail, error, Ctrl-C or SIGTERM through ``signals.Interruptible``); a
-worktree left by a killed run is removed by the next one.
-
-A commit gets the same treatment: under ``--staged`` (a git hook calling ``verifygate run
---staged`` directly) or pre-commit's commit hook, when the work tree differs from the index (a
-file partially staged, or an edit git is told not to look at, which pre-commit's own stash of
-unstaged changes misses), the gates run on the index, checked out the same way over HEAD.
-
-Owns deciding that (``pushed_commit``, ``staged_content``), the temporary worktree
-(``temporary_worktree``) and the adapter ``verifygate run`` uses (``run_in_pushed_commit``).
-The checkout has only the commit's (or the index's) files: nothing ignored (no ``.venv``,
-``node_modules`` or build output) and no submodule content.
+Under pre-commit's ``pre-push`` stage the change set is the pushed range, and under
+``--staged`` or pre-commit's commit hook it is the index, but the gates read the work tree:
+an uncommitted fix would hide a broken commit. When the work tree differs, the gates run on
+the pushed commit (or the index over HEAD) checked out in a temporary ``git worktree``, which
+is removed again on every way out (docs: Using pre-commit).
 
 PYTEST_DONT_REWRITE
 """
@@ -37,8 +24,9 @@ from pytest_verifygate.git.changes import (
     TOP_LEVEL,
     ChangeSet,
     check_work_tree,
-    git_answer,
+    empty_tree,
     git_output,
+    head_commit,
     unstaged_files,
     without_own_files,
     worktree_changes,
@@ -67,80 +55,63 @@ class PushedCommit(NamedTuple):
     # The index as a tree: checked out, and made the checkout's index, over ``commit``.
     staged_tree: str | None = None
 
-    def describe(self) -> str:
-        """The line said on stderr when the gates run in the checkout."""
-        if self.staged_tree is None:
-            return (f"the work tree differs from the pushed commit {self.commit[:12]}: "
-                    "checking that commit in a temporary worktree")
-        return ("the work tree differs from the index: checking the staged content in a "
-                "temporary worktree")
-
 
 def pushed_commit(environ: Mapping[str, str] | None = None, cwd: Path | None = None,
                   outputs: Sequence[str] = ()) -> PushedCommit | None:
-    """The pushed commit, when pre-commit names one and the work tree differs from it.
-
-    pre-commit sets ``PRE_COMMIT_TO_REF`` for a push with a range; for the first push of a new
-    history it sets none, and the pushed ref is ``PRE_COMMIT_LOCAL_BRANCH``. None when this
-    is not such a run, or the work tree is exactly the pushed commit (the gates run in place).
-    The package's own files (``outputs``: this run's reports, relative to ``cwd``, and those
-    earlier runs wrote) are not differences.
-    """
+    """The pushed commit, when pre-commit names one and the work tree differs from it other
+    than by the package's own files (``outputs``: this run's reports, relative to ``cwd``)."""
     env = os.environ if environ is None else environ
+    # PRE_COMMIT_LOCAL_BRANCH: the first push of a new history, which has no range.
     ref = env.get("PRE_COMMIT_TO_REF") if env.get("PRE_COMMIT_FROM_REF") else None
     if not ref and env.get("PRE_COMMIT") == "1" and env.get("PRE_COMMIT_REMOTE_BRANCH"):
         ref = env.get("PRE_COMMIT_LOCAL_BRANCH")
     if not ref or ref.startswith("-"):
         return None
     here = cwd or Path.cwd()
-    top_line, _, prefix = os.fsdecode(
-        git_output(here, "rev-parse", "--show-toplevel", "--show-prefix")).partition("\n")
-    check_work_tree(here, os.fsencode(top_line))
-    top = Path(top_line)
+    _, top, prefix = _locate(here)
     try:
         commit = git_output(top, "rev-parse", "--verify", "--quiet", "--end-of-options",
                             f"{ref}^{{commit}}").decode().strip()
     except ChangeSetError:
         raise ChangeSetError(f"the pushed ref {ref!r} is not a commit in {top}") from None
-    if not _work_tree_differs(top, commit, outputs, here):
+    # Every difference the change set would see (untracked files, edits git is told to
+    # ignore, submodules), the package's own outputs aside.
+    files, _ = worktree_changes(top, commit)
+    if not without_own_files(ChangeSet(SOURCE_REF, tuple(files)), top, outputs, here).files:
         return None
-    return PushedCommit(top, commit, prefix.strip("\n"))
+    return PushedCommit(top, commit, prefix)
 
 
 def staged_content(environ: Mapping[str, str] | None = None, cwd: Path | None = None, *,
                    staged: bool = False) -> PushedCommit | None:
-    """The index of a staged run, when the work tree differs from it.
-
-    A staged run is ``--staged`` (``staged``) or pre-commit's commit hook (``PRE_COMMIT=1``
-    without a range or a pushed branch, and something staged). What differs: a tracked file
-    with unstaged changes, an edit git is told not to look at included (pre-commit stashes
-    unstaged changes itself, but not those). None otherwise: the gates run in place, with
-    nothing to say.
-    """
+    """The index of a staged run (``--staged``, or pre-commit's commit hook with something
+    staged), when a tracked file differs from it: an edit git is told not to look at
+    included, which pre-commit's own stash of unstaged changes misses."""
     env = os.environ if environ is None else environ
     if not staged and not (env.get("PRE_COMMIT") == "1" and not env.get("PRE_COMMIT_FROM_REF")
                            and not env.get("PRE_COMMIT_REMOTE_BRANCH")):
         return None
     here = cwd or Path.cwd()
-    located = git_output(here, *TOP_LEVEL)
-    check_work_tree(here, located)
-    top_line, _, prefix = os.fsdecode(located).partition("\n")
-    top = Path(top_line)
+    located, top, prefix = _locate(here)
     if not unstaged_files(top, located if os.path.samefile(top, here) else None):
         return None
     if not staged and not git_output(here, *STAGED_DIFF):
         # Nothing staged under pre-commit: ``pre-commit run --all-files``, which checks the
         # work tree as it is (and stashes nothing); every gate runs there (``changes``).
         return None
-    return PushedCommit(top, _head_or_root(top), prefix.strip("\n"), _index_tree(top))
+    return PushedCommit(top, _head_or_root(top), prefix, _index_tree(top))
+
+
+def _locate(here: Path) -> tuple[bytes, Path, str]:
+    """What ``TOP_LEVEL`` prints in ``here`` (checked), the top level and ``here`` below it."""
+    located = git_output(here, *TOP_LEVEL)
+    check_work_tree(here, located)
+    top, _, prefix = os.fsdecode(located).partition("\n")
+    return located, Path(top), prefix.strip("\n")
 
 
 def _index_tree(top: Path) -> str:
-    """The index (``GIT_INDEX_FILE`` where git set it, for ``git commit -a``) as a tree.
-
-    ``write-tree`` runs on a copy: on the index itself it would take the index's lock (held
-    by the ``git commit`` whose hook this may be) and write the index back.
-    """
+    """The index (``GIT_INDEX_FILE`` where git set it, for ``git commit -a``) as a tree."""
     import shutil
     import tempfile
 
@@ -153,6 +124,8 @@ def _index_tree(top: Path) -> str:
             raise ChangeSetError(f"cannot read the index {index}: {exc.strerror or exc}"
                                  ) from None
         try:
+            # On a copy: on the index itself, write-tree would take the lock the ``git
+            # commit`` whose hook this may be holds, and write the index back.
             return git_output(top, "write-tree", environ={"GIT_INDEX_FILE": str(copy)}
                               ).decode().strip()
         except ChangeSetError as exc:
@@ -162,10 +135,10 @@ def _index_tree(top: Path) -> str:
 def _head_or_root(top: Path) -> str:
     """HEAD's commit; before the first commit, a commit of the empty tree to stand for it
     (an object nothing refers to, which git prunes in time)."""
-    head = git_answer(top, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    head = head_commit(top)
     if head is not None:
-        return head.decode().strip()
-    empty = git_output(top, "hash-object", "-t", "tree", "/dev/null").decode().strip()
+        return head
+    empty = empty_tree(top)
     who = {f"GIT_{role}_{field}": value for role in ("AUTHOR", "COMMITTER")
            for field, value in (("NAME", "verifygate"), ("EMAIL", "verifygate@invalid"),
                                 ("DATE", "1970-01-01T00:00:00Z"))}
@@ -173,23 +146,10 @@ def _head_or_root(top: Path) -> str:
                       environ=who).decode().strip()
 
 
-def _work_tree_differs(top: Path, commit: str, outputs: Sequence[str], cwd: Path) -> bool:
-    """Whether any file in the work tree differs from ``commit``, as the change set sees it
-    (``changes.worktree_changes``: untracked files, edits git is told to ignore, submodules),
-    the package's own outputs left out."""
-    files, _ = worktree_changes(top, commit)
-    return bool(without_own_files(ChangeSet(SOURCE_REF, tuple(files)), top, outputs,
-                                  cwd).files)
-
-
 @contextlib.contextmanager
 def temporary_worktree(top: Path, commit: str, tree: str | None = None) -> Iterator[Path]:
-    """``commit`` checked out (detached) in a new worktree in a private temp directory; with
-    ``tree``, that tree then read into its index and work tree (HEAD stays ``commit``).
-
-    Removed on the way out, whatever the way (``git worktree remove --force``, the directory,
-    then ``git worktree prune``); a second Ctrl-C while removing does not stop the removal.
-    """
+    """``commit`` checked out (detached) in a new worktree in a private temp directory, with
+    ``tree`` read into its index and files if given; removed on every way out."""
     import tempfile
 
     _remove_abandoned(top)
@@ -241,9 +201,8 @@ def _remove_abandoned(top: Path) -> None:
 
 def _made_here(parent: Path) -> bool:
     """Whether ``parent`` can be a temp directory of ours: right in the temp directory, a
-    real directory (not a link), this user's and private (``mkdtemp``'s 0700). The worktree
-    list comes from ``.git/worktrees``, which anything that writes the repository can write:
-    a name alone never makes a directory ours to remove."""
+    real directory, this user's and private (``mkdtemp``'s 0700). Anything that writes the
+    repository can write ``.git/worktrees``: a name alone never makes a directory ours."""
     import stat
     import tempfile
 
@@ -262,23 +221,16 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except (PermissionError, OverflowError):  # another user's process: not ours to judge
-        return True
+        pass
     return True
 
 
 @contextlib.contextmanager
 def run_in_pushed_commit(args: "argparse.Namespace") -> Iterator[PushedCommit | None]:
-    """For ``verifygate run``: while entered, the run happens in the checkout of what is
-    committed or pushed, when the work tree differs from it.
-
-    A push: when the change set comes from pre-commit's push (no ``--files``,
-    ``--files-from``, ``--staged``, ``--changed-from`` or ``--all``) and the work tree differs
-    from the pushed commit. A commit: ``--staged`` or pre-commit's commit hook, when the work
-    tree differs from the index (``staged_content``). Then it says so in one line on stderr,
-    makes the reports' paths absolute (they are for the user's directory), points a
-    ``--contract`` inside the repository into the checkout, and changes into the checkout's
-    copy of the current directory until the run is over.
-    """
+    """For ``verifygate run`` and ``list``: while entered, the run happens in the checkout of
+    what is committed or pushed (``pushed_commit``, ``staged_content``), said on stderr; the
+    reports still go to the user's directory and a ``--contract`` in the repository is read
+    from the checkout."""
     chosen = any(getattr(args, name, None) for name in
                  ("files", "files_from", "changed_from", "all"))
     staged = bool(getattr(args, "staged", False))
@@ -291,7 +243,12 @@ def run_in_pushed_commit(args: "argparse.Namespace") -> Iterator[PushedCommit | 
     if pushed is None:
         yield None
         return
-    print(f"verifygate: {pushed.describe()}", file=sys.stderr)
+    if pushed.staged_tree is None:
+        print(f"verifygate: the work tree differs from the pushed commit {pushed.commit[:12]}: "
+              "checking that commit in a temporary worktree", file=sys.stderr)
+    else:
+        print("verifygate: the work tree differs from the index: checking the staged content "
+              "in a temporary worktree", file=sys.stderr)
     here = Path.cwd()
     # Without git's location variables before anything runs in the checkout: with GIT_DIR
     # set, ``git reset --hard`` there would reset the work tree's repository instead.
