@@ -106,11 +106,6 @@ def head_commit(repo_root: Path) -> str | None:
     return _commit(repo_root, "HEAD")
 
 
-def empty_tree(repo_root: Path) -> str:
-    """The empty tree's id (SHA-1 or SHA-256): the start of a repository without commits."""
-    return git_output(repo_root, "hash-object", "-t", "tree", "/dev/null").decode().strip()
-
-
 def _commit(repo_root: Path, ref: str) -> str | None:
     """``ref``'s commit id; None when there is none. A git that fails raises."""
     found = git_answer(repo_root, "rev-parse", "--verify", "--quiet", "--end-of-options",

@@ -21,7 +21,7 @@ from pytest_verifygate.contract import find_contract, find_repo_root, posix_rela
 from pytest_verifygate.contract.revision import NoContractError, change_note
 from pytest_verifygate.engine import Plan, RunRequest
 from pytest_verifygate.errors import ContractError, VerifyGateError
-from pytest_verifygate.git.changes import ChangeRequest
+from pytest_verifygate.git.changes import ChangeRequest, empty_tree
 from pytest_verifygate.state.files import write_state
 from pytest_verifygate.state.storage import blocked
 
@@ -132,7 +132,7 @@ def _request(args: argparse.Namespace, payload: HookPayload, start: StartPoint |
         # and there was no contract to bind it (the empty tree holds none).
         no_commit_yet = session_start.head_commit(Path.cwd()) is None
         changes = ChangeRequest(worktree=True) if no_commit_yet else ChangeRequest(all=True)
-        bound_by = session_start.empty_tree(Path.cwd())
+        bound_by = empty_tree(Path.cwd())
     else:
         changes = ChangeRequest(changed_from=args.changed_from or start.commit)
         bound_by = start.commit
@@ -390,7 +390,7 @@ def one_line(error: BaseException) -> str:
 
 def allow(message: str) -> Decision:
     """Let the agent stop without a verdict, telling the user why (on stderr too:
-    ``run_agent_hook``)."""
+    ``cli.agent_hook.main``)."""
     return Decision(system_message=f"verifygate agent-hook: {message}",
                     status=status.NOT_CHECKED)
 
