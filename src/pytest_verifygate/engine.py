@@ -94,9 +94,11 @@ class Plan(NamedTuple):
         return (*self.contract.warnings, *self.changes.warnings, *self.pattern_warnings,
                 *self.shard_warnings)
 
-    def gate_plans(self) -> list[GatePlan]:
-        """The selected gates as argvs to spawn (or why not to spawn them)."""
-        return plan_gates(self.contract, self.selections, read_cache=self.read_cache)
+    def gate_plans(self, warnings: list[str] | None = None) -> list[GatePlan]:
+        """The selected gates as argvs to spawn (or why not to spawn them); what the result
+        cache has to say goes to ``warnings``."""
+        return plan_gates(self.contract, self.selections, read_cache=self.read_cache,
+                          warnings=warnings)
 
 
 class RunResult(NamedTuple):
@@ -108,6 +110,9 @@ class RunResult(NamedTuple):
     results: tuple[GateResult, ...]
     interrupted: bool = False
     shard: Shard | None = None
+    # What the user should know that the run found (its state files, its logs), each once and
+    # none of the plan's: for the front end to show as it shows the plan's warnings.
+    warnings: tuple[str, ...] = ()
 
     @property
     def verdict(self) -> codes.Verdict:
@@ -145,7 +150,7 @@ def prepare(request: RunRequest) -> Plan:
         from pytest_verifygate.shards import shard_selections
 
         selections, warning = shard_selections(contract, selections, request.shard)
-        shard_warnings = (f"warning: {warning}",) if warning else ()  # as warn_once says it
+        shard_warnings = (warning,) if warning else ()
     return Plan(contract, changes, tuple(selections), effective_jobs(request.jobs, contract),
                 request.read_cache, shard=request.shard, shard_warnings=shard_warnings,
                 pattern_warnings=pattern_warnings)
@@ -180,6 +185,7 @@ def start(
     on_started: GateCallback | None = None,
     on_finished: ResultCallback | None = None,
     log_dir: Path | None = None,
+    warnings: list[str] | None = None,
 ) -> GateRunner:
     """Start the gates of ``gate_plans`` (default: every selected gate) and return the runner.
 
@@ -188,10 +194,11 @@ def start(
     not hold a gate back), exclusive gates alone. For front ends that take results one by one
     (pytest items): ``runner.result(name)`` waits for one gate; ``runner.close()`` kills what
     still runs. ``hook`` is a pluggy ``HookRelay`` with our hookspecs: the classify, started
-    and finished hooks are called.
+    and finished hooks are called. What the run has to say goes to ``warnings``.
     """
     runner = _runner(plan, gate_plans, jobs=jobs, hook=hook, on_started=on_started,
-                     on_finished=on_finished, log_dir=log_dir)
+                     on_finished=on_finished, log_dir=log_dir,
+                     warnings=[] if warnings is None else warnings)
     try:
         runner.start()
     except BaseException:
@@ -209,6 +216,7 @@ def _runner(
     on_started: GateCallback | None,
     on_finished: ResultCallback | None,
     log_dir: Path | None,
+    warnings: list[str],
 ) -> GateRunner:
     """A runner for ``gate_plans``, wired to the pluggy hooks, not started yet."""
     from pytest_verifygate.report.redact import redactor_for
@@ -231,18 +239,19 @@ def _runner(
             on_finished(gate, result)
 
     contract = plan.contract
-    plans = plan.gate_plans() if gate_plans is None else in_contract_order(gate_plans, contract)
+    plans = (plan.gate_plans(warnings) if gate_plans is None
+             else in_contract_order(gate_plans, contract))
     jobs = plan.jobs if jobs is None else jobs
     # Logs are sinks too: a gate's log holds its output with the report's secrets masked.
     redactor = redactor_for(contract.gates)
     if log_dir is None and any(needs_process(gate_plan) for gate_plan in plans):
-        log_dir = new_log_dir(contract.repo_root)
+        log_dir = new_log_dir(contract.repo_root, warnings)
     # A run answered from the cache makes no log directory: it would cost a directory and a
     # pruning pass, and push the logs of runs that did run out of the last few kept.
     return GateRunner(
         plans,
         jobs=jobs,
-        start_order=start_order(contract, plans, jobs),
+        start_order=start_order(contract, plans, jobs, warnings),
         tail_bytes=contract.settings.output_tail_bytes,
         log_dir=log_dir,
         classify_hook=classify_hook if hook is not None else None,
@@ -253,8 +262,8 @@ def _runner(
     )
 
 
-def start_order(contract: Contract, gate_plans: Sequence[GatePlan],
-                jobs: int) -> list[str] | None:
+def start_order(contract: Contract, gate_plans: Sequence[GatePlan], jobs: int,
+                warnings: list[str]) -> list[str] | None:
     """The order to start gates in when more than one runs at once: the longest first, by
     the durations earlier runs recorded (``state/durations.py``), so that a long gate is not left to
     start when the others are done. None (declared order) with one job: then the order is
@@ -264,7 +273,7 @@ def start_order(contract: Contract, gate_plans: Sequence[GatePlan],
         return None
     from pytest_verifygate.state.durations import planned_order
 
-    return planned_order(contract, [gate_plan.gate.name for gate_plan in gate_plans])
+    return planned_order(contract, [gate_plan.gate.name for gate_plan in gate_plans], warnings)
 
 
 def in_contract_order(gate_plans: Sequence[GatePlan], contract: Contract) -> list[GatePlan]:
@@ -291,8 +300,9 @@ def run(
     """
     from pytest_verifygate.signals import hold_interrupts
 
+    warnings: list[str] = []
     runner = _runner(plan, None, jobs=None, hook=hook, on_started=on_started,
-                     on_finished=on_finished, log_dir=None)
+                     on_finished=on_finished, log_dir=None, warnings=warnings)
     interrupted = False
     try:
         runner.start()
@@ -306,24 +316,28 @@ def run(
         runner.close()
     finished = RunResult(plan.contract, plan.changes, plan.selections, tuple(results),
                          interrupted, shard=plan.shard)
-    record(finished)
-    return finished
+    warnings += record(finished)
+    said = set(plan.warnings)
+    return finished._replace(warnings=tuple(w for w in dict.fromkeys(warnings) if w not in said))
 
 
-def record(run: RunResult) -> None:
-    """Remember what a finished run measured (each gate's duration) for the next runs' shards.
+def record(run: RunResult) -> list[str]:
+    """Remember what a finished run measured (each gate's duration) for the next runs' shards;
+    return the warnings of reading what was recorded before.
 
     Not a shard's run: every shard of a split must read the same durations, also when they
     run one after another on one machine (``verifygate merge`` records the whole run's).
     """
+    warnings: list[str] = []
     if run.shard is not None:
-        return
+        return warnings
     from pytest_verifygate.state import durations
 
     contract = run.contract
     durations.record_durations(contract.repo_root, durations.contract_key(contract),
                                durations.measured_seconds(r._asdict() for r in run.results),
-                               [gate.name for gate in contract.gates])
+                               [gate.name for gate in contract.gates], warnings)
+    return warnings
 
 
 def run_gates(

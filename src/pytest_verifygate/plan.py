@@ -25,8 +25,7 @@ from pytest_verifygate.runner.records import GatePlan
 from pytest_verifygate.selection import Selection, files_for_gate
 
 if TYPE_CHECKING:
-    from pytest_verifygate.report.redact import Redactor
-    from pytest_verifygate.state.result_cache import RepoFiles
+    from pytest_verifygate.git.inputs import RepoFiles
 
 # Arguments shown of a gate's command in reports; the rest are counted, not listed.
 MAX_DISPLAY_ARGS = 50
@@ -34,16 +33,18 @@ MAX_DISPLAY_ARGS = 50
 
 def plan_gates(
     contract: Contract, selections: Sequence[Selection], *, read_cache: bool = True,
+    warnings: list[str] | None = None,
 ) -> list[GatePlan]:
     """Turn the selected gates into plans: argvs to spawn, or why not to spawn them.
 
     A gate with ``cache = true`` gets a cache slot; with ``read_cache`` a pass stored for
     the same inputs resolves the plan without spawning anything (see ``state/result_cache.py``).
+    What the cache has to say (a gate that runs uncached, an entry ignored) goes to ``warnings``.
     """
+    warnings = [] if warnings is None else warnings
     plans: list[GatePlan] = []
     tracked: tuple[str, ...] | None = None
     repo_files: RepoFiles | None = None
-    redactor: Redactor | None = None  # one for every cached gate: see ``cache.attach``
     for selection in selections:
         if not selection.selected:
             continue
@@ -92,20 +93,20 @@ def plan_gates(
             root=contract.root,
         )
         if gate.cache:
-            from pytest_verifygate.state import (
-                result_cache,  # only when some gate caches its passes
-            )
+            from pytest_verifygate.git import inputs  # only when some gate caches its passes
+            from pytest_verifygate.state import result_cache
 
-            repo_files = repo_files or result_cache.RepoFiles(contract.root)
-            redactor = redactor or result_cache.redactor_for(contract.gates)
-            plan = result_cache.attach(contract, plan, repo_files, redactor, read=read_cache)
+            repo_files = repo_files or inputs.RepoFiles(contract.root)
+            plan = result_cache.attach(contract, plan, repo_files, read=read_cache,
+                                       warnings=warnings)
             if read_cache and plan.cache is not None and plan.cache.hit is None:
-                plan = _without_passed_files(plan, parsed, contract.root)
+                plan = _without_passed_files(plan, parsed, contract.root, warnings)
         plans.append(plan)
     return plans
 
 
-def _without_passed_files(plan: GatePlan, parsed: ParsedCommand, root: Path) -> GatePlan:
+def _without_passed_files(plan: GatePlan, parsed: ParsedCommand, root: Path,
+                          warnings: list[str]) -> GatePlan:
     """``plan`` without the files that passed this gate before with the same content and
     configuration (the result cache's per-file reuse); a cached pass if none remain."""
     from pytest_verifygate.state import result_cache
@@ -113,7 +114,7 @@ def _without_passed_files(plan: GatePlan, parsed: ParsedCommand, root: Path) -> 
     slot = plan.cache
     if slot is None or not slot.file_keys:
         return plan
-    reused = result_cache.reused_files(slot, plan.gate.name)
+    reused = result_cache.reused_files(slot, plan.gate.name, warnings)
     if not reused:
         return plan
     remaining = tuple(path for path in plan.given_files if path not in reused)

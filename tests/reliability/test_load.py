@@ -17,7 +17,7 @@ import pytest
 from pytest_verifygate.engine import RunRequest, prepare, start, to_report
 from pytest_verifygate.git.changes import ChangeRequest
 from pytest_verifygate.runner.watchdog import REAPER_THREAD
-from pytest_verifygate.state.storage import KEEP_LOG_RUNS, finish_pruning, new_log_dir, state_dir
+from pytest_verifygate.state.storage import KEEP_LOG_RUNS, new_log_dir, state_dir
 
 from .support import PY, children_of, open_fds, run_contract, validate
 
@@ -91,8 +91,7 @@ def test_a_run_keeps_its_logs_while_others_prune(repo: Path, how: str) -> None:
         (running,) = list(logs.iterdir())
         if how == "other runs prune":
             for _ in range(KEEP_LOG_RUNS + 2):
-                new_log_dir(repo)  # another process's run, each pruning the oldest
-            finish_pruning()
+                new_log_dir(repo, [])  # another process's run, each pruning the oldest
             assert running.is_dir()
         else:
             shutil.rmtree(running)
@@ -125,8 +124,7 @@ def test_a_run_in_this_process_keeps_its_logs_while_this_process_prunes(repo: Pa
             assert time.monotonic() < end
             time.sleep(0.05)
         for _ in range(KEEP_LOG_RUNS + 2):
-            new_log_dir(repo)
-        finish_pruning()
+            new_log_dir(repo, [])
         (repo / "go").touch()
         results = {result.name: result for result in runner.results()}
     finally:

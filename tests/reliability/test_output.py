@@ -21,7 +21,7 @@ from pytest_verifygate.report.digest import TOTAL_BYTES, to_digest
 from pytest_verifygate.runner.logfile import DEFAULT_LOG_MAX_BYTES
 from pytest_verifygate.runner.scheduler import GateRunner
 from pytest_verifygate.selection import select_gates
-from pytest_verifygate.state.storage import KEEP_LOG_BYTES, finish_pruning, new_log_dir, state_dir
+from pytest_verifygate.state.storage import KEEP_LOG_BYTES, new_log_dir, state_dir
 
 from .support import run_contract, validate
 
@@ -143,12 +143,10 @@ def test_the_logs_kept_across_runs_are_capped_in_total(repo: Path) -> None:
     cap (sparse files: the size counts, the disk is not filled)."""
     old = []
     for _ in range(4):
-        run_dir = new_log_dir(repo)
-        finish_pruning()  # as each run of the CLI does before it ends
+        run_dir = new_log_dir(repo, [])
         with open(run_dir / "big.log", "wb") as handle:
             handle.truncate(KEEP_LOG_BYTES // 3 + 1)
         old.append(run_dir)
-    newest = new_log_dir(repo)
-    finish_pruning()
+    newest = new_log_dir(repo, [])
     kept = sorted((state_dir(repo) / "logs").iterdir())
     assert kept == [*old[-2:], newest]  # 2/3 of the cap kept, one more would pass it

@@ -24,7 +24,7 @@ from pytest_verifygate.errors import ChangeSetError
 from pytest_verifygate.git.changes import git_answer, git_output
 from pytest_verifygate.state.files import StateFileError, prune_own_files, read_state_file
 from pytest_verifygate.state.integrity import is_signed
-from pytest_verifygate.state.storage import blocked, state_dir
+from pytest_verifygate.state.storage import blocker, state_dir
 
 START_VERSION = 1
 KEEP_STARTS = 200
@@ -151,7 +151,7 @@ def _read(path: Path, session_id: str) -> tuple[StartPoint | None, str | None]:
             return None, None
         data = json.loads(raw.decode("utf-8"))
     except (StateFileError, ValueError, RecursionError) as exc:
-        if blocked(path):  # a file where a directory should be: said once, for everything
+        if blocker(path) is not None:  # a file where a directory should be: said once
             return None, None
         return None, f"ignoring the unreadable session start {path} ({exc})"
     if not (isinstance(data, dict) and is_signed(START_SEAL, data)

@@ -22,7 +22,7 @@ from pytest_verifygate.state.files import (
     write_state,
 )
 from pytest_verifygate.state.integrity import is_signed, signed, user_state_dir
-from pytest_verifygate.state.storage import blocked, state_dir
+from pytest_verifygate.state.storage import blocker, state_dir
 
 STATE_VERSION = 1
 MAX_STATE_BYTES = 64 * 1024
@@ -143,7 +143,7 @@ def load_state(path: Path) -> SessionState:
             return SessionState()
         data = json.loads(raw.decode("utf-8"))
     except (StateFileError, ValueError, RecursionError) as exc:
-        if not blocked(path):  # a file where a directory should be: said once, for everything
+        if blocker(path) is None:  # a file where a directory should be: the run says so
             print(f"verifygate agent-hook: ignoring unreadable state {path} ({exc}); starting "
                   "the round count again", file=sys.stderr)
         return SessionState()

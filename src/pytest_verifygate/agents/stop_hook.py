@@ -23,7 +23,7 @@ from pytest_verifygate.engine import Plan, RunRequest
 from pytest_verifygate.errors import ContractError, VerifyGateError
 from pytest_verifygate.git.changes import ChangeRequest, empty_tree
 from pytest_verifygate.state.files import write_state
-from pytest_verifygate.state.storage import blocked
+from pytest_verifygate.state.storage import blocker
 
 if TYPE_CHECKING:
     from pytest_verifygate.report.model import Report
@@ -113,6 +113,9 @@ def _session_started(payload: HookPayload, repo_root: Path | None) -> Decision:
     if repo_root is None:
         _warn(f"{payload.cwd} is not in a git repository: no starting point recorded")
         return Decision()
+    warning = blocker(session_start.start_path(repo_root, payload.session_id))
+    if warning is not None:  # a file in the way: said once, for every file not kept
+        _warn(warning)
     try:
         session_start.record_session_start(repo_root, payload.session_id)
     except VerifyGateError as exc:
@@ -294,6 +297,8 @@ def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
 
     hook = plugin_hook()
     run = engine.run(plan, hook=hook)
+    for warning in run.warnings:
+        _warn(warning)
     if run.interrupted:
         raise GatesInterrupted(tuple(r.name for r in run.results
                                      if r.code == codes.INTERRUPTED))
@@ -357,7 +362,7 @@ def _write_report(report: "Report", rounds: Rounds) -> Path | None:
     try:
         write_state(path, dumps(report))  # state: never through a planted link
     except OSError as exc:
-        if not blocked(path):  # a file in the way: said once, for everything
+        if blocker(path) is None:  # a file in the way: the run said so, once
             _warn(f"cannot write the report {path}: {exc.strerror or exc}")
     return path
 

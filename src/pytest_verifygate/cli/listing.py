@@ -25,7 +25,10 @@ def main(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     plan = prepare_from_args(args)
     contract, changes, selections = plan.contract, plan.changes, plan.selections
-    rows = listed_gates(plan)
+    warnings: list[str] = []
+    rows = listed_gates(plan, warnings)
+    for warning in dict.fromkeys(warnings):
+        print(f"verifygate: {warning}", file=sys.stderr)
     if args.format == "json":
         payload = {
             "contract": display_path(contract.path),
@@ -54,12 +57,13 @@ def _show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def listed_gates(plan: "Plan") -> list[dict[str, Any]]:
+def listed_gates(plan: "Plan", warnings: list[str] | None = None) -> list[dict[str, Any]]:
     """One row per gate in contract order: ``name``, ``selected``, ``runs`` (whether ``run``
     would start it), ``reason``, ``argv`` (the argvs ``run`` would spawn, ``{files}``
-    expanded; empty when it spawns none) and the text form's ``mark`` (run, skip, pend)."""
+    expanded; empty when it spawns none) and the text form's ``mark`` (run, skip, pend).
+    What the result cache has to say goes to ``warnings``."""
     planned = {gate_plan.gate.name: gate_plan
-               for gate_plan in (plan.gate_plans() if plan.selected else ())}
+               for gate_plan in (plan.gate_plans(warnings) if plan.selected else ())}
     rows: list[dict[str, Any]] = []
     for selection in plan.selections:
         name, reason = selection.gate.name, selection.reason

@@ -40,7 +40,11 @@ def main(args: argparse.Namespace) -> int:
     root = find_repo_root(Path.cwd())
     if root is not None:  # a CI job merging the shards can save them for the next split
         order = [entry["name"] for entry in (*merged["gates"], *merged["not_selected"])]
-        record_durations(root, merged["contract"], measured_seconds(merged["gates"]), order)
+        said: list[str] = []  # what was recorded before could not be read
+        record_durations(root, merged["contract"], measured_seconds(merged["gates"]), order,
+                         said)
+        for warning in said:
+            print(f"verifygate: {warning}", file=sys.stderr)
     problems = []
     if args.json:
         try:
@@ -59,7 +63,9 @@ def main(args: argparse.Namespace) -> int:
         from pytest_verifygate.cli.request import output_paths
         from pytest_verifygate.state.outputs import remember_outputs
 
-        remember_outputs(output_paths(args))  # not changes for the next run, as run's own
+        # Not changes for the next run, as run's own.
+        for warning in remember_outputs(output_paths(args)):
+            print(f"verifygate: {warning}", file=sys.stderr)
     if args.format == "json":
         sys.stdout.write(dumps(merged))
     else:

@@ -66,6 +66,8 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
                          on_started=None if quiet else progress.started,
                          on_finished=None if quiet else progress.finished)
         progress.close()
+        for warning in run.warnings:
+            print(f"verifygate: {warning}", file=sys.stderr)
         report = engine.report(run, hook)
         timeouts = {gate.name: gate.timeout_seconds for gate in contract.gates}
         if args.json:
@@ -82,7 +84,10 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
             from pytest_verifygate.state.outputs import remember_outputs
 
             # Not changes for the next run (an agent's stop, the next commit) while unedited.
-            remember_outputs(output_paths(args))
+            said = {*plan.warnings, *run.warnings}
+            for warning in remember_outputs(output_paths(args)):
+                if warning not in said:
+                    print(f"verifygate: {warning}", file=sys.stderr)
     if args.format == "json":
         sys.stdout.write(stop.inert_json(dumps(report)) if stop else dumps(report))
     elif args.format == "agent":

@@ -212,7 +212,9 @@ def without_own_files(
         return changes
     from pytest_verifygate.state.outputs import in_git_dir, own_files
 
-    own = own_files(root, outputs, cwd)
+    warnings: list[str] = []  # a record of outputs that had to be ignored
+    own = own_files(root, outputs, cwd, warnings)
+    changes = changes._replace(warnings=(*changes.warnings, *warnings))
     # Git never lists its own directory; only paths named by the user can be in it (one
     # search over them all: a list of 100,000 names is checked in milliseconds).
     named = changes.source == SOURCE_FILES and ".git/" in "\0".join(changes.files)

@@ -11,6 +11,7 @@ import contextlib
 import functools
 import os
 import signal
+import sys
 from collections.abc import Generator, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -90,6 +91,7 @@ class VerifyGateSession:
         self.report: Report | None = None
         self.report_path: str | None = None  # named in the summary only once written
         self.messages: list[str] = []
+        self.warnings: list[str] = []  # what the run found (state files, logs): shown once
         self.interruptible = Interruptible(keep_others=True)  # pytest keeps its own SIGINT
         self.command_stop: CommandStop | None = None
         # Markers registered before collection, so --strict-markers accepts what items carry.
@@ -208,7 +210,8 @@ class VerifyGateSession:
         if names:
             self.runner_names = frozenset(names)
             self.runner = engine.start(self.plan, [self.gate_plans[name] for name in names],
-                                       hook=self.config.hook, log_dir=self.log_dir)
+                                       hook=self.config.hook, log_dir=self.log_dir,
+                                       warnings=self.warnings)
 
     def result_for(self, name: str, *, again: bool = False) -> GateResult:
         """The gate's result: from the running runner, or by running it now (``again``: a
@@ -216,13 +219,13 @@ class VerifyGateSession:
         if not again and self.runner is not None and name in self.runner_names:
             return self.runner.result(name)
         with engine.start(self.plan, [self.gate_plans[name]], jobs=1, hook=self.config.hook,
-                          log_dir=self.log_dir) as runner:
+                          log_dir=self.log_dir, warnings=self.warnings) as runner:
             return runner.result(name)
 
     @functools.cached_property
     def gate_plans(self) -> dict[str, GatePlan]:
         # Only when a gate is to run: planning reads the result cache's inputs.
-        return {plan.gate.name: plan for plan in self.plan.gate_plans()}
+        return {plan.gate.name: plan for plan in self.plan.gate_plans(self.warnings)}
 
     @functools.cached_property
     def log_dir(self) -> Path:
@@ -230,7 +233,7 @@ class VerifyGateSession:
             with contextlib.suppress(OSError):  # another host (--tx ssh=...): logs stay there
                 make_private_dir(self.shared_log_dir)  # through no planted link
                 return self.shared_log_dir
-        return new_log_dir(self.contract.repo_root)
+        return new_log_dir(self.contract.repo_root, self.warnings)
 
     @functools.cached_property
     def redactor(self) -> Redactor:
@@ -318,7 +321,11 @@ class VerifyGateSession:
         if not self.is_worker and self.report is not None:
             # Every file is written now (pytest's JUnit at its session finish too): the next
             # run does not take them for changes while they stay as written.
-            remember_outputs(output_paths(self.config, self.options.report, self.options.digest))
+            said = {*self.plan.warnings, *self.warnings}
+            paths = output_paths(self.config, self.options.report, self.options.digest)
+            for warning in remember_outputs(paths):
+                if warning not in said:  # the terminal summary is written: stderr is left
+                    print(f"verifygate: {warning}", file=sys.stderr)
         self.interruptible.__exit__()
         self.end_interrupted_if_signalled()  # a signal during the summary counts too
 
@@ -334,7 +341,7 @@ class VerifyGateSession:
             result.code == codes.INTERRUPTED for result in results)
         run = engine.RunResult(self.contract, self.plan.changes, tuple(selections),
                                tuple(results), interrupted, shard=self.plan.shard)
-        engine.record(run)
+        self.warnings += engine.record(run)
         report = engine.report(run, self.config.hook, redactor=self.redactor)
         self.results, self.report = results, report
         self.write_outputs(report, session)
@@ -424,6 +431,9 @@ class VerifyGateSession:
                                           project_root=self.contract.root, hook=self.config.hook,
                                           stop=self.command_stop):
                 reporter.write_line(line)
+        for warning in dict.fromkeys(self.warnings):
+            if warning not in self.plan.warnings:
+                reporter.write_line(f"verifygate: {warning}", yellow=True)
         for message in self.messages:
             reporter.write_line(f"verifygate: {message}", red=True)
         notice = self.suite_twice()

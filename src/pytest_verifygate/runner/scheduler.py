@@ -34,7 +34,6 @@ from pytest_verifygate.runner.records import GatePlan, GateResult, bare_result
 from pytest_verifygate.runner.watchdog import Watchdog
 from pytest_verifygate.state.storage import (
     claim_log_dir,
-    finish_pruning,
     log_file_name,
     make_private_dir,
 )
@@ -250,10 +249,8 @@ class GateRunner:
                 self._ready.release()
 
     def close(self) -> None:
-        """Cancel what is still running and wait for the worker threads (and the pruning of
-        older logs) to finish."""
+        """Cancel what is still running and wait for the worker threads to finish."""
         if self._workers is None:
-            finish_pruning()
             return
         with self._ready:
             unfinished = len(self._results) + len(self._errors) < len(self.plans)
@@ -263,7 +260,6 @@ class GateRunner:
             if worker.ident is not None:  # a Ctrl-C may have come before it was started
                 worker.join()
         self._watchdog.close()
-        finish_pruning()
         self._release_log_dir()
 
     def __enter__(self) -> GateRunner:

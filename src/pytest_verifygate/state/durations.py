@@ -1,34 +1,26 @@
 """How long each gate took in earlier runs: ``<git dir>/verifygate/durations.json``.
 
-Owns that state file (reading it, validated; recording a run's durations into it, bounded in
-size), the estimate for a gate it does not know, and the orders made from it: the weights
-``shards.py`` balances shards by, and ``longest_first``, the start order that keeps the longest
-gates off the end of a run.
-
-The file is JSON, so that CI can persist and share it (``actions/cache``) and people can read
-it, laid out one entry per line::
-
-    {"version": 1, "durations": [
-    ["verify.toml", "lint", 0.214],
-    ["verify.toml", "unit tests", 12.5]
-    ]}
-
-Each entry is the contract (its path relative to the repository), the gate's name and its
-seconds. Anything can write ``.git``: a file that is unreadable, too large, too deeply nested
-or not of this shape is ignored with one warning, and replaced by the next run's record.
+Owns that file (read validated, recorded bounded in size), the estimate for a gate it does not
+know, and the orders made from it: the weights ``shards.py`` balances shards by, and
+``longest_first``, the start order that keeps the longest gates off the end of a run. The file
+is JSON that CI can share (``actions/cache``): ``{"version": 1, "durations": [[contract, gate,
+seconds], ...]}``. Anything can write ``.git``: a file not of this shape is ignored with a
+warning, and replaced by the next run's record.
 
 PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate import codes
-from pytest_verifygate.state.files import write_state
-from pytest_verifygate.state.storage import blocked, first_time, git_state_dir, warn_once
+from pytest_verifygate.state.files import StateFileError, read_state_file, write_state
+from pytest_verifygate.state.storage import blocker, git_state_dir
 
 if TYPE_CHECKING:
     from pytest_verifygate.contract import Contract
@@ -71,11 +63,8 @@ def contract_key(contract: Contract) -> str:
 
 def read_durations(repo_root: Path, contract: str) -> tuple[dict[str, float], str | None]:
     """The durations recorded for ``contract`` (its path relative to ``repo_root``): gate
-    name -> seconds, and a warning when the file had to be ignored, for the caller to show
-    (the run's own reads of the file then do not repeat it)."""
+    name -> seconds, and a warning when the file had to be ignored."""
     entries, warning = _read(durations_path(repo_root))
-    if warning is not None:
-        first_time(warning)
     return _of_contract(entries, contract), warning
 
 
@@ -91,7 +80,8 @@ def record_durations(
     repo_root: Path,
     contract: str,
     measured: Mapping[str, float],
-    gate_names: Iterable[str] | None = None,
+    gate_names: Iterable[str] | None,
+    warnings: list[str],
 ) -> bool:
     """Record ``measured`` (gate name -> seconds) for ``contract``; whether the file was written.
 
@@ -102,7 +92,7 @@ def record_durations(
     path = durations_path(repo_root) if measured else None
     if path is None:
         return False
-    old = _read_or_warn(path)
+    old = _read_or_warn(path, warnings)
     known = None if gate_names is None else frozenset(gate_names)
     kept: list[Entry] = []
     updated: dict[str, float] = {}
@@ -146,7 +136,7 @@ def measured_seconds(gates: Iterable[Mapping[str, Any]]) -> dict[str, float]:
                                           and code in _MEASURED_FAILURES)
         duration = gate.get("duration_s")
         if (ran and not gate.get("cached") and (gate.get("attempts") or 0) > 0
-                and isinstance(duration, (int, float)) and _finite(duration)):
+                and isinstance(duration, (int, float)) and math.isfinite(duration)):
             measured[str(gate.get("name"))] = float(duration)
     return measured
 
@@ -214,41 +204,33 @@ def _longest_chains(seconds: Mapping[str, float],
     return chains
 
 
-def planned_order(contract: Contract, names: Sequence[str]) -> list[str]:
+def planned_order(contract: Contract, names: Sequence[str], warnings: list[str]) -> list[str]:
     """``names`` (gates of ``contract``, in contract order) in the order to start them:
     ``longest_first`` by the durations recorded for ``contract``, its gates' ``needs``
     counted."""
-    # An ignored file is said once: here, unless a sharded plan's warnings said it already.
-    entries = _read_or_warn(durations_path(contract.repo_root))
+    entries = _read_or_warn(durations_path(contract.repo_root), warnings)
     recorded = _of_contract(entries, contract_key(contract))
     return longest_first(names, recorded, {gate.name: gate.needs for gate in contract.gates})
 
 
-# -- the file ---------------------------------------------------------------------------
-
-
-def _read_or_warn(path: Path | None) -> list[Entry]:
-    """The file's entries; a file that had to be ignored is said on stderr, once."""
+def _read_or_warn(path: Path | None, warnings: list[str]) -> list[Entry]:
     entries, warning = _read(path)
     if warning is not None:
-        warn_once(warning)
+        warnings.append(warning)
     return entries
 
 
 def _read(path: Path | None) -> tuple[list[Entry], str | None]:
-    """The file's entries, or none and a warning (none and no warning if there is no file,
-    nor when a file in place of its directory was warned about already: ``blocked``)."""
+    """The file's entries, or none and a warning (none and no warning if there is no file)."""
     if path is None:
         return [], None
-    from pytest_verifygate.state.integrity import StateFileError, read_state_file
-
     # Not sealed: CI shares the file between machines (actions/cache), and it only orders and
-    # balances gates, never passes one. Read bounded and never blocking (a FIFO in its place).
+    # balances gates, never passes one.
     try:
         raw = read_state_file(path, MAX_FILE_BYTES)
     except StateFileError as exc:
-        return [], None if blocked(path) else _ignored(path, f"cannot be read ({exc})",
-                                                       replaced=False)
+        # A FIFO or a directory there stays: it is not rewritten.
+        return [], blocker(path) or _ignored(path, f"cannot be read ({exc})", "")
     if raw is None:
         return [], None
     try:
@@ -257,22 +239,13 @@ def _read(path: Path | None) -> tuple[list[Entry], str | None]:
         return [], _ignored(path, str(exc))
 
 
-def _finite(value: float) -> bool:
-    # Not ``math.isfinite``: a commit's run records durations, and imports nothing it can avoid.
-    return value - value == 0  # inf - inf and nan - nan are nan
-
-
-def _ignored(path: Path, problem: str, *, replaced: bool = True) -> str:
-    """The warning for a durations file that is not used; ``replaced``: a run that measures
-    something writes a good one in its place (a directory or a FIFO there stays)."""
-    return (f"{path}: this file of gate durations {problem}; ignored (shards split by count)"
-            + (" and rewritten by the next run" if replaced else ""))
+def _ignored(path: Path, problem: str, then: str = " and rewritten by the next run") -> str:
+    return (f"warning: {path}: this file of gate durations {problem}; ignored (shards split "
+            f"by count){then}")
 
 
 def _parse(raw: bytes) -> list[Entry]:
     """The file's entries; ``ValueError`` saying what is wrong with it."""
-    import json
-
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -291,7 +264,7 @@ def _parse(raw: bytes) -> list[Entry]:
     for item in items:
         if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str)
                 and isinstance(item[1], str) and isinstance(item[2], (int, float))
-                and not isinstance(item[2], bool) and _finite(item[2])
+                and not isinstance(item[2], bool) and math.isfinite(item[2])
                 and 0 <= item[2] <= MAX_SECONDS):
             raise ValueError("holds an entry that is not [contract, gate, seconds]: "
                              f"{_shown(item)}")
@@ -308,8 +281,6 @@ def _shown(item: object) -> str:
 
 
 def render(entries: Sequence[Entry]) -> str:
-    """The file's text for ``entries``: JSON, one entry per line (easy to read and diff)."""
-    import json
-
-    lines = "".join(f"\n{json.dumps(list(entry))}," for entry in entries).rstrip(",")
-    return f'{{"version": {VERSION}, "durations": [{lines}\n]}}\n'
+    """The file's text for ``entries``."""
+    return json.dumps({"version": VERSION, "durations": [list(entry) for entry in entries]},
+                      indent=1) + "\n"

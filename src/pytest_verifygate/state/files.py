@@ -1,10 +1,9 @@
-"""The one way into the tool's state directories (``<git dir>/verifygate``, the private state
-directory): directories reached through no link, state files read bounded and without
-blocking, written atomically, and pruned only by the names the tool gives them.
+"""The one way into the tool's state directories: directories reached through no link, state
+files read bounded and without blocking, written atomically, pruned only by the tool's names.
 
-Anything that can write the work tree can write ``.git``: a link planted anywhere under a
-state root must never lead a write, a read or a removal elsewhere, and a FIFO, a device or a
-huge file in place of a state file must never hang or exhaust a run.
+Anything that can write the work tree can write ``.git``: a link planted under a state root
+must never lead a write, a read or a removal elsewhere, and a FIFO, a device or a huge file
+in place of a state file must never hang or exhaust a run.
 
 PYTEST_DONT_REWRITE
 """
@@ -12,7 +11,9 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import re
 import stat
 import time
 from collections.abc import Callable, Iterable
@@ -20,7 +21,10 @@ from pathlib import Path
 
 # The name of every state root: ``<git dir>/verifygate``, ``~/.local/state/verifygate``.
 STATE_DIR_NAME = "verifygate"
-DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
+DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+# A temp file of ``write_state`` (``.<name>.<pid>.<ns>.tmp``), and when one is left over.
+_TEMP_NAME = re.compile(r"\..+\.[0-9]+\.[0-9]+\.tmp")
+STALE_TEMP_NS = 3600 * 10**9
 
 
 class StateFileError(Exception):
@@ -69,8 +73,6 @@ def open_state_dir(path: Path, *, create: bool = False) -> int:
         for depth, name in enumerate(names, 1):
             child = _open_child(fd, name, create)
             if child is None:
-                import errno
-
                 raise OSError(errno.ELOOP, "a symbolic link or not a directory: never "
                               "followed", str(anchor.joinpath(*names[:depth])))
             os.close(fd)
@@ -85,22 +87,16 @@ def open_state_dir(path: Path, *, create: bool = False) -> int:
 
 def _open_child(parent: int, name: str, create: bool) -> int | None:
     """The directory ``name`` in ``parent``, opened; None when something else is there."""
-    import errno
-
     flags = DIRECTORY | os.O_NOFOLLOW
     try:
-        return os.open(name, flags, dir_fd=parent)
-    except FileNotFoundError:
-        if not create:
-            raise
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-            return None
-        raise
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(name, 0o700, dir_fd=parent)
-    try:
-        return os.open(name, flags, dir_fd=parent)
+        try:
+            return os.open(name, flags, dir_fd=parent)
+        except FileNotFoundError:
+            if not create:
+                raise
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(name, 0o700, dir_fd=parent)
+            return os.open(name, flags, dir_fd=parent)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
             return None
@@ -110,11 +106,9 @@ def _open_child(parent: int, name: str, create: bool) -> int | None:
 def _make_private(fd: int) -> None:
     """Take group and other permissions off a directory of this user's (made before logs were
     private, or under a loose umask); anything else is left as it is."""
-
     with contextlib.suppress(OSError):
         info = os.fstat(fd)
-        if (stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
-                and info.st_mode & 0o077):
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and info.st_mode & 0o077:
             os.fchmod(fd, 0o700)
 
 
@@ -122,23 +116,20 @@ def read_state_file(path: Path, limit: int) -> bytes | None:
     """The content of a state file of at most ``limit`` bytes; None when there is none.
 
     Raises ``StateFileError`` for a file not to be read: a link (the file or any directory
-    from the state root down: ``storage.open_state_dir``), a FIFO, a device or a directory
-    (checked before it is opened, and again on the open file), one larger than ``limit``, or
-    one that cannot be read. Never blocks: a FIFO is not opened, and the open is
-    non-blocking for one swapped in between.
+    from the state root down), a FIFO, a device or a directory (checked before it is opened,
+    and again on the open file), one larger than ``limit``, or one that cannot be read.
     """
     try:
-        # Its directory through no link (under a state root), then the file itself, checked
-        # before it is opened: a FIFO is never opened.
         dir_fd = open_state_dir(path.parent)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
         raise StateFileError(exc.strerror or str(exc)) from None
     try:
-        _check(os.lstat(path.name, dir_fd=dir_fd), limit)
-        fd = os.open(path.name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW
-                     | getattr(os, "O_CLOEXEC", 0), dir_fd=dir_fd)
+        _check(os.lstat(path.name, dir_fd=dir_fd), limit)  # a FIFO is never opened
+        # Non-blocking all the same, for a FIFO swapped in after the check.
+        fd = os.open(path.name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     dir_fd=dir_fd)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -146,19 +137,23 @@ def read_state_file(path: Path, limit: int) -> bytes | None:
     finally:
         os.close(dir_fd)
     try:
-        _check(os.fstat(fd), limit)
-        chunks = []
-        size = 0
-        while chunk := os.read(fd, limit + 1 - size):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:
-                raise StateFileError(f"larger than {limit} bytes")
+        return read_bounded(fd, limit)
     except OSError as exc:
         raise StateFileError(exc.strerror or str(exc)) from None
     finally:
         os.close(fd)
-    return b"".join(chunks)
+
+
+def read_bounded(fd: int, limit: int) -> bytes:
+    """The content of the open regular file ``fd``; ``StateFileError`` if it is not one, or
+    larger than ``limit`` (also when it grows while it is read)."""
+    _check(os.fstat(fd), limit)
+    data = b""
+    while chunk := os.read(fd, limit + 1 - len(data)):
+        data += chunk
+        if len(data) > limit:
+            raise StateFileError(f"larger than {limit} bytes")
+    return data
 
 
 def _check(info: os.stat_result, limit: int) -> None:
@@ -175,14 +170,12 @@ def prune_own_files(
     *,
     companions: Callable[[str], Iterable[str]] = lambda name: (),
 ) -> int:
-    """Remove all of the regular files in ``directory`` whose name ``is_own`` recognises but
-    the newest ``keep``; return how many were removed.
+    """Remove the regular files in ``directory`` whose name ``is_own`` recognises, all but the
+    newest ``keep`` (by mtime), with their ``companions``, and temp files of ``write_state``
+    left by a killed writer; return how many entries were removed.
 
-    Newest by modification time (ties broken by name). ``directory`` is reached through no
-    link (``open_state_dir``); links, directories and names the tool did not make are never
-    touched. ``companions(name)``: files that go with an entry (removed with it if they are
-    there). A file another process pruned or replaced meanwhile is skipped, not counted: safe
-    while other processes prune the same directory.
+    Links, directories and names the tool did not make are never touched. A file another
+    process pruned or replaced meanwhile is skipped: safe while others prune the same directory.
     """
     try:
         fd = open_state_dir(directory)
@@ -190,18 +183,20 @@ def prune_own_files(
         return 0
     try:
         dated: list[tuple[int, str]] = []
+        stale = time.time_ns() - STALE_TEMP_NS
         with os.scandir(fd) as entries:
             for entry in entries:
-                if not is_own(entry.name):
-                    continue
                 with contextlib.suppress(OSError):
-                    if entry.is_file(follow_symlinks=False):
-                        dated.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.name))
-        if len(dated) <= keep:  # the usual case: nothing to remove
-            return 0
+                    if not entry.is_file(follow_symlinks=False):
+                        continue
+                    mtime = entry.stat(follow_symlinks=False).st_mtime_ns
+                    if is_own(entry.name):
+                        dated.append((mtime, entry.name))
+                    elif _TEMP_NAME.fullmatch(entry.name) and mtime < stale:
+                        os.unlink(entry.name, dir_fd=fd)
         dated.sort()
         removed = 0
-        for _, name in dated[: len(dated) - keep]:
+        for _, name in dated[: max(0, len(dated) - keep)]:
             try:
                 os.unlink(name, dir_fd=fd)
             except OSError:
@@ -213,15 +208,6 @@ def prune_own_files(
         return removed
     finally:
         os.close(fd)
-
-
-def is_temp_name(name: str) -> bool:
-    """Whether ``name`` is a temp file ``write_state`` makes: ``.<name>.<pid>.<ns>.tmp``."""
-    body, _, suffix = name.rpartition(".")
-    rest, _, ns = body.rpartition(".")
-    _, _, pid = rest.rpartition(".")
-    return (name.startswith(".") and suffix == "tmp" and ns.isascii() and ns.isdigit()
-            and pid.isascii() and pid.isdigit())
 
 
 def write_state(path: Path, data: str | bytes) -> None:
@@ -244,7 +230,7 @@ def replace_in(dir_fd: int, name: str, data: str | bytes, *, mode: int = 0o600) 
     # O_EXCL keeps mkstemp's guarantee: the file is new and ours, never a planted link.
     temp = f".{name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                 | getattr(os, "O_CLOEXEC", 0), 0o600, dir_fd=dir_fd)
+                 | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
     try:
         if mode != 0o600:
             os.fchmod(fd, mode)
@@ -267,8 +253,7 @@ def remove_state_file(path: Path) -> None:
     except (FileNotFoundError, NotADirectoryError):
         return
     try:
-        os.unlink(path.name, dir_fd=dir_fd)
-    except FileNotFoundError:
-        pass
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path.name, dir_fd=dir_fd)
     finally:
         os.close(dir_fd)

@@ -1,18 +1,13 @@
-"""Trusting what we read back: the user's private state directory, its key, sealed state files.
+"""Trusting what is read back from the state directory: the user's private state directory,
+its key, and sealed state files.
 
-Whatever can write the work tree can write ``.git`` (a coding agent confined to the project, a
-script run by a gate), so nothing read back from ``<git dir>/verifygate`` is trusted as it is:
-
-- every state file is read through ``read_state_file``: a regular file (not a link, a FIFO
-  or a device), its size checked before it is opened and bounded while it is read, opened
-  non-blocking;
-- a file that decides whether a gate runs or an agent may stop (a cached pass, an agent's
-  round count) is *sealed*: it carries a keyed BLAKE2b MAC (``hashlib.blake2b(key=...)``,
-  a MAC by design, with no HMAC construction or ``hmac`` import needed) and is believed only
-  if the MAC is right. The key is a per-user secret outside every repository:
-  ``$XDG_STATE_HOME/verifygate/key`` (default ``~/.local/state/verifygate/key``), 32 random
-  bytes, created 0600 in a 0700 directory, atomically (``os.link``: two runs never end up
-  with different keys). Without a usable key, sealed files are neither written nor read.
+Whatever can write the work tree can write ``.git``, so a file that decides whether a gate
+runs or an agent may stop (a cached pass, an agent's round count) is sealed: it carries a keyed
+BLAKE2b MAC (a MAC by design, no HMAC construction needed) and is believed only if the MAC is
+right. The key is a per-user secret outside every repository, ``$XDG_STATE_HOME/verifygate/key``
+(default ``~/.local/state/verifygate/key``): 32 random bytes, created 0600 in a 0700 directory,
+atomically (``os.link``: two runs never end up with different keys). Without a usable key,
+sealed files are neither written nor read.
 
 PYTEST_DONT_REWRITE
 """
@@ -21,12 +16,16 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
+import hmac
+import json
 import os
 import stat
 import time
 from pathlib import Path
 
 from pytest_verifygate.state.files import StateFileError, read_state_file
+from pytest_verifygate.state.storage import blocker
 
 __all__ = ["StateFileError", "is_signed", "read_sealed", "read_state_file", "seal", "signed",
            "unseal", "user_key", "user_state_dir"]
@@ -117,8 +116,6 @@ def _read_key(path: str) -> bytes | None:
 
 
 def _mac(key: bytes, purpose: bytes, data: bytes) -> bytes:
-    import hashlib
-
     # ``person`` separates purposes: a sealed cache entry is never a valid agent state.
     return hashlib.blake2b(data, key=key, person=purpose[:16], digest_size=MAC_BYTES).digest()
 
@@ -138,32 +135,25 @@ def unseal(purpose: bytes, sealed: bytes) -> bytes | None:
     header, newline, data = sealed.partition(b"\n")
     if key is None or not newline or not header.startswith(_SEAL):
         return None
-    try:
-        claimed = bytes.fromhex(header[len(_SEAL):].decode("ascii"))
-    except ValueError:
-        return None
-    import hmac
-
-    return data if hmac.compare_digest(claimed, _mac(key, purpose, data)) else None
+    expected = _mac(key, purpose, data).hex().encode()
+    return data if hmac.compare_digest(header[len(_SEAL):], expected) else None
 
 
-def read_sealed(path: Path, purpose: bytes, limit: int) -> bytes | None:
+def read_sealed(path: Path, purpose: bytes, limit: int, warnings: list[str]) -> bytes | None:
     """The sealed data in ``path``, or None: missing, unreadable, or not sealed by this user
-    (the last two with one warning on stderr, naming the file)."""
-    from pytest_verifygate.state.storage import blocked, warn_once
-
+    (the last two with a warning naming the file added to ``warnings``)."""
     try:
         sealed = read_state_file(path, limit + len(_SEAL) + 2 * MAC_BYTES + 1)
     except StateFileError as exc:
-        if not blocked(path):  # a file in place of its directory has one warning of its own
-            warn_once(f"ignoring {path}: {exc}")
+        # A file in place of its directory: one warning naming it stands for every file.
+        warnings.append(blocker(path) or f"warning: ignoring {path}: {exc}")
         return None
     if sealed is None:
         return None
     data = unseal(purpose, sealed)
     if data is None and user_key() is not None:
-        warn_once(f"ignoring {path}: not written by this user's verifygate (its integrity "
-                  "check failed); it will be replaced")
+        warnings.append(f"warning: ignoring {path}: not written by this user's verifygate "
+                        "(its integrity check failed); it will be replaced")
     return data
 
 
@@ -186,17 +176,10 @@ def is_signed(purpose: bytes, record: dict[str, object]) -> bool:
     claimed = record.get("mac")
     if not isinstance(claimed, str):
         return False
-    try:
-        mac = bytes.fromhex(claimed)
-    except ValueError:
-        return False
     body = {name: value for name, value in record.items() if name != "mac"}
-    import hmac
-
-    return hmac.compare_digest(mac, _mac(key, purpose, _canonical(body)))
+    expected = _mac(key, purpose, _canonical(body)).hex()
+    return hmac.compare_digest(claimed.encode("utf-8", "surrogatepass"), expected.encode())
 
 
 def _canonical(record: dict[str, object]) -> bytes:
-    import json
-
     return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()

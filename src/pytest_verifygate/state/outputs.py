@@ -1,12 +1,8 @@
 """The package's own files in the work tree: reports, JUnit files and digests it writes there.
 
-They are never changes (``changes.without_own_files`` leaves them out of every change set):
-the files the current run names as its outputs, and the files earlier runs wrote for as long
-as they stay byte for byte as written. The latter are remembered in
-``<git dir>/verifygate/outputs`` with the size and SHA-256 of what was written, so a report
-written by ``verifygate run --json`` is not a change for the agent's stop or the commit that
-follows, while anything else written in its place is, whatever its size and modification
-time. A remembered file is read back only when its size is the one recorded.
+They are never changes (``changes.without_own_files``): this run's outputs, and earlier runs'
+for as long as they stay byte for byte as written, remembered with their size and SHA-256 in a
+sealed record, ``<git dir>/verifygate/outputs``.
 
 PYTEST_DONT_REWRITE
 """
@@ -14,9 +10,14 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
+
+from pytest_verifygate.state.files import write_state
+from pytest_verifygate.state.integrity import read_sealed, seal
+from pytest_verifygate.state.storage import git_state_dir, read_user_file
 
 # The record's name under the state directory, how many files it keeps (the newest), the most
 # it may hold, and what its MAC is for: a forged record would hide real changes.
@@ -28,10 +29,11 @@ OUTPUTS_SEAL = b"outputs"
 MAX_OUTPUT_BYTES = 64 << 20
 
 
-def own_files(root: Path, outputs: Iterable[str | os.PathLike[str]], cwd: Path) -> set[str]:
+def own_files(root: Path, outputs: Iterable[str | os.PathLike[str]], cwd: Path,
+              warnings: list[str]) -> set[str]:
     """The package's own files under the project ``root``, as a change set spells them: this
     run's ``outputs`` (relative to ``cwd`` or absolute) and earlier runs' unedited ones."""
-    found = {_under_root(root, cwd / path) for path in outputs} | _remembered(root)
+    found = {_under_root(root, cwd / path) for path in outputs} | _remembered(root, warnings)
     return {path for path in found if path is not None}
 
 
@@ -40,13 +42,11 @@ def in_git_dir(path: str) -> bool:
     return path.startswith(".git/") or "/.git/" in path
 
 
-def remember_outputs(paths: Iterable[str | os.PathLike[str]]) -> None:
+def remember_outputs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
     """Record files the package just wrote, so that later runs do not take them for changes
-    while they stay as written. Best effort: a file outside a git repository, or a record that
-    cannot be written, is simply not remembered."""
-    from pytest_verifygate.state.files import write_state
-    from pytest_verifygate.state.integrity import seal
-
+    while they stay as written; return the warnings of reading the record. Best effort: a file
+    outside a git repository, or a record that cannot be written, is not remembered."""
+    warnings: list[str] = []
     by_record: dict[Path, list[str]] = {}
     for path in paths:
         absolute = os.path.abspath(path)
@@ -54,7 +54,7 @@ def remember_outputs(paths: Iterable[str | os.PathLike[str]]) -> None:
         if record is not None:
             by_record.setdefault(record, []).append(absolute)
     for record, written in by_record.items():
-        entries = _read_record(record)
+        entries = _read_record(record, warnings)
         for path in written:
             entries.pop(path, None)  # re-inserted last: the newest are kept
             stamp = _content_stamp(path)
@@ -68,6 +68,7 @@ def remember_outputs(paths: Iterable[str | os.PathLike[str]]) -> None:
             continue  # no key to seal it with: an unsealed record would not be believed
         with contextlib.suppress(OSError):  # best effort: see the docstring
             write_state(record, sealed)
+    return warnings
 
 
 def _under_root(root: Path, path: Path) -> str | None:
@@ -80,8 +81,6 @@ def _under_root(root: Path, path: Path) -> str | None:
 
 def _record_path(start: Path) -> Path | None:
     """Where the record of the repository holding ``start`` lives (None: no git)."""
-    from pytest_verifygate.state.storage import git_state_dir
-
     for directory in (start, *start.parents):
         if os.path.lexists(directory / ".git"):
             state = git_state_dir(directory)
@@ -90,14 +89,8 @@ def _record_path(start: Path) -> Path | None:
 
 
 def _content_stamp(path: str, size: int | None = None) -> tuple[int, str] | None:
-    """The size and SHA-256 (hex) of the regular file ``path``; None for anything else, a
-    file larger than ``MAX_OUTPUT_BYTES``, or (given ``size``) one of another size (then not
-    read at all). Read as ``storage.read_user_file`` reads: a FIFO put in a report's place
-    never hangs a run."""
-    import hashlib
-
-    from pytest_verifygate.state.storage import read_user_file
-
+    """The size and SHA-256 (hex) of the regular file ``path``, read bounded and never
+    blocking; None for anything else, or (given ``size``) one of another size (not read)."""
     if size is not None:
         try:
             if os.stat(path).st_size != size:
@@ -110,15 +103,10 @@ def _content_stamp(path: str, size: int | None = None) -> tuple[int, str] | None
     return len(data), hashlib.sha256(data).hexdigest()
 
 
-def _read_record(record: Path) -> dict[str, tuple[int, str]]:
-    """The record's absolute paths, each with the size and SHA-256 of what was written.
-
-    Whatever can write the work tree can write ``.git``: the record is believed only with this
-    user's seal, read bounded and never blocking (``integrity.read_sealed``, which warns once
-    about a record it ignores)."""
-    from pytest_verifygate.state.integrity import read_sealed
-
-    data = read_sealed(record, OUTPUTS_SEAL, MAX_RECORD_BYTES)
+def _read_record(record: Path, warnings: list[str]) -> dict[str, tuple[int, str]]:
+    """The record's absolute paths, each with the size and SHA-256 of what was written;
+    believed only with this user's seal (a forged record would hide real changes)."""
+    data = read_sealed(record, OUTPUTS_SEAL, MAX_RECORD_BYTES, warnings)
     if data is None:
         return {}
     entries: dict[str, tuple[int, str]] = {}
@@ -130,13 +118,13 @@ def _read_record(record: Path) -> dict[str, tuple[int, str]]:
     return entries
 
 
-def _remembered(root: Path) -> set[str | None]:
+def _remembered(root: Path, warnings: list[str]) -> set[str | None]:
     """Outputs of earlier runs under ``root`` that are still byte for byte as written."""
     record = _record_path(root.absolute())
     if record is None:
         return set()
     found: set[str | None] = set()
-    for path, (size, digest) in _read_record(record).items():
+    for path, (size, digest) in _read_record(record, warnings).items():
         relative = _under_root(root, Path(path))
         if relative is not None and _content_stamp(path, size) == (size, digest):
             found.add(relative)

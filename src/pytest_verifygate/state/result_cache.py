@@ -1,38 +1,12 @@
-"""The result cache: a gate that passed is not run again while its inputs are unchanged.
+"""The result cache: a gate that passed is not run again while its inputs are unchanged (docs:
+how-to/cache.md says what the key holds).
 
-Owns the cache key, looking entries up, storing passes and bounding the cache's size. A key is
-the SHA-256 of
-
-- the gate's definition: name, project directory, ``cwd``, the argvs after ``{files}``
-  expansion, the environment it sets, ``timeout_seconds`` and ``shell``;
-- the programs it names (``argv[0]``, and for ``shell = true`` the words in command position
-  of the script): the resolved path, size and modification time of what ``PATH`` finds, which
-  changes whenever the tool is installed or upgraded, without running it;
-- the content of its input files (``git/inputs.py``): those matching ``inputs``, else
-  ``when_changed``, else every file git knows of or would add.
-
-Only clean passes are stored (not failures, not a pass that needed a retry), and only when the
-inputs are the same after the gate ran as before: a gate that rewrites its inputs (a formatter)
-is stored on the run that leaves them unchanged. Entries live under the git directory
-(``<git dir>/verifygate/cache``, 0700, never the work tree), one small file per key written
-through a temp file and ``os.replace``, so concurrent runs and pytest-xdist workers share them
-safely; the directory is reached through no link (``storage.open_state_dir``). The newest
-``KEEP_ENTRIES`` entries (by last use) are kept; older ones are pruned when a pass is stored,
-and only files named as entries are (``<key>.json``): nothing else there is touched.
-
-A gate taking ``{files}`` that has ``when_changed`` or file types is also reused per file: each
-file a clean pass checked gets an entry (``f-<key>.json``) keyed by the gate's definition with
-``{files}`` unexpanded, the file's path and content, and the digest of the gate's context (its
-``inputs``, else every file it does not judge on its own: the configuration). A file with an
-entry is not passed again (``reused_files``); a file ``when_changed`` matches and its types let
-through is judged on its own, as ``{files}`` promises. The newest ``KEEP_FILE_ENTRIES`` of these
-are kept.
-
-A stored pass makes a gate pass without running, and anything that can write the work tree
-can write ``.git``: an entry is sealed with this user's key (``state/integrity.py``) and believed
-only when its seal, its size, its key and its fields are right; anything else is ignored with
-one warning, and the gate runs. Its output is stored masked (``report.redact``), so a secret
-rotated since never shows on a cached rerun.
+Owns the cache key, looking entries up, storing clean passes and bounding the cache's size.
+Entries live in ``<git dir>/verifygate/cache``, one sealed file per key (``<key>.json``), and
+per file for a ``{files}`` gate with ``when_changed`` or file types (``f-<key>.json``): a file
+with an entry is not passed to the gate again. Anything that can write the work tree can write
+``.git``, so an entry is believed only when its seal (``integrity.py``), size, key and fields
+are right; anything else is ignored with a warning, and the gate runs.
 
 PYTEST_DONT_REWRITE
 """
@@ -51,33 +25,23 @@ from pytest_verifygate import codes
 from pytest_verifygate.commands import ASSIGNMENT
 from pytest_verifygate.contract import Contract, Gate
 from pytest_verifygate.git.inputs import RepoFiles
-from pytest_verifygate.report.redact import Redactor, redactor_for
 from pytest_verifygate.runner.records import CacheSlot, GatePlan, GateResult
 from pytest_verifygate.selection import files_for_gate
-from pytest_verifygate.state.files import (
-    is_temp_name,
-    open_state_dir,
-    prune_own_files,
-    write_state,
-)
+from pytest_verifygate.state.files import prune_own_files, write_state
 from pytest_verifygate.state.integrity import read_sealed, seal
-from pytest_verifygate.state.storage import state_dir, warn_once
-
-__all__ = ["KEEP_ENTRIES", "KEEP_FILE_ENTRIES", "RepoFiles", "attach", "cache_dir",
-           "context_digest", "files_pass", "lookup", "prune", "redactor_for", "reused_files",
-           "script_programs", "store", "tool_identities"]
+from pytest_verifygate.state.storage import state_dir
 
 CACHE_VERSION = 1
 KEEP_ENTRIES = 512
 KEEP_FILE_ENTRIES = 16384  # per-file entries: one per file and gate, a few hundred bytes each
 FILE_ENTRY_PREFIX = "f-"
 TAIL_BYTES = 4096  # of a cached pass's output, kept to show with the reused result
-STALE_TEMP_SECONDS = 3600.0
 MAX_TOOLS = 16
 # An entry holds at most TAIL_BYTES of output, JSON-escaped: anything much larger is not ours.
 MAX_ENTRY_BYTES = 64 * 1024
 SEAL_PURPOSE = b"result-cache"
 
+_ENTRY_NAME = re.compile(r"(f-)?[0-9a-f]{64}\.json")
 _PROGRAM = re.compile(r"[\w./+-]+")
 _SHELL_WORDS = frozenset({
     "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for", "case", "esac",
@@ -90,49 +54,25 @@ def cache_dir(repo_root: Path) -> Path:
     return state_dir(repo_root) / "cache"
 
 
-# --------------------------------------------------------------------------------------------
-# the gate's definition and tools
-
-
-def _definition(contract: Contract, plan: GatePlan, patterns: tuple[str, ...] | None) -> str:
+def _definition(contract: Contract, plan: GatePlan, **fields: Any) -> str:
+    """The gate's definition as it goes into a key: what it runs, where, and with what."""
     gate = plan.gate
     return json.dumps({
         "version": CACHE_VERSION,
         "gate": gate.name,
         "project": os.path.relpath(contract.root, contract.repo_root),
         "cwd": gate.cwd,
-        "invocations": [list(argv) for argv in plan.invocations],
         "env": sorted(plan.env.items()),
         "timeout_seconds": gate.timeout_seconds,
         "shell": gate.shell,
-        "inputs": list(patterns) if patterns is not None else None,
         "tools": tool_identities(plan),
-    }, sort_keys=True, ensure_ascii=True)
-
-
-def _file_definition(contract: Contract, plan: GatePlan) -> str:
-    """The gate's definition for per-file entries: the command with ``{files}`` unexpanded."""
-    gate = plan.gate
-    return json.dumps({
-        "version": CACHE_VERSION,
-        "per_file": True,
-        "gate": gate.name,
-        "project": os.path.relpath(contract.root, contract.repo_root),
-        "cwd": gate.cwd,
-        "command": gate.command,
-        "env": sorted(plan.env.items()),
-        "timeout_seconds": gate.timeout_seconds,
-        "shell": gate.shell,
-        "when_changed": gate.when_changed,
-        "inputs": gate.inputs,
-        "tools": tool_identities(plan),
+        **fields,
     }, sort_keys=True, ensure_ascii=True)
 
 
 def context_digest(gate: Gate, root: Path, files: RepoFiles) -> str:
     """What a file checked alone is checked against: the content of the gate's ``inputs``,
-    else of every file it would not judge on its own (those ``when_changed`` matches and its
-    file types let through): its configuration."""
+    else of every file it would not judge on its own (its configuration)."""
     if gate.inputs is not None:
         return files.digest(gate.inputs)
     judged = files_for_gate(gate, files.paths())
@@ -143,16 +83,9 @@ def context_digest(gate: Gate, root: Path, files: RepoFiles) -> str:
     return files.digest_except(frozenset(judged))
 
 
-def _per_file(plan: GatePlan) -> bool:
-    return bool(plan.given_files and (plan.gate.when_changed or plan.gate.filters_files))
-
-
 def tool_identities(plan: GatePlan) -> list[list[Any]]:
-    """``[name, resolved path, size, mtime_ns]`` of each program the gate names.
-
-    A program not found is ``[name, None]``. Running ``tool --version`` would cost a spawn per
-    tool per run; the executable's size and modification time change on every install.
-    """
+    """``[name, resolved path, size, mtime_ns]`` of each program the gate names (``[name,
+    None]`` if not found): they change on every install, without a spawn per tool per run."""
     names = [argv[0] for argv in plan.invocations if argv]
     if plan.gate.shell and plan.invocations:
         names += script_programs(plan.invocations[0][-1])
@@ -200,60 +133,49 @@ def script_programs(script: str) -> list[str]:
     return programs
 
 
-# --------------------------------------------------------------------------------------------
-# lookup and store
+def _key(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
-def _key(definition: str, inputs_digest: str) -> str:
-    return hashlib.sha256(f"{definition}\0{inputs_digest}".encode()).hexdigest()
-
-
-def attach(contract: Contract, plan: GatePlan, files: RepoFiles, redactor: Redactor | None = None,
-           *, read: bool) -> GatePlan:
+def attach(contract: Contract, plan: GatePlan, files: RepoFiles, *, read: bool,
+           warnings: list[str]) -> GatePlan:
     """The plan with its cache slot; with ``read``, a stored pass for these inputs as ``hit``.
 
-    ``redactor``: the report's, for ``contract`` (made here if not given; building one parses
-    every gate's command, so a caller attaching several gates passes one).
-
-    A gate whose inputs cannot be hashed is planned without a slot: it runs, uncached, with
-    one warning on stderr saying which input and why.
+    A gate whose inputs cannot be hashed is planned without a slot: it runs, uncached, with a
+    warning saying which input and why.
     """
     gate = plan.gate
     patterns = gate.inputs if gate.inputs is not None else gate.when_changed
-    definition = _definition(contract, plan, patterns)
+    definition = _definition(contract, plan, inputs=patterns,
+                             invocations=[list(argv) for argv in plan.invocations])
     try:
         key = _key(definition, files.digest(patterns))
     except OSError as exc:
-        warn_once(f"gate {gate.name!r} runs uncached: {exc.strerror or exc}")
+        warnings.append(f"warning: gate {gate.name!r} runs uncached: {exc.strerror or exc}")
         return plan
-    slot = CacheSlot(cache_dir(contract.repo_root), key, contract.root, definition, patterns,
-                     redactor=redactor if redactor is not None else redactor_for(contract.gates))
-    if _per_file(plan):
+    slot = CacheSlot(cache_dir(contract.repo_root), key, contract.root, definition, patterns)
+    if plan.given_files and (gate.when_changed or gate.filters_files):
         slot = _with_file_keys(slot, contract, plan, files)
     if read:
-        slot = slot._replace(hit=lookup(slot, plan))
+        slot = slot._replace(hit=lookup(slot, plan, warnings))
     return plan._replace(cache=slot)
-
-
-def _file_key(definition: str, context: str, path: str, identity: str) -> str:
-    return hashlib.sha256(f"{definition}\0{context}\0{path}\0{identity}".encode()).hexdigest()
 
 
 def _with_file_keys(slot: CacheSlot, contract: Contract, plan: GatePlan,
                     files: RepoFiles) -> CacheSlot:
-    """``slot`` with the per-file key of each file the plan gives the gate (a file that
-    cannot be hashed gets none: it is checked, and nothing is stored for it)."""
-    definition = _file_definition(contract, plan)
+    """``slot`` with the per-file key of each file the plan gives the gate, keyed by the
+    command with ``{files}`` unexpanded (a file that cannot be hashed gets none: it is
+    checked, and nothing is stored for it)."""
+    definition = _definition(contract, plan, per_file=True, command=plan.gate.command,
+                             when_changed=plan.gate.when_changed, inputs=plan.gate.inputs)
     try:
         context = context_digest(plan.gate, contract.root, files)
     except OSError:
         return slot
     keys: list[tuple[str, str]] = []
     for path in plan.given_files:
-        try:
-            keys.append((path, _file_key(definition, context, path, files.identity(path))))
-        except OSError:
-            continue
+        with contextlib.suppress(OSError):
+            keys.append((path, _key(definition, context, path, files.identity(path))))
     return slot._replace(file_definition=definition, file_gate=plan.gate, file_keys=tuple(keys))
 
 
@@ -261,22 +183,36 @@ def _file_entry_path(slot: CacheSlot, key: str) -> Path:
     return slot.directory / f"{FILE_ENTRY_PREFIX}{key}.json"
 
 
-def reused_files(slot: CacheSlot, gate: str) -> frozenset[str]:
+def _read_entry(path: Path, key: str, gate: str, warnings: list[str]) -> dict[str, Any] | None:
+    """The entry sealed by this user in ``path`` for this very key and gate, or None; pruning
+    keeps it, as one used last."""
+    data = read_sealed(path, SEAL_PURPOSE, MAX_ENTRY_BYTES, warnings)
+    try:
+        entry = json.loads(data.decode("utf-8")) if data is not None else None
+    except (ValueError, RecursionError):
+        return None
+    if not (isinstance(entry, dict) and entry.get("version") == CACHE_VERSION
+            and entry.get("key") == key and entry.get("gate") == gate):
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(path, follow_symlinks=False)
+    return entry
+
+
+def _write_entry(path: Path, entry: dict[str, Any]) -> bool:
+    """Write ``entry`` sealed; False without a key to seal it with."""
+    entry = {"version": CACHE_VERSION, **entry, "stored_at": round(time.time(), 3)}
+    sealed = seal(SEAL_PURPOSE, (json.dumps(entry, ensure_ascii=True) + "\n").encode())
+    if sealed is None:
+        return False
+    write_state(path, sealed)
+    return True
+
+
+def reused_files(slot: CacheSlot, gate: str, warnings: list[str]) -> frozenset[str]:
     """The files of ``slot.file_keys`` that already passed: a sealed entry for their key."""
-    passed: set[str] = set()
-    for path, key in slot.file_keys:
-        entry_path = _file_entry_path(slot, key)
-        data = read_sealed(entry_path, SEAL_PURPOSE, MAX_ENTRY_BYTES)
-        try:
-            entry = json.loads(data.decode("utf-8")) if data is not None else None
-        except (ValueError, RecursionError):
-            continue
-        if (isinstance(entry, dict) and entry.get("version") == CACHE_VERSION
-                and entry.get("key") == key and entry.get("gate") == gate):
-            passed.add(path)
-            with contextlib.suppress(OSError):
-                os.utime(entry_path, follow_symlinks=False)  # kept by pruning as used
-    return frozenset(passed)
+    return frozenset(path for path, key in slot.file_keys
+                     if _read_entry(_file_entry_path(slot, key), key, gate, warnings))
 
 
 def files_pass(plan: GatePlan, count: int) -> GateResult:
@@ -287,23 +223,11 @@ def files_pass(plan: GatePlan, count: int) -> GateResult:
                       cached=True)
 
 
-def lookup(slot: CacheSlot, plan: GatePlan) -> GateResult | None:
-    """The stored pass for ``slot.key`` as a ``cached`` result, or None.
-
-    Only an entry sealed by this user, of a sane size, for this very key, is believed.
-    """
-    data = read_sealed(slot.path, SEAL_PURPOSE, MAX_ENTRY_BYTES)
-    if data is None:
+def lookup(slot: CacheSlot, plan: GatePlan, warnings: list[str]) -> GateResult | None:
+    """The stored pass for ``slot.key`` as a ``cached`` result, or None."""
+    entry = _read_entry(slot.path, slot.key, plan.gate.name, warnings)
+    if entry is None:
         return None
-    try:
-        entry = json.loads(data.decode("utf-8"))
-    except (ValueError, RecursionError):
-        return None
-    if not (isinstance(entry, dict) and entry.get("version") == CACHE_VERSION
-            and entry.get("key") == slot.key and entry.get("gate") == plan.gate.name):
-        return None
-    with contextlib.suppress(OSError):
-        os.utime(slot.path, follow_symlinks=False)  # pruning keeps the entries used last
     tail = entry.get("output_tail")
     tail = tail if isinstance(tail, str) else ""
     size = entry.get("output_bytes")
@@ -321,10 +245,9 @@ def lookup(slot: CacheSlot, plan: GatePlan) -> GateResult | None:
 
 
 def store(slot: CacheSlot, result: GateResult) -> bool:
-    """Remember a clean pass, its output masked and the entry sealed; True if stored.
-
-    Never raises for a cache it cannot write; without a key to seal with, nothing is stored.
-    """
+    """Remember a clean pass (not a failure, nor a pass that needed a retry) whose inputs are
+    the same after the gate ran as before; True if stored. Never raises for a cache it
+    cannot write."""
     if result.outcome != codes.PASSED or result.flaky or result.cached:
         return False
     try:
@@ -332,25 +255,16 @@ def store(slot: CacheSlot, result: GateResult) -> bool:
         _store_files(slot, files, result.name)
         if _key(slot.definition, files.digest(slot.patterns)) != slot.key:
             return False  # the inputs changed while the gate ran: the pass proves neither
-        tail = result.output_tail  # masked as it was captured
-        truncated = result.output_truncated
+        tail, truncated = result.output_tail, result.output_truncated  # masked as captured
         encoded = tail.encode("utf-8", "replace")
         if len(encoded) > TAIL_BYTES:
             tail, truncated = encoded[-TAIL_BYTES:].decode("utf-8", "ignore"), True
-        entry = {
-            "version": CACHE_VERSION,
-            "key": slot.key,
-            "gate": result.name,
-            "stored_at": round(time.time(), 3),
-            "duration_s": result.duration_s,
-            "output_tail": tail,
-            "output_truncated": truncated,
+        if not _write_entry(slot.path, {
+            "key": slot.key, "gate": result.name, "duration_s": result.duration_s,
+            "output_tail": tail, "output_truncated": truncated,
             "output_bytes": result.output_bytes,
-        }
-        sealed = seal(SEAL_PURPOSE, (json.dumps(entry, ensure_ascii=True) + "\n").encode())
-        if sealed is None:
+        }):
             return False
-        write_state(slot.path, sealed)
         prune(slot.directory)
     except OSError:
         return False
@@ -367,53 +281,27 @@ def _store_files(slot: CacheSlot, files: RepoFiles, gate: str) -> None:
         return
     for path, key in slot.file_keys:
         try:
-            now = _file_key(slot.file_definition, context, path, files.identity(path))
+            now = _key(slot.file_definition, context, path, files.identity(path))
         except OSError:
             continue
-        if now != key:
-            continue  # this file or the context changed while the gate ran
-        entry = {"version": CACHE_VERSION, "key": key, "gate": gate, "path": path,
-                 "stored_at": round(time.time(), 3)}
-        sealed = seal(SEAL_PURPOSE, (json.dumps(entry, ensure_ascii=True) + "\n").encode())
-        if sealed is None:
+        # A file or context changed while the gate ran is not stored.
+        entry = {"key": key, "gate": gate, "path": path}
+        if now == key and not _write_entry(_file_entry_path(slot, key), entry):
             return
-        write_state(_file_entry_path(slot, key), sealed)
     prune_own_files(slot.directory, is_file_entry_name, KEEP_FILE_ENTRIES)
 
 
 def prune(directory: Path, keep: int = KEEP_ENTRIES) -> int:
-    """Keep the ``keep`` entries used last (by mtime); remove the rest and stale temp files.
-
-    Only files named as this module names them (a key's hex digest and ``.json``, a temp file
-    of ``write_state``) are ever removed, and ``directory`` is reached through no link. Safe
-    while other processes read, write and prune the same directory. Returns how many entries
-    were removed.
-    """
-    try:
-        fd = open_state_dir(directory)
-    except OSError:
-        return 0
-    try:
-        now = time.time()
-        with os.scandir(fd) as scan:
-            temps = [item.name for item in scan if is_temp_name(item.name)]
-        for temp in temps:
-            with contextlib.suppress(OSError):
-                info = os.lstat(temp, dir_fd=fd)
-                if now - info.st_mtime > STALE_TEMP_SECONDS:  # left by a killed writer
-                    os.unlink(temp, dir_fd=fd)
-    finally:
-        os.close(fd)
+    """Keep the ``keep`` entries used last; remove the rest (only files named as entries:
+    ``files.prune_own_files``). Returns how many were removed."""
     return prune_own_files(directory, is_entry_name, keep)
 
 
 def is_entry_name(name: str) -> bool:
     """Whether ``name`` is an entry's: ``<SHA-256 of the key, in hex>.json``."""
-    stem, _, suffix = name.partition(".")
-    return (suffix == "json" and len(stem) == 64 and stem.isascii()
-            and all(char in "0123456789abcdef" for char in stem))
+    return _ENTRY_NAME.fullmatch(name) is not None and not name.startswith(FILE_ENTRY_PREFIX)
 
 
 def is_file_entry_name(name: str) -> bool:
     """Whether ``name`` is a per-file entry's: ``f-<SHA-256 in hex>.json``."""
-    return name.startswith(FILE_ENTRY_PREFIX) and is_entry_name(name[len(FILE_ENTRY_PREFIX):])
+    return _ENTRY_NAME.fullmatch(name) is not None and name.startswith(FILE_ENTRY_PREFIX)
