@@ -96,7 +96,7 @@ def test_a_run_records_durations_and_the_next_run_uses_them(repo: Path) -> None:
 
 def test_with_one_job_the_declared_order_is_kept(repo: Path) -> None:
     contract(repo, *(gate(name, 0) for name in ("a", "b", "long")), jobs=1)
-    record(repo, {"a": 0.1, "b": 0.1, "long": 9.0}, None, [])
+    record(repo, {"a": 0.1, "b": 0.1, "long": 9.0})
     verifygate(repo)
     assert starts(repo) == ["a", "b", "long"], events(repo)
 
