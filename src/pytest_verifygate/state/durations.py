@@ -12,6 +12,8 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import contextlib
+import graphlib
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -180,27 +182,14 @@ def longest_first(
 
 def _longest_chains(seconds: Mapping[str, float],
                     waiting_for: Mapping[str, Sequence[str]]) -> dict[str, float]:
-    """Each gate's seconds plus the longest chain of gates waiting for it. Depth-first with
-    an explicit stack (a chain of thousands of needs is no recursion); a gate met again on
-    its own path (a circle, which the contract loader refuses) adds nothing."""
-    chains: dict[str, float] = {}
-    on_path: set[str] = set()
-    for root in waiting_for:
-        stack = [root]
-        while stack:
-            name = stack[-1]
-            if name in chains:
-                stack.pop()
-                continue
-            if name not in on_path:
-                on_path.add(name)
-                stack += [other for other in waiting_for[name]
-                          if other not in chains and other not in on_path]
-                continue
-            stack.pop()
-            on_path.discard(name)
+    """Each gate's seconds plus the longest chain of gates waiting for it; its own seconds
+    alone when the needs form a circle (which the contract loader refuses)."""
+    chains = dict(seconds)
+    with contextlib.suppress(graphlib.CycleError):
+        # The gates waiting for a gate come before it, so their chains are known.
+        for name in graphlib.TopologicalSorter(waiting_for).static_order():
             chains[name] = seconds[name] + max(
-                (chains.get(other, 0.0) for other in waiting_for[name]), default=0.0)
+                (chains[other] for other in waiting_for[name]), default=0.0)
     return chains
 
 
