@@ -85,45 +85,37 @@ def record_durations(
     gate_names: Iterable[str] | None,
     warnings: list[str],
 ) -> bool:
-    """Record ``measured`` (gate name -> seconds) for ``contract``; whether the file was written.
-
-    ``gate_names``: every gate the contract has now; recorded gates it no longer has are
-    dropped. Unchanged durations (within the tolerance) leave the file as it is. A file that
-    cannot be written is left alone: durations only make later runs better balanced.
-    """
+    """Record ``measured`` (gate name -> seconds) for ``contract``, dropping gates not in
+    ``gate_names``; whether the file was written (not for durations within the tolerance)."""
     path = durations_path(repo_root) if measured else None
     if path is None:
         return False
     old = _read_or_warn(path, warnings)
-    known = None if gate_names is None else frozenset(gate_names)
-    kept: list[Entry] = []
-    updated: dict[str, float] = {}
-    recorded: dict[str, float] = {}
-    changed = False
-    for owner, name, value in old:
-        if owner == contract:
-            if name in recorded or (known is not None and name not in known):
-                changed = True
-                continue
-            recorded[name] = value
-            if name in measured:
-                continue
-        kept.append((owner, name, value))
+    recorded = _of_contract(old, contract)
+    fresh: list[Entry] = []
     for name, value in measured.items():
         value = round(min(max(value, 0.0), MAX_SECONDS), 3)
         previous = recorded.get(name)
         if previous is not None and abs(value - previous) <= max(
                 TOLERANCE_SECONDS, TOLERANCE_RATIO * previous):
             value = previous
-        else:
-            changed = True
-        updated[name] = value
-    if not changed:
+        fresh.append((contract, name, value))
+    # This contract's other gates once each, none it no longer has; other contracts as they are.
+    known = None if gate_names is None else frozenset(gate_names)
+    seen = set(measured)
+    kept: list[Entry] = []
+    for owner, name, value in old:
+        if owner == contract:
+            if name in seen or (known is not None and name not in known):
+                continue
+            seen.add(name)
+        kept.append((owner, name, value))
+    entries = [*fresh, *kept]
+    if sorted(entries) == sorted(old):
         return False
-    fresh = [(contract, name, value) for name, value in updated.items()]
     try:
-        write_state(path, render([*fresh, *kept][:MAX_ENTRIES]))
-    except OSError:
+        write_state(path, render(entries[:MAX_ENTRIES]))
+    except OSError:  # left alone: durations only make later runs better balanced
         return False
     return True
 
@@ -161,15 +153,9 @@ def longest_first(
     recorded: Mapping[str, float],
     needs: Mapping[str, Sequence[str]] | None = None,
 ) -> list[str]:
-    """``names`` (in contract order) reordered to start the longest first; equal estimates
-    keep their order.
-
-    With ``needs`` (gate name -> the gates it needs), a gate counts as long as the longest
-    chain of gates that wait for it: a quick build that a long end-to-end gate needs starts
-    first, since the long gate cannot start before it. The order constraints themselves
-    (``needs``, ``exclusive``) are the scheduler's: it takes the first gate of this order that
-    it may start.
-    """
+    """``names`` (in contract order) reordered to start the longest first, a gate counting
+    as long as the longest chain of gates that ``needs`` it; equal estimates keep their order.
+    The scheduler still keeps ``needs`` and ``exclusive``, taking the first gate it may start."""
     seconds = estimates(names, recorded)
     waiting_for: dict[str, list[str]] = {name: [] for name in names}
     for name in names:
@@ -194,9 +180,7 @@ def _longest_chains(seconds: Mapping[str, float],
 
 
 def planned_order(contract: Contract, names: Sequence[str], warnings: list[str]) -> list[str]:
-    """``names`` (gates of ``contract``, in contract order) in the order to start them:
-    ``longest_first`` by the durations recorded for ``contract``, its gates' ``needs``
-    counted."""
+    """``names`` (gates of ``contract``) in ``longest_first`` order by its recorded durations."""
     entries = _read_or_warn(durations_path(contract.repo_root), warnings)
     recorded = _of_contract(entries, contract_key(contract))
     return longest_first(names, recorded, {gate.name: gate.needs for gate in contract.gates})

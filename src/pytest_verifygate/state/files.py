@@ -32,15 +32,10 @@ class StateFileError(Exception):
 
 
 def state_parts(path: Path) -> tuple[Path, tuple[str, ...]] | None:
-    """``path`` split into the directory that holds its state root and the names from the
-    root down; None for a path under no state root.
-
-    Every state root is a directory named ``verifygate``: ``<git dir>/verifygate``, the
-    private state directory ``~/.local/state/verifygate``, ``<tmp>/verifygate-<uid>/<digest>/
-    verifygate``. What holds it is trusted as it is (the git directory git names, a directory
-    checked to be this user's alone); below it, the tool names every directory itself and
-    never names one ``verifygate``, so the last such name is the root.
-    """
+    """``path`` split into the directory that holds its state root (trusted: the git
+    directory, a directory checked to be this user's alone) and the names from the root down;
+    None for a path under no state root. The tool names no directory under a root
+    ``verifygate``, so the last such name is the root."""
     parts = path.parts
     for index in range(len(parts) - 1, -1, -1):
         if parts[index] == STATE_DIR_NAME:
@@ -49,32 +44,21 @@ def state_parts(path: Path) -> tuple[Path, tuple[str, ...]] | None:
 
 
 def open_state_dir(path: Path, *, create: bool = False) -> int:
-    """A descriptor (to close) of the directory ``path``, reached without following a link.
-
-    Under a state root (``state_parts``), every directory from the root down is opened with
-    ``O_NOFOLLOW`` relative to the one before, so a symbolic link planted anywhere there is an
-    ``OSError`` and never leads elsewhere; with ``create``, missing ones are made (0700) and
-    the user's own made private. A path under no state root is opened as it is given.
-    """
+    """A descriptor (to close) of the directory ``path``: under a state root, every directory
+    from the root down is opened ``O_NOFOLLOW`` relative to the one before, so a planted link is
+    an ``OSError``; with ``create``, missing ones are made and all made private (0700)."""
     split = state_parts(Path(os.path.abspath(path)))
     if split is None:
         if create:
             os.makedirs(path, exist_ok=True)
         return os.open(path, DIRECTORY)
     anchor, names = split
-    try:
-        fd = os.open(anchor, DIRECTORY)
-    except FileNotFoundError:  # the temp directory's per-project part, made on first use
-        if not create:
-            raise
+    if create:  # the temp directory's per-project part, made on first use
         os.makedirs(anchor, 0o700, exist_ok=True)
-        fd = os.open(anchor, DIRECTORY)
+    fd = os.open(anchor, DIRECTORY)
     try:
         for depth, name in enumerate(names, 1):
-            child = _open_child(fd, name, create)
-            if child is None:
-                raise OSError(errno.ELOOP, "a symbolic link or not a directory: never "
-                              "followed", str(anchor.joinpath(*names[:depth])))
+            child = _open_child(fd, name, create, anchor.joinpath(*names[:depth]))
             os.close(fd)
             fd = child
             if create:
@@ -85,8 +69,9 @@ def open_state_dir(path: Path, *, create: bool = False) -> int:
     return fd
 
 
-def _open_child(parent: int, name: str, create: bool) -> int | None:
-    """The directory ``name`` in ``parent``, opened; None when something else is there."""
+def _open_child(parent: int, name: str, create: bool, path: Path) -> int:
+    """The directory ``name`` in ``parent`` (at ``path``), opened; ``ELOOP`` for a link or
+    anything else there."""
     flags = DIRECTORY | os.O_NOFOLLOW
     try:
         try:
@@ -99,13 +84,14 @@ def _open_child(parent: int, name: str, create: bool) -> int | None:
             return os.open(name, flags, dir_fd=parent)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-            return None
+            raise OSError(errno.ELOOP, "a symbolic link or not a directory: never followed",
+                          str(path)) from None
         raise
 
 
 def _make_private(fd: int) -> None:
-    """Take group and other permissions off a directory of this user's (made before logs were
-    private, or under a loose umask); anything else is left as it is."""
+    """Take group and other permissions off a directory of this user's (made under a loose
+    umask, or by an older version)."""
     with contextlib.suppress(OSError):
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and info.st_mode & 0o077:
@@ -113,12 +99,8 @@ def _make_private(fd: int) -> None:
 
 
 def read_state_file(path: Path, limit: int) -> bytes | None:
-    """The content of a state file of at most ``limit`` bytes; None when there is none.
-
-    Raises ``StateFileError`` for a file not to be read: a link (the file or any directory
-    from the state root down), a FIFO, a device or a directory (checked before it is opened,
-    and again on the open file), one larger than ``limit``, or one that cannot be read.
-    """
+    """The content of a state file of at most ``limit`` bytes; None when there is none;
+    ``StateFileError`` for a link, a FIFO, a device, a directory, a larger or unreadable file."""
     try:
         dir_fd = open_state_dir(path.parent)
     except (FileNotFoundError, NotADirectoryError):
@@ -170,13 +152,9 @@ def prune_own_files(
     *,
     companions: Callable[[str], Iterable[str]] = lambda name: (),
 ) -> int:
-    """Remove the regular files in ``directory`` whose name ``is_own`` recognises, all but the
-    newest ``keep`` (by mtime), with their ``companions``, and temp files of ``write_state``
-    left by a killed writer; return how many entries were removed.
-
-    Links, directories and names the tool did not make are never touched. A file another
-    process pruned or replaced meanwhile is skipped: safe while others prune the same directory.
-    """
+    """Remove the files whose name ``is_own`` recognises, all but the newest ``keep`` (by
+    mtime), with their ``companions``, and temp files a killed writer left; return how many
+    entries went. Nothing else is touched; safe while others prune the same directory."""
     try:
         fd = open_state_dir(directory)
     except OSError:
@@ -211,10 +189,8 @@ def prune_own_files(
 
 
 def write_state(path: Path, data: str | bytes) -> None:
-    """Write a state file atomically, through no link: its directory is reached with
-    ``open_state_dir`` (made if missing), the temp file is new (``O_EXCL``), and
-    ``os.replace`` puts it in place of whatever was there (a link is replaced, not
-    followed). A reader sees the old file or the complete new one, never half of either."""
+    """Write a state file atomically (``replace_in``), its directory reached through no link
+    and made if missing."""
     dir_fd = open_state_dir(path.parent, create=True)
     try:
         replace_in(dir_fd, path.name, data)
@@ -223,11 +199,9 @@ def write_state(path: Path, data: str | bytes) -> None:
 
 
 def replace_in(dir_fd: int, name: str, data: str | bytes, *, mode: int = 0o600) -> None:
-    """Write ``name`` in the directory ``dir_fd`` through a new temp file and ``os.replace``;
-    the file gets ``mode`` (whatever the umask)."""
-    # A temp name of our own (this process, this instant) rather than ``tempfile.mkstemp``,
-    # whose import (random, shutil) would cost every agent stop more than the write itself.
-    # O_EXCL keeps mkstemp's guarantee: the file is new and ours, never a planted link.
+    """Write ``name`` in the directory ``dir_fd`` through a new temp file (``O_EXCL``: never
+    a planted link) and ``os.replace`` (a link at ``name`` is replaced, not followed): a reader
+    sees the old file or the whole new one. The file gets ``mode``, whatever the umask."""
     temp = f".{name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
                  | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
@@ -246,8 +220,7 @@ def replace_in(dir_fd: int, name: str, data: str | bytes, *, mode: int = 0o600) 
 
 
 def remove_state_file(path: Path) -> None:
-    """Remove the state file ``path`` (a link there is removed, not what it points to),
-    reaching its directory through no link; a missing one is no error."""
+    """Remove the state file ``path`` (a link itself, not its target); missing is no error."""
     try:
         dir_fd = open_state_dir(path.parent)
     except (FileNotFoundError, NotADirectoryError):

@@ -36,8 +36,8 @@ _SEAL = b"verifygate-sealed-1 "  # then the MAC in hex, a newline, and the data
 
 
 def user_state_dir() -> Path | None:
-    """``$XDG_STATE_HOME/verifygate`` (or ``~/.local/state/verifygate``), made if missing:
-    a directory of this user's that nobody else can use. None when there is no such place."""
+    """``$XDG_STATE_HOME/verifygate`` (``~/.local/state/verifygate``), made private if
+    missing; None when there is no such directory of this user's."""
     base = os.environ.get("XDG_STATE_HOME", "")
     if not os.path.isabs(base):  # unset, or relative (which the XDG spec says to ignore)
         home = os.path.expanduser("~")
@@ -129,8 +129,7 @@ def seal(purpose: bytes, data: bytes) -> bytes | None:
 
 
 def unseal(purpose: bytes, sealed: bytes) -> bytes | None:
-    """The data ``seal`` sealed for ``purpose`` with this user's key; None for anything else
-    (no key, not sealed, another purpose or key, altered)."""
+    """The data ``seal`` sealed for ``purpose`` with this user's key; None for anything else."""
     key = user_key()
     header, newline, data = sealed.partition(b"\n")
     if key is None or not newline or not header.startswith(_SEAL):
@@ -140,8 +139,8 @@ def unseal(purpose: bytes, sealed: bytes) -> bytes | None:
 
 
 def read_sealed(path: Path, purpose: bytes, limit: int, warnings: list[str]) -> bytes | None:
-    """The sealed data in ``path``, or None: missing, unreadable, or not sealed by this user
-    (the last two with a warning naming the file added to ``warnings``)."""
+    """The sealed data in ``path``; None if missing, or unreadable or not sealed by this user
+    (then with a warning naming the file)."""
     try:
         sealed = read_state_file(path, limit + len(_SEAL) + 2 * MAC_BYTES + 1)
     except StateFileError as exc:
@@ -158,8 +157,7 @@ def read_sealed(path: Path, purpose: bytes, limit: int, warnings: list[str]) -> 
 
 
 def signed(purpose: bytes, record: dict[str, object]) -> dict[str, object]:
-    """``record`` (a JSON object) with a ``"mac"`` field this user's key makes; as it is when
-    there is no key."""
+    """``record`` (a JSON object) with the ``"mac"`` of this user's key, if there is one."""
     key = user_key()
     if key is None:
         return record
@@ -168,8 +166,8 @@ def signed(purpose: bytes, record: dict[str, object]) -> dict[str, object]:
 
 
 def is_signed(purpose: bytes, record: dict[str, object]) -> bool:
-    """Whether ``record`` carries the ``"mac"`` that ``signed`` gave it with this user's key.
-    Without a key nothing can be checked, and a record without a MAC is taken as it is."""
+    """Whether ``record`` carries the ``"mac"`` that ``signed`` gave it; without a key, a
+    record without a MAC is taken as it is."""
     key = user_key()
     if key is None:
         return "mac" not in record

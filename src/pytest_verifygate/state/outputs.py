@@ -31,8 +31,8 @@ MAX_OUTPUT_BYTES = 64 << 20
 
 def own_files(root: Path, outputs: Iterable[str | os.PathLike[str]], cwd: Path,
               warnings: list[str]) -> set[str]:
-    """The package's own files under the project ``root``, as a change set spells them: this
-    run's ``outputs`` (relative to ``cwd`` or absolute) and earlier runs' unedited ones."""
+    """The package's own files under ``root``, as a change set spells them: this run's
+    ``outputs`` (relative to ``cwd``) and earlier runs' unedited ones."""
     found = {_under_root(root, cwd / path) for path in outputs} | _remembered(root, warnings)
     return {path for path in found if path is not None}
 
@@ -43,9 +43,8 @@ def in_git_dir(path: str) -> bool:
 
 
 def remember_outputs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
-    """Record files the package just wrote, so that later runs do not take them for changes
-    while they stay as written; return the warnings of reading the record. Best effort: a file
-    outside a git repository, or a record that cannot be written, is not remembered."""
+    """Remember files the package just wrote, best effort; return the warnings of reading
+    the record."""
     warnings: list[str] = []
     by_record: dict[Path, list[str]] = {}
     for path in paths:
@@ -88,19 +87,11 @@ def _record_path(start: Path) -> Path | None:
     return None
 
 
-def _content_stamp(path: str, size: int | None = None) -> tuple[int, str] | None:
+def _content_stamp(path: str, limit: int = MAX_OUTPUT_BYTES) -> tuple[int, str] | None:
     """The size and SHA-256 (hex) of the regular file ``path``, read bounded and never
-    blocking; None for anything else, or (given ``size``) one of another size (not read)."""
-    if size is not None:
-        try:
-            if os.stat(path).st_size != size:
-                return None
-        except OSError:
-            return None
-    data = read_user_file(path, MAX_OUTPUT_BYTES)
-    if data is None or (size is not None and len(data) != size):
-        return None
-    return len(data), hashlib.sha256(data).hexdigest()
+    blocking; None for anything else, or a file larger than ``limit`` (not read)."""
+    data = read_user_file(path, limit)
+    return None if data is None else (len(data), hashlib.sha256(data).hexdigest())
 
 
 def _read_record(record: Path, warnings: list[str]) -> dict[str, tuple[int, str]]:

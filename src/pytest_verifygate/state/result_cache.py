@@ -84,8 +84,8 @@ def context_digest(gate: Gate, root: Path, files: RepoFiles) -> str:
 
 
 def tool_identities(plan: GatePlan) -> list[list[Any]]:
-    """``[name, resolved path, size, mtime_ns]`` of each program the gate names (``[name,
-    None]`` if not found): they change on every install, without a spawn per tool per run."""
+    """``[name, resolved path, size, mtime_ns]`` (``[name, None]``: not found) of each program
+    the gate names: they change on every install, without a spawn per tool."""
     names = [argv[0] for argv in plan.invocations if argv]
     if plan.gate.shell and plan.invocations:
         names += script_programs(plan.invocations[0][-1])
@@ -94,10 +94,7 @@ def tool_identities(plan: GatePlan) -> list[list[Any]]:
     search_path = plan.env.get("PATH", os.environ.get("PATH", os.defpath))
     identities: list[list[Any]] = []
     for name in list(dict.fromkeys(names))[:MAX_TOOLS]:
-        if "/" in name:
-            found: str | None = name if os.path.isabs(name) else str(plan.cwd / name)
-        else:
-            found = shutil.which(name, path=search_path)
+        found = plan.cwd / name if "/" in name else shutil.which(name, path=search_path)
         try:
             info = os.stat(found) if found is not None else None
         except OSError:
@@ -140,10 +137,7 @@ def _key(*parts: str) -> str:
 def attach(contract: Contract, plan: GatePlan, files: RepoFiles, *, read: bool,
            warnings: list[str]) -> GatePlan:
     """The plan with its cache slot; with ``read``, a stored pass for these inputs as ``hit``.
-
-    A gate whose inputs cannot be hashed is planned without a slot: it runs, uncached, with a
-    warning saying which input and why.
-    """
+    A gate whose inputs cannot be hashed gets no slot: it runs, with a warning saying why."""
     gate = plan.gate
     patterns = gate.inputs if gate.inputs is not None else gate.when_changed
     definition = _definition(contract, plan, inputs=patterns,
@@ -163,9 +157,8 @@ def attach(contract: Contract, plan: GatePlan, files: RepoFiles, *, read: bool,
 
 def _with_file_keys(slot: CacheSlot, contract: Contract, plan: GatePlan,
                     files: RepoFiles) -> CacheSlot:
-    """``slot`` with the per-file key of each file the plan gives the gate, keyed by the
-    command with ``{files}`` unexpanded (a file that cannot be hashed gets none: it is
-    checked, and nothing is stored for it)."""
+    """``slot`` with a key for each file the plan gives the gate (none for a file that cannot
+    be hashed), by the command with ``{files}`` unexpanded."""
     definition = _definition(contract, plan, per_file=True, command=plan.gate.command,
                              when_changed=plan.gate.when_changed, inputs=plan.gate.inputs)
     try:
@@ -184,8 +177,8 @@ def _file_entry_path(slot: CacheSlot, key: str) -> Path:
 
 
 def _read_entry(path: Path, key: str, gate: str, warnings: list[str]) -> dict[str, Any] | None:
-    """The entry sealed by this user in ``path`` for this very key and gate, or None; pruning
-    keeps it, as one used last."""
+    """The entry sealed by this user in ``path`` for this key and gate (now the last used,
+    for pruning), or None."""
     data = read_sealed(path, SEAL_PURPOSE, MAX_ENTRY_BYTES, warnings)
     try:
         entry = json.loads(data.decode("utf-8")) if data is not None else None
@@ -245,9 +238,8 @@ def lookup(slot: CacheSlot, plan: GatePlan, warnings: list[str]) -> GateResult |
 
 
 def store(slot: CacheSlot, result: GateResult) -> bool:
-    """Remember a clean pass (not a failure, nor a pass that needed a retry) whose inputs are
-    the same after the gate ran as before; True if stored. Never raises for a cache it
-    cannot write."""
+    """Remember a clean pass (no retry) whose inputs did not change while the gate ran; True
+    if stored. Never raises for a cache it cannot write."""
     if result.outcome != codes.PASSED or result.flaky or result.cached:
         return False
     try:

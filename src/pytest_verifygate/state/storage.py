@@ -105,12 +105,8 @@ def _private_temp_dir() -> Path:
 
 
 def new_log_dir(repo_root: Path, warnings: list[str]) -> Path:
-    """A fresh directory (0700) for one run's gate logs; older runs beyond the last few, or
-    beyond ``KEEP_LOG_BYTES`` together, are removed unless a run still uses them.
-
-    A run never fails for want of a place for its logs: if the state directory cannot be used,
-    they go to the per-user temp directory, with a warning added to ``warnings``.
-    """
+    """A fresh private directory for one run's gate logs, older runs' pruned. A run never
+    fails for want of one: the temp directory serves instead, with a warning."""
     logs = state_dir(repo_root) / LOGS_DIR_NAME
     try:
         return _new_run_dir(logs)
@@ -148,17 +144,13 @@ def _new_run_dir(logs: Path) -> Path:
 
 
 def make_private_dir(path: Path) -> None:
-    """Make ``path``, and the parents it lacks, directories only this user can use (0700);
-    under a state root, through no link (``open_state_dir``)."""
+    """Make ``path`` and its missing parents private directories, through no link."""
     os.close(open_state_dir(path, create=True))
 
 
 def blocker(path: Path) -> str | None:
-    """The warning for a path that just failed because something other than a directory (a
-    file, a link) sits where one of its parents should be; None if nothing does.
-
-    The warning names that blocker, not ``path``: it stands for every state path under it.
-    """
+    """The warning for a path that just failed because a file or a link sits where one of its
+    parents should be (naming that, for every path under it); None if nothing does."""
     split = state_parts(path)
     depth = len(split[0].parts) if split is not None else len(path.parts)
     for parent in path.parents:
@@ -181,12 +173,8 @@ def blocker(path: Path) -> str | None:
 
 
 def claim_log_dir(run_dir: Path | None) -> Callable[[], None]:
-    """Mark ``run_dir`` as used by a run until the returned function is called (at most once
-    counts): no run, of this process or another, prunes it meanwhile.
-
-    The mark is a shared ``flock`` on the directory, which pruning must take exclusively to
-    remove it: the kernel drops it when the run's process ends, however it ends.
-    """
+    """Keep ``run_dir`` from being pruned until the returned function is called: a shared
+    ``flock``, which the kernel drops when the process ends, however it ends."""
     fds: list[int] = []
     with contextlib.suppress(OSError):  # no directory to keep: the logs say why, gate by gate
         if run_dir is not None:
@@ -213,8 +201,8 @@ def _locked_by_a_run(run_fd: int) -> bool:
 
 
 def _in_use(logs_fd: int, run: str) -> bool:
-    """Whether a run may still write into ``run``: one that claimed it, or a live process
-    (its pid ends the name; a reused pid only keeps a directory longer) not claiming it yet."""
+    """Whether a run may still write into ``run``: it is claimed, or its process (the pid
+    ending the name; a reused pid only keeps it longer) is alive and has not claimed it yet."""
     try:
         fd = os.open(run, DIRECTORY | os.O_NOFOLLOW, dir_fd=logs_fd)
     except OSError:
@@ -239,8 +227,7 @@ def _in_use(logs_fd: int, run: str) -> bool:
 
 
 def is_own_log_name(name: str) -> bool:
-    """Whether ``name`` is a file a run writes in its log directory: a gate's log
-    (``log_file_name``) or the temp file its tail is put in order in (``logfile.py``)."""
+    """Whether ``name`` is a gate's log (``log_file_name``) or its temp file (``logfile.py``)."""
     return is_file_name_safe(name) and name.endswith((".log", ".unroll"))
 
 
@@ -288,8 +275,8 @@ def _size(logs_fd: int, run: str) -> int:
 
 
 def _remove_run(logs_fd: int, run: str) -> None:
-    """Remove one run's log files and, if nothing else is left in it, its directory; not
-    if a run claimed it meanwhile (the lock is held until it is gone)."""
+    """Remove one run's log files, and its directory if nothing else is left; not if a run
+    claimed it meanwhile."""
     run_fd = os.open(run, DIRECTORY | os.O_NOFOLLOW, dir_fd=logs_fd)
     try:
         if _locked_by_a_run(run_fd):
@@ -305,8 +292,7 @@ def _remove_run(logs_fd: int, run: str) -> None:
 
 
 def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
-    """Write ``data`` to ``path`` (a file of the user's; state files use ``write_state``)
-    through a temp file and ``os.replace``; a link at ``path`` itself is replaced."""
+    """Write the user's file ``path`` atomically (state files use ``write_state``)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     dir_fd = os.open(target.parent, DIRECTORY)
@@ -317,10 +303,8 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
 
 
 def write_output(path: str | os.PathLike[str], data: str | bytes) -> None:
-    """Write a file the user named (``--json``, ``--junit``, ``--verify-digest``) as users of
-    such options expect: a regular file (or a new one) is replaced atomically; a symbolic link
-    is followed, and its target replaced; a device or FIFO (``/dev/stdout``) is written into;
-    a directory is an ``IsADirectoryError``."""
+    """Write a file the user named (``--json``): a regular file is replaced atomically, a
+    link's target too; a device or FIFO (``/dev/stdout``) is written into."""
     text = os.fspath(path)
     try:
         info = os.stat(text)
@@ -345,13 +329,8 @@ def is_file_name_safe(name: str) -> bool:
 
 
 def log_file_name(gate_name: str) -> str:
-    """A gate's log file name: safe on any file system, bounded, and unique per gate name.
-
-    A name of lowercase letters, digits, ``.``, ``_`` and ``-`` (not starting with ``.`` or
-    ``-``, at most ``LOG_NAME_CHARS`` long) is used as it is: ``lint.log``. Any other keeps
-    its safe characters, cut short, and a digest of the whole name:
-    ``Type_check_mypy-4f0c2a9e1b.log``.
-    """
+    """A gate's log file name, safe on any file system and unique per gate: ``lint.log``, or
+    for a name that is not short, lowercase and safe, ``Type_check_mypy-4f0c2a9e1b.log``."""
     if (is_file_name_safe(gate_name) and len(gate_name) <= LOG_NAME_CHARS
             and gate_name == gate_name.lower() and not gate_name.startswith((".", "-"))):
         return f"{gate_name}.log"
@@ -363,9 +342,8 @@ def log_file_name(gate_name: str) -> str:
 
 
 def read_user_file(path: str | os.PathLike[str], limit: int) -> bytes | None:
-    """The regular file ``path`` of the user's project (a link followed), read up to
-    ``limit`` bytes; None for anything else (missing, a FIFO, a device, a directory, larger).
-    Opened non-blocking: a FIFO in a cloned repository never hangs a command."""
+    """The regular file ``path`` of the user's (a link followed), up to ``limit`` bytes; None
+    for anything else. Opened non-blocking: a FIFO in a cloned repository never hangs us."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
