@@ -1,11 +1,7 @@
-"""How long each gate took in earlier runs: ``<git dir>/verifygate/durations.json``.
-
-Owns that file (read validated, recorded bounded in size), the estimate for a gate it does not
-know, and the orders made from it: the weights ``shards.py`` balances shards by, and
-``longest_first``, the start order that keeps the longest gates off the end of a run. The file
-is JSON that CI can share (``actions/cache``): ``{"version": 1, "durations": [[contract, gate,
-seconds], ...]}``. Anything can write ``.git``: a file not of this shape is ignored with a
-warning, and replaced by the next run's record.
+"""How long each gate took in earlier runs (``<git dir>/verifygate/durations.json``, JSON that
+CI can share: ``{"version": 1, "durations": [[contract, gate, seconds], ...]}``), and the orders
+made from it: the weights shards are balanced by, and the longest gates started first. A file
+not of this shape is ignored with a warning, and replaced by the next run's record.
 
 PYTEST_DONT_REWRITE
 """
@@ -78,13 +74,8 @@ def _of_contract(entries: Iterable[Entry], contract: str) -> dict[str, float]:
     return seconds
 
 
-def record_durations(
-    repo_root: Path,
-    contract: str,
-    measured: Mapping[str, float],
-    gate_names: Iterable[str] | None,
-    warnings: list[str],
-) -> bool:
+def record_durations(repo_root: Path, contract: str, measured: Mapping[str, float],
+                     gate_names: Iterable[str] | None, warnings: list[str]) -> bool:
     """Record ``measured`` (gate name -> seconds) for ``contract``, dropping gates not in
     ``gate_names``; whether the file was written (not for durations within the tolerance)."""
     path = durations_path(repo_root) if measured else None
@@ -148,11 +139,8 @@ def estimates(names: Iterable[str], recorded: Mapping[str, float]) -> dict[str, 
     return {name: recorded.get(name, fallback) for name in names}
 
 
-def longest_first(
-    names: Sequence[str],
-    recorded: Mapping[str, float],
-    needs: Mapping[str, Sequence[str]] | None = None,
-) -> list[str]:
+def longest_first(names: Sequence[str], recorded: Mapping[str, float],
+                  needs: Mapping[str, Sequence[str]] | None = None) -> list[str]:
     """``names`` (in contract order) reordered to start the longest first, a gate counting
     as long as the longest chain of gates that ``needs`` it; equal estimates keep their order.
     The scheduler still keeps ``needs`` and ``exclusive``, taking the first gate it may start."""
@@ -162,21 +150,14 @@ def longest_first(
         for need in (needs or {}).get(name, ()):
             if need in waiting_for and need != name:
                 waiting_for[need].append(name)
-    chains = _longest_chains(seconds, waiting_for)
-    return sorted(names, key=lambda name: -chains[name])
-
-
-def _longest_chains(seconds: Mapping[str, float],
-                    waiting_for: Mapping[str, Sequence[str]]) -> dict[str, float]:
-    """Each gate's seconds plus the longest chain of gates waiting for it; its own seconds
-    alone when the needs form a circle (which the contract loader refuses)."""
+    # A gate's seconds plus the longest chain waiting for it: the topological order gives the
+    # gates waiting for one first. In a circle (which the loader refuses) its seconds alone.
     chains = dict(seconds)
     with contextlib.suppress(graphlib.CycleError):
-        # The gates waiting for a gate come before it, so their chains are known.
         for name in graphlib.TopologicalSorter(waiting_for).static_order():
             chains[name] = seconds[name] + max(
                 (chains[other] for other in waiting_for[name]), default=0.0)
-    return chains
+    return sorted(names, key=lambda name: -chains[name])
 
 
 def planned_order(contract: Contract, names: Sequence[str], warnings: list[str]) -> list[str]:

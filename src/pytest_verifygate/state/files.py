@@ -21,7 +21,7 @@ from pathlib import Path
 
 # The name of every state root: ``<git dir>/verifygate``, ``~/.local/state/verifygate``.
 STATE_DIR_NAME = "verifygate"
-DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+DIRECTORY = os.O_RDONLY | os.O_DIRECTORY
 # A temp file of ``write_state`` (``.<name>.<pid>.<ns>.tmp``), and when one is left over.
 _TEMP_NAME = re.compile(r"\..+\.[0-9]+\.[0-9]+\.tmp")
 STALE_TEMP_NS = 3600 * 10**9
@@ -61,8 +61,11 @@ def open_state_dir(path: Path, *, create: bool = False) -> int:
             child = _open_child(fd, name, create, anchor.joinpath(*names[:depth]))
             os.close(fd)
             fd = child
-            if create:
-                _make_private(fd)  # logs and caches are the user's alone
+            if create:  # logs and caches are the user's alone (made under a loose umask)
+                with contextlib.suppress(OSError):
+                    info = os.fstat(fd)
+                    if info.st_uid == os.getuid() and info.st_mode & 0o077:
+                        os.fchmod(fd, 0o700)
     except BaseException:
         os.close(fd)
         raise
@@ -89,15 +92,6 @@ def _open_child(parent: int, name: str, create: bool, path: Path) -> int:
         raise
 
 
-def _make_private(fd: int) -> None:
-    """Take group and other permissions off a directory of this user's (made under a loose
-    umask, or by an older version)."""
-    with contextlib.suppress(OSError):
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and info.st_mode & 0o077:
-            os.fchmod(fd, 0o700)
-
-
 def read_state_file(path: Path, limit: int) -> bytes | None:
     """The content of a state file of at most ``limit`` bytes; None when there is none;
     ``StateFileError`` for a link, a FIFO, a device, a directory, a larger or unreadable file."""
@@ -110,8 +104,7 @@ def read_state_file(path: Path, limit: int) -> bytes | None:
     try:
         _check(os.lstat(path.name, dir_fd=dir_fd), limit)  # a FIFO is never opened
         # Non-blocking all the same, for a FIFO swapped in after the check.
-        fd = os.open(path.name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     dir_fd=dir_fd)
+        fd = os.open(path.name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW, dir_fd=dir_fd)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -145,13 +138,8 @@ def _check(info: os.stat_result, limit: int) -> None:
         raise StateFileError(f"larger than {limit} bytes")
 
 
-def prune_own_files(
-    directory: Path,
-    is_own: Callable[[str], bool],
-    keep: int,
-    *,
-    companions: Callable[[str], Iterable[str]] = lambda name: (),
-) -> int:
+def prune_own_files(directory: Path, is_own: Callable[[str], bool], keep: int, *,
+                    companions: Callable[[str], Iterable[str]] = lambda name: ()) -> int:
     """Remove the files whose name ``is_own`` recognises, all but the newest ``keep`` (by
     mtime), with their ``companions``, and temp files a killed writer left; return how many
     entries went. Nothing else is touched; safe while others prune the same directory."""
@@ -203,8 +191,8 @@ def replace_in(dir_fd: int, name: str, data: str | bytes, *, mode: int = 0o600) 
     a planted link) and ``os.replace`` (a link at ``name`` is replaced, not followed): a reader
     sees the old file or the whole new one. The file gets ``mode``, whatever the umask."""
     temp = f".{name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                 | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
+                 dir_fd=dir_fd)
     try:
         if mode != 0o600:
             os.fchmod(fd, mode)

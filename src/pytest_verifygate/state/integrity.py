@@ -1,13 +1,7 @@
-"""Trusting what is read back from the state directory: the user's private state directory,
-its key, and sealed state files.
-
-Whatever can write the work tree can write ``.git``, so a file that decides whether a gate
-runs or an agent may stop (a cached pass, an agent's round count) is sealed: it carries a keyed
-BLAKE2b MAC (a MAC by design, no HMAC construction needed) and is believed only if the MAC is
-right. The key is a per-user secret outside every repository, ``$XDG_STATE_HOME/verifygate/key``
-(default ``~/.local/state/verifygate/key``): 32 random bytes, created 0600 in a 0700 directory,
-atomically (``os.link``: two runs never end up with different keys). Without a usable key,
-sealed files are neither written nor read.
+"""Sealed state files: whatever can write the work tree can write ``.git``, so a file that
+decides whether a gate runs or an agent may stop carries a keyed BLAKE2b MAC and is believed
+only if it is right. The key is a per-user secret outside every repository, in the user's
+private state directory; without it, sealed files are neither written nor read.
 
 PYTEST_DONT_REWRITE
 """
@@ -20,11 +14,16 @@ import hashlib
 import hmac
 import json
 import os
-import stat
 import time
 from pathlib import Path
 
-from pytest_verifygate.state.files import StateFileError, read_state_file
+from pytest_verifygate.state.files import (
+    STATE_DIR_NAME,
+    StateFileError,
+    open_state_dir,
+    read_bounded,
+    read_state_file,
+)
 from pytest_verifygate.state.storage import blocker
 
 __all__ = ["StateFileError", "is_signed", "read_sealed", "read_state_file", "seal", "signed",
@@ -44,19 +43,16 @@ def user_state_dir() -> Path | None:
         if not os.path.isabs(home):
             return None
         base = os.path.join(home, ".local", "state")
-    directory = os.path.join(base, "verifygate")
+    directory = Path(base, STATE_DIR_NAME)
     try:
-        os.makedirs(base, mode=0o700, exist_ok=True)
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(directory, 0o700)
-        info = os.lstat(directory)
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-            return None
-        if info.st_mode & 0o077:
-            os.chmod(directory, 0o700)
+        fd = open_state_dir(directory, create=True)
     except OSError:
         return None
-    return Path(directory)
+    try:
+        owner = os.fstat(fd).st_uid
+    finally:
+        os.close(fd)
+    return directory if owner == os.getuid() else None
 
 
 def user_key() -> bytes | None:
@@ -104,11 +100,10 @@ def _read_key(path: str) -> bytes | None:
     try:
         info = os.fstat(fd)
         # Only a key nobody else could have read or planted is a secret.
-        if (not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid()
-                or info.st_mode & 0o077 or info.st_size != KEY_BYTES):
+        if info.st_uid != os.getuid() or info.st_mode & 0o077:
             return None
-        key = os.read(fd, KEY_BYTES + 1)
-    except OSError:
+        key = read_bounded(fd, KEY_BYTES)
+    except (OSError, StateFileError):
         return None
     finally:
         os.close(fd)

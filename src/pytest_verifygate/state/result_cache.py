@@ -1,12 +1,7 @@
-"""The result cache: a gate that passed is not run again while its inputs are unchanged (docs:
-how-to/cache.md says what the key holds).
-
-Owns the cache key, looking entries up, storing clean passes and bounding the cache's size.
-Entries live in ``<git dir>/verifygate/cache``, one sealed file per key (``<key>.json``), and
-per file for a ``{files}`` gate with ``when_changed`` or file types (``f-<key>.json``): a file
-with an entry is not passed to the gate again. Anything that can write the work tree can write
-``.git``, so an entry is believed only when its seal (``integrity.py``), size, key and fields
-are right; anything else is ignored with a warning, and the gate runs.
+"""The result cache (docs: how-to/cache.md): the key of a gate's definition, tools and inputs,
+and its entries in ``<git dir>/verifygate/cache``, one per key (``<key>.json``) and, for a
+``{files}`` gate, per file (``f-<key>.json``). An entry is believed only when its seal
+(``integrity.py``), size, key and fields are right; else the gate runs, with a warning.
 
 PYTEST_DONT_REWRITE
 """
@@ -224,17 +219,11 @@ def lookup(slot: CacheSlot, plan: GatePlan, warnings: list[str]) -> GateResult |
     tail = entry.get("output_tail")
     tail = tail if isinstance(tail, str) else ""
     size = entry.get("output_bytes")
-    return GateResult(
-        name=plan.gate.name,
-        outcome=codes.PASSED,
-        command=plan.display_command,
-        cwd=plan.gate.cwd,
-        exit_code=0,
-        output_tail=tail,
-        output_truncated=entry.get("output_truncated") is True,
-        output_bytes=size if type(size) is int and size >= 0 else len(tail.encode()),
-        cached=True,
-    )
+    return GateResult(name=plan.gate.name, outcome=codes.PASSED, command=plan.display_command,
+                      cwd=plan.gate.cwd, exit_code=0, output_tail=tail,
+                      output_truncated=entry.get("output_truncated") is True,
+                      output_bytes=size if type(size) is int and size >= 0 else len(tail.encode()),
+                      cached=True)
 
 
 def store(slot: CacheSlot, result: GateResult) -> bool:
@@ -257,7 +246,7 @@ def store(slot: CacheSlot, result: GateResult) -> bool:
             "output_bytes": result.output_bytes,
         }):
             return False
-        prune(slot.directory)
+        prune_own_files(slot.directory, is_entry_name, KEEP_ENTRIES)  # the ones used last stay
     except OSError:
         return False
     return True
@@ -281,12 +270,6 @@ def _store_files(slot: CacheSlot, files: RepoFiles, gate: str) -> None:
         if now == key and not _write_entry(_file_entry_path(slot, key), entry):
             return
     prune_own_files(slot.directory, is_file_entry_name, KEEP_FILE_ENTRIES)
-
-
-def prune(directory: Path, keep: int = KEEP_ENTRIES) -> int:
-    """Keep the ``keep`` entries used last; remove the rest (only files named as entries:
-    ``files.prune_own_files``). Returns how many were removed."""
-    return prune_own_files(directory, is_entry_name, keep)
 
 
 def is_entry_name(name: str) -> bool:

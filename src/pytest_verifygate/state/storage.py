@@ -42,12 +42,12 @@ _RUN_DIR_NAME = re.compile(r"[0-9]{8}-[0-9]{6}\.[0-9]{9}-[1-9][0-9]*")
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def git_dir(repo_root: Path) -> Path | None:
-    """The repository's git directory, following the ``gitdir:`` file of a submodule, and of
-    a linked worktree to the common git dir it shares with the main checkout."""
+def git_state_dir(repo_root: Path) -> Path | None:
+    """``<git dir>/verifygate``, following the ``gitdir:`` file of a submodule, and of a linked
+    worktree to the common git dir; None outside a git repository."""
     dot_git = repo_root / ".git"
     if dot_git.is_dir():
-        return dot_git
+        return dot_git / STATE_DIR_NAME
     first = _first_line(dot_git) if dot_git.is_file() else None
     if first is None or not first.startswith("gitdir:"):
         return None
@@ -56,7 +56,7 @@ def git_dir(repo_root: Path) -> Path | None:
     # A linked worktree keeps its state in the common git dir: its result cache is the main
     # checkout's, and its logs outlive a temporary worktree.
     common = (_first_line(target / "commondir") or "").strip()
-    return (target / common).resolve() if common else target
+    return ((target / common).resolve() if common else target) / STATE_DIR_NAME
 
 
 def _first_line(path: Path) -> str | None:
@@ -68,12 +68,6 @@ def _first_line(path: Path) -> str | None:
         return None
     lines = (raw or b"").decode("utf-8", "replace").splitlines()
     return lines[0] if lines else None
-
-
-def git_state_dir(repo_root: Path) -> Path | None:
-    """``<git dir>/verifygate``; None outside a git repository."""
-    found = git_dir(repo_root)
-    return None if found is None else found / STATE_DIR_NAME
 
 
 def state_dir(repo_root: Path) -> Path:
@@ -189,8 +183,7 @@ def claim_log_dir(run_dir: Path | None) -> Callable[[], None]:
 
 
 def _locked_by_a_run(run_fd: int) -> bool:
-    """Whether a run claimed this directory (``claim_log_dir``); a file system without locks
-    claims nothing. Pruning is best effort: it never waits for a claim."""
+    """Whether a run claimed this directory (``claim_log_dir``); pruning never waits."""
     try:
         fcntl.flock(run_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -224,11 +217,6 @@ def _in_use(logs_fd: int, run: str) -> bool:
     except (OverflowError, ValueError):  # digits, but no pid
         return False
     return True
-
-
-def is_own_log_name(name: str) -> bool:
-    """Whether ``name`` is a gate's log (``log_file_name``) or its temp file (``logfile.py``)."""
-    return is_file_name_safe(name) and name.endswith((".log", ".unroll"))
 
 
 def _prune(logs_fd: int, current: str) -> None:
@@ -283,9 +271,12 @@ def _remove_run(logs_fd: int, run: str) -> None:
             return
         with os.scandir(run_fd) as entries:
             for entry in entries:
-                if is_own_log_name(entry.name) and entry.is_file(follow_symlinks=False):
+                # A gate's log (``log_file_name``) or its temp file (``logfile.py``) only.
+                name = entry.name
+                if (_UNSAFE_CHARS.search(name) is None and name.endswith((".log", ".unroll"))
+                        and entry.is_file(follow_symlinks=False)):
                     with contextlib.suppress(OSError):
-                        os.unlink(entry.name, dir_fd=run_fd)
+                        os.unlink(name, dir_fd=run_fd)
         os.rmdir(run, dir_fd=logs_fd)  # not empty: someone else's files stay, and so does it
     finally:
         os.close(run_fd)
@@ -315,7 +306,7 @@ def write_output(path: str | os.PathLike[str], data: str | bytes) -> None:
         raise IsADirectoryError(errno.EISDIR, "is a directory, not a file name", text)
     if info is not None and not stat.S_ISREG(info.st_mode):
         # Non-blocking open: a FIFO with no reader is an error (ENXIO), not a hang.
-        fd = os.open(text, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(text, os.O_WRONLY | os.O_NONBLOCK)
         os.set_blocking(fd, True)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data.encode("utf-8") if isinstance(data, str) else data)
@@ -323,15 +314,10 @@ def write_output(path: str | os.PathLike[str], data: str | bytes) -> None:
     write_atomic(os.path.realpath(text) if os.path.islink(text) else text, data)
 
 
-def is_file_name_safe(name: str) -> bool:
-    """Whether ``name`` keeps to the characters safe in a file name on any file system."""
-    return _UNSAFE_CHARS.search(name) is None
-
-
 def log_file_name(gate_name: str) -> str:
     """A gate's log file name, safe on any file system and unique per gate: ``lint.log``, or
     for a name that is not short, lowercase and safe, ``Type_check_mypy-4f0c2a9e1b.log``."""
-    if (is_file_name_safe(gate_name) and len(gate_name) <= LOG_NAME_CHARS
+    if (_UNSAFE_CHARS.search(gate_name) is None and len(gate_name) <= LOG_NAME_CHARS
             and gate_name == gate_name.lower() and not gate_name.startswith((".", "-"))):
         return f"{gate_name}.log"
     import hashlib
@@ -345,7 +331,7 @@ def read_user_file(path: str | os.PathLike[str], limit: int) -> bytes | None:
     """The regular file ``path`` of the user's (a link followed), up to ``limit`` bytes; None
     for anything else. Opened non-blocking: a FIFO in a cloned repository never hangs us."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return None
     try:
