@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_verifygate.engine import RunRequest, prepare, run
+from pytest_verifygate.git.changes import ChangeRequest
 from pytest_verifygate.state.files import prune_own_files
 from pytest_verifygate.state.storage import (
     KEEP_LOG_RUNS,
@@ -17,6 +19,8 @@ from pytest_verifygate.state.storage import (
     new_log_dir,
     state_dir,
 )
+
+from conftest import commit_all, write
 
 
 def test_log_dirs_are_pruned_to_the_newest_runs(repo: Path) -> None:
@@ -168,3 +172,17 @@ def test_a_late_pruning_of_an_old_run_never_removes_a_newer_one(repo: Path) -> N
     finally:
         os.close(fd)
     assert sorted(logs.iterdir()) == [older[0], *runs[-KEEP_LOG_RUNS:]]
+
+
+def test_a_run_returns_what_its_state_files_say_and_prints_nothing(
+        repo: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """The library hands its warnings to the front end (``RunResult.warnings``), once each,
+    and leaves printing to it: the durations file is read twice here (to order, to record)."""
+    write(repo / "verify.toml", '[settings]\njobs = 2\n[[gate]]\nname = "a"\ncommand = "true"\n'
+          '[[gate]]\nname = "b"\ncommand = "true"\n')
+    commit_all(repo)
+    durations = write(state_dir(repo) / "durations.json", "[1, 2, 3]\n")
+    finished = run(prepare(RunRequest(start=repo, changes=ChangeRequest(all=True))))
+    assert capfd.readouterr().err == ""
+    (warning,) = finished.warnings
+    assert warning.startswith("warning: ") and str(durations) in warning
