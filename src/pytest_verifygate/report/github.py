@@ -1,34 +1,28 @@
-"""GitHub Actions output: what a run shows on a pull request and on the run's summary page.
+"""GitHub Actions output: annotations of failed gates, the step summary and the step's outputs.
 
-Owns GitHub Actions workflow commands: the ``::error``/``::warning`` annotations of failed
-gates (one per error a tool reported, at its file, line and column, read by
-``report.locations``; one per gate when nothing there points into the repository), within
-the limits GitHub shows per step; the escaping those commands need; stopping workflow
-commands while untrusted text (gate output, test names, file names) is printed; folding each
-failed gate's output in the log (``::group::``); the Markdown appended to
-``$GITHUB_STEP_SUMMARY``; and the step's outputs written to ``$GITHUB_OUTPUT`` (``verdict``,
-``failed-gates``, ``report``). Everything works on the report (docs: JSON
-report), so the ``verifygate`` command and the pytest plugin (the xdist controller) share it.
-Where a build's change base comes from is input, not output: ``changes.detect_change_base``.
+Also keeps the runner from reading workflow commands in untrusted text (gate output, test and
+file names). Works on the report, so the ``verifygate`` command and the pytest plugin share it.
 
 PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
 
+import html
+import json
 import os
 import re
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 from pytest_verifygate import codes
 from pytest_verifygate.git.changes import ChangeSet
 from pytest_verifygate.report.digest import clean_output, is_error_line, normalize_paths, to_digest
 from pytest_verifygate.report.junit import gate_status
 from pytest_verifygate.report.locations import ERROR, NOTICE, WARNING
-from pytest_verifygate.report.places import Located, Resolver, find_location, gate_locations
+from pytest_verifygate.report.places import Resolver, find_location, gate_locations
 from pytest_verifygate.report.words import (
     failure_code,
     flaky_note,
@@ -43,7 +37,6 @@ if TYPE_CHECKING:
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 OUTPUT_ENV = "GITHUB_OUTPUT"
-
 # GitHub shows at most this much of an annotation's message usefully; the log has the rest.
 MAX_MESSAGE_CHARS = 500
 # GitHub shows at most 10 error, 10 warning and 10 notice annotations of one step (and 50 of
@@ -56,28 +49,19 @@ ICONS = {codes.PASSED: "\u2705", codes.FAILED: "\u274c", codes.SKIPPED: "\u23ed\
 
 
 # --------------------------------------------------------------------------------------------
-# GitHub Actions workflow commands
+# annotations
 
 
-def escape_data(text: str) -> str:
-    """A workflow command's message, escaped as GitHub's toolkit does."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def escape_property(text: str) -> str:
-    """A workflow command's property value: the message escapes plus ``:`` and ``,``."""
-    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+# Escaped as GitHub's toolkit escapes a command's message, and its property values.
+_MESSAGE_ESCAPES = str.maketrans({"%": "%25", "\r": "%0D", "\n": "%0A"})
+_PROPERTY_ESCAPES = str.maketrans({"%": "%25", "\r": "%0D", "\n": "%0A", ":": "%3A", ",": "%2C"})
 
 
 def workflow_command(command: str, message: str, **properties: str | int | None) -> str:
     """``::command key=value,...::message`` with every part escaped; None properties left out."""
-    shown = ",".join(f"{key}={escape_property(str(value))}"
+    shown = ",".join(f"{key}={str(value).translate(_PROPERTY_ESCAPES)}"
                      for key, value in properties.items() if value is not None)
-    return f"::{command}{' ' + shown if shown else ''}::{escape_data(message)}"
-
-
-def _output_lines(gate: Mapping[str, Any]) -> list[str]:
-    return [line.strip() for line in clean_output(str(gate.get("output_tail") or ""))]
+    return f"::{command}{' ' + shown if shown else ''}::{message.translate(_MESSAGE_ESCAPES)}"
 
 
 def _bases(gate: Mapping[str, Any], repo_root: str | os.PathLike[str],
@@ -89,39 +73,33 @@ def _bases(gate: Mapping[str, Any], repo_root: str | os.PathLike[str],
 
 
 def _shorten(message: str) -> str:
-    return message if len(message) <= MAX_MESSAGE_CHARS else (
-        message[: MAX_MESSAGE_CHARS - 3] + "...")
+    if len(message) <= MAX_MESSAGE_CHARS:
+        return message
+    return message[: MAX_MESSAGE_CHARS - 3] + "..."
 
 
-def gate_annotation(
-    gate: Mapping[str, Any],
-    *,
-    repo_root: str | os.PathLike[str],
-    project_root: str | os.PathLike[str] | None = None,
-) -> str:
-    """The one ``::error`` command for a failed gate whose output names no error's place.
+def gate_annotation(gate: Mapping[str, Any], *, repo_root: str | os.PathLike[str],
+                    project_root: str | os.PathLike[str] | None = None) -> str:
+    """The one ``::error`` for a failed gate whose output names no error's place.
 
-    The message is the first line of the output that reads like an error (a traceback's
-    exception rather than its first line; the last line when none does; how the gate ended
-    when it printed nothing), without pytest's ``E`` margin. The location is the first
-    ``path:line`` naming a file of the repository: in that line, else in any error line,
-    else anywhere in the output.
+    The message is the first line that reads like an error (a traceback's exception rather
+    than its first line; else the last line; else how the gate ended), without pytest's ``E``
+    margin. The location is the first repository ``path:line`` in that line, else in any
+    error line, else anywhere in the output.
     """
-    name = str(gate.get("name", "?"))
-    code = failure_code(gate)
-    lines = [line for line in _output_lines(gate) if line]
+    lines = [line.strip() for line in clean_output(str(gate.get("output_tail") or ""))]
+    lines = [line for line in lines if line]
     errors = [index for index, line in enumerate(lines) if is_error_line(line)]
     # "Traceback (most recent call last):" says nothing; its exception line says what failed.
     telling = [index for index in errors if not lines[index].startswith("Traceback (")]
-    chosen = (telling or errors or [len(lines) - 1])[0]
     if lines:
+        chosen = (telling or errors or [len(lines) - 1])[0]
         message = normalize_paths(re.sub(r"^E\s+", "", lines[chosen]), repo_root)
+        order = [chosen, *errors, *range(len(lines))]
     else:
-        message = gate_status(gate)
-        if gate.get("reason"):
-            message += f": {gate['reason']}"
+        message = gate_status(gate) + (f": {gate['reason']}" if gate.get("reason") else "")
+        order = []
     bases = _bases(gate, repo_root, project_root)
-    order = ([chosen] if lines else []) + errors + list(range(len(lines)))
     location = None
     for index in dict.fromkeys(order):
         location = find_location(lines[index], repo_root=repo_root, bases=bases)
@@ -132,19 +110,8 @@ def gate_annotation(
         file=location.file if location else None,
         line=location.line if location else None,
         col=location.col if location else None,
-        title=f"verifygate {name} [{code}]",
+        title=f"verifygate {gate.get('name', '?')} [{failure_code(gate)}]",
     )
-
-
-def located_annotation(gate: Mapping[str, Any], found: Located, *,
-                       repo_root: str | os.PathLike[str], kind: str | None = None) -> str:
-    """The workflow command for one error a gate's tool reported at a file of the repository."""
-    title = f"verifygate {gate.get('name', '?')}"
-    if found.title:
-        title += f": {found.title}"
-    return workflow_command(kind or found.severity,
-                            _shorten(normalize_paths(found.message, repo_root)),
-                            file=found.file, line=found.line, col=found.col, title=title)
 
 
 class Annotation(NamedTuple):
@@ -158,8 +125,8 @@ class Annotation(NamedTuple):
 
 
 class Annotations(NamedTuple):
-    """What to print (``shown``, within GitHub's limits), what was left out, and problems
-    with the ``pytest_verifygate_annotation_locations`` hook."""
+    """What to print (within GitHub's limits), what was left out, and problems with the
+    ``pytest_verifygate_annotation_locations`` hook."""
 
     shown: list[str]
     left_out: list[Annotation]
@@ -180,10 +147,11 @@ def _gate_annotations(
     annotations = []
     for found in located:
         kind = ERROR if promote and found.severity == WARNING else found.severity
+        title = f"verifygate {name}" + (f": {found.title}" if found.title else "")
+        command = workflow_command(kind, _shorten(normalize_paths(found.message, repo_root)),
+                                   file=found.file, line=found.line, col=found.col, title=title)
         where = found.file + "".join(f":{n}" for n in (found.line, found.col) if n)
-        annotations.append(Annotation(
-            name, kind, located_annotation(gate, found, repo_root=repo_root, kind=kind),
-            where, found.message.split("\n", 1)[0]))
+        annotations.append(Annotation(name, kind, command, where, found.message.split("\n")[0]))
     if not any(annotation.kind == ERROR for annotation in annotations):
         command = gate_annotation(gate, repo_root=repo_root, project_root=project_root)
         annotations.insert(0, Annotation(name, ERROR, command, "", gate_status(gate)))
@@ -200,9 +168,8 @@ def plan_annotations(
     """The annotations of a report's failed gates, within GitHub's per-step limits.
 
     Each failed gate gets its first annotation before any gate gets a second, so one gate
-    with fifty lint errors cannot hide another gate's failure. ``hook`` is a pluggy hook
-    relay (pytest's ``config.hook``, or the ``verifygate`` command's plugins) whose
-    ``pytest_verifygate_annotation_locations`` implementations read more formats.
+    with fifty lint errors cannot hide another gate's failure. ``hook`` (a pluggy hook relay)
+    may read more formats through ``pytest_verifygate_annotation_locations``.
     """
     per_gate: list[list[Annotation]] = []
     warnings: list[str] = []
@@ -219,21 +186,29 @@ def plan_annotations(
     kept: set[tuple[int, int]] = set()
     for rank in range(max((len(annotations) for annotations in per_gate), default=0)):
         for number, annotations in enumerate(per_gate):
-            if rank < len(annotations) and budget.get(annotations[rank].kind, 0) > 0:
+            if rank < len(annotations) and budget[annotations[rank].kind] > 0:
                 budget[annotations[rank].kind] -= 1
                 kept.add((number, rank))
-    shown = [annotation.command for number, annotations in enumerate(per_gate)
-             for rank, annotation in enumerate(annotations) if (number, rank) in kept]
-    left_out = [annotation for number, annotations in enumerate(per_gate)
-                for rank, annotation in enumerate(annotations) if (number, rank) not in kept]
+    shown: list[str] = []
+    left_out: list[Annotation] = []
+    for number, annotations in enumerate(per_gate):
+        for rank, annotation in enumerate(annotations):
+            if (number, rank) in kept:
+                shown.append(annotation.command)
+            else:
+                left_out.append(annotation)
     return Annotations(shown, left_out, warnings)
 
 
-def left_out_line(left_out: Sequence[Annotation]) -> str:
-    """One plain log line (never a workflow command) saying how many annotations GitHub
-    would not have shown."""
-    return (f"verifygate: {len(left_out)} more error(s) and warning(s) not annotated (GitHub "
-            f"shows {MAX_ANNOTATIONS[ERROR]} of each per step); the step summary lists them")
+def _printed(planned: Annotations) -> list[str]:
+    """The annotations, then one plain line (never a workflow command) when GitHub's limits
+    left some out."""
+    if not planned.left_out:
+        return planned.shown
+    return [*planned.shown,
+            f"verifygate: {len(planned.left_out)} more error(s) and warning(s) not annotated "
+            f"(GitHub shows {MAX_ANNOTATIONS[ERROR]} of each per step); the step summary "
+            "lists them"]
 
 
 def error_annotations(
@@ -244,13 +219,11 @@ def error_annotations(
     hook: GateHooks | None = None,
     stop: CommandStop | None = None,
 ) -> list[str]:
-    """The lines to print for a report's failed gates: workflow commands in contract order,
-    then, when GitHub's limits left some out, one plain line saying how many. With ``stop``
-    (commands stopped around untrusted text), they come resumed and stopped again after."""
-    planned = plan_annotations(report, repo_root=repo_root, project_root=project_root,
-                               hook=hook)
-    lines = planned.shown + ([left_out_line(planned.left_out)] if planned.left_out else [])
-    return [*stop.resuming(), *lines, *stop.stopping()] if stop is not None else lines
+    """The lines to print for a report's failed gates (``plan_annotations``); with ``stop``,
+    with commands resumed before them and stopped again after."""
+    lines = _printed(plan_annotations(report, repo_root=repo_root, project_root=project_root,
+                                      hook=hook))
+    return stop.around(lines) if stop is not None else lines
 
 
 # --------------------------------------------------------------------------------------------
@@ -262,19 +235,16 @@ class CommandStop:
 
     The runner reads a workflow command from any line of a step's output (stdout and
     stderr) that starts with ``::`` after leading blanks, or that holds ``##[`` anywhere (the
-    old form). Gate output, test names and file names are not ours: between
-    ``::stop-commands::TOKEN`` and ``::TOKEN::`` the runner honours none of them. The token
+    old form). Between ``::stop-commands::TOKEN`` and ``::TOKEN::`` it honours none. The token
     is random and new for every stop, so the text cannot end the pause early.
     """
 
-    def __init__(self, write_line: Callable[[str], object],
-                 token: Callable[[], str] | None = None) -> None:
+    def __init__(self, write_line: Callable[[str], object]) -> None:
         self.write_line = write_line
-        self._new_token = token or (lambda: "verifygate-" + secrets.token_hex(16))
         self.token: str | None = None
 
     @classmethod
-    def on_stream(cls, stream: Any) -> CommandStop:
+    def on_stream(cls, stream: TextIO) -> CommandStop:
         """Stop and resume lines written (and flushed) on ``stream``."""
         def write_line(line: str) -> None:
             try:
@@ -285,18 +255,10 @@ class CommandStop:
 
         return cls(write_line)
 
-    @staticmethod
-    def inert_json(text: str) -> str:
-        return inert_json(text)
-
-    @staticmethod
-    def inert_text(text: str) -> str:
-        return inert_text(text)
-
     @classmethod
     def on_terminal(cls, config: Any) -> CommandStop | None:
-        """For a pytest session (``config``): commands stopped now, on pytest's terminal, and
-        resumed when pytest ends (after its last line). None without a terminal reporter."""
+        """For a pytest session: commands stopped now, on pytest's terminal, and resumed when
+        pytest ends (after its last line). None without a terminal reporter."""
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         if reporter is None:
             return None
@@ -305,31 +267,33 @@ class CommandStop:
         config.add_cleanup(stop.resume)
         return stop
 
+    @staticmethod
+    def inert_json(text: str) -> str:
+        return inert_json(text)
+
+    @staticmethod
+    def inert_text(text: str) -> str:
+        return inert_text(text)
+
     @property
     def stopped(self) -> bool:
         return self.token is not None
 
-    def stopping(self) -> list[str]:
-        """The line that stops commands (none when they are stopped already)."""
-        if self.token is not None:
-            return []
-        self.token = self._new_token()
-        return [f"::stop-commands::{self.token}"]
-
-    def resuming(self) -> list[str]:
-        """The line that resumes commands (none when they are not stopped)."""
-        if self.token is None:
-            return []
-        token, self.token = self.token, None
-        return [f"::{token}::"]
+    def around(self, lines: Sequence[str]) -> list[str]:
+        """``lines`` (ours) with commands resumed before them and stopped again after."""
+        resumed = [f"::{self.token}::"] if self.token is not None else []
+        self.token = "verifygate-" + secrets.token_hex(16)
+        return [*resumed, *lines, f"::stop-commands::{self.token}"]
 
     def stop(self) -> None:
-        for line in self.stopping():
-            self.write_line(line)
+        if self.token is None:
+            self.token = "verifygate-" + secrets.token_hex(16)
+            self.write_line(f"::stop-commands::{self.token}")
 
     def resume(self) -> None:
-        for line in self.resuming():
-            self.write_line(line)
+        if self.token is not None:
+            token, self.token = self.token, None
+            self.write_line(f"::{token}::")
 
     def __enter__(self) -> CommandStop:
         self.stop()
@@ -358,15 +322,21 @@ def inert_json(text: str) -> str:
     return text.replace("##[", "##\\u005b")
 
 
+def folded(title: str, body: str, stop: CommandStop) -> str:
+    """``body`` folded under ``title`` in the log (``::group::``), the group commands written
+    with commands resumed and ``body`` with them stopped."""
+    lines = [*stop.around([workflow_command("group", title)]), body.rstrip("\n"),
+             *stop.around(["::endgroup::"])]
+    return "\n".join(lines) + "\n"
+
+
 # --------------------------------------------------------------------------------------------
-# step summary
+# the step summary and the step's outputs
 
 
 def _cell(text: str) -> str:
     """Text for a Markdown table cell: one line, no column breaks, no HTML."""
-    text = " ".join(text.split())
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace(
-        "|", "\\|")
+    return html.escape(" ".join(text.split()), quote=False).replace("|", "\\|")
 
 
 def _code(text: str) -> str:
@@ -376,18 +346,7 @@ def _code(text: str) -> str:
     return "`" + " ".join(text.split()).replace("|", "\\|") + "`"
 
 
-def _seconds(gate: Mapping[str, Any]) -> str:
-    if not gate.get("attempts"):
-        return "-"
-    return format_seconds(float(gate.get("duration_s") or 0.0), prose=True)
-
-
-def _describe(changes: Mapping[str, Any] | None) -> str:
-    return ChangeSet.from_dict(changes).describe() if changes else "unknown"
-
-
 def _left_out_section(left_out: Sequence[Annotation]) -> list[str]:
-    """The errors GitHub would not have shown as annotations: counted, and listed."""
     lines = ["", f"**{len(left_out)} error(s) and warning(s) not annotated**: GitHub shows "
              f"{MAX_ANNOTATIONS[ERROR]} error and {MAX_ANNOTATIONS[WARNING]} warning "
              "annotations per step.", "",
@@ -416,14 +375,12 @@ def step_summary(
     # A verdict that settles the run wears its outcome's icon; pending and unverified inform.
     icon = {codes.VERDICT_PASSED: ICONS[codes.PASSED],
             codes.VERDICT_FAILED: ICONS[codes.FAILED]}.get(verdict, "\u2139\ufe0f")
-    gates: list[Mapping[str, Any]] = list(report.get("gates", []))
-    lines = [
-        f"### {icon} verifygate: {verdict}",
-        "",
-        f"Contract {_code(str(report.get('contract', '')))}; changes: "
-        f"{_cell(_describe(report.get('changes')))}",
-        "",
-    ]
+    changes = report.get("changes")
+    described = ChangeSet.from_dict(changes).describe() if changes else "unknown"
+    gates = report.get("gates", [])
+    lines = [f"### {icon} verifygate: {verdict}", "",
+             f"Contract {_code(str(report.get('contract', '')))}; changes: {_cell(described)}",
+             ""]
     if gates:
         lines += ["| Gate | Outcome | Code | Time |", "| --- | --- | --- | --- |"]
         for gate in gates:
@@ -436,9 +393,10 @@ def step_summary(
             if outcome != codes.FAILED and gate.get("reason"):
                 shown += f": {gate['reason']}"
             shown_code = gate.get("code") or skip_code(gate)  # as the console table shows it
-            code = _code(str(shown_code)) if shown_code else ""
-            lines.append(f"| {_code(str(gate.get('name', '?')))} | {_cell(shown)} | {code} | "
-                         f"{_seconds(gate)} |")
+            seconds = format_seconds(float(gate.get("duration_s") or 0.0), prose=True)
+            lines.append(f"| {_code(str(gate.get('name', '?')))} | {_cell(shown)} | "
+                         f"{_code(str(shown_code)) if shown_code else ''} | "
+                         f"{seconds if gate.get('attempts') else '-'} |")
         lines.append("")
     not_selected = len(report.get("not_selected", []))
     lines.append(f"**{outcome_counts(report.get('summary', {}))}**"
@@ -456,6 +414,18 @@ def step_summary(
     return "\n".join(lines) + "\n\n"
 
 
+def _append(path: str, variable: str, text: str) -> str | None:
+    """Append ``text`` to the file ``$variable`` names; a warning when it cannot be written
+    (the run's result stands), else None."""
+    try:
+        # File names that are not UTF-8 (surrogate escapes) are shown escaped, never a crash.
+        with open(path, "a", encoding="utf-8", errors="backslashreplace") as handle:
+            handle.write(text)
+    except OSError as exc:
+        return f"cannot append to {variable} {path}: {exc.strerror or exc}"
+    return None
+
+
 def append_step_summary(
     report: Report,
     environ: Mapping[str, str],
@@ -465,21 +435,13 @@ def append_step_summary(
     hook: GateHooks | None = None,
     planned: Annotations | None = None,
 ) -> str | None:
-    """Append the step summary to ``$GITHUB_STEP_SUMMARY`` when it is set.
-
-    Returns a warning when the file cannot be written (the run's result stands), else None.
-    """
+    """Append the step summary to ``$GITHUB_STEP_SUMMARY`` when it is set; a warning when it
+    cannot be written, else None."""
     path = environ.get(STEP_SUMMARY_ENV, "")
     if not path:
         return None
-    try:
-        # File names that are not UTF-8 (surrogate escapes) are shown escaped, never a crash.
-        with open(path, "a", encoding="utf-8", errors="backslashreplace") as handle:
-            handle.write(step_summary(report, repo_root=repo_root, project_root=project_root,
-                                      hook=hook, planned=planned))
-    except OSError as exc:
-        return f"cannot append to {STEP_SUMMARY_ENV} {path}: {exc.strerror or exc}"
-    return None
+    return _append(path, STEP_SUMMARY_ENV, step_summary(
+        report, repo_root=repo_root, project_root=project_root, hook=hook, planned=planned))
 
 
 def github_outputs(
@@ -490,41 +452,21 @@ def github_outputs(
     project_root: str | os.PathLike[str] | None = None,
     hook: GateHooks | None = None,
 ) -> tuple[list[str], list[str]]:
-    """What a GitHub Actions run gets: (lines to print, warnings).
+    """The annotation lines to print and the warnings, the step summary appended on the way.
 
-    The lines are the annotations (and a plain line when GitHub's limits left some out).
-    The step summary is appended as a side effect; the caller prints the lines on stdout,
-    after resuming workflow commands (``CommandStop``).
+    The caller prints the lines on stdout after resuming workflow commands (``CommandStop``).
     """
     planned = plan_annotations(report, repo_root=repo_root, project_root=project_root,
                                hook=hook)
     warning = append_step_summary(report, environ, repo_root=repo_root, planned=planned)
-    lines = planned.shown + ([left_out_line(planned.left_out)] if planned.left_out else [])
-    return lines, planned.warnings + ([warning] if warning else [])
+    return _printed(planned), planned.warnings + ([warning] if warning else [])
 
 
-# --------------------------------------------------------------------------------------------
-# the step's outputs, and folding in the log
-
-
-def step_outputs(report: Mapping[str, Any], report_path: str | None) -> dict[str, str]:
-    """What a step that ran the gates offers later steps (``steps.<id>.outputs``): the
-    verdict, the failed gates (a JSON array, for ``fromJSON``) and the JSON report's path
-    (empty when none was written)."""
-    import json
-
-    failed = [str(gate.get("name")) for gate in report.get("gates", [])
-              if gate.get("outcome") == codes.FAILED]
-    return {"verdict": str(report.get("verdict")),
-            "failed-gates": json.dumps(failed, ensure_ascii=False),
-            "report": report_path or ""}
-
-
-def write_step_outputs(report: Mapping[str, Any], environ: Mapping[str, str], *,
-                       report_path: str | None = None,
-                       delimiter: Callable[[], str] | None = None) -> str | None:
-    """Append ``step_outputs`` to ``$GITHUB_OUTPUT`` when it is set; a warning when the file
-    cannot be written (the run's result stands), else None.
+def write_step_outputs(report: Report, environ: Mapping[str, str], *,
+                       report_path: str | None = None) -> str | None:
+    """Append ``verdict``, ``failed-gates`` (a JSON array, for ``fromJSON``) and ``report``
+    (the JSON report's path, or empty) to ``$GITHUB_OUTPUT`` when it is set; a warning when it
+    cannot be written, else None.
 
     Each value is written in GitHub's multiline form (``name<<DELIMITER``) with a random
     delimiter, so no gate name can end a value early or add an output of its own.
@@ -532,28 +474,13 @@ def write_step_outputs(report: Mapping[str, Any], environ: Mapping[str, str], *,
     path = environ.get(OUTPUT_ENV, "")
     if not path:
         return None
-    new_delimiter = delimiter or (lambda: "verifygate_" + secrets.token_hex(16))
-    lines: list[str] = []
-    for name, value in step_outputs(report, report_path).items():
-        token = new_delimiter()
-        lines += [f"{name}<<{token}", value, token]
-    try:
-        with open(path, "a", encoding="utf-8", errors="backslashreplace") as handle:
-            handle.write("\n".join(lines) + "\n")
-    except OSError as exc:
-        return f"cannot append to {OUTPUT_ENV} {path}: {exc.strerror or exc}"
-    return None
-
-
-def folded(title: str, body: str, stop: CommandStop | None) -> str:
-    """``body`` folded under ``title`` in a GitHub Actions log (``::group::``/``::endgroup::``).
-
-    With ``stop`` (workflow commands stopped around untrusted text), the group commands are
-    written with commands resumed, and ``body`` with them stopped again.
-    """
-    resume = stop.resuming() if stop is not None else []
-    pause = stop.stopping() if stop is not None else []
-    opening = [*resume, workflow_command("group", title), *pause]
-    closing = [*(stop.resuming() if stop is not None else []), "::endgroup::",
-               *(stop.stopping() if stop is not None else [])]
-    return "\n".join([*opening, body.rstrip("\n"), *closing]) + "\n"
+    failed = [str(gate.get("name")) for gate in report.get("gates", [])
+              if gate.get("outcome") == codes.FAILED]
+    outputs = {"verdict": str(report.get("verdict")),
+               "failed-gates": json.dumps(failed, ensure_ascii=False),
+               "report": report_path or ""}
+    text = ""
+    for name, value in outputs.items():
+        delimiter = "verifygate_" + secrets.token_hex(16)
+        text += f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
+    return _append(path, OUTPUT_ENV, text)
