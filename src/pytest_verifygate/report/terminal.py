@@ -1,21 +1,9 @@
-"""Human-readable output of ``verifygate run``: progress lines, the failure digest, the verdict.
+"""What ``verifygate run`` prints for people: a line per gate, then after a failure the digest,
+a recap table and the slowest and failed gates, then the verdict line.
 
-On a terminal a status line shows the gates still running and is redrawn as they finish; on a
-pipe (CI logs, pre-commit) every finished gate is one plain line and nothing is redrawn. What
-follows the gate lines is kept short, because pre-commit and CI logs are read by people in a
-hurry: on success only the verdict line; on failure the digest of the failed gates (the end of
-their output), a recap table in contract order, and the verdict line naming each failed gate
-with its code. Gates cut short (Ctrl-C, SIGTERM, pytest's ``-x``) are ``interrupted``: in the
-report they are failed with code ``interrupted`` (docs: Outcomes, verdict and failure
-codes), but these lines count them apart ("1 failed, 2 interrupted") since nothing is known
-to be wrong with them. After a failure, two short lists close the output, as pytest's
-``--durations`` and short test summary do: the slowest gates and the failed gates.
-
-Color follows pytest's conventions (``color_wanted``): on a terminal, unless ``--color`` or
-``PY_COLORS`` / ``NO_COLOR`` / ``FORCE_COLOR`` say otherwise. Only these lines are colored:
-the digest, the JSON report, JUnit and GitHub's annotations are not this module's and never
-are. Lines are built as styled segments (``Styled``), so that the pytest plugin can hand the
-same lines to pytest's terminal writer, whose markup follows pytest's own ``--color``.
+Gates cut short are counted apart as ``interrupted`` (docs: Outcomes, verdict and failure
+codes). Lines are styled segments (``Styled``), colored by pytest's rules (``color_wanted``),
+so that the pytest plugin can hand the same lines to pytest's terminal writer.
 
 PYTEST_DONT_REWRITE
 """
@@ -25,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from pytest_verifygate import codes
 from pytest_verifygate.contract import Gate
@@ -42,11 +30,10 @@ from pytest_verifygate.runner.records import GateResult
 if TYPE_CHECKING:
     from pytest_verifygate.report.model import Report
 
-LABELS = {codes.PASSED: "PASS", codes.FAILED: "FAIL", codes.SKIPPED: "SKIP",
-          codes.PENDING: "PEND"}
-INTERRUPTED_LABEL = "STOP"
-# Styles are pytest's terminal-writer markup names; on our own terminal, these SGR codes.
 # By outcome, and for a gate cut short (failed with code ``interrupted``) by that code.
+LABELS = {codes.PASSED: "PASS", codes.FAILED: "FAIL", codes.SKIPPED: "SKIP",
+          codes.PENDING: "PEND", codes.INTERRUPTED: "STOP"}
+# Styles are pytest's terminal-writer markup names; on our own terminal, these SGR codes.
 STYLES = {codes.PASSED: "green", codes.FAILED: "red", codes.SKIPPED: "yellow",
           codes.PENDING: "cyan", codes.INTERRUPTED: "yellow"}
 VERDICT_STYLES = {codes.VERDICT_PASSED: "green", codes.VERDICT_FAILED: "red"}
@@ -59,18 +46,9 @@ SLOWEST_SHOWN = 5
 Styled = tuple[tuple[str, str | None], ...]
 
 
-class _Stream(Protocol):
-    def isatty(self) -> bool: ...
-
-
-def color_wanted(choice: str | None, stream: _Stream, environ: Mapping[str, str]) -> bool:
-    """Whether to color what goes to ``stream``: pytest's rules, in pytest's order.
-
-    ``--color yes|no`` decides; with ``auto`` (or None): ``PY_COLORS=1`` colors and
-    ``PY_COLORS=0`` does not, then a non-empty ``NO_COLOR`` does not and a non-empty
-    ``FORCE_COLOR`` does; otherwise a terminal (not ``TERM=dumb``) is colored and a pipe or
-    file is not.
-    """
+def color_wanted(choice: str | None, stream: TextIO, environ: Mapping[str, str]) -> bool:
+    """Whether to color what goes to ``stream``: pytest's rules, in pytest's order (``--color``,
+    ``PY_COLORS``, ``NO_COLOR``, ``FORCE_COLOR``, then a terminal that is not ``TERM=dumb``)."""
     if choice in ("yes", "no"):
         return choice == "yes"
     if environ.get("PY_COLORS") in ("0", "1"):
@@ -98,9 +76,13 @@ def render(line: Styled, color: bool) -> str:
     return "".join(paint(text, style, color) for text, style in line)
 
 
+def _outcome(gate: Mapping[str, Any]) -> str:
+    """A gate's outcome (a report entry or a result's dict), ``interrupted`` if cut short."""
+    return codes.INTERRUPTED if is_interrupted(gate) else str(gate.get("outcome"))
+
+
 def outcome_style(gate: Mapping[str, Any]) -> str | None:
-    """The style of a gate's outcome (a report entry or a result's dict)."""
-    return STYLES.get(codes.INTERRUPTED if is_interrupted(gate) else str(gate.get("outcome")))
+    return STYLES.get(_outcome(gate))
 
 
 def verdict_style(report: Report) -> str:
@@ -110,10 +92,7 @@ def verdict_style(report: Report) -> str:
 
 
 def _label(gate: Mapping[str, Any]) -> str:
-    if is_interrupted(gate):
-        return INTERRUPTED_LABEL
-    outcome = str(gate.get("outcome"))
-    return LABELS.get(outcome, outcome.upper())
+    return LABELS.get(_outcome(gate), _outcome(gate).upper())
 
 
 def gate_line(result: GateResult, width: int, *, color: bool = False) -> str:
@@ -198,30 +177,15 @@ def table_lines(results: Sequence[GateResult]) -> list[Styled]:
         styles.append(outcome_style({"outcome": result.outcome, "code": result.code}))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     rows.insert(1, tuple("-" * width for width in widths))
-    lines: list[Styled] = []
-    for row, style in zip(rows, styles, strict=True):
-        name, outcome, code, timing = (cell.ljust(widths[i]) for i, cell in enumerate(row))
-        # The padding stays outside the styled text: a colored cell is as wide as a plain one.
-        cells = ((name, None), ("  ", None), (outcome.rstrip(), style),
-                 (outcome[len(outcome.rstrip()):] + "  ", None), (f"{code}  {timing}", None))
-        lines.append(_rstrip(cells))
-    return lines
+    # The padding stays outside the styled text: a colored cell is as wide as a plain one.
+    return [((name.ljust(widths[0]) + "  ", None), (outcome, style),
+             (" " * (widths[1] - len(outcome)) + f"  {code.ljust(widths[2])}  {timing}", None))
+            for (name, outcome, code, timing), style in zip(rows, styles, strict=True)]
 
 
-def _rstrip(line: Styled) -> Styled:
-    """``line`` without trailing blanks (a plain rendering ``.rstrip()``s the same)."""
-    segments = list(line)
-    while segments and not segments[-1][0].rstrip():
-        segments.pop()
-    if segments:
-        text, style = segments[-1]
-        segments[-1] = (text.rstrip(), style)
-    return tuple(segments)
-
-
-def _names(gates: Sequence[Mapping[str, Any]], limit: int = 6) -> str:
-    shown = ", ".join(str(gate["name"]) for gate in gates[:limit])
-    return shown + (f" (+{len(gates) - limit} more)" if len(gates) > limit else "")
+def _listed(names: Sequence[str], limit: int = 6) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" (+{len(names) - limit} more)" if len(names) > limit else "")
 
 
 def verdict_line(report: Report, *, report_path: str | None = None) -> str:
@@ -233,21 +197,19 @@ def verdict_line(report: Report, *, report_path: str | None = None) -> str:
     """
     verdict = report["verdict"]
     gates: list[Mapping[str, Any]] = list(report.get("gates", []))
-    interrupted = [gate for gate in gates if is_interrupted(gate)]
+    interrupted = [str(gate["name"]) for gate in gates if is_interrupted(gate)]
     failed = [gate for gate in gates
               if gate.get("outcome") == codes.FAILED and not is_interrupted(gate)]
-    pending = [gate for gate in gates if gate.get("outcome") == codes.PENDING]
+    pending = [str(gate["name"]) for gate in gates if gate.get("outcome") == codes.PENDING]
     line = f"verdict: {verdict} ({outcome_counts(report['summary'])})"
     if failed or interrupted:
-        shown = [f"{gate['name']} [{failure_code(gate)}]" for gate in failed[:6]]
-        more = f" (+{len(failed) - 6} more)" if len(failed) > 6 else ""
-        line += ": " + ", ".join(shown) + more if failed else ":"
+        line += ": " + _listed([f"{gate['name']} [{failure_code(gate)}]" for gate in failed])
         if interrupted:
-            line += (";" if failed else "") + f" {codes.INTERRUPTED}: {_names(interrupted)}"
+            line += ("; " if failed else "") + f"{codes.INTERRUPTED}: {_listed(interrupted)}"
     elif verdict == codes.VERDICT_FAILED:
         line += f": {codes.UNVERIFIED_FAILURE}"
     elif pending:
-        line += f": awaiting sign-off: {_names(pending)}"
+        line += f": awaiting sign-off: {_listed(pending)}"
     elif verdict == codes.VERDICT_UNVERIFIED:
         line += ": no gate ran" + (" (no gate applies to this change)" if not gates else "")
     if report_path:
@@ -258,12 +220,8 @@ def verdict_line(report: Report, *, report_path: str | None = None) -> str:
 def closing_summary(
     report: Report, timeouts: Mapping[str, float] | None = None,
 ) -> list[tuple[str, list[Styled]]]:
-    """After a failure, as pytest's ``--durations`` and short test summary: ``slowest gates``
-    (the longest of the gates that ran, longest first) and ``failed gates`` (each with its
-    code and how it ended), as (title, lines); nothing when no gate failed.
-
-    ``timeouts``: gate name -> its timeout, to say after how long a gate timed out.
-    """
+    """After a failure, as pytest's ``--durations`` and short test summary: (title, lines) of
+    the slowest gates that ran and of the failed gates, each with its code and how it ended."""
     gates: list[Mapping[str, Any]] = list(report.get("gates", []))
     failed = [gate for gate in gates if gate.get("outcome") == codes.FAILED]
     if not failed:
@@ -299,24 +257,18 @@ def run_summary(
     timeouts: Mapping[str, float] | None = None,
     fold: Callable[[str, str], str] | None = None,
 ) -> str:
-    """What ``verifygate run`` prints after the gate lines (text format), newline-terminated.
-
-    Nothing failed: the verdict line alone. Something failed: the digest of the failed gates
-    (never colored: it is Markdown, for people and agents alike), the recap table of
-    ``results`` (in contract order, as ``run_gates`` returns them), the slowest and the failed
-    gates (``closing_summary``), then the verdict line. ``fold(title, text)``: each failed
-    gate's section folded in a CI log (GitHub Actions' groups) instead of one digest.
-    """
+    """What ``verifygate run`` prints after the gate lines: the verdict line, after the
+    digest (never colored: it is Markdown), the table and ``closing_summary`` when a gate
+    failed. ``fold(title, text)`` folds each failed gate's digest in a CI log."""
     verdict = paint(verdict_line(report, report_path=report_path), verdict_style(report), color)
     sections = closing_summary(report, timeouts)
     if not sections:
         return verdict + "\n"
-    from pytest_verifygate.report.digest import to_digest  # only when something failed
+    from pytest_verifygate.report.digest import gate_digest, to_digest  # only after a failure
 
-    digest = to_digest(report, root=root).rstrip()
-    if fold is not None:
-        from pytest_verifygate.report.digest import gate_digest
-
+    if fold is None:
+        digest = to_digest(report, root=root).rstrip()
+    else:
         failed = [gate for gate in report.get("gates", []) if gate.get("outcome") == codes.FAILED]
         digest = "".join(fold(f"verifygate {gate.get('name')} [{failure_code(gate)}]",
                               gate_digest(gate, root=root)) for gate in failed).rstrip()
