@@ -1,13 +1,8 @@
 """The agent digest: a short, bounded Markdown account of failed gates a coding agent can act on.
 
-Owns the per-code hints, the cleaning of raw gate output (ANSI, carriage-return redraws,
-control characters, runs of invalid UTF-8), the choice of which output lines to keep (the end,
-plus error lines found earlier), fencing that no backtick run in the output can break, path
-normalization so identical failures give identical text, the hard size bounds, and the
-normalized failure signature that tells a repeated failure from a new one.
-
-Everything here works on the report (docs: JSON report), so a digest can be made from a
-report read back from disk as well as from a live run.
+Also owns cleaning gate output for reading (redraws, ANSI and control characters gone) and the
+failure signature that tells a repeated failure from a new one. Works on the report (docs:
+JSON report), live or read back from disk.
 
 PYTEST_DONT_REWRITE
 """
@@ -142,12 +137,8 @@ def _shorten_middle(line: str, limit: int) -> str:
 
 
 def normalize_paths(text: str, root: str | os.PathLike[str] | None) -> str:
-    """Absolute paths under the repository become relative, so the text is reproducible.
-
-    ``root/src/a.py`` becomes ``src/a.py`` and ``root`` alone becomes ``.``; ``root2/x``,
-    ``x<root>/a`` and ``x/<root>/a`` are left alone. The root's real path (symlinks resolved)
-    is treated the same way.
-    """
+    """Absolute paths under ``root`` (or its real path) made relative, so the text is
+    reproducible: ``root/src/a.py`` becomes ``src/a.py`` and ``root`` alone ``.``."""
     if not root:
         return text
     base = os.fspath(root).rstrip("/")
@@ -241,9 +232,8 @@ def is_error_line(line: str) -> bool:
     return _ERROR_LINE.match(line) is not None
 
 
-def _fence(text: str) -> str:
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    return "`" * max(3, longest + 1)
+def _longest_backticks(text: str) -> int:
+    return max((len(run) for run in re.findall(r"`+", text)), default=0)
 
 
 def _inline(text: str, limit: int) -> str:
@@ -254,8 +244,7 @@ def _inline(text: str, limit: int) -> str:
 
 def _code_span(text: str) -> str:
     """Inline code that no backtick in ``text`` can end early."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    ticks = "`" * (longest + 1)
+    ticks = "`" * (_longest_backticks(text) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
@@ -290,7 +279,7 @@ def gate_digest(gate: Mapping[str, Any], *, root: str | os.PathLike[str] | None 
     if room < 256:
         return _keep_start(f"{head}\n\n(output left out: no room)", budget)
     excerpt = _excerpt(lines, room)
-    fence = _fence(excerpt)
+    fence = "`" * max(3, _longest_backticks(excerpt) + 1)  # no backtick run can close it
     return "\n".join([head, "", title, fence, excerpt, fence])
 
 
@@ -312,12 +301,10 @@ def _one_line(report: Report) -> str:
 def to_digest(report: Report, *, root: str | os.PathLike[str] | None = None,
               per_gate: int = PER_GATE_BYTES, total: int = TOTAL_BYTES,
               heading: int = 2) -> str:
-    """The Markdown digest of a report: failed gates only; one line when nothing failed.
+    """The Markdown digest of a report's failed gates (one line when nothing failed), at most
+    ``per_gate`` UTF-8 bytes a gate and ``total`` in all, whatever the output holds.
 
-    Each gate's section is at most ``per_gate`` UTF-8 bytes and the whole digest at most
-    ``total`` bytes (hard bounds, whatever the output holds). ``root`` (the repository root)
-    turns absolute paths under it into relative ones. ``heading``: the level of its title's
-    Markdown heading (each gate's is one deeper), to sit inside a page that has its own.
+    Paths under ``root`` become relative; ``heading`` is its title's Markdown heading level.
     """
     if per_gate < MIN_PER_GATE_BYTES or total < MIN_TOTAL_BYTES:
         raise ValueError(f"digest limits too small: per_gate >= {MIN_PER_GATE_BYTES} and "
@@ -333,23 +320,15 @@ def to_digest(report: Report, *, root: str | os.PathLike[str] | None = None,
     real = [gate for gate in failed if gate.get("code") != codes.INTERRUPTED]
     failed = [gate for gate in failed if gate not in unstarted]
     names = [_code_span(_inline(str(gate.get("name", "?")), 64)) for gate in failed]
-    listed = ", ".join(names[:MAX_NAMES_IN_TITLE])
-    if len(names) > MAX_NAMES_IN_TITLE:
-        listed += f" and {len(names) - MAX_NAMES_IN_TITLE} more"
     if real:
-        title = f"{'#' * heading} verifygate: {len(real)} of {len(gates)} gate(s) failed"
-        title += f", {len(cut)} interrupted: {listed}" if cut else f": {listed}"
+        title = f"verifygate: {len(real)} of {len(gates)} gate(s) failed"
+        title += f", {len(cut)} interrupted" if cut else ""
     else:
-        title = (f"{'#' * heading} verifygate: interrupted: {len(cut)} of {len(gates)} "
-                 "gate(s) did not finish")
-        title += f": {listed}" if failed else ""
-    parts = [title]
+        title = f"verifygate: interrupted: {len(cut)} of {len(gates)} gate(s) did not finish"
+    parts = [f"{'#' * heading} {title}" + (f": {_first(names)}" if names else "")]
     if unstarted:
-        never = ", ".join(_code_span(_inline(str(gate.get("name", "?")), 64))
-                          for gate in unstarted[:MAX_NAMES_IN_TITLE])
-        more = len(unstarted) - MAX_NAMES_IN_TITLE
-        parts.append(_shorten(f"Interrupted before they started: {never}"
-                              + (f" and {more} more" if more > 0 else ""), 400))
+        never = [_code_span(_inline(str(gate.get("name", "?")), 64)) for gate in unstarted]
+        parts.append(_shorten(f"Interrupted before they started: {_first(never)}", 400))
     used = sum(_size(part) + 2 for part in parts) - 2
     omitted_room = 160  # for the closing "N more failed gate(s) not shown" line
     for index, gate in enumerate(failed):
@@ -368,6 +347,11 @@ def to_digest(report: Report, *, root: str | os.PathLike[str] | None = None,
     return _keep_start("\n\n".join(parts) + "\n", total)
 
 
+def _first(names: Sequence[str]) -> str:
+    more = len(names) - MAX_NAMES_IN_TITLE
+    return ", ".join(names[:MAX_NAMES_IN_TITLE]) + (f" and {more} more" if more > 0 else "")
+
+
 def _signature_text(text: str) -> str:
     text = _UUID.sub("<id>", text)
     text = _ABSOLUTE_PATH.sub("<path>", text)
@@ -378,12 +362,8 @@ def _signature_text(text: str) -> str:
 
 def failure_signature(report: Report, *,
                       root: str | os.PathLike[str] | None = None) -> str | None:
-    """A fingerprint of what failed: same failure, same signature; None when nothing failed.
-
-    Built from the failed gates' names, codes and outputs with what varies between runs of
-    the same failure taken out: ANSI, paths (under ``root`` made relative, others dropped),
-    hex ids and UUIDs, and every number (durations, counts, line numbers, addresses).
-    """
+    """A fingerprint of what failed (None when nothing did): the failed gates' names, codes and
+    outputs without what varies between runs of one failure (paths, ids, numbers)."""
     failed = sorted((gate for gate in report.get("gates", []) if gate.get("outcome") ==
                      codes.FAILED), key=lambda gate: str(gate.get("name")))
     if not failed and report.get("verdict") != codes.VERDICT_FAILED:
