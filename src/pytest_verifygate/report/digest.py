@@ -139,15 +139,10 @@ def _shorten_middle(line: str, limit: int) -> str:
 def normalize_paths(text: str, root: str | os.PathLike[str] | None) -> str:
     """Absolute paths under ``root`` (or its real path) made relative, so the text is
     reproducible: ``root/src/a.py`` becomes ``src/a.py`` and ``root`` alone ``.``."""
-    if not root:
+    base = os.fspath(root).rstrip("/") if root else ""
+    if not base:  # no root, or "/": no path is "under" it in a useful sense
         return text
-    base = os.fspath(root).rstrip("/")
-    if not base:
-        return text
-    variants = sorted({base, os.path.realpath(base)}, key=len, reverse=True)
-    for variant in variants:
-        if variant not in text:
-            continue
+    for variant in sorted({base, os.path.realpath(base)}, key=len, reverse=True):
         # Not inside a word, nor inside a longer path: dropping ``root/`` from ``TO<root>/KEN``
         # or ``ab/<root>/cd`` would join a masked secret back together (and ``x/<root>/a`` is
         # not under the root anyway).
