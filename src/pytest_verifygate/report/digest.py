@@ -42,31 +42,23 @@ MAX_BACKTICK_RUN = 16
 MAX_SCAN_CHARS = 1 << 20
 
 HINTS = {
-    codes.COMMAND_FAILED: (
-        "Read the output below, fix the code it points at, and run the gate again."),
-    codes.MISSING_SCRIPT: (
-        "The package.json script does not exist: define the script, or fix the gate's command in "
-        "the contract."),
-    codes.MISSING_MAKE_TARGET: (
-        "make has no such target: add the target to the Makefile, or fix the gate's command in "
-        "the contract."),
-    codes.NO_TEST_FILES: (
-        "The test runner found no tests: add tests where it looks, or fix its path or pattern in "
-        "the gate's command."),
-    codes.UNSUPPORTED_FORMAT: (
-        "The command needs a shell: set shell = true for this gate, or write the command as an "
-        "array."),
-    codes.SETUP_OR_BOOTSTRAP_ISSUE: (
-        "A tool or dependency is missing: install or configure it; do not change source code to "
-        "work around it."),
-    codes.SEQUENCE_ISSUE: (
-        "An expected build artifact is missing: run the step that produces it first, or fix the "
-        "order of the gates."),
-    codes.TIMEOUT: (
-        "The gate ran past its timeout: look for a hang or an endless loop, or raise "
-        "timeout_seconds if the work is legitimately slow."),
-    codes.INTERRUPTED: (
-        "The run was interrupted before this gate finished: run it again."),
+    codes.COMMAND_FAILED:
+        "Read the output below, fix the code it points at, and run the gate again.",
+    codes.MISSING_SCRIPT: "The package.json script does not exist: define the script, or fix "
+                          "the gate's command in the contract.",
+    codes.MISSING_MAKE_TARGET: "make has no such target: add the target to the Makefile, or fix "
+                               "the gate's command in the contract.",
+    codes.NO_TEST_FILES: "The test runner found no tests: add tests where it looks, or fix its "
+                         "path or pattern in the gate's command.",
+    codes.UNSUPPORTED_FORMAT: "The command needs a shell: set shell = true for this gate, or "
+                              "write the command as an array.",
+    codes.SETUP_OR_BOOTSTRAP_ISSUE: "A tool or dependency is missing: install or configure it; "
+                                    "do not change source code to work around it.",
+    codes.SEQUENCE_ISSUE: "An expected build artifact is missing: run the step that produces it "
+                          "first, or fix the order of the gates.",
+    codes.TIMEOUT: "The gate ran past its timeout: look for a hang or an endless loop, or raise "
+                   "timeout_seconds if the work is legitimately slow.",
+    codes.INTERRUPTED: "The run was interrupted before this gate finished: run it again.",
 }
 
 _ERROR_LINE = re.compile(
@@ -140,7 +132,7 @@ def normalize_paths(text: str, root: str | os.PathLike[str] | None) -> str:
     """Absolute paths under ``root`` (or its real path) made relative, so the text is
     reproducible: ``root/src/a.py`` becomes ``src/a.py`` and ``root`` alone ``.``."""
     base = os.fspath(root).rstrip("/") if root else ""
-    if not base:  # no root, or "/": no path is "under" it in a useful sense
+    if not base:  # no root, or "/" (every absolute path would lose its leading slash)
         return text
     for variant in sorted({base, os.path.realpath(base)}, key=len, reverse=True):
         # Not inside a word, nor inside a longer path: dropping ``root/`` from ``TO<root>/KEN``

@@ -1,9 +1,7 @@
 """The JSON report (docs: JSON report): building it, and writing it atomically.
 
-Owns building the report (its types are ``report.model``'s, its schema ``report.schema.json``,
-which ships in this package) and the atomic write: a reader sees the old file or the complete
-new one, never half of either. Every other form of a run (JUnit, digest, console, GitHub) is
-made from the ``Report`` built here.
+Every other form of a run (JUnit, digest, console, GitHub) is made from the ``Report`` built
+here; its types are ``report.model``'s, its schema ``report.schema.json``.
 
 PYTEST_DONT_REWRITE
 """
@@ -32,17 +30,13 @@ REPORT_VERSION = 1
 SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 
 
-def gate_entry(
-    result: GateResult, contract: Contract | None = None, redactor: Redactor | None = None
-) -> GateEntry:
+def gate_entry(result: GateResult, contract: Contract | None, redactor: Redactor) -> GateEntry:
     """One gate's report entry, with secret values masked (see ``redact.py``)."""
     gate: Gate | None = None
     if contract is not None:
         with contextlib.suppress(KeyError):
             gate = contract.gate(result.name)
     # The report leaves the machine: every free-text field goes through the redactor.
-    if redactor is None:
-        redactor = redactor_for(contract.gates if contract is not None else ())
     entry: GateEntry = {
         "name": result.name,
         "outcome": result.outcome,
@@ -84,10 +78,8 @@ def build_report(
     interrupted: bool = False,
     redactor: Redactor | None = None,
 ) -> Report:
-    """The report; ``results`` hold the selected gates (any order, sorted here).
-
-    ``redactor``: one already built for these gates (building one parses every command).
-    """
+    """The report; ``results`` hold the selected gates (any order, sorted here). ``redactor``:
+    one already built for these gates (building one parses every command)."""
     order = {gate.name: index for index, gate in enumerate(contract.gates)}
     ordered = sorted(results, key=lambda result: order.get(result.name, len(order)))
     summary = summary_counts((result.outcome, result.code) for result in ordered)
@@ -143,7 +135,8 @@ def dumps(report: Report) -> str:
 
 
 def write_report(path: str | os.PathLike[str], report: Report) -> None:
-    """Write the report where the user asked, atomically (``storage.write_output``)."""
+    """Write the report where the user asked, atomically: a reader sees the old file or the
+    whole new one."""
     write_output(path, dumps(report))
 
 
