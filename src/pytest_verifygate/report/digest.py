@@ -10,9 +10,10 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate import codes
@@ -176,35 +177,30 @@ def clean_output(output: str, root: str | os.PathLike[str] | None = None) -> lis
     return lines
 
 
+def _fitting(lines: Iterable[str], longest: int, room: int) -> list[str]:
+    """``lines``, each cut to ``longest`` bytes, for as long as they fit in ``room`` bytes."""
+    kept: list[str] = []
+    for line in lines:
+        line = _shorten_middle(line, longest)
+        room -= _size(line) + 1
+        if room < 0:
+            break
+        kept.append(line)
+    return kept
+
+
 def _excerpt(lines: Sequence[str], budget: int) -> str:
     """The end of the output within ``budget`` bytes, plus earlier error lines that fit."""
     marker_room = 120  # the "[... N lines omitted ...]" markers
     room = max(0, budget - marker_room)
     tail_room = room * 3 // 4 if len(lines) > 1 else room
     longest = max(64, min(tail_room, max(tail_room // 3, 1024)))
-    tail: list[str] = []
-    used = 0
-    for line in reversed(lines):
-        line = _shorten_middle(line, longest)
-        cost = _size(line) + 1
-        if used + cost > tail_room:
-            break
-        tail.append(line)
-        used += cost
-    tail.reverse()
+    tail = _fitting(reversed(lines), longest, tail_room)[::-1]
     cut = len(lines) - len(tail)
-    picked: list[str] = []
-    for line in lines[:cut]:
-        if len(picked) == MAX_ERROR_LINES:
-            break
-        if not _ERROR_LINE.match(line):
-            continue
-        line = _shorten_middle(line, min(MAX_ERROR_LINE_BYTES, longest))
-        cost = _size(line) + 1
-        if used + cost > room:
-            break
-        picked.append(line)
-        used += cost
+    errors = itertools.islice((line for line in lines[:cut] if _ERROR_LINE.match(line)),
+                              MAX_ERROR_LINES)
+    picked = _fitting(errors, min(MAX_ERROR_LINE_BYTES, longest),
+                      room - sum(_size(line) + 1 for line in tail))
     parts: list[str] = []
     if picked:
         parts += ["[verifygate: error lines from earlier in the output]", *picked]
