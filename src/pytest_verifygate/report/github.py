@@ -314,11 +314,9 @@ def inert_text(text: str) -> str:
 
 
 def inert_json(text: str) -> str:
-    """JSON text no runner reads a workflow command from, meaning the same to JSON readers.
-
-    A JSON line never starts with ``::``; the only way left is the old ``##[`` form, which
-    can only be inside a string, where ``\\u005b`` is the same ``[``.
-    """
+    """JSON text no runner reads a workflow command from, meaning the same to JSON readers: a
+    JSON line never starts with ``::``, and ``##[`` can only be in a string, where ``\\u005b``
+    is the same ``[``."""
     return text.replace("##[", "##\\u005b")
 
 

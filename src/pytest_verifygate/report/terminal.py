@@ -189,12 +189,8 @@ def _listed(names: Sequence[str], limit: int = 6) -> str:
 
 
 def verdict_line(report: Report, *, report_path: str | None = None) -> str:
-    """``verdict: failed (1 passed, 1 failed, 0 skipped, 0 pending): tests [command_failed]``.
-
-    The counts come first and never change shape (scripts grep for them); after them, what a
-    person needs next: the failed gates with their codes, the gates awaiting sign-off, or why
-    nothing ran.
-    """
+    """``verdict: failed (1 passed, 1 failed, 0 skipped, 0 pending): tests [command_failed]``:
+    the counts in a shape scripts grep for, then the failed or pending gates, or why none ran."""
     verdict = report["verdict"]
     gates: list[Mapping[str, Any]] = list(report.get("gates", []))
     interrupted = [str(gate["name"]) for gate in gates if is_interrupted(gate)]
