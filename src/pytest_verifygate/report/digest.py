@@ -300,11 +300,11 @@ def to_digest(report: Report, *, root: str | os.PathLike[str] | None = None,
     # one that never started has no section: there is nothing of it to read.
     cut = [gate for gate in failed if gate.get("code") == codes.INTERRUPTED]
     unstarted = [gate for gate in cut if not gate.get("attempts")]
-    real = [gate for gate in failed if gate.get("code") != codes.INTERRUPTED]
+    failures = len(failed) - len(cut)
     failed = [gate for gate in failed if gate not in unstarted]
     names = [_code_span(_inline(str(gate.get("name", "?")), 64)) for gate in failed]
-    if real:
-        title = f"verifygate: {len(real)} of {len(gates)} gate(s) failed"
+    if failures:
+        title = f"verifygate: {failures} of {len(gates)} gate(s) failed"
         title += f", {len(cut)} interrupted" if cut else ""
     else:
         title = f"verifygate: interrupted: {len(cut)} of {len(gates)} gate(s) did not finish"
