@@ -11,12 +11,9 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import contextlib
-import datetime
 import os
-import platform
 import re
 import signal
-import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -169,6 +166,12 @@ def to_junit(
     headline; ``cases``: the gate entries to write (default: the report's gates); ``names``:
     each gate's testcase name (default ``item_name``); ``family``: pytest's ``junit_family``.
     """
+    # Imported here: the helpers above serve the digest, GitHub output and the pytest
+    # plugin, which need no XML.
+    import datetime
+    import platform
+    import xml.etree.ElementTree as ET
+
     gates: list[Mapping[str, Any]] = list(report.get("gates", []) if cases is None else cases)
     failures = sum(1 for gate in gates if gate.get("outcome") == codes.FAILED)
     skipped = sum(1 for gate in gates if gate.get("outcome") in (codes.SKIPPED, codes.PENDING))
@@ -202,6 +205,11 @@ def to_junit(
             for key, value in properties(gate):
                 ET.SubElement(listed, "property", name=key, value=_xml(value))
         outcome = gate.get("outcome")
+        if outcome in (codes.SKIPPED, codes.PENDING):
+            # The reason once, as its message: a body repeating it is shown twice by viewers.
+            ET.SubElement(case, "skipped", message=_xml(skip_message(gate)),
+                          type=skip_code(gate) or str(outcome))
+            continue
         if outcome == codes.FAILED:
             headline = failure_message(gate, (timeouts or {}).get(name))
             # A gate cut short is a <failure> too (typed interrupted): junit-10.xsd has no
@@ -209,26 +217,18 @@ def to_junit(
             failure = ET.SubElement(case, "failure", message=_xml(headline),
                                     type=failure_code(gate))
             failure.text = _xml(failure_text(gate, headline))
-            _earlier_attempts(case, gate, "rerunFailure")
-        elif outcome in (codes.SKIPPED, codes.PENDING):
-            # The reason once, as its message: a body repeating it is shown twice by viewers.
-            ET.SubElement(case, "skipped", message=_xml(skip_message(gate)),
-                          type=skip_code(gate) or str(outcome))
-        elif gate.get("flaky"):
-            _earlier_attempts(case, gate, "flakyFailure")
+        if outcome == codes.FAILED or gate.get("flaky"):
+            # Surefire's record of the attempts before the last (junitparser's is_rerun and
+            # is_flaky). Only the last attempt's output is kept, so these carry none.
+            tag = "rerunFailure" if outcome == codes.FAILED else "flakyFailure"
+            attempts = int(gate.get("attempts") or 0)
+            note = flaky_note(gate)
+            for number in range(1, attempts):
+                message = f"attempt {number} of {attempts} failed" + (f" ({note})" if note else "")
+                ET.SubElement(case, tag, message=message, type="retried")
     root = ET.Element("testsuites", name=SUITE_NAME)
     root.append(suite)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
-
-
-def _earlier_attempts(case: ET.Element, gate: Mapping[str, Any], tag: str) -> None:
-    """Surefire's record of the attempts before the last (junitparser's ``is_flaky`` and
-    ``is_rerun``); only the last attempt's output is kept, so these carry none."""
-    attempts = int(gate.get("attempts") or 0)
-    note = flaky_note(gate)
-    for number in range(1, attempts):
-        message = f"attempt {number} of {attempts} failed" + (f" ({note})" if note else "")
-        ET.SubElement(case, tag, message=message, type="retried")
 
 
 def write_junit(path: str | os.PathLike[str], report: Report, **options: Any) -> None:
