@@ -154,9 +154,9 @@ def clean_output(output: str, root: str | os.PathLike[str] | None = None) -> lis
     if len(output) > MAX_SCAN_CHARS:
         cut = len(output) - MAX_SCAN_CHARS
         line_start = output.rfind("\n", 0, cut) + 1
-        # A cut inside one huge line keeps that line's start: it usually names the error.
-        head = output[line_start:min(cut, line_start + 1024)] + " [...] " if line_start < cut \
-            else ""
+        head = ""
+        if line_start < cut:  # a cut inside one huge line keeps its start: it names the error
+            head = output[line_start:min(cut, line_start + 1024)] + " [...] "
         output = head + output[cut:]
     # Cursor moves and erases redraw text in place, as a carriage return does.
     text = strip_ansi(re.sub(CURSOR_CONTROL, "\r", output)).replace("\r\n", "\n")
