@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate import codes
 from pytest_verifygate.contract import Contract, Gate, posix_relative
+from pytest_verifygate.errors import ChangeSetError
 from pytest_verifygate.git.changes import ChangeSet, git_output
 from pytest_verifygate.report.redact import Redactor, gate_environment, redactor_for
 from pytest_verifygate.report.words import summary_counts
@@ -109,8 +110,6 @@ def shard_entry(contract: Contract, index: int, total: int) -> Shard:
     what makes shards of one run (``verifygate merge`` refuses shards that differ): the commit
     checked and the SHA-256 of the contract's text as loaded."""
     import hashlib
-
-    from pytest_verifygate.errors import ChangeSetError
 
     try:
         commit: str | None = git_output(contract.repo_root, "rev-parse", "--verify", "--quiet",
