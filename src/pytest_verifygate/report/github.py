@@ -100,18 +100,14 @@ def gate_annotation(gate: Mapping[str, Any], *, repo_root: str | os.PathLike[str
         message = gate_status(gate) + (f": {gate['reason']}" if gate.get("reason") else "")
         order = []
     bases = _bases(gate, repo_root, project_root)
-    location = None
+    place: dict[str, str | int | None] = {}
     for index in dict.fromkeys(order):
         location = find_location(lines[index], repo_root=repo_root, bases=bases)
         if location is not None:
+            place = {"file": location.file, "line": location.line, "col": location.col}
             break
-    return workflow_command(
-        "error", _shorten(message),
-        file=location.file if location else None,
-        line=location.line if location else None,
-        col=location.col if location else None,
-        title=f"verifygate {gate.get('name', '?')} [{failure_code(gate)}]",
-    )
+    return workflow_command("error", _shorten(message), **place,
+                            title=f"verifygate {gate.get('name', '?')} [{failure_code(gate)}]")
 
 
 class Annotation(NamedTuple):
