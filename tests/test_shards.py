@@ -381,3 +381,18 @@ def test_pytest_verify_shard_collects_one_shard(project: pytest.Pytester,
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--verify-shard '3/2': K must be between 1 and N (2)*"])
     assert "Traceback" not in bad.stderr.str()
+
+
+def test_a_shard_whose_commit_git_cannot_tell_writes_no_report(tmp_path: Path) -> None:
+    """The commit a shard records is what keeps shards of other runs out of a merge: a git
+    failure (here a broken config) is an error, never a report with no commit, which would
+    match any other shard that has none."""
+    git(tmp_path, "init", "-q")
+    write(tmp_path / "verify.toml", gates_toml("a", "b"))
+    commit_all(tmp_path)
+    with (tmp_path / ".git" / "config").open("a") as config:
+        config.write("[core\n")
+    done = verifygate("run", "--all", "--shard", "1/2", "--json", "r.json", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "git rev-parse failed: fatal: bad config line" in done.stderr, done.stderr
+    assert not (tmp_path / "r.json").exists()

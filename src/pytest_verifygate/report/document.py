@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate import codes
 from pytest_verifygate.contract import Contract, Gate, posix_relative
-from pytest_verifygate.errors import ChangeSetError
-from pytest_verifygate.git.changes import ChangeSet, git_output
+from pytest_verifygate.git.changes import ChangeSet, head_commit
 from pytest_verifygate.report.redact import Redactor, gate_environment, redactor_for
 from pytest_verifygate.report.words import summary_counts
 from pytest_verifygate.runner.records import GateResult
@@ -111,11 +110,9 @@ def shard_entry(contract: Contract, index: int, total: int) -> Shard:
     checked and the SHA-256 of the contract's text as loaded."""
     import hashlib
 
-    try:
-        commit: str | None = git_output(contract.repo_root, "rev-parse", "--verify", "--quiet",
-                                        "HEAD^{commit}").decode().strip() or None
-    except ChangeSetError:  # no commit yet
-        commit = None
+    # None before the first commit; any other git failure raises: a shard whose commit is
+    # unknown must never pass for a shard of the same run as another.
+    commit = head_commit(contract.repo_root)
     return {
         "index": index,
         "total": total,
