@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from pytest_verifygate.state.storage import state_dir
+
 from conftest import commit_all, write
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
@@ -503,3 +505,20 @@ def test_run_gates_says_a_flaky_pass_as_every_report_does(repo: Path, tmp_path: 
 
     serve(repo, scenario, tmp_path)
     assert progress == ["flaky: passed (flaky: passed on attempt 2 after 1 failed)"]
+
+
+def test_run_gates_says_what_the_run_found_in_its_state(repo: Path, tmp_path: Path) -> None:
+    """A warning of the run itself (here an unreadable durations file) reaches the agent in
+    the answer and in the JSON report, as every other front end shows it."""
+    write(repo / "verify.toml", '[settings]\njobs = 2\n[[gate]]\nname = "a"\ncommand = "true"\n'
+          '[[gate]]\nname = "b"\ncommand = "true"\n')
+    commit_all(repo)
+    durations = write(state_dir(repo) / "durations.json", "[1, 2, 3]\n")
+
+    async def scenario(session: ClientSession) -> None:
+        answer = await session.call_tool("run_gates", {"changed_only": False})
+        (warning,) = data_of(answer)["warnings"]
+        assert warning.startswith("warning: ") and str(durations) in warning, warning
+        assert f"- {warning}\n" in text_of(answer)
+
+    serve(repo, scenario, tmp_path)

@@ -390,6 +390,8 @@ def report(run: RunResult, hook: GateHooks | None = None, *,
     document = build_report(contract=run.contract, changes=run.changes,
                             selections=run.selections, results=run.results,
                             verdict=run.verdict, interrupted=run.interrupted, redactor=redactor)
+    # What the run itself found (its state files, its logs) is for every reader of the report.
+    document["warnings"] = list(dict.fromkeys([*document["warnings"], *run.warnings]))
     if run.shard is not None:
         from pytest_verifygate.report.document import shard_entry
 

@@ -205,7 +205,8 @@ async def _run(tools: GateTools, plan: "Plan", ctx: Any) -> "Report":
     if total == 0:
         return tools.finish(plan, (), hook)
     finished: queue.SimpleQueue[GateResult] = queue.SimpleQueue()
-    runner = engine.start(plan, hook=hook,
+    warnings: list[str] = []
+    runner = engine.start(plan, hook=hook, warnings=warnings,
                           on_finished=lambda gate, result: finished.put(result))
     tools.running.add(runner)
     all_done = anyio.Event()
@@ -237,7 +238,7 @@ async def _run(tools: GateTools, plan: "Plan", ctx: Any) -> "Report":
     finally:
         tools.running.discard(runner)
     await anyio.to_thread.run_sync(runner.close)
-    return tools.finish(plan, results, hook)
+    return tools.finish(plan, results, hook, warnings)
 
 
 async def _answered(work: Any) -> CallToolResult:

@@ -94,11 +94,13 @@ class GateTools:
                           for row in rows]}
         return Answer("\n".join(lines) + "\n", data)
 
-    def finish(self, plan: Plan, results: Sequence[GateResult], hook: GateHooks | None
-               ) -> Report:
-        """The JSON report of a finished run (remembered for ``explain_failure``)."""
+    def finish(self, plan: Plan, results: Sequence[GateResult], hook: GateHooks | None,
+               warnings: Sequence[str] = ()) -> Report:
+        """The JSON report of a finished run (remembered for ``explain_failure``); the run's
+        ``warnings`` go into it."""
         run = engine.RunResult(plan.contract, plan.changes, plan.selections, tuple(results))
-        engine.record(run)
+        found = [*warnings, *engine.record(run)]
+        run = run._replace(warnings=tuple(dict.fromkeys(found)))
         report = engine.report(run, hook)
         self.last_report = report
         return report
@@ -116,6 +118,7 @@ class GateTools:
         for selection in plan.selections:
             if names and selection.gate.name in names and selection.gate.name not in ran:
                 lines.append(f"- {selection.gate.name}: not run: {selection.reason}")
+        lines.extend(f"- {warning}" for warning in report["warnings"])
         digest = to_digest(report, root=str(plan.contract.repo_root))
         return Answer("\n".join(lines) + "\n\n" + digest, report)
 
