@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pytest_verifygate import codes, engine
-from pytest_verifygate.cli.listing import listed_gates
 from pytest_verifygate.contract import posix_relative
 from pytest_verifygate.engine import Plan, RunRequest
 from pytest_verifygate.errors import UsageError
@@ -82,7 +81,7 @@ class GateTools:
 
     def list_gates(self, plan: Plan) -> Answer:
         """Every gate: whether it applies to the change, and why (``verifygate list``)."""
-        rows = listed_gates(plan)
+        rows = engine.listed_gates(plan)
         changes = plan.changes
         head = (f"{_contract_name(plan)}: {len(plan.selected)} of {len(plan.selections)} "
                 f"gate(s) apply (changes: {changes.describe()})")

@@ -6,15 +6,12 @@ PYTEST_DONT_REWRITE
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate.cli.exits import EXIT_OK
 from pytest_verifygate.cli.request import prepare_from_args
 from pytest_verifygate.contract import display_path
+from pytest_verifygate.engine import listed_gates
 from pytest_verifygate.git.pushed import run_in_pushed_commit
-
-if TYPE_CHECKING:
-    from pytest_verifygate.engine import Plan
 
 
 def main(args: argparse.Namespace) -> int:
@@ -55,28 +52,3 @@ def _show(args: argparse.Namespace) -> int:
             for argv in row["argv"]:
                 print(f"  {'':<4}  {'':<{width}}  $ {command_text(argv)}")
     return EXIT_OK
-
-
-def listed_gates(plan: "Plan", warnings: list[str] | None = None) -> list[dict[str, Any]]:
-    """One row per gate in contract order: ``name``, ``selected``, ``runs`` (whether ``run``
-    would start it), ``reason``, ``argv`` (the argvs ``run`` would spawn, ``{files}``
-    expanded; empty when it spawns none) and the text form's ``mark`` (run, skip, pend).
-    What the result cache has to say goes to ``warnings``."""
-    planned = {gate_plan.gate.name: gate_plan
-               for gate_plan in (plan.gate_plans(warnings) if plan.selected else ())}
-    rows: list[dict[str, Any]] = []
-    for selection in plan.selections:
-        name, reason = selection.gate.name, selection.reason
-        gate_plan = planned.get(name)
-        mark, runs = ("run", True) if selection.selected else ("skip", False)
-        if gate_plan is not None and gate_plan.skip_reason is not None:
-            mark, runs, reason = "skip", False, f"{gate_plan.skip_reason} ({reason})"
-        elif gate_plan is not None and gate_plan.pending_reason is not None:
-            mark, runs, reason = "pend", False, f"{gate_plan.pending_reason} ({reason})"
-        elif gate_plan is not None and gate_plan.cache is not None and gate_plan.cache.hit:
-            runs, reason = False, f"{reason}; cached: the pass stored for these inputs is reused"
-        argv = ([list(invocation) for invocation in gate_plan.invocations]
-                if gate_plan is not None and runs else [])
-        rows.append({"name": name, "selected": selection.selected, "runs": runs,
-                     "reason": reason, "argv": argv, "mark": mark})
-    return rows
