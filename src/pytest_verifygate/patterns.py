@@ -50,9 +50,6 @@ def check_pattern(pattern: str, roots: Iterable[str] = ()) -> None:
     if len(pattern) > MAX_PATTERN_LENGTH:
         raise PatternError(f"is {len(pattern)} characters long; at most {MAX_PATTERN_LENGTH}",
                            "split it into shorter patterns")
-    if any("\ud800" <= char <= "\udfff" for char in pattern):  # JSON's "\udcff"
-        raise PatternError("holds a lone surrogate, which is not text",
-                           "write the name as UTF-8 text; '?' matches any one character")
     body = pattern[1:] if pattern.startswith("!") else pattern
     body = body.rstrip("/") if body.strip("/") else body
     for root in roots:
@@ -77,6 +74,10 @@ def check_pattern(pattern: str, roots: Iterable[str] = ()) -> None:
         if stars > MAX_STARS_PER_NAME:
             raise PatternError(f"has {stars} '*' in one name ({name!r}); at most "
                                f"{MAX_STARS_PER_NAME}", "use fewer wildcards in one name")
+    if "[" not in pattern and "\\" not in pattern and pattern.rstrip() != "!":
+        # pathspec rejects only a bracket expression ("[z-a]"), a backslash escaping nothing
+        # and a "!" negating nothing: other patterns are checked without importing it.
+        return
     from pathspec import GitIgnoreSpec
 
     try:
