@@ -132,11 +132,9 @@ class Gate(NamedTuple):
     @property
     def command_text(self) -> str:
         """The command as a user would type it (for messages and reports)."""
-        if isinstance(self.command, str):
-            return self.command
-        import shlex  # only for a list command's text: keeps start-up cheap
+        from pytest_verifygate.commands import command_text  # commands imports this module
 
-        return shlex.join(self.command)
+        return command_text(self.command)
 
 
 class Contract(NamedTuple):
