@@ -1,11 +1,17 @@
 """The verify contract: the records (``model``), finding the file (``discover``), reading and
 parsing it (``parse``), checking its values (``fields``; ``settings`` for the settings every
 form shares), one loader per form (``native`` for verify.toml, pyproject.toml and middle;
-``opentiger``, imported only for its own form) and ``load_contract``, which puts them together
-(``load``).
+``opentiger``) and ``load_contract``, which puts them together (``load``).
+
+The loaders are imported on first use, so that importing the records (the runner's, the
+reports' and the result cache's) does not load them.
 
 PYTEST_DONT_REWRITE
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate.contract.discover import (
     CONTRACT_NAMES,
@@ -16,7 +22,6 @@ from pytest_verifygate.contract.discover import (
     posix_relative,
     project_root_of,
 )
-from pytest_verifygate.contract.load import load_contract
 from pytest_verifygate.contract.model import (
     CATEGORIES,
     EMPTY_ENV,
@@ -31,6 +36,12 @@ from pytest_verifygate.contract.model import (
     Gate,
     Settings,
 )
+
+if TYPE_CHECKING:
+    from pytest_verifygate.contract.load import load_contract as load_contract
+    from pytest_verifygate.contract.opentiger import (
+        minimatch_to_gitignore as minimatch_to_gitignore,
+    )
 
 __all__ = [
     "CATEGORIES",
@@ -51,6 +62,19 @@ __all__ = [
     "find_contract",
     "find_repo_root",
     "load_contract",
+    "minimatch_to_gitignore",
     "posix_relative",
     "project_root_of",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "load_contract":
+        from pytest_verifygate.contract.load import load_contract
+
+        return load_contract
+    if name == "minimatch_to_gitignore":
+        from pytest_verifygate.contract.opentiger import minimatch_to_gitignore
+
+        return minimatch_to_gitignore
+    raise AttributeError(f"module 'pytest_verifygate.contract' has no attribute {name!r}")

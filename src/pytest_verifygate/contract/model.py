@@ -132,9 +132,11 @@ class Gate(NamedTuple):
     @property
     def command_text(self) -> str:
         """The command as a user would type it (for messages and reports)."""
-        from pytest_verifygate.commands import command_text  # commands imports this module
+        if isinstance(self.command, str):
+            return self.command
+        import shlex  # only for a list command's text: keeps start-up cheap
 
-        return command_text(self.command)
+        return shlex.join(self.command)
 
 
 class Contract(NamedTuple):
