@@ -24,6 +24,8 @@ SHELL_BUILTINS = frozenset(
     {"cd", "export", "source", ".", "set", "unset", "alias", "eval", "exec", "ulimit", "umask"}
 )
 ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+# ``{files}`` as a word of a shell script (between blanks and operators), not inside one.
+_PLACEHOLDER_WORD = re.compile(r"(?<![^\s;|&(])\{files\}(?![^\s;|&)])")
 # Linux caps one argv string at 128 KiB (MAX_ARG_STRLEN): it bounds a `sh -c` script.
 _MAX_SINGLE_ARG = 128 * 1024 - 1024
 
@@ -165,7 +167,7 @@ def parse_command(command: str | Sequence[str], *, shell: bool) -> ParsedCommand
     if shell:
         text = command if isinstance(command, str) else shlex.join(command)
         return ParsedCommand(
-            words=(text,), shell=True, uses_files=_mentions_placeholder_word(text)
+            words=(text,), shell=True, uses_files=_PLACEHOLDER_WORD.search(text) is not None
         )
     if isinstance(command, str):
         words = split_words(command)
@@ -206,10 +208,6 @@ def command_text(command: str | Sequence[str]) -> str:
     return shlex.join(str(word) for word in command)
 
 
-def _mentions_placeholder_word(script: str) -> bool:
-    return re.search(r"(?<![^\s;|&(])\{files\}(?![^\s;|&)])", script) is not None
-
-
 def expand(parsed: ParsedCommand, files: Sequence[str]) -> list[list[str]]:
     """The argv lists to spawn: ``{files}`` replaced, split into OS-sized chunks.
 
@@ -221,23 +219,19 @@ def expand(parsed: ParsedCommand, files: Sequence[str]) -> list[list[str]]:
         if not parsed.uses_files:
             return [["/bin/sh", "-c", script]]
         fixed = len(script.encode()) - len(FILES_PLACEHOLDER)
-        chunks = _chunk([shlex.quote(path) for path in files], _MAX_SINGLE_ARG - fixed, sep=1)
-        return [
-            ["/bin/sh", "-c", _replace_placeholder_word(script, " ".join(chunk))]
-            for chunk in chunks
-        ]
+        chunks = _chunk([shlex.quote(path) for path in files], _MAX_SINGLE_ARG - fixed)
+        return [["/bin/sh", "-c", _with_files(script, " ".join(chunk))] for chunk in chunks]
     if not parsed.uses_files:
         return [list(parsed.words)]
     position = parsed.words.index(FILES_PLACEHOLDER)
     head, tail = list(parsed.words[:position]), list(parsed.words[position + 1 :])
     fixed = sum(len(word.encode()) + 1 for word in head + tail)
-    return [head + chunk + tail for chunk in _chunk(list(files), _argv_budget() - fixed, sep=1)]
+    return [head + chunk + tail for chunk in _chunk(list(files), _argv_budget() - fixed)]
 
 
-def _replace_placeholder_word(script: str, replacement: str) -> str:
-    return re.sub(
-        r"(?<![^\s;|&(])\{files\}(?![^\s;|&)])", lambda _match: replacement, script
-    )
+def _with_files(script: str, files: str) -> str:
+    # A function, not a replacement string: a backslash in a file name is no escape.
+    return _PLACEHOLDER_WORD.sub(lambda _match: files, script)
 
 
 def _argv_budget() -> int:
@@ -250,14 +244,15 @@ def _argv_budget() -> int:
     return max(16 * 1024, min(arg_max, 2 * 1024 * 1024) // 2 - environment)
 
 
-def _chunk(items: list[str], budget: int, *, sep: int) -> list[list[str]]:
-    """Split ``items`` into runs whose encoded size (plus per-item overhead) fits ``budget``."""
+def _chunk(items: list[str], budget: int) -> list[list[str]]:
+    """Split ``items`` into runs whose encoded size (plus a separator and a pointer each)
+    fits ``budget``."""
     budget = max(budget, 1)
     chunks: list[list[str]] = []
     current: list[str] = []
     size = 0
     for item in items:
-        cost = len(os.fsencode(item)) + sep + 8
+        cost = len(os.fsencode(item)) + 1 + 8
         if current and size + cost > budget:
             chunks.append(current)
             current, size = [], 0

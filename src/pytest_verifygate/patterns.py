@@ -1,15 +1,6 @@
 """Gitignore-style patterns (``when_changed``, ``when_changed_all``, ``inputs``): what a
-contract's pattern may be, and the files a list of patterns matches.
-
-pathspec's ``GitIgnoreSpec`` is what a pattern means and what matches it. Its regex engine is
-google-re2 where that is installed (a dependency wherever it has wheels: Linux on x86_64 and
-aarch64, macOS), which matches in time linear in a path's length whatever the pattern; without
-it pathspec falls back to Python's ``re``, which backtracks. So that no contract and no file
-name can make selection blow up either way, a contract's patterns are bounded
-(``check_pattern``): their length and their wildcards, the same limits wherever the contract is
-read. A list without a negation matches what any of its patterns matches, so such lists (and
-the union of many, for the prefilter and the warnings) are matched as one set of pathspec's
-regexes, one call per path.
+contract's pattern may be (``check_pattern``), and the files a list of patterns matches, with
+pathspec's ``GitIgnoreSpec`` and google-re2 as its engine where that is installed.
 
 PYTEST_DONT_REWRITE
 """
@@ -50,9 +41,6 @@ def check_pattern(pattern: str, roots: Iterable[str] = ()) -> None:
     if len(pattern) > MAX_PATTERN_LENGTH:
         raise PatternError(f"is {len(pattern)} characters long; at most {MAX_PATTERN_LENGTH}",
                            "split it into shorter patterns")
-    if any("\ud800" <= char <= "\udfff" for char in pattern):  # JSON's "\udcff"
-        raise PatternError("holds a lone surrogate, which is not text",
-                           "write the name as UTF-8 text; '?' matches any one character")
     body = pattern[1:] if pattern.startswith("!") else pattern
     body = body.rstrip("/") if body.strip("/") else body
     for root in roots:
@@ -77,6 +65,10 @@ def check_pattern(pattern: str, roots: Iterable[str] = ()) -> None:
         if stars > MAX_STARS_PER_NAME:
             raise PatternError(f"has {stars} '*' in one name ({name!r}); at most "
                                f"{MAX_STARS_PER_NAME}", "use fewer wildcards in one name")
+    if "[" not in pattern and "\\" not in pattern and pattern.rstrip() != "!":
+        # pathspec rejects only a bracket expression ("[z-a]"), a backslash escaping nothing
+        # and a "!" negating nothing: other patterns are checked without importing it.
+        return
     from pathspec import GitIgnoreSpec
 
     try:
@@ -113,9 +105,10 @@ def _spec(patterns: tuple[str, ...]) -> GitIgnoreSpec:
 
 @functools.lru_cache(maxsize=1)
 def backend() -> Literal["re2", "simple"]:
-    """The engine pathspec matches with: re2 where google-re2 is installed, else Python's
-    ``re``. Named, not left to pathspec's "best": that would take hyperscan when installed,
-    a third engine whose edge cases may differ again."""
+    """The engine pathspec matches with: re2 where google-re2 is installed (a dependency
+    wherever it has wheels; linear in a path's length whatever the pattern), else Python's
+    ``re``, which backtracks (hence the bounds above). Named, not left to pathspec's "best":
+    that would take hyperscan when installed, a third engine whose edge cases may differ."""
     try:
         import re2  # noqa: F401
     except ImportError:

@@ -195,11 +195,18 @@ def prefiltered(gates: Sequence[Gate], paths: Sequence[str]) -> Sequence[str]:
     return matching_any(list(dict.fromkeys(includes)), paths)
 
 
-def unmatched_pattern_warnings(contract: Contract, selections: Sequence[Selection]
-                               ) -> list[str]:
+def unmatched_pattern_warnings(contract: Contract, changes: ChangeSet,
+                               selections: Sequence[Selection], *, always: bool) -> list[str]:
     """``pattern_warnings`` for the gates of a run that no changed file selected: a pattern
-    with a typo leaves its gate out of every run, and must not do so silently. The tracked
-    files are listed only when some gate was left out by the change set."""
+    with a typo leaves its gate out of every run, and must not do so silently.
+
+    Looked for when ``always`` (``verifygate list``) or when the change set holds the contract
+    file itself, where such a typo is made: listing the tracked files would cost every other
+    commit a git call (``verifygate check`` looks for them too)."""
+    from pytest_verifygate.contract.discover import posix_relative
+
+    if not always and posix_relative(contract.path, contract.root) not in changes.files:
+        return []
     left_out = [selection.gate for selection in selections
                 if selection.left_out_by == BY_CHANGES]
     return pattern_warnings(contract, left_out) if left_out else []

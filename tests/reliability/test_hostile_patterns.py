@@ -156,10 +156,12 @@ def test_a_pattern_that_can_never_match_is_a_contract_error_with_a_fix(
     assert "can never match" in line and fix in line
 
 
-def test_a_pattern_matching_no_tracked_file_is_a_warning_in_list_and_run(repo: Path) -> None:
-    write(repo / "verify.toml",
-          '[[gate]]\nname = "lint"\ncommand = "true"\nwhen_changed = ["scr/**/*.py"]\n'
-          '[[gate]]\nname = "docs"\ncommand = "true"\nwhen_changed = ["docs/**"]\n')
+def test_a_pattern_matching_no_tracked_file_is_a_warning_in_list_and_in_a_run_changing_the_contract(
+    repo: Path,
+) -> None:
+    contract = ('[[gate]]\nname = "lint"\ncommand = "true"\nwhen_changed = ["scr/**/*.py"]\n'
+                '[[gate]]\nname = "docs"\ncommand = "true"\nwhen_changed = ["docs/**"]\n')
+    write(repo / "verify.toml", contract)
     write(repo / "src" / "app.py", "x = 1\n")
     write(repo / "docs" / "index.md", "docs\n")
     commit_all(repo)
@@ -167,14 +169,21 @@ def test_a_pattern_matching_no_tracked_file_is_a_warning_in_list_and_run(repo: P
     git(repo, "add", "src/app.py")
     warning = ("verify.toml: gate 'lint': key 'when_changed': 'scr/**/*.py' matches no "
                "tracked file")
+
+    def stderr(*args: str) -> str:
+        return verifygate(*args, cwd=repo, timeout=SECONDS).stderr.decode()
+
+    # A commit that does not touch the contract is not told again at every run.
+    assert warning not in stderr("run", "--staged")
+    write(repo / "verify.toml", contract + "# edited\n")
+    git(repo, "add", "verify.toml")
     for args in (["list", "--staged"], ["run", "--staged"], ["list", "--files", "README"]):
-        done = verifygate(*args, cwd=repo, timeout=SECONDS)
-        stderr = done.stderr.decode()
-        assert warning in stderr, (args, stderr)
-        assert "'docs/**'" not in stderr  # it matches a tracked file: nothing to say
+        shown = stderr(*args)
+        assert warning in shown, (args, shown)
+        assert "'docs/**'" not in shown  # it matches a tracked file: nothing to say
     # A run that selects every gate has nothing to warn about.
     for args in (["run", "--all"], ["list"]):
-        assert warning not in verifygate(*args, cwd=repo, timeout=SECONDS).stderr.decode()
+        assert warning not in stderr(*args)
 
 
 def test_pattern_warnings_name_every_pattern_that_matches_no_tracked_file(repo: Path) -> None:

@@ -20,16 +20,6 @@ from pytest_verifygate.patterns import PatternError, check_pattern
 MAX_SECONDS = 365 * 24 * 3600
 
 
-def _has_lone_surrogate(text: str) -> bool:
-    """Whether ``text`` holds a lone surrogate: what UTF-8 refuses to encode (a check in C,
-    where a regex over the surrogate range takes longer to compile than a contract to read)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
     """A hint naming the choice closest to ``word``, if one is close enough."""
     import difflib  # only for error hints: keeps start-up cheap
@@ -104,10 +94,12 @@ class FieldReader:
             raise self.error("must not be empty", gate=gate, key=key)
         if "\x00" in value:
             raise self.error("must not contain a NUL character", gate=gate, key=key)
-        if not value.isascii() and _has_lone_surrogate(value):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
             # JSON can spell "\ud800"; such a string cannot become an argv, env or file name.
             raise self.error("must not contain a lone surrogate (\\ud800-\\udfff escape)",
-                             gate=gate, key=key, hint="write real Unicode characters")
+                             gate=gate, key=key, hint="write real Unicode characters") from None
         return value
 
     def string_list(

@@ -10,6 +10,8 @@ circle).
 PYTEST_DONT_REWRITE
 """
 
+import functools
+import graphlib
 import re
 from collections.abc import Callable
 from typing import Any
@@ -27,7 +29,6 @@ from pytest_verifygate.contract.model import (
 )
 from pytest_verifygate.contract.settings import load_settings
 
-# Sources, compiled on first use: a contract read from the cache is never checked again.
 _ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _CONTROL = r"[\x00-\x08\x0a-\x1f\x7f-\x9f]"  # C0 (but tab), DEL and C1
 
@@ -44,15 +45,8 @@ def load_native(
             raise reader.error("has no [tool.verifygate] table")
         reader = reader.within("tool.verifygate.")
         data = table
-    return _load_tables(data, reader, SEED_SETTINGS.get(fmt, Settings()),
-                        middle=fmt == "middle")
-
-
-def _load_tables(
-    data: dict[str, Any], reader: FieldReader, defaults: Settings, *, middle: bool
-) -> tuple[Settings, list[Gate]]:
     reader.check_keys(data, ("settings", "gate"), gate=None, where="the contract")
-    settings = load_settings(data.get("settings", {}), reader, defaults)
+    settings = load_settings(data.get("settings", {}), reader, SEED_SETTINGS.get(fmt, Settings()))
     raw_gates = data.get("gate")
     if raw_gates is None:
         raise reader.error(
@@ -65,27 +59,23 @@ def _load_tables(
         )
     if not raw_gates:
         raise reader.error("defines no gates", key="gate", hint="add at least one [[gate]]")
-    gates: list[Gate] = []
-    seen: set[str] = set()
+    gates: dict[str, Gate] = {}
     for position, raw in enumerate(raw_gates, start=1):
-        gate = _load_gate(raw, position, settings, reader, middle=middle)
-        if gate.name in seen:
+        gate = _load_gate(raw, position, settings, reader, middle=fmt == "middle")
+        if gate.name in gates:
             raise reader.error(
                 "duplicate gate name", gate=gate.name, key="name",
                 hint="gate names must be unique; rename one of them",
             )
-        seen.add(gate.name)
-        gates.append(gate)
+        gates[gate.name] = gate
     _check_needs(gates, reader)
-    return settings, gates
+    return settings, list(gates.values())
 
 
 def _load_gate(
     raw: object, position: int, settings: Settings, reader: FieldReader, *, middle: bool
 ) -> Gate:
     """One gate; ``middle``: with middle's defaults (a shell, category ``unit``)."""
-    # Keys are checked in a fixed order, so that a gate with several mistakes always reports
-    # the same one first.
     label = f"#{position}"
     if not isinstance(raw, dict):
         raise reader.error(f"must be a table, not {type_name(raw)}", gate=label, key="gate")
@@ -105,87 +95,54 @@ def _load_gate(
     command = _command(raw, kind, name, reader)
     env = _env(raw.get("env", {}), name, reader)
 
-    def optional(key: str, convert: Callable[[object], Any]) -> Any:
-        return convert(raw[key]) if key in raw else None
+    def strings(key: str, **options: Any) -> tuple[str, ...]:
+        return reader.string_list(raw[key], gate=name, key=key, **options)
 
-    roles = optional("roles", lambda v: reader.string_list(
-        v, gate=name, key="roles", empty_hint="remove the key to mean every role"))
-    when_changed = optional("when_changed", lambda v: reader.patterns(reader.string_list(
-        v, gate=name, key="when_changed", empty_hint="remove the key to run the gate always"),
-        gate=name, key="when_changed"))
-    when_changed_all = optional(
-        "when_changed_all",
-        lambda v: reader.patterns(
-            reader.string_list(v, gate=name, key="when_changed_all", allow_empty=True),
-            gate=name, key="when_changed_all"),
-    )
-    secret_env = optional("secret_env", lambda v: reader.string_list(
-        v, gate=name, key="secret_env", allow_empty=True)) or ()
-    inputs = optional("inputs", lambda v: reader.patterns(reader.string_list(
-        v, gate=name, key="inputs", empty_hint="remove the key to use when_changed (or every "
-        "file)"), gate=name, key="inputs"))
-    for secret_name in secret_env:
-        if not re.fullmatch(_ENV_NAME, secret_name):
-            raise reader.error(f"{secret_name!r} is not a valid environment variable name",
-                               gate=name, key="secret_env")
-    phases = _phases(raw["phases"], name, reader) if "phases" in raw else None
-    types = {key: reader.file_types(raw[key], gate=name, key=key) if key in raw else ()
-             for key in ("types", "types_or", "exclude_types")}
-    regexes = {key: reader.regex(raw[key], gate=name, key=key) if key in raw else None
-               for key in ("files_regex", "exclude_regex")}
-    return Gate(
-        name=name,
-        command=command,
-        roles=roles,
-        when_changed=when_changed,
-        when_changed_all=when_changed_all or (),
-        cwd=reader.cwd(raw["cwd"], gate=name, key="cwd") if "cwd" in raw else ".",
-        env=env,
-        timeout_seconds=(
-            reader.seconds(raw["timeout_seconds"], gate=name, key="timeout_seconds")
-            if "timeout_seconds" in raw
-            else settings.timeout_seconds
-        ),
-        shell=(
-            reader.boolean(raw["shell"], gate=name, key="shell") if "shell" in raw
-            else middle
-        ),
-        retries=(
-            reader.integer(raw["retries"], gate=name, key="retries", minimum=0,
-                           maximum=MAX_RETRIES)
-            if "retries" in raw
-            else 0
-        ),
-        category=optional(
-            "category", lambda v: reader.choice(v, CATEGORIES, gate=name, key="category")
-        ) or ("unit" if middle else None),
-        phases=phases,
-        kind=kind,
-        on_missing=(
-            reader.choice(raw["on_missing"], ON_MISSING, gate=name, key="on_missing")
-            if "on_missing" in raw
-            else settings.on_missing
-        ),
-        secret_env=secret_env,
-        cache=(
-            reader.boolean(raw["cache"], gate=name, key="cache") if "cache" in raw
-            else settings.cache
-        ),
-        inputs=inputs,
-        needs=optional("needs", lambda v: tuple(dict.fromkeys(item.strip() for item in (
-            reader.string_list(v, gate=name, key="needs",
-                               empty_hint="remove the key: the gate needs no other")
-        )))) or (),
-        exclusive=(
-            reader.boolean(raw["exclusive"], gate=name, key="exclusive")
-            if "exclusive" in raw else False
-        ),
-        types=types["types"],
-        types_or=types["types_or"],
-        exclude_types=types["exclude_types"],
-        files_regex=regexes["files_regex"],
-        exclude_regex=regexes["exclude_regex"],
-    )
+    def patterns(key: str, **options: Any) -> tuple[str, ...]:
+        return reader.patterns(strings(key, **options), gate=name, key=key)
+
+    def secret_env() -> tuple[str, ...]:
+        names = strings("secret_env", allow_empty=True)
+        for secret_name in names:
+            if not re.fullmatch(_ENV_NAME, secret_name):
+                raise reader.error(f"{secret_name!r} is not a valid environment variable name",
+                                   gate=name, key="secret_env")
+        return names
+
+    # In this order, so that a gate with several mistakes always reports the same one first.
+    readers: dict[str, Callable[[], Any]] = {
+        "roles": lambda: strings("roles", empty_hint="remove the key to mean every role"),
+        "when_changed": lambda: patterns(
+            "when_changed", empty_hint="remove the key to run the gate always"),
+        "when_changed_all": lambda: patterns("when_changed_all", allow_empty=True),
+        "inputs": lambda: patterns(
+            "inputs", empty_hint="remove the key to use when_changed (or every file)"),
+        "secret_env": secret_env,
+        "phases": lambda: _phases(raw["phases"], name, reader),
+        **{key: functools.partial(reader.file_types, raw.get(key), gate=name, key=key)
+           for key in ("types", "types_or", "exclude_types")},
+        **{key: functools.partial(reader.regex, raw.get(key), gate=name, key=key)
+           for key in ("files_regex", "exclude_regex")},
+        "cwd": lambda: reader.cwd(raw["cwd"], gate=name, key="cwd"),
+        "timeout_seconds": lambda: reader.seconds(
+            raw["timeout_seconds"], gate=name, key="timeout_seconds"),
+        "shell": lambda: reader.boolean(raw["shell"], gate=name, key="shell"),
+        "retries": lambda: reader.integer(raw["retries"], gate=name, key="retries", minimum=0,
+                                          maximum=MAX_RETRIES),
+        "category": lambda: reader.choice(raw["category"], CATEGORIES, gate=name,
+                                          key="category"),
+        "on_missing": lambda: reader.choice(raw["on_missing"], ON_MISSING, gate=name,
+                                            key="on_missing"),
+        "cache": lambda: reader.boolean(raw["cache"], gate=name, key="cache"),
+        "needs": lambda: tuple(dict.fromkeys(need.strip() for need in strings(
+            "needs", empty_hint="remove the key: the gate needs no other"))),
+        "exclusive": lambda: reader.boolean(raw["exclusive"], gate=name, key="exclusive"),
+    }
+    given = {key: read() for key, read in readers.items() if key in raw}
+    # What the settings (and middle, for its own file) say where the gate says nothing.
+    defaults = {"timeout_seconds": settings.timeout_seconds, "on_missing": settings.on_missing,
+                "cache": settings.cache, "shell": middle, "category": "unit" if middle else None}
+    return Gate(name=name, command=command, kind=kind, env=env, **{**defaults, **given})
 
 
 def _command(
@@ -248,56 +205,29 @@ def _phases(value: object, name: str, reader: FieldReader) -> tuple[int, ...]:
 MAX_CIRCLE_SHOWN = 12
 
 
-def _check_needs(gates: list[Gate], reader: FieldReader) -> None:
+def _check_needs(gates: dict[str, Gate], reader: FieldReader) -> None:
     """Every ``needs`` names another gate of this file, and no gate needs itself through
     others: a gate that could never start is a contract error, not a hang."""
-    names = [gate.name for gate in gates]
-    known_names = set(names)
-    for gate in gates:
+    for gate in gates.values():
         for need in gate.needs:
             if need == gate.name:
                 raise reader.error("a gate cannot need itself", gate=gate.name, key="needs",
                                    hint=f"remove {need!r} from needs")
-            if need not in known_names:
-                known = did_you_mean(need, names) or f"gates: {', '.join(names)}"
+            if need not in gates:
+                known = did_you_mean(need, gates) or f"gates: {', '.join(gates)}"
                 raise reader.error(f"names no gate {need!r}", gate=gate.name, key="needs",
                                    hint=known)
-    cycle = _needs_cycle({gate.name: gate.needs for gate in gates})
-    if cycle:
-        shown = [repr(name) for name in (*cycle, cycle[0])]
+    try:
+        graphlib.TopologicalSorter({name: gate.needs for name, gate in gates.items()}).prepare()
+    except graphlib.CycleError as error:
+        # The circle as graphlib walks it, from a gate to the gates that need it: reversed,
+        # each gate is followed by the one it needs.
+        cycle = error.args[1][::-1]
+        shown = [repr(name) for name in cycle]
         if len(shown) > MAX_CIRCLE_SHOWN:
             # One readable line however long the circle: its start and its end.
             hidden = len(shown) - MAX_CIRCLE_SHOWN
             shown[MAX_CIRCLE_SHOWN // 2:-MAX_CIRCLE_SHOWN // 2] = [f"... ({hidden} more)"]
         path = " -> ".join(shown)
         raise reader.error(f"gates need each other in a circle: {path}", gate=cycle[0],
-                           key="needs", hint="remove one of these needs")
-
-
-def _needs_cycle(needs: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
-    """The gates of one circle of needs, in order (empty if there is none)."""
-    # Depth-first with an explicit stack: a long chain of needs must not hit the recursion
-    # limit of a contract loader.
-    state: dict[str, int] = {}  # 1: on the current path, 2: finished
-    for root in needs:
-        if root in state:
-            continue
-        path: list[str] = []
-        stack: list[tuple[str, int]] = [(root, 0)]
-        while stack:
-            name, index = stack.pop()
-            if index == 0:
-                state[name] = 1
-                path.append(name)
-            children = needs.get(name, ())
-            if index < len(children):
-                stack.append((name, index + 1))
-                child = children[index]
-                if state.get(child) == 1:
-                    return tuple(path[path.index(child):])
-                if child not in state:
-                    stack.append((child, 0))
-            else:
-                state[name] = 2
-                path.pop()
-    return ()
+                           key="needs", hint="remove one of these needs") from None

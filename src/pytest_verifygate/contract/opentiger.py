@@ -13,7 +13,7 @@ PYTEST_DONT_REWRITE
 """
 
 import posixpath
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from pytest_verifygate.commands import UnsupportedCommand, split_words
 from pytest_verifygate.contract.fields import FieldReader, short_repr, type_name
@@ -53,7 +53,7 @@ def load_opentiger(
     """The settings, gates and warnings of a parsed openTiger contract.
 
     Settings start from openTiger's own behaviour (``SEED_SETTINGS``): one gate at a time in
-    declared order, and a script that is not defined skipped.
+    declared order.
     """
     if not isinstance(data, dict):
         raise reader.error(f"must be a JSON object, not {type_name(data)}")
@@ -66,17 +66,19 @@ def load_opentiger(
     if "settings" in data:
         settings = load_settings(data["settings"], reader, settings, where='"settings"',
                                  table_word="an object")
-    uses = [_Use(part, cwd=cwd)
-            for command in _json_commands(data.get("commands", []), reader, key="commands")
-            for part, cwd in chained_parts(command)]
+
+    def uses_of(commands: object, key: str, **when: Any) -> list[_Use]:
+        """Each part of each command of the list ``commands``, run ``when`` (``_Use``)."""
+        return [_Use(part, cwd=cwd, **when) for command in _json_commands(commands, reader, key=key)
+                for part, cwd in chained_parts(command)]
+
+    uses = uses_of(data.get("commands", []), "commands")
     by_role = data.get("byRole", {})
     if not isinstance(by_role, dict):
         raise reader.error(f"must be an object, not {type_name(by_role)}", key="byRole")
     for role, commands in by_role.items():
         reader.string(role, gate=None, key="byRole")  # a role name is printed and matched
-        uses += [_Use(part, roles=(role,), cwd=cwd)
-                 for command in _json_commands(commands, reader, key=f"byRole.{role}")
-                 for part, cwd in chained_parts(command)]
+        uses += uses_of(commands, f"byRole.{role}", roles=(role,))
     rules = data.get("rules", [])
     if not isinstance(rules, list):
         raise reader.error(f"must be a list, not {type_name(rules)}", key="rules")
@@ -92,10 +94,8 @@ def load_opentiger(
                 )
         any_globs = _json_globs(rule.get("whenChangedAny"), reader, f"{key}.whenChangedAny")
         all_globs = _json_globs(rule.get("whenChangedAll"), reader, f"{key}.whenChangedAll")
-        uses += [_Use(part, None, any_globs or None, all_globs, cwd)
-                 for command in _json_commands(rule.get("commands", []), reader,
-                                               key=f"{key}.commands")
-                 for part, cwd in chained_parts(command)]
+        uses += uses_of(rule.get("commands", []), f"{key}.commands",
+                        when_changed=any_globs or None, when_changed_all=all_globs)
     if not uses:
         raise reader.error("defines no commands", key="commands",
                            hint='add "commands": ["..."]')

@@ -1,13 +1,13 @@
 """Turning a contract file into data: reading its text, and parsing it as TOML or JSON.
 
-Every way a file can fail to read or parse becomes a ``ContractError``.
+Every way a file can fail to read or parse becomes a ``ContractError``. Each parser is
+imported only when a file of its format is parsed.
 
 PYTEST_DONT_REWRITE
 """
 
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from pytest_verifygate.errors import ContractError
@@ -33,22 +33,24 @@ def read_text(path: Path, shown: str) -> str:
 
 def parse_toml(text: str, shown: str) -> dict[str, Any]:
     """The TOML document ``text``: a table."""
-    tomllib = _toml_parser()
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
+
     try:
         data: dict[str, Any] = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ContractError(shown, f"is not valid TOML: {exc}") from None
     except RecursionError:
         raise ContractError(shown, "is not valid TOML: nested too deeply") from None
     except ValueError as exc:
-        # tomllib lets int()'s digit limit (4300 digits) escape as a plain ValueError.
+        # TOMLDecodeError, or int()'s digit limit (4300 digits), which escapes as a ValueError.
         raise ContractError(shown, f"is not valid TOML: {exc}") from None
     return data
 
 
 def parse_json(text: str, shown: str) -> Any:
     """The JSON document ``text``: any JSON value (the openTiger loader checks its shape)."""
-    import json  # only the openTiger format is JSON: keeps start-up cheap
+    import json
 
     try:
         return json.loads(text)
@@ -61,15 +63,3 @@ def parse_json(text: str, shown: str) -> Any:
     except ValueError as exc:
         # json raises a plain ValueError (not JSONDecodeError) for a number of 4300+ digits.
         raise ContractError(shown, f"is not valid JSON: {exc}") from None
-
-
-def _toml_parser() -> ModuleType:
-    """tomllib (tomli before Python 3.11), imported only when a contract must be parsed."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-
-        return tomllib
-    import tomli  # pragma: no cover - exercised on Python 3.10 only
-
-    parser: ModuleType = tomli
-    return parser

@@ -7,6 +7,7 @@ differ (``model.SEED_SETTINGS``: middle and openTiger run one gate at a time, in
 PYTEST_DONT_REWRITE
 """
 
+from collections.abc import Callable
 from typing import Any
 
 from pytest_verifygate.contract.fields import FieldReader, type_name
@@ -16,55 +17,30 @@ from pytest_verifygate.contract.model import ON_MISSING, SETTINGS_KEYS, Settings
 MAX_JOBS = 1024
 
 
-NATIVE_SETTINGS = Settings()
-
-
-def load_settings(
-    raw: object, reader: FieldReader, defaults: Settings = NATIVE_SETTINGS, *,
-    key: str = "settings", where: str = "[settings]", table_word: str = "a table",
-) -> Settings:
+def load_settings(raw: object, reader: FieldReader, defaults: Settings, *,
+                  where: str = "[settings]", table_word: str = "a table") -> Settings:
     """``defaults`` with the values of the settings table ``raw`` (checked) put in.
 
-    ``key`` is the table's name in error messages, ``where`` how the unknown-key message names
-    it and ``table_word`` what the table is called in this format ("an object" in JSON).
+    ``where`` is how the unknown-key message names the table and ``table_word`` what the
+    table is called in this format ("an object" in JSON).
     """
     if not isinstance(raw, dict):
-        raise reader.error(f"must be {table_word}, not {type_name(raw)}", key=key)
+        raise reader.error(f"must be {table_word}, not {type_name(raw)}", key="settings")
     reader.check_keys(raw, SETTINGS_KEYS, gate=None, where=where)
-    values: dict[str, Any] = {}
-
-    def name(setting: str) -> str:
-        return f"{key}.{setting}"
-
-    if "timeout_seconds" in raw:
-        values["timeout_seconds"] = reader.seconds(
-            raw["timeout_seconds"], gate=None, key=name("timeout_seconds")
-        )
-    if "jobs" in raw:
-        values["jobs"] = reader.integer(raw["jobs"], gate=None, key=name("jobs"), minimum=0,
-                                        maximum=MAX_JOBS)
-    if "output_tail_bytes" in raw:
-        values["output_tail_bytes"] = reader.integer(
-            raw["output_tail_bytes"], gate=None, key=name("output_tail_bytes"), minimum=256,
-            maximum=64 * 1024 * 1024,
-        )
-    if "log_max_bytes" in raw:
-        values["log_max_bytes"] = reader.integer(
-            raw["log_max_bytes"], gate=None, key=name("log_max_bytes"), minimum=4096,
-            maximum=1 << 40,
-        )
-    if "on_missing" in raw:
-        values["on_missing"] = reader.choice(
-            raw["on_missing"], ON_MISSING, gate=None, key=name("on_missing")
-        )
-    if "fail_when_unverified" in raw:
-        values["fail_when_unverified"] = reader.boolean(
-            raw["fail_when_unverified"], gate=None, key=name("fail_when_unverified")
-        )
-    if "changed_from" in raw:
-        values["changed_from"] = reader.string(
-            raw["changed_from"], gate=None, key=name("changed_from"), allow_empty=True
-        ).strip()
-    if "cache" in raw:
-        values["cache"] = reader.boolean(raw["cache"], gate=None, key=name("cache"))
-    return defaults._replace(**values)
+    # Each setting's check, given its value and its key as messages name it.
+    checks: dict[str, Callable[[object, str], Any]] = {
+        "timeout_seconds": lambda value, key: reader.seconds(value, gate=None, key=key),
+        "jobs": lambda value, key: reader.integer(value, gate=None, key=key, minimum=0,
+                                                  maximum=MAX_JOBS),
+        "output_tail_bytes": lambda value, key: reader.integer(
+            value, gate=None, key=key, minimum=256, maximum=64 * 1024 * 1024),
+        "log_max_bytes": lambda value, key: reader.integer(
+            value, gate=None, key=key, minimum=4096, maximum=1 << 40),
+        "on_missing": lambda value, key: reader.choice(value, ON_MISSING, gate=None, key=key),
+        "fail_when_unverified": lambda value, key: reader.boolean(value, gate=None, key=key),
+        "changed_from": lambda value, key: reader.string(
+            value, gate=None, key=key, allow_empty=True).strip(),
+        "cache": lambda value, key: reader.boolean(value, gate=None, key=key),
+    }
+    return defaults._replace(**{setting: check(raw[setting], f"settings.{setting}")
+                                for setting, check in checks.items() if setting in raw})
