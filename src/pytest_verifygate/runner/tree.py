@@ -11,15 +11,14 @@ a process outlive its gate, so a gate's processes are found three ways:
 - its descendants: a process whose parent chain leads to one already found, which catches one
   that started with an empty environment while its parent still lives (``/proc/<pid>/stat``).
 
-The last two need Linux's ``/proc``; elsewhere the process group is all there is. A process
-that leaves the group, clears its environment and is orphaned cannot be found by anyone but
-the kernel: untrusted gates belong in a container. Only processes started after the gate's
-first process are candidates, and a process is known by its pid and start time together, so
-a pid reused by an unrelated process is never signalled.
+The last two need Linux's ``/proc``; elsewhere the process group is all there is. Only
+processes started after the gate's first process are candidates, and a process is known by its
+pid and start time together, so a pid reused by an unrelated process is never signalled. A
+process that leaves the group, clears its environment and is orphaned cannot be found by anyone
+but the kernel: untrusted gates belong in a container.
 
 PYTEST_DONT_REWRITE
 """
-
 
 import contextlib
 import os
@@ -35,14 +34,6 @@ PROC = "/proc"
 # How long the processes of a gate get to go after SIGKILL before they count as survivors.
 KILL_WAIT_SECONDS = 1.0
 POLL_SECONDS = 0.02
-# Above what a machine hands out in practice (threads take pids too): within pid_max / this,
-# the pids given out since a gate started are the range from its first process to the last
-# pid given out, so the check after a gate ended normally reads only those, not every process
-# on the machine (that costs milliseconds a gate). Ending a gate that timed out or was
-# interrupted always looks at every process.
-MAX_PIDS_PER_SECOND = 200_000
-# Up to this many pids to look at, each is tried; more, and /proc is listed instead.
-SMALL_PID_RANGE = 256
 
 
 class Proc(NamedTuple):
@@ -59,32 +50,14 @@ class Proc(NamedTuple):
     def running(self) -> bool:
         return self.state not in ("Z", "X", "x")  # not a zombie, not dead
 
-    def describe(self) -> str:
-        return f"{self.pid} ({self.name})"
-
-
-def new_mark() -> str:
-    """A mark no other gate command carries (96 random bits)."""
-    return "vg" + os.urandom(12).hex()
-
-
-def marked_environment(inherited: str | None, mark: str) -> str:
-    """``VERIFYGATE_TREE`` for a command: the marks it inherits, then its own."""
-    return " ".join([*(inherited or "").split(), mark])
-
 
 def read_proc(pid: int | str) -> Proc | None:
     """The process ``pid`` from ``/proc``; None if it is gone (or there is no ``/proc``)."""
     try:
-        fd = os.open(f"{PROC}/{pid}/stat", os.O_RDONLY)
+        with open(f"{PROC}/{pid}/stat", "rb") as handle:
+            data = handle.read()
     except OSError:
         return None
-    try:
-        data = os.read(fd, 4096)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     # The name is in parentheses and may hold anything, ")" and spaces included.
     open_paren, close_paren = data.find(b"("), data.rfind(b")")
     fields = data[close_paren + 2:].split()
@@ -96,75 +69,33 @@ def read_proc(pid: int | str) -> Proc | None:
         return None
 
 
-def _processes(since: int, pids: range | None) -> list[Proc]:
-    """Every process started at ``since`` (clock ticks) or later, this one excluded; with
-    ``pids``, only those with a pid in it."""
-    me = os.getpid()
-    if pids is not None and len(pids) <= SMALL_PID_RANGE:
-        numbers: Iterable[int] = pids  # a few opens of absent pids cost less than a listing
-    else:
-        try:
-            numbers = (int(entry) for entry in os.listdir(PROC) if entry.isdigit())
-        except OSError:
-            return []
-    found = []
-    for pid in numbers:
-        if pid == me or (pids is not None and pid not in pids):
-            continue
-        proc = read_proc(pid)
-        if proc is not None and proc.start >= since:
-            found.append(proc)
-    return found
-
-
-def _last_pid() -> int | None:
-    """The pid the kernel handed out last (``/proc/loadavg``), None if unknown."""
+def _processes(since: int) -> list[Proc]:
+    """Every process started at ``since`` (clock ticks) or later, this one excluded."""
     try:
-        fd = os.open(f"{PROC}/loadavg", os.O_RDONLY)
+        entries = os.listdir(PROC)
     except OSError:
-        return None
-    try:
-        return int(os.read(fd, 256).split()[4])
-    except (OSError, IndexError, ValueError):
-        return None
-    finally:
-        os.close(fd)
-
-
-_pid_max: list[int] = []
-
-
-def _full_cycle_seconds() -> float:
-    """How long the kernel needs at least to hand out every pid once (``pid_max`` pids at
-    ``MAX_PIDS_PER_SECOND``): within that, the pids given out since a moment are exactly the
-    range from the pid given out then to the last one, wrapping at most once."""
-    if not _pid_max:
-        try:
-            with open(f"{PROC}/sys/kernel/pid_max", "rb") as handle:
-                _pid_max.append(int(handle.read()))
-        except (OSError, ValueError):
-            _pid_max.append(0)
-    return _pid_max[0] / MAX_PIDS_PER_SECOND
+        return []
+    me = str(os.getpid())
+    found = []
+    for entry in entries:
+        if entry.isdigit() and entry != me:
+            proc = read_proc(entry)
+            if proc is not None and proc.start >= since:
+                found.append(proc)
+    return found
 
 
 def _carries(pid: int, mark: bytes) -> bool:
     try:
-        fd = os.open(f"{PROC}/{pid}/environ", os.O_RDONLY)
+        with open(f"{PROC}/{pid}/environ", "rb") as handle:
+            return mark in handle.read()
     except OSError:  # gone, or another user's
         return False
-    try:
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-    return mark in b"".join(chunks)
 
 
 def send_signal(pid: int, signum: int) -> None:
-    """``kill(pid, signum)``; PermissionError is the caller's to note."""
+    """``kill(pid, signum)``; a process gone or not ours to signal is the caller's to pass
+    over."""
     os.kill(pid, signum)
 
 
@@ -172,6 +103,14 @@ def send_group_signal(pgid: int, signum: int) -> None:
     """``killpg(pgid, signum)``; a group gone, or none of it ours to signal, is passed over."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signum)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):  # gone, or a reused id someone else owns
+        return False
+    return True
 
 
 class GateTree:
@@ -184,21 +123,17 @@ class GateTree:
         # Without /proc (not Linux) only the process group can be reached.
         self.traceable = found is not None
         self.since = found.start if found is not None else 0
-        self.started = time.monotonic()
         self.known: dict[int, int] = {}  # pid -> start of every process found so far
         # The process groups of those found outside the gate's own: each is signalled whole,
         # which reaches a member that appeared since the look (see ``signal``).
         self.groups: set[int] = set()
-        self.refused: set[int] = set()  # pids a signal was refused for
 
-    def members(self, *, quick: bool = False) -> list[Proc]:
+    def members(self) -> list[Proc]:
         """The gate's processes still running (zombies are dead; the leader's is reaped by
-        its ``Popen``). ``quick``: look among the pids handed out since the gate started
-        only, where that range can be known."""
+        its ``Popen``)."""
         if not self.traceable:
             return []
-        pids = self._since_start() if quick else None
-        candidates = {proc.pid: proc for proc in _processes(self.since, pids)}
+        candidates = {proc.pid: proc for proc in _processes(self.since)}
         found = {pid for pid, proc in candidates.items()
                  if proc.pgrp == self.leader or pid == self.leader
                  or self.known.get(pid) == proc.start}
@@ -223,15 +158,6 @@ class GateTree:
         self.groups -= {self.leader, os.getpgrp(), 0, 1}
         return [candidates[pid] for pid in sorted(found) if candidates[pid].running]
 
-    def _since_start(self) -> range | None:
-        """The pids handed out since the gate's first process; None (any pid) once the
-        kernel may have gone round the whole pid space, or wrapped round to its start."""
-        last = _last_pid()
-        if (last is None or last < self.leader
-                or time.monotonic() - self.started >= _full_cycle_seconds()):
-            return None
-        return range(self.leader, last + 1)
-
     def signal(self, signum: int) -> list[Proc]:
         """Send ``signum`` to the whole group, to every group a member found made of its own
         (``setsid``), and to every member found outside those; return the members found.
@@ -245,26 +171,25 @@ class GateTree:
         members = self.members()
         for group in (self.leader, *sorted(self.groups)):
             send_group_signal(group, signum)
-        self._send(members, signum)
-        return members
-
-    def _send(self, members: Iterable[Proc], signum: int) -> None:
         for proc in members:
-            if proc.pgrp == self.leader:
-                continue  # reached by killpg (one in a group of its own is signalled
-                # again by itself, which tells a process that refuses signals)
-            try:
-                send_signal(proc.pid, signum)
-            except ProcessLookupError:
-                continue
-            except PermissionError:
-                self.refused.add(proc.pid)
+            # One in the gate's group was reached by killpg; one in a group of its own is
+            # signalled again by itself, which tells a process that refuses signals.
+            if proc.pgrp != self.leader:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    send_signal(proc.pid, signum)
+        return members
 
     def end(self, grace: float) -> list[Proc]:
         """End whatever of the gate still runs: SIGTERM, up to ``grace`` seconds to go, then
         SIGKILL until nothing is left (new processes included), for ``KILL_WAIT_SECONDS`` at
         most. Returns the processes still running after that."""
-        if not self.traceable or not self.members(quick=True):
+        if not self.traceable:  # no /proc: the process group is what can be reached
+            if _group_alive(self.leader):
+                send_group_signal(self.leader, signal.SIGTERM)
+                if not _wait_until(lambda: not _group_alive(self.leader), grace):
+                    send_group_signal(self.leader, signal.SIGKILL)
+            return []
+        if not self.members():
             return []
         self.signal(signal.SIGTERM)
         if _wait_until(lambda: not self.members(), grace):
@@ -289,7 +214,7 @@ def _wait_until(done: Callable[[], bool], seconds: float) -> bool:
 def describe(survivors: Iterable[Proc]) -> str:
     """A note for the gate's output naming the processes that could not be killed."""
     listed = list(survivors)
-    names = ", ".join(proc.describe() for proc in listed[:20])
+    names = ", ".join(f"{proc.pid} ({proc.name})" for proc in listed[:20])
     more = f" and {len(listed) - 20} more" if len(listed) > 20 else ""
     return (f"verifygate: {len(listed)} process(es) this gate started could not be killed: "
             f"{names}{more}; they may still be running\n")
