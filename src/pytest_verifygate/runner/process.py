@@ -1,16 +1,11 @@
 """Process supervision: one attempt of a gate, from spawn to the last process it started.
 
-Each command is spawned in a new session (its own process group) with stdin closed and
-stdout+stderr merged into one pipe, and with a mark of its own in its environment
-(``runner.tree``). The pipe is read without blocking into an ``OutputSink``, which streams every
-byte to the gate's log (``runner.logfile``: capped, private), through the caller's
-``OutputFilter`` (the secret masker) when one is given, and keeps only the last
-``tail_bytes`` in memory. The process itself is watched, not only the pipe: a gate that closes
-its output and keeps running still meets its deadline and a cancel. A deadline, a cancel
-(Ctrl-C, ``-x``) or the gate's first process exiting while others still hold the pipe all end
-the same way: SIGTERM to the whole tree (its group, and what left the group), a short grace,
-then SIGKILL. Whatever is left of the tree when the attempt ends is killed too: no process
-outlives its gate, and one that cannot be killed is named in the gate's output.
+Each command runs in a session of its own with stdin closed and stdout+stderr in one pipe,
+read without blocking into an ``OutputSink`` (the masked log and an in-memory tail). The process
+is watched, not only the pipe. A deadline, a cancel, or leftovers holding the pipe after the
+first process exited all end the same way: SIGTERM to the whole tree (``runner.tree``), a
+grace, then SIGKILL; no process outlives its gate, and one that cannot be killed is named in
+the gate's output.
 
 PYTEST_DONT_REWRITE
 """
@@ -18,24 +13,18 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 import os
 import selectors
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from pytest_verifygate.runner.logfile import DEFAULT_LOG_MAX_BYTES, GateLog
-from pytest_verifygate.runner.tree import (
-    TREE_ENV,
-    GateTree,
-    describe,
-    marked_environment,
-    new_mark,
-)
+from pytest_verifygate.runner.logfile import GateLog
+from pytest_verifygate.runner.tree import TREE_ENV, GateTree, Proc, describe
 
 if TYPE_CHECKING:
     import threading
@@ -44,7 +33,7 @@ if TYPE_CHECKING:
     from pytest_verifygate.runner.records import GatePlan
     from pytest_verifygate.runner.watchdog import Watchdog
 
-READ_SIZE = 1 << 20
+READ_SIZE = 1 << 16  # what a pipe holds by default
 TICK_SECONDS = 0.1
 KILL_GRACE_SECONDS = 2.0
 LEFTOVER_GRACE_SECONDS = 0.5
@@ -142,20 +131,17 @@ class OutputSink:
         return text, truncated
 
 
+@dataclass
 class AttemptEnd:
     """How one attempt (or one of its commands) ended, filled in while it is supervised."""
 
-    __slots__ = ("exit_code", "interrupted", "output_held", "signal", "spawn_failed",
-                 "timed_out")
-
-    def __init__(self, spawn_failed: bool = False) -> None:
-        self.exit_code: int | None = None
-        self.signal: int | None = None
-        self.timed_out = False
-        self.interrupted = False
-        self.spawn_failed = spawn_failed
-        # Something still held the output open after everything found was killed.
-        self.output_held = False
+    exit_code: int | None = None
+    signal: int | None = None
+    timed_out: bool = False
+    interrupted: bool = False
+    spawn_failed: bool = False
+    # Something still held the output open after everything found was killed.
+    output_held: bool = False
 
     @property
     def failed(self) -> bool:
@@ -171,9 +157,9 @@ def run_attempt(
     tail_bytes: int,
     cancelled: threading.Event,
     base_env: Mapping[str, str],
-    log_max_bytes: int = DEFAULT_LOG_MAX_BYTES,
-    log_filter: OutputFilter | None = None,
-    watchdog: Watchdog | None = None,
+    log_max_bytes: int,
+    log_filter: OutputFilter | None,
+    watchdog: Watchdog,
 ) -> tuple[AttemptEnd, OutputSink]:
     """Run the plan's commands one after another until one fails, all within one deadline.
 
@@ -192,7 +178,7 @@ def run_attempt(
     end = AttemptEnd()
     try:
         for argv in plan.invocations:
-            step = spawn_and_wait(plan, argv, sink, deadline, cancelled, base_env, watchdog)
+            step = _run_command(plan, argv, sink, deadline, cancelled, base_env, watchdog)
             # The first command that failed decides (a signal death counts as a failure).
             if not end.failed or step.timed_out or step.interrupted:
                 end = step
@@ -214,33 +200,34 @@ def clamp_timeout(seconds: float) -> float:
     return max(0.0, value)
 
 
-def spawn_and_wait(
+def _run_command(
     plan: GatePlan,
     argv: Sequence[str],
     sink: OutputSink,
     deadline: float,
     cancelled: threading.Event,
     base_env: Mapping[str, str],
-    watchdog: Watchdog | None = None,
+    watchdog: Watchdog,
 ) -> AttemptEnd:
-    """Spawn ``argv`` in a session of its own and supervise it; a spawn error goes to ``sink``.
+    """Spawn ``argv`` in a session of its own and supervise it until it and every process it
+    started are gone; a spawn error goes to ``sink``.
 
     ``base_env`` is the environment the gate inherits, snapshotted by the caller's thread:
     ``os.environ`` read here, in a worker thread, races the main thread changing it (pytest
     sets and removes ``PYTEST_CURRENT_TEST`` around every item: a ``KeyError`` mid-copy).
     """
     if not plan.cwd.is_dir():
-        message = f"verifygate: the gate's cwd {plan.gate.cwd!r} does not exist\n"
-        sink.write(message.encode())
-        return AttemptEnd(spawn_failed=True)
-    env = dict(base_env)
-    env.update(plan.env)
-    # Lets a pytest started by a gate know it runs inside one (no recursive gate runs).
-    env[GATE_ENV] = plan.gate.name
-    # Finds the command's processes wherever they go (``runner.tree``); an outer run's marks
-    # are kept, so a run inside a gate stays findable by the run around it.
-    mark = new_mark()
-    env[TREE_ENV] = marked_environment(base_env.get(TREE_ENV), mark)
+        return _not_started(sink, f"the gate's cwd {plan.gate.cwd!r} does not exist")
+    mark = "vg" + os.urandom(12).hex()  # 96 random bits: no other gate command carries it
+    env = {
+        **base_env,
+        **plan.env,
+        # Lets a pytest started by a gate know it runs inside one (no recursive gate runs).
+        GATE_ENV: plan.gate.name,
+        # Finds the command's processes wherever they go (``runner.tree``); an outer run's
+        # marks are kept, so a run inside a gate stays findable by the run around it.
+        TREE_ENV: " ".join([*base_env.get(TREE_ENV, "").split(), mark]),
+    }
     try:
         process = subprocess.Popen(
             list(argv),
@@ -253,50 +240,34 @@ def spawn_and_wait(
             close_fds=True,
         )
     except FileNotFoundError:
-        message = f"verifygate: cannot run {argv[0]!r}: program not found on PATH\n"
-        sink.write(message.encode())
-        return AttemptEnd(spawn_failed=True)
+        return _not_started(sink, f"cannot run {argv[0]!r}: program not found on PATH")
     except PermissionError:
-        message = f"verifygate: cannot run {argv[0]!r}: permission denied (not executable)\n"
-        sink.write(message.encode())
-        return AttemptEnd(spawn_failed=True)
+        return _not_started(sink, f"cannot run {argv[0]!r}: permission denied (not executable)")
     except OSError as exc:
-        sink.write(f"verifygate: cannot run {argv[0]!r}: {exc.strerror or exc}\n".encode())
-        return AttemptEnd(spawn_failed=True)
-    release: Callable[[], None] | None = None
-    if watchdog is not None:
-        watchdog.started(process.pid, mark, deadline)
-        release = functools.partial(watchdog.ended, process.pid)
-    return supervise(process, sink, deadline, cancelled, GateTree(process.pid, mark), release)
-
-
-def supervise(
-    process: subprocess.Popen[bytes],
-    sink: OutputSink,
-    deadline: float,
-    cancelled: threading.Event,
-    tree: GateTree,
-    release: Callable[[], None] | None = None,
-) -> AttemptEnd:
-    """Watch ``process`` and its pipe until both are done, ending its tree on deadline or
-    cancel; then end whatever of the tree is left (even when this raises), and reap it.
-    ``release`` is called once the tree is ended, before its first process is reaped."""
+        return _not_started(sink, f"cannot run {argv[0]!r}: {exc.strerror or exc}")
     assert process.stdout is not None
+    watchdog.started(process.pid, mark, deadline)
+    tree = GateTree(process.pid, mark)
     end = AttemptEnd()
     try:
         _watch(process, sink, deadline, cancelled, tree, end)
     finally:
         process.stdout.close()
-        survivors = _end_tree(process, tree, release)
+        survivors = _end_tree(process, tree, watchdog)
     if survivors:
-        sink.note(survivors)
+        sink.note(describe(survivors))
     if end.output_held:
         sink.note(HELD_OUTPUT_NOTE)
-    returncode = process.returncode
-    if returncode is not None and returncode < 0:
-        end.signal = -returncode
-    end.exit_code = returncode if returncode is not None and returncode >= 0 else None
+    if process.returncode is not None and process.returncode < 0:
+        end.signal = -process.returncode
+    else:
+        end.exit_code = process.returncode
     return end
+
+
+def _not_started(sink: OutputSink, message: str) -> AttemptEnd:
+    sink.write(f"verifygate: {message}\n".encode())
+    return AttemptEnd(spawn_failed=True)
 
 
 def _watch(
@@ -312,7 +283,6 @@ def _watch(
     assert process.stdout is not None
     fd = process.stdout.fileno()
     os.set_blocking(fd, False)
-    _widen_pipe(fd)
     pipe_open = True
     kill_at: float | None = None  # when SIGKILL follows the SIGTERM already sent
     with selectors.DefaultSelector() as selector:
@@ -383,21 +353,20 @@ def _wait_exit(process: subprocess.Popen[bytes], seconds: float) -> None:
 
 
 def _end_tree(process: subprocess.Popen[bytes], tree: GateTree,
-              release: Callable[[], None] | None = None) -> str:
-    """Kill whatever of the gate still runs, reap its first process; a note naming the
-    processes that could not be killed ("" when none)."""
-    if not tree.traceable:  # no /proc: the process group is what can be reached
-        if release is not None:
-            release()
-        _reap(process)
-        _reap_leftovers(tree.leader, KILL_GRACE_SECONDS)
-        return ""
-    survivors = tree.end(LEFTOVER_GRACE_SECONDS)
-    if release is not None:
-        release()
-    if not _reap(process):
+              watchdog: Watchdog) -> list[Proc]:
+    """Kill whatever of the gate still runs and reap its first process; return the
+    processes that could not be killed."""
+    survivors = tree.end(LEFTOVER_GRACE_SECONDS) if tree.traceable else []
+    # Before the reap: once reaped, the first process's id may go to another process.
+    watchdog.ended(process.pid)
+    reaped = _reap(process)
+    if not tree.traceable:
+        # Without /proc the group is all there is; ended after the reap, since a zombie
+        # leader would keep the group alive through the whole grace.
+        tree.end(LEFTOVER_GRACE_SECONDS)
+    elif not reaped:
         survivors = tree.members() or survivors
-    return describe(survivors) if survivors else ""
+    return survivors
 
 
 def _reap(process: subprocess.Popen[bytes]) -> bool:
@@ -414,17 +383,6 @@ def _reap(process: subprocess.Popen[bytes]) -> bool:
             return True
         except subprocess.TimeoutExpired:
             return False
-
-
-def _widen_pipe(fd: int) -> None:
-    """Ask Linux for a pipe as large as one read: a gigabyte of output then takes a thousand
-    wake-ups instead of sixteen thousand (the default pipe holds 64 KiB)."""
-    import fcntl
-
-    set_size = getattr(fcntl, "F_SETPIPE_SZ", None)
-    if set_size is not None:
-        with contextlib.suppress(OSError):  # over /proc/sys/fs/pipe-max-size, or not Linux
-            fcntl.fcntl(fd, set_size, READ_SIZE)
 
 
 def _drain(fd: int, sink: OutputSink) -> bool:
@@ -450,31 +408,3 @@ def _drain_after_kill(fd: int, sink: OutputSink, selector: selectors.BaseSelecto
         if selector.select(0.05) and _drain(fd, sink):
             return True
     return False
-
-
-def _signal_group(pgid: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signum)
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # pragma: no cover - a reused id owned by someone else
-        return False
-    return True
-
-
-def _reap_leftovers(pgid: int, grace: float) -> None:
-    """Kill whatever is left of the gate's process group (daemons that closed their output)."""
-    if not _group_alive(pgid):
-        return
-    _signal_group(pgid, signal.SIGTERM)
-    end = time.monotonic() + min(grace, LEFTOVER_GRACE_SECONDS)
-    while time.monotonic() < end:
-        if not _group_alive(pgid):
-            return
-        time.sleep(0.02)
-    _signal_group(pgid, signal.SIGKILL)
