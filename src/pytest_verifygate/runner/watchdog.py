@@ -1,16 +1,13 @@
 """The watchdog: one small process per run that ends a gate's process tree at the gate's
 deadline, or at once when the run that started the gate is gone.
 
-The run supervises its gates itself (``runner.process``); but a run killed with SIGKILL (the
-OOM killer, an agent tool's hard kill), stopped, or a pytest ended from a thread without
-its exit handlers (pytest-timeout's thread method) supervises nothing, and its gates, each in a
-session of its own, would run on. So the first gate a run spawns also starts this process,
-in a session of its own, reading the run's messages on its stdin (``Watchdog``): a gate
-started (its first process, its tree mark, its deadline) and a gate ended. It ends a gate's tree
-(``runner.tree``: its group, its marked processes, their descendants) when the gate's
-deadline and the run's own grace have passed, and every gate's tree as soon as its stdin
-reaches end of file: the run closed it, exited or died (the kernel closes a dead process's
-pipes). Then it exits. A run that ends normally has ended its gates by then.
+A run killed with SIGKILL (the OOM killer, an agent tool's hard kill), stopped, or a pytest
+ended from a thread without its exit handlers (pytest-timeout's thread method) supervises
+nothing, and its gates, each in a session of its own, would run on. So the first gate a run
+spawns also starts this process, which reads on its stdin which gates started (first process,
+tree mark, deadline) and ended. It ends a gate's tree (``runner.tree``) once the gate's
+deadline and the run's own grace have passed, and every tree when its stdin reaches end of
+file: the run closed it, exited or died (the kernel closes a dead process's pipes).
 
 PYTEST_DONT_REWRITE
 """
@@ -21,15 +18,13 @@ import contextlib
 import os
 import select
 import signal
+import subprocess
 import sys
+import threading
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
-from pytest_verifygate.runner.tree import GateTree, read_proc, send_group_signal
-
-if TYPE_CHECKING:
-    import subprocess
-    from collections.abc import Iterable
+from pytest_verifygate.runner.tree import GateTree, read_proc
 
 # After a gate's deadline, the run itself sends SIGTERM, waits its grace (2 s,
 # ``process.KILL_GRACE_SECONDS``), sends SIGKILL and ends what is left of the tree (1.5 s at
@@ -47,8 +42,6 @@ class Watchdog:
     gate, and closes its stdin when the run ends (which ends the watchdog)."""
 
     def __init__(self) -> None:
-        import threading  # the run's side only: the watchdog process starts without it
-
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._closed = False
@@ -71,8 +64,6 @@ class Watchdog:
             process, self._process = self._process, None
         if process is None:
             return
-        import threading
-
         assert process.stdin is not None
         with contextlib.suppress(OSError):  # it is gone already
             process.stdin.close()
@@ -97,8 +88,6 @@ class Watchdog:
 def _spawn() -> subprocess.Popen[bytes] | None:
     """The watchdog process, or None when it cannot be started (a process limit): the run
     then supervises its gates alone, as it always does while it lives."""
-    import subprocess
-
     # Started where the package this run imported lives, so that ``-m`` finds that package
     # (not one of the same name in the project the run checks); it needs nothing else than
     # the standard library, so neither ``site`` nor the environment's PYTHON* variables.
@@ -122,30 +111,22 @@ def _spawn() -> subprocess.Popen[bytes] | None:
 # -- the watchdog process ------------------------------------------------------------------
 
 
-class _Gate:
-    __slots__ = ("deadline", "tree")
-
-    def __init__(self, tree: GateTree, deadline: float) -> None:
-        self.tree = tree
-        self.deadline = deadline
-
-
 def main() -> None:
     """Read the run's messages until end of file, ending trees whose deadline has passed;
     then end every tree still watched."""
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         # Whoever stops the run must not stop the one that cleans up after it.
         signal.signal(signum, signal.SIG_IGN)
-    gates: dict[int, _Gate] = {}
+    gates: dict[int, tuple[GateTree, float]] = {}  # leader -> its tree, when to end it
     stdin = sys.stdin.fileno()
     pending = b""
     while True:
         now = time.monotonic()
-        due = [leader for leader, gate in gates.items() if gate.deadline <= now]
+        due = [leader for leader, (_, end_at) in gates.items() if end_at <= now]
         if due:
-            _end([gates.pop(leader).tree for leader in due])
+            _end([gates.pop(leader)[0] for leader in due])
             continue
-        wait = min((gate.deadline for gate in gates.values()), default=now + 3600) - now
+        wait = min((end_at for _, end_at in gates.values()), default=now + 3600) - now
         readable, _, _ = select.select([stdin], [], [], max(0.0, wait))
         if not readable:
             continue
@@ -155,10 +136,10 @@ def main() -> None:
         pending += chunk
         *lines, pending = pending.split(b"\n")
         _apply(lines, gates)
-    _end([gate.tree for gate in gates.values()])
+    _end([tree for tree, _ in gates.values()])
 
 
-def _apply(lines: Iterable[bytes], gates: dict[int, _Gate]) -> None:
+def _apply(lines: Iterable[bytes], gates: dict[int, tuple[GateTree, float]]) -> None:
     for line in lines:
         words = line.decode("ascii", "replace").split()
         if len(words) == 4 and words[0] == "start":
@@ -168,7 +149,7 @@ def _apply(lines: Iterable[bytes], gates: dict[int, _Gate]) -> None:
                 # /proc works but the first process is gone: the run has reaped it, and its
                 # "end" is on its way. Its id may already be another process's.
                 continue
-            gates[leader] = _Gate(tree, deadline + AFTER_DEADLINE_SECONDS)
+            gates[leader] = (tree, deadline + AFTER_DEADLINE_SECONDS)
         elif len(words) == 2 and words[0] == "end":
             gates.pop(int(words[1]), None)
 
@@ -176,18 +157,12 @@ def _apply(lines: Iterable[bytes], gates: dict[int, _Gate]) -> None:
 def _end(trees: list[GateTree]) -> None:
     """End ``trees`` together: SIGTERM to all, the grace, then SIGKILL until none is left."""
     for tree in trees:
-        if tree.traceable:
-            tree.signal(signal.SIGTERM)
-        else:  # no /proc: the process group is what can be reached
-            send_group_signal(tree.leader, signal.SIGTERM)
+        tree.signal(signal.SIGTERM)
     end = time.monotonic() + GRACE_SECONDS
-    while time.monotonic() < end and any(tree.members() for tree in trees if tree.traceable):
+    while time.monotonic() < end and any(tree.members() for tree in trees):
         time.sleep(0.05)
     for tree in trees:
-        if tree.traceable:
-            tree.end(0.0)
-        else:
-            send_group_signal(tree.leader, signal.SIGKILL)
+        tree.end(0.0)
 
 
 if __name__ == "__main__":
