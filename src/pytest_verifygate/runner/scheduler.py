@@ -1,17 +1,11 @@
 """The scheduler: planned gates run on up to ``jobs`` threads, each result awaited by name.
 
-Owns the order gates start in: declared order, or the start order the engine asks for (the
-longest gates first, ``state/durations.py``) between the ``exclusive`` gates, except that a gate
-starts only after the gates it ``needs`` (a need that failed skips it; one not in this run does
-not hold it back), and an ``exclusive`` gate runs alone, after the gates declared before it and
-before the gates declared after it. With ``jobs = 1`` the gates run one at a time in declared
-order. Every front end gets this order: the command line, the pytest plugin (which starts the
-gates its session will run) and the agent hooks.
-
-Also owns what happens around each attempt: retries with backoff, turning how an attempt ended
-into an outcome and a code (the classifier, then the ``pytest_verifygate_classify`` hook, then
-the gate's ``on_missing``), storing a cacheable pass, the start/finish callbacks, cancelling.
-The attempt itself (spawning, output, deadlines, signals) is ``runner.process``'s.
+Owns the order gates start in (``run_order``): declared order, or the engine's preferred start
+order between ``exclusive`` gates; a gate starts only after the gates it ``needs`` (a need
+that did not pass skips it), and an ``exclusive`` gate runs alone. Also owns what happens
+around each attempt (``runner.process``): retries with backoff, the outcome and code (the
+classifier, the ``pytest_verifygate_classify`` hook, ``on_missing``), storing a cacheable pass,
+the start/finish callbacks and cancelling.
 
 PYTEST_DONT_REWRITE
 """
@@ -51,6 +45,7 @@ WAIT_STEP_SECONDS = 0.5
 ClassifyHook = Callable[["Gate", GateResult], str | None]
 GateCallback = Callable[["Gate", GateResult], None]
 StartCallback = Callable[["Gate"], None]
+NOT_STARTED = "the run was interrupted before it started"
 
 
 class GateRunner:
@@ -71,12 +66,11 @@ class GateRunner:
         log_filter: Callable[[], OutputFilter] | None = None,
     ) -> None:
         self.plans = list(plans)  # in contract order: the order results are returned in
-        # Gate names in the order to prefer starting them (None: declared); see ``run_order``.
-        self.start_order = None if start_order is None else tuple(start_order)
+        self.start_order = start_order  # gate names to prefer starting first (see run_order)
         self.jobs = max(1, jobs)
         self.tail_bytes = tail_bytes
         self.log_dir = log_dir
-        self.log_max_bytes = log_max_bytes  # per gate attempt's log (runner.logfile)
+        self.log_max_bytes = log_max_bytes
         # A fresh filter for each attempt's log (the secret masker: logs are sinks too).
         self.log_filter = log_filter
         self._release_log_dir = claim_log_dir(None)
@@ -84,31 +78,25 @@ class GateRunner:
         self.on_started = on_started
         self.on_finished = on_finished
         self.cancelled = threading.Event()
-        # Taken here, in the thread that makes the runner: see ``process.spawn_and_wait``.
+        # Taken here, in the thread that makes the runner: see ``process._run_command``.
         self.base_env = dict(os.environ)
         self._by_name = {plan.gate.name: plan for plan in self.plans}
-        # The gates that wait for a worker, in run order (``run_order``), and what a worker
-        # must know to pick the next one; each gate's result once announced (or the exception
-        # that ended its thread), for whoever waits for it: all guarded by ``_ready``, which
-        # is notified whenever a gate finishes.
+        # Guarded by ``_ready``, which is notified whenever a gate ends: the gates waiting for
+        # a worker (in run order), those running (name -> exclusive), and each gate's result
+        # once announced (or the exception that ended its thread).
         self._ready = threading.Condition()
         self._waiting: list[GatePlan] = []
-        self._results: dict[str, GateResult] = {}
-        self._errors: dict[str, BaseException] = {}
-        self._running: dict[str, bool] = {}  # name -> exclusive
-        self._ended: dict[str, GateResult | None] = {}  # None: its thread raised
+        self._running: dict[str, bool] = {}
+        self._done: dict[str, GateResult | BaseException] = {}
+        self._static: dict[str, GateResult] = {}  # gates that run nothing (see start)
         self._needs: dict[str, tuple[str, ...]] = {}
         self._workers: list[threading.Thread] | None = None
         self._callback_lock = threading.Lock()
-        # Ends the gates' trees at their deadlines even if this process cannot: started with
-        # the first gate that spawns a process (``runner.watchdog``).
+        # Ends the gates' trees at their deadlines even if this process cannot.
         self._watchdog = Watchdog()
 
-    # -- lifecycle -----------------------------------------------------------------------
-
     def start(self) -> None:
-        """Queue every gate; up to ``jobs`` run at once, the rest wait their turn (see
-        ``run_order``)."""
+        """Queue every gate; up to ``jobs`` run at once, the rest wait their turn."""
         if self._workers is not None:
             return
         self._workers = []
@@ -121,17 +109,15 @@ class GateRunner:
             self._release_log_dir = claim_log_dir(self.log_dir)
         ordered = run_order(self.plans, self.start_order)
         placed: set[str] = set()
-        names = {plan.gate.name for plan in ordered}
         for plan in ordered:
-            name = plan.gate.name
             # Only needs placed before this gate: a circle (which the contract loader refuses)
             # can never hold a gate back for ever.
-            self._needs[name] = tuple(need for need in plan.gate.needs
-                                      if need in names and need in placed)
-            placed.add(name)
-        static = {plan.gate.name: _static_result(plan) for plan in self.plans
-                  if not needs_process(plan)}
-        self._ended.update(static)  # known before any worker looks at a gate's needs
+            self._needs[plan.gate.name] = tuple(need for need in plan.gate.needs
+                                                if need in placed)
+            placed.add(plan.gate.name)
+        # Known before any worker looks at a gate's needs, announced below.
+        self._static = {plan.gate.name: _static_result(plan) for plan in self.plans
+                        if not needs_process(plan)}
         self._waiting = [plan for plan in ordered if needs_process(plan)]
         # Plain threads rather than a concurrent.futures executor: a worker picks the next
         # gate by its needs (``_pick``), which an executor's queue cannot.
@@ -141,37 +127,26 @@ class GateRunner:
             worker.start()
         # Announced last: a Ctrl-C raised from the callback leaves the others to ``result``.
         for plan in self.plans:
-            if plan.gate.name in static:
-                self._deliver(plan.gate.name, self._finish(plan, static[plan.gate.name]))
+            if plan.gate.name in self._static:
+                self._deliver(plan, self._finish(plan, self._static[plan.gate.name]))
 
-    def _deliver(self, name: str, result: GateResult | None,
-                 error: BaseException | None = None) -> None:
+    def _deliver(self, plan: GatePlan, outcome: GateResult | BaseException) -> None:
         """Hand a gate's result (or the exception that ended its thread) to its waiters."""
         with self._ready:
-            if result is not None:
-                self._results.setdefault(name, result)
-            elif error is not None:
-                self._errors.setdefault(name, error)
+            self._running.pop(plan.gate.name, None)
+            self._done.setdefault(plan.gate.name, outcome)
             self._ready.notify_all()
 
     def _work(self) -> None:
-        while True:
-            picked = self._next_gate()
-            if picked is None:
-                return
+        while (picked := self._next_gate()) is not None:
             plan, held_back = picked
-            result: GateResult | None = None
-            error: BaseException | None = None
+            outcome: GateResult | BaseException
             try:
-                result = (self._run_plan(plan) if held_back is None
-                          else self._finish(plan, held_back))
+                outcome = (self._run_plan(plan) if held_back is None
+                           else self._finish(plan, held_back))
             except BaseException as exc:  # handed to whoever waits for this gate
-                error = exc
-            finally:
-                with self._ready:
-                    self._running.pop(plan.gate.name, None)
-                    self._ended[plan.gate.name] = result
-                self._deliver(plan.gate.name, result, error)
+                outcome = exc
+            self._deliver(plan, outcome)
 
     def _next_gate(self) -> tuple[GatePlan, GateResult | None] | None:
         """The next gate this worker takes (None: no gate is left waiting), and the skip
@@ -198,11 +173,11 @@ class GateRunner:
         for index, plan in enumerate(self._waiting):
             unfinished = False
             for need in self._needs[plan.gate.name]:
-                if need not in self._ended:
+                ended = self._done.get(need, self._static.get(need))
+                if ended is None:
                     unfinished = True
                     break
-                ended = self._ended[need]
-                if ended is None or ended.outcome != codes.PASSED:
+                if not isinstance(ended, GateResult) or ended.outcome != codes.PASSED:
                     return index, _held_back(plan, need, ended)
             if plan.gate.exclusive:
                 # After every gate before it; no gate after it starts first.
@@ -215,23 +190,19 @@ class GateRunner:
     def result(self, name: str) -> GateResult:
         """Wait for one gate's result (starting the run if needed)."""
         self.start()
-        plan = self._by_name[name]
         while True:
             with self._ready:
                 # Woken when a gate ends; the timeout lets Ctrl-C reach the main thread.
-                self._ready.wait_for(lambda: name in self._results or name in self._errors,
-                                     WAIT_STEP_SECONDS)
-                if name in self._errors:
-                    raise self._errors[name]
-                if name in self._results:
-                    return self._results[name]
-            if not any(worker.is_alive() for worker in self._workers or ()):
-                with self._ready:
-                    done = name in self._results or name in self._errors
-                if not done:
-                    # Nobody is left to announce it: a Ctrl-C cut start() short.
-                    self._deliver(name, self._finish(plan, _interrupted(
-                        plan, "the run was interrupted before it started")))
+                self._ready.wait_for(lambda: name in self._done, WAIT_STEP_SECONDS)
+                done = self._done.get(name)
+                idle = not any(worker.is_alive() for worker in self._workers or ())
+            if isinstance(done, BaseException):
+                raise done
+            if done is not None:
+                return done
+            if idle:  # nobody is left to announce it: a Ctrl-C cut start() short
+                plan = self._by_name[name]
+                self._deliver(plan, self._finish(plan, _interrupted(plan, NOT_STARTED)))
 
     def results(self) -> list[GateResult]:
         """Wait for every gate; results in plan (contract) order."""
@@ -253,7 +224,7 @@ class GateRunner:
         if self._workers is None:
             return
         with self._ready:
-            unfinished = len(self._results) + len(self._errors) < len(self.plans)
+            unfinished = len(self._done) < len(self.plans)
         if unfinished:
             self.cancel()
         for worker in self._workers:
@@ -268,17 +239,14 @@ class GateRunner:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    # -- one gate ------------------------------------------------------------------------
-
     def _run_plan(self, plan: GatePlan) -> GateResult:
         gate = plan.gate
         if self.cancelled.is_set():
-            return self._finish(plan, _interrupted(plan, "the run was interrupted before it "
-                                                         "started"))
+            return self._finish(plan, _interrupted(plan, NOT_STARTED))
         if self.on_started is not None:
             with self._callback_lock:
                 self.on_started(gate)
-        log_path = self._log_path(gate)
+        log_path = None if self.log_dir is None else self.log_dir / log_file_name(gate.name)
         started = time.time()
         failed_before = False
         attempts = 0
@@ -322,9 +290,6 @@ class GateRunner:
                 self.on_finished(plan.gate, result)
         return result
 
-    def _log_path(self, gate: Gate) -> Path | None:
-        return None if self.log_dir is None else self.log_dir / log_file_name(gate.name)
-
     def _attempt(self, plan: GatePlan, log_path: Path | None, attempt_number: int) -> GateResult:
         if plan.unsupported is not None:
             return bare_result(plan, codes.FAILED, codes.UNSUPPORTED_FORMAT,
@@ -351,21 +316,18 @@ class GateRunner:
             return result._replace(reason=HELD_OUTPUT_REASON) if end.output_held else result
         return self._classified(plan, result)
 
-    def _previous_argv(self, plan: GatePlan) -> tuple[str, ...]:
-        """The command of the gate declared just before ``plan`` (a clean step before an
-        artifact check makes its silent failure a ``sequence_issue``)."""
-        index = self.plans.index(plan)
-        previous = self.plans[index - 1] if index else None
-        return previous.invocations[0] if previous and previous.invocations else ()
-
     def _classified(self, plan: GatePlan, result: GateResult) -> GateResult:
         """A failed command's result with its code: the classifier's, unless the hook names
         another; a missing tool or target becomes a skip where the gate says so."""
         from pytest_verifygate.classify import Failure, classify  # only when a gate failed
 
         argv = plan.invocations[0] if plan.invocations else ()
+        # The gate declared just before: a clean step before an artifact check makes the
+        # check's silent failure a ``sequence_issue``.
+        index = self.plans.index(plan)
+        previous = self.plans[index - 1].invocations if index else ()
         code = classify(Failure(result.exit_code, result.signal, result.output_tail, argv,
-                                plan.cwd, self._previous_argv(plan)))
+                                plan.cwd, previous[0] if previous else ()))
         result = result._replace(outcome=codes.FAILED, code=code)
         if self.classify_hook is not None:
             override = self.classify_hook(plan.gate, result)
@@ -438,11 +400,13 @@ def _between_exclusive_gates(plans: Sequence[GatePlan],
     return ordered
 
 
-def _held_back(plan: GatePlan, need: str, ended: GateResult | None) -> GateResult:
+def _held_back(plan: GatePlan, need: str, ended: GateResult | BaseException) -> GateResult:
     """The result of a gate that does not start because ``need`` did not pass."""
-    if ended is not None and ended.code == codes.INTERRUPTED:
+    if isinstance(ended, BaseException):  # its thread raised
+        how = "failed"
+    elif ended.code == codes.INTERRUPTED:
         how = "was interrupted"
-    elif ended is None or ended.outcome == codes.FAILED:
+    elif ended.outcome == codes.FAILED:
         how = "failed"
     elif ended.outcome == codes.PENDING:
         how = "is pending"
