@@ -1,12 +1,9 @@
 """Shards: one deterministic, duration-balanced part of the selected gates per CI machine.
 
-Owns ``--shard K/N`` (and ``CI_NODE_INDEX``/``CI_NODE_TOTAL``, GitLab's ``parallel:``), the
-groups of gates that must share a shard (gates joined by ``needs``, directly or not), and the
-split itself: the longest-processing-time-first rule (the heaviest group goes to the least
-loaded shard) over each gate's duration in earlier runs (``state/durations.py``). Every input is the
-same on every machine of a build (the contract, the change set, the durations file restored
-from the CI cache), and every tie is broken by name, so each machine computes the same split
-and runs its own part; ``verifygate merge`` puts the parts' reports back together.
+Owns ``--shard K/N`` (and GitLab's ``CI_NODE_INDEX``/``CI_NODE_TOTAL``), the groups of gates
+joined by ``needs`` that must share a shard, and the split: longest processing time first over
+each gate's recorded duration. Every input is the same on every machine of a build and every
+tie is broken by name, so each machine computes the same split and runs its own part.
 
 PYTEST_DONT_REWRITE
 """
@@ -36,10 +33,6 @@ class Shard(NamedTuple):
     def __str__(self) -> str:
         return f"{self.number}/{self.total}"
 
-    def to_dict(self) -> dict[str, int]:
-        """As reports say it (``CI_NODE_INDEX``'s word)."""
-        return {"index": self.number, "total": self.total}
-
 
 def parse_shard(text: str, flag: str = "--shard") -> Shard:
     """``K/N`` with 1 <= K <= N; a one-line ``UsageError`` naming ``flag`` otherwise."""
@@ -55,26 +48,20 @@ def parse_shard(text: str, flag: str = "--shard") -> Shard:
     return Shard(index, total)
 
 
-def shard_from_environment(environ: Mapping[str, str]) -> Shard | None:
-    """GitLab's ``parallel:`` job (``CI_NODE_INDEX`` of ``CI_NODE_TOTAL``), if both are set."""
-    index, total = environ.get(INDEX_VARIABLE, ""), environ.get(TOTAL_VARIABLE, "")
-    if not index.strip() or not total.strip():
-        return None
-    return parse_shard(f"{index}/{total}", f"{INDEX_VARIABLE}/{TOTAL_VARIABLE}")
-
-
 def requested_shard(text: str | None, environ: Mapping[str, str],
                     flag: str = "--shard") -> Shard | None:
-    """The shard a front end asks for: its flag's ``K/N``, else the CI's, else none.
+    """The shard a front end asks for: its flag's ``K/N``, else the CI's (GitLab's
+    ``parallel:``, both variables set), else none.
 
     Not the CI's under pre-commit (``PRE_COMMIT`` set): a hook in a ``parallel:`` job checks
     the commit whole, since no merge of its parts follows.
     """
     if text:
         return parse_shard(text, flag)
-    if environ.get("PRE_COMMIT"):
+    index, total = environ.get(INDEX_VARIABLE, ""), environ.get(TOTAL_VARIABLE, "")
+    if environ.get("PRE_COMMIT") or not index.strip() or not total.strip():
         return None
-    return shard_from_environment(environ)
+    return parse_shard(f"{index}/{total}", f"{INDEX_VARIABLE}/{TOTAL_VARIABLE}")
 
 
 def gate_groups(gates: Sequence[Gate]) -> list[list[Gate]]:
@@ -91,8 +78,7 @@ def gate_groups(gates: Sequence[Gate]) -> list[list[Gate]]:
         return index
 
     for index, gate in enumerate(gates):
-        # ``needs`` lands on ``Gate`` with the ordering work; a gate without it joins nothing.
-        for need in getattr(gate, "needs", ()):
+        for need in gate.needs:
             other = position.get(need)
             if other is not None:
                 first, second = sorted((root(index), root(other)))
