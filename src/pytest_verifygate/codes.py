@@ -1,25 +1,20 @@
 """The words of a run's outcome (docs: Outcomes, verdict and failure codes): gate outcomes,
-verdicts and the stable failure codes.
-
-Exactly these strings appear in reports, JUnit properties and digests, so every module names
-them through these constants (and ``Outcome`` / ``Verdict`` / ``Code`` for the type checker)
-instead of bare literals. Kept apart from ``classify`` (which compiles its rule table on import)
-so that the runner and the command line can name codes without paying for the rules until a
-gate actually fails.
+verdicts and the stable failure codes, named through these constants instead of bare literals.
+Kept apart from ``classify`` so that naming a code does not compile the rule table.
 
 PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 Outcome = Literal["passed", "failed", "skipped", "pending"]
 PASSED: Final = "passed"
 FAILED: Final = "failed"
 SKIPPED: Final = "skipped"
 PENDING: Final = "pending"  # a manual gate awaiting human sign-off
-OUTCOMES: Final = (PASSED, FAILED, SKIPPED, PENDING)
+OUTCOMES: Final[tuple[Outcome, ...]] = get_args(Outcome)
 
 # The run's verdict: failed > pending > unverified (no gate ran) > passed.
 Verdict = Literal["passed", "failed", "pending", "unverified"]
@@ -43,17 +38,7 @@ SEQUENCE_ISSUE: Final = "sequence_issue"
 TIMEOUT: Final = "timeout"
 INTERRUPTED: Final = "interrupted"
 
-CODES = (
-    COMMAND_FAILED,
-    MISSING_SCRIPT,
-    MISSING_MAKE_TARGET,
-    NO_TEST_FILES,
-    UNSUPPORTED_FORMAT,
-    SETUP_OR_BOOTSTRAP_ISSUE,
-    SEQUENCE_ISSUE,
-    TIMEOUT,
-    INTERRUPTED,
-)
+CODES: Final[tuple[Code, ...]] = get_args(Code)
 # Codes that ``on_missing = "skip"`` turns into a skip, and that a retry cannot change.
 MISSING_CODES = frozenset({MISSING_SCRIPT, MISSING_MAKE_TARGET, NO_TEST_FILES})
 # A retry cannot change these: the command, the contract or the order of the gates is wrong.

@@ -28,9 +28,8 @@ class ContractError(VerifyGateError):
         key: str | None = None,
         hint: str | None = None,
     ) -> None:
+        # Kept to rebuild the error as another kind (``contract.revision``).
         self.path = path
-        self.gate = gate
-        self.key = key
         self.message = message
         self.hint = hint
         where = [path]
