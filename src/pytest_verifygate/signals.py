@@ -1,11 +1,6 @@
-"""Signals as interruptions: every terminating signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT) ends a
-run the way Ctrl-C does, so gates die and reports are written. Used by the command line, the
-agent hook and the pytest plugin.
-
-Once the gates are done, a signal must not cost the report: ``hold_interrupts`` (called by
-the engine when the last gate ended) turns the rest of the guarded block into a stretch where
-a signal is noted (``Interruptible.fired``) instead of raised, so the report is written whole
-and the front end still exits as interrupted.
+"""Signals as interruptions: every terminating signal ends a run the way Ctrl-C does, so gates
+die and reports are written; once the gates are done (``hold_interrupts``), a signal is noted
+instead of raised, so the report is written whole and the run still exits as interrupted.
 
 PYTEST_DONT_REWRITE
 """
@@ -13,6 +8,7 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import signal
+import threading
 from types import FrameType
 from typing import Any
 
@@ -49,8 +45,6 @@ class Interruptible:
         self.entered = False
 
     def __enter__(self) -> Interruptible:
-        import threading
-
         if threading.current_thread() is threading.main_thread():
             self.entered = True
             _active.append(self)
@@ -101,7 +95,5 @@ def hold_interrupts() -> None:
     signal is noted, not raised, so the report that follows is written whole. Only from the
     main thread, where the guards and their signals live: a run in another thread ending
     says nothing about the main thread's."""
-    import threading
-
     if _active and threading.current_thread() is threading.main_thread():
         _active[-1].hold()
