@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-# Sources, compiled (and cached by ``re``) on first use.
 _CONTROL = "[\x00-\x1f\x7f-\x9f\u2028\u2029]+"  # none of them printable (str.isprintable)
 _COLONS = ":{2,}"
 _NOT_MARKER = r"[^\w-]+"
@@ -30,9 +29,6 @@ _BRACKETS = str.maketrans("[]", "()")
 def item_name(name: str) -> str:
     """``name`` as one part of a pytest node id: no ``::``, no ``[``/``]``, no control
     characters (``a::b[1]`` becomes ``a:b(1)``); an ordinary name is left as it is."""
-    if (name.isprintable() and "::" not in name and "[" not in name and "]" not in name
-            and name == name.strip()):
-        return name or "_"  # the common case, without compiling the patterns below
     text = re.sub(_COLONS, ":", re.sub(_CONTROL, " ", name)).translate(_BRACKETS).strip()
     return text or "_"
 

@@ -1,9 +1,7 @@
 """Terminal text made readable: ANSI sequences removed, screen redraws turned into lines.
 
 Shared by the classifier, the agent digest and the JUnit writer; kept apart from
-``classify`` so that reading output does not compile the classification rules. The patterns
-are sources, compiled (and cached by ``re``) on first use: a run whose gates print nothing
-never pays for them.
+``classify`` so that reading output does not compile the classification rules.
 
 PYTEST_DONT_REWRITE
 """
