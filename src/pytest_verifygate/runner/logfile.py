@@ -1,17 +1,11 @@
 """A gate's log file: private to the user, capped in size, and never a reason to fail a gate.
 
-Everything an attempt prints goes to the gate's log as it comes, up to ``max_bytes`` per
-attempt (``[settings] log_max_bytes``, default 16 MiB). A gate that prints more keeps the first
-quarter of that and the last three quarters, and the log says where it cut and how much: the
-start shows how the tool was invoked, the end how it failed. While the gate runs the tail is a
-ring inside the file itself (no copy of the output is held in memory); when the attempt ends
-the ring is put back in order. Retries append to the same file, each attempt capped on its own.
-
-The file is created 0600 in its directory reached through no link (``O_NOFOLLOW`` on the file
-and on every directory from the state root down: ``storage.open_state_dir``), and that
-directory is made again (0700) if it vanished meanwhile. A write that fails (a full disk, a
-read-only file system) stops the log, not the gate: ``problem`` says why, and the runner puts
-that in the gate's output.
+An attempt's output goes to the log as it comes, up to ``max_bytes`` per attempt
+(``[settings] log_max_bytes``): past that the log keeps the first quarter and the last three
+quarters, with a line saying what was cut. While the gate runs, the tail is a ring inside the
+file itself (no copy of the output in memory), put back in order when the attempt ends. The
+file is 0600, reached through no link (``state.files.open_state_dir``). A write that fails stops
+the log, not the gate: ``problem`` says why, and the runner puts that in the gate's output.
 
 PYTEST_DONT_REWRITE
 """
@@ -21,6 +15,9 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
+from typing import BinaryIO
+
+from pytest_verifygate.state.files import open_state_dir
 
 DEFAULT_LOG_MAX_BYTES = 16 * 1024 * 1024
 # Below this, the head, the notice and the tail would not fit in any useful way.
@@ -95,7 +92,7 @@ class GateLog:
                 os.close(self.fd)
                 self.fd = None
 
-    def cut_notice(self) -> bytes:
+    def _cut_notice(self) -> bytes:
         cut = self.written - self.max_bytes
         return (f"\n--- verifygate: {cut:,} bytes cut here; this log keeps the first "
                 f"{self.head:,} and the last {self.ring:,} of {self.written:,} bytes "
@@ -107,26 +104,22 @@ class GateLog:
         oldest = (self.written - self.head) % self.ring
         ring_start = self.base + self.head
         temp = f".{self.path.name}.{os.getpid()}.unroll"
-        from pytest_verifygate.state.files import open_state_dir
-
         dir_fd = open_state_dir(self.path.parent)
         try:
             out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
                           | getattr(os, "O_CLOEXEC", 0), 0o600, dir_fd=dir_fd)
-            try:
-                _copy(self.fd, out, 0, ring_start)
-                _write_all(out, self.cut_notice())
-                _copy(self.fd, out, ring_start + oldest, self.ring - oldest)
-                _copy(self.fd, out, ring_start, oldest)
-            finally:
-                os.close(out)
+            with open(out, "wb") as target:
+                _copy(self.fd, target, 0, ring_start)
+                target.write(self._cut_notice())
+                _copy(self.fd, target, ring_start + oldest, self.ring - oldest)
+                _copy(self.fd, target, ring_start, oldest)
             os.replace(temp, self.path.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except OSError:
             with contextlib.suppress(OSError):
                 os.unlink(temp, dir_fd=dir_fd)
             # No room to put the tail in order: keep the head, and say the rest is gone.
             os.ftruncate(self.fd, ring_start)
-            _write_at(self.fd, self.cut_notice(), ring_start)
+            _write_at(self.fd, self._cut_notice(), ring_start)
             raise
         finally:
             os.close(dir_fd)
@@ -140,10 +133,7 @@ class GateLog:
             self.fd = None
 
     def problem_note(self) -> str:
-        """A line for the gate's output when the log could not be written whole ("" if it
-        was)."""
-        if self.problem is None:
-            return ""
+        """A line for the gate's output saying why the log is missing or incomplete."""
         if not self.created:
             return (f"verifygate: no log file for this gate ({self.path}: {self.problem}); "
                     "only this output tail is kept\n")
@@ -153,8 +143,6 @@ class GateLog:
 
 def _open(path: Path, *, append: bool) -> int:
     # Read and write: the tail is read back to be put in order.
-    from pytest_verifygate.state.files import open_state_dir
-
     flags = (os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
              | (0 if append else os.O_TRUNC))
     # Made again if the run's directory vanished (removed by hand, or pruned).
@@ -175,18 +163,12 @@ def _write_at(fd: int, data: bytes | memoryview, offset: int) -> None:
         view, offset = view[written:], offset + written
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def _copy(source: int, target: int, offset: int, count: int) -> None:
+def _copy(source: int, target: BinaryIO, offset: int, count: int) -> None:
     """Append ``count`` bytes of ``source`` from ``offset`` to ``target``, a chunk at a time."""
     while count > 0:
         chunk = os.pread(source, min(COPY_CHUNK, count), offset)
         if not chunk:
             return
-        _write_all(target, chunk)
+        target.write(chunk)
         offset += len(chunk)
         count -= len(chunk)
