@@ -64,16 +64,13 @@ class OutputFilter(Protocol):
 
 
 class OutputSink:
-    """Everything a gate prints: streamed to its log, the last ``tail_bytes`` kept in memory.
-
-    ``log_path`` is the log file if one was created (the result names it), else None. The
-    output goes through ``log_filter`` (secrets masked) once, as it comes: the log and the
-    tail both hold what it lets through, never the output as printed.
-    """
+    """Everything a gate prints, through ``log_filter`` (secrets masked) once, as it comes:
+    streamed to its log, the last ``tail_bytes`` kept in memory."""
 
     def __init__(self, log: GateLog | None, tail_bytes: int,
                  log_filter: OutputFilter | None = None) -> None:
         self.log = log
+        # The log file if one was created (the result names it), else None.
         self.log_path: Path | None = log.path if log is not None and log.created else None
         self.log_filter = log_filter
         self.tail_bytes = tail_bytes
@@ -108,9 +105,6 @@ class OutputSink:
         self._keep(text.encode("utf-8", "replace"))
 
     def _keep(self, data: bytes) -> None:
-        if len(data) >= self.tail_bytes:
-            self.tail[:] = data[-self.tail_bytes :]
-            return
         self.tail += data
         if len(self.tail) > 2 * self.tail_bytes:  # trim rarely: amortized O(1) per byte
             del self.tail[: len(self.tail) - self.tail_bytes]
