@@ -1,9 +1,6 @@
 """The runner's records: what to do for a gate (``GatePlan``), where its pass is cached
-(``CacheSlot``) and how it ended (``GateResult``).
-
-Plain ``NamedTuple``s and one constructor, importing nothing beyond ``typing`` and ``codes``
-at run time: the result cache, the reports and the front ends name these records without
-loading the process supervision or the scheduler.
+(``CacheSlot``) and how it ended (``GateResult``). Cheap to import: the result cache, the
+reports and the front ends name them without loading the process supervision or the scheduler.
 
 PYTEST_DONT_REWRITE
 """
@@ -19,7 +16,6 @@ from pytest_verifygate.contract.model import EMPTY_ENV, Gate
 
 if TYPE_CHECKING:
     from pytest_verifygate.report.redact import Redactor
-
 
 
 class GateResult(NamedTuple):
@@ -97,32 +93,15 @@ class GatePlan(NamedTuple):
     root: Path | None = None
 
 
-def bare_result(
-    plan: GatePlan,
-    outcome: codes.Outcome,
-    code: str | None,
-    *,
-    output: str = "",
-    truncated: bool = False,
-    total: int | None = None,
-    exit_code: int | None = None,
-    signal_number: int | None = None,
-    log_path: str | None = None,
-) -> GateResult:
-    """The result naming ``plan``'s gate, command and cwd; timings and attempts left unset.
-
-    ``total`` is how many bytes the gate printed (default: the size of ``output``).
-    """
+def bare_result(plan: GatePlan, outcome: codes.Outcome, code: str | None,
+                output: str = "") -> GateResult:
+    """The result naming ``plan``'s gate, command and cwd; timings and attempts left unset."""
     return GateResult(
         name=plan.gate.name,
         outcome=outcome,
         code=code,
         command=plan.display_command,
         cwd=plan.gate.cwd,
-        exit_code=exit_code,
-        signal=signal_number,
         output_tail=output,
-        output_truncated=truncated,
-        output_bytes=len(output.encode()) if total is None else total,
-        log_path=log_path,
+        output_bytes=len(output.encode()),
     )

@@ -13,7 +13,9 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import contextlib
+import graphlib
 import heapq
+import itertools
 import os
 import threading
 import time
@@ -300,10 +302,9 @@ class GateRunner:
                                 log_filter=self.log_filter() if self.log_filter else None,
                                 watchdog=self._watchdog)
         output, truncated = sink.text()
-        result = bare_result(
-            plan, codes.PASSED, None, output=output, truncated=truncated, total=sink.total,
-            exit_code=end.exit_code, signal_number=end.signal,
-            log_path=str(sink.log_path) if sink.log_path else None,  # None: no log was made
+        result = bare_result(plan, codes.PASSED, None, output)._replace(
+            output_truncated=truncated, output_bytes=sink.total, exit_code=end.exit_code,
+            signal=end.signal, log_path=str(sink.log_path) if sink.log_path else None,
         )
         if end.interrupted:
             return result._replace(outcome=codes.FAILED, code=codes.INTERRUPTED)
@@ -356,29 +357,24 @@ def run_order(plans: Sequence[GatePlan],
     """
     remaining = _between_exclusive_gates(plans, start_order) if start_order else list(plans)
     position = {plan.gate.name: index for index, plan in enumerate(remaining)}
-    # Kahn's algorithm, always taking the earliest ready gate: linear in the gates and their
-    # needs, however long a chain of needs is.
-    waiting_on = [0] * len(remaining)
-    needed_by: list[list[int]] = [[] for _ in remaining]
+    sorter: graphlib.TopologicalSorter[int] = graphlib.TopologicalSorter()
     for index, plan in enumerate(remaining):
-        for need in dict.fromkeys(plan.gate.needs):
-            if need in position and need != plan.gate.name:
-                waiting_on[index] += 1
-                needed_by[position[need]].append(index)
-    ready = [index for index, count in enumerate(waiting_on) if count == 0]
+        sorter.add(index, *(position[need] for need in plan.gate.needs
+                            if need in position and need != plan.gate.name))
+    try:
+        sorter.prepare()
+    except graphlib.CycleError:  # a circle of needs (the contract loader refuses them)
+        return remaining
+    # Always the earliest ready gate, so that everything else keeps its place.
+    ready = list(sorter.get_ready())
     heapq.heapify(ready)
     ordered: list[GatePlan] = []
     while ready:
         index = heapq.heappop(ready)
         ordered.append(remaining[index])
-        for other in needed_by[index]:
-            waiting_on[other] -= 1
-            if waiting_on[other] == 0:
-                heapq.heappush(ready, other)
-    if len(ordered) < len(remaining):
-        # A circle of needs (the contract loader refuses them): the rest as given.
-        placed = {id(plan) for plan in ordered}
-        ordered += [plan for plan in remaining if id(plan) not in placed]
+        sorter.done(index)
+        for other in sorter.get_ready():
+            heapq.heappush(ready, other)
     return ordered
 
 
@@ -388,15 +384,11 @@ def _between_exclusive_gates(plans: Sequence[GatePlan],
     exclusive gates (stable: gates of equal place keep their order)."""
     place = {name: index for index, name in enumerate(start_order)}
     ordered: list[GatePlan] = []
-    stretch: list[GatePlan] = []
-    for plan in [*plans, None]:
-        if plan is None or plan.gate.exclusive:
-            ordered += sorted(stretch, key=lambda each: place.get(each.gate.name, len(place)))
-            stretch = []
-            if plan is not None:
-                ordered.append(plan)
+    for exclusive, stretch in itertools.groupby(plans, key=lambda plan: plan.gate.exclusive):
+        if exclusive:
+            ordered += stretch
         else:
-            stretch.append(plan)
+            ordered += sorted(stretch, key=lambda plan: place.get(plan.gate.name, len(place)))
     return ordered
 
 
