@@ -1,16 +1,9 @@
 """Gate names made safe where names have rules of their own: pytest items, markers and JUnit.
 
-A gate's name is any non-empty text (``unit tests``, ``Type check (mypy)``, ``build/dist``,
-300 characters, unicode). Reports, digests and the console show it as it is; only the places
-below get a safe form, which equals the name itself for ordinary names:
-
-- a pytest item name (the node id's last part, also JUnit's ``name=``): pytest splits node ids
-  at ``::`` and reads ``name[...]`` as a parametrization (``verify.toml::a`` would also select a
-  gate named ``a[x]``), and a control character would break the terminal line;
-- a marker name (``verify_role_<role>``): ``--strict-markers`` registers names through lines
-  of ``name: description`` and ``-m`` reads words, so only letters, digits, ``_`` and ``-``.
-
-(A log file's name is ``storage.log_file_name``'s.)
+A gate's name is any non-empty text; reports and the console show it as it is. A pytest item
+name (also JUnit's ``name=``) must not hold ``::`` (pytest splits node ids there), ``[...]``
+(read as a parametrization) or control characters; a marker name only letters, digits, ``_``
+and ``-`` (``--strict-markers`` and ``-m`` read words). Ordinary names are left as they are.
 
 PYTEST_DONT_REWRITE
 """
@@ -20,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-_CONTROL = "[\x00-\x1f\x7f-\x9f\u2028\u2029]+"  # none of them printable (str.isprintable)
+_CONTROL = "[\x00-\x1f\x7f-\x9f\u2028\u2029]+"  # control characters, line separators
 _COLONS = ":{2,}"
 _NOT_MARKER = r"[^\w-]+"
 _BRACKETS = str.maketrans("[]", "()")

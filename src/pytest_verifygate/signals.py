@@ -24,14 +24,12 @@ _active: list[Interruptible] = []
 
 
 class Interruptible:
-    """While entered, ``signals`` (every terminating signal by default) raise
-    KeyboardInterrupt, once: a second one while shutting down is ignored, so cleanup is not
-    cut short.
+    """While entered in the main thread (the only one Python lets handle signals), the first
+    of ``signals`` raises KeyboardInterrupt; later ones are ignored so cleanup is not cut short.
 
-    ``keep_others``: a signal whose handler someone else installed is left alone (the pytest
-    plugin: pytest handles SIGINT itself; SIGTERM, SIGHUP and SIGQUIT would kill it outright,
-    and the gates, in sessions of their own, would live on).
-    Outside the main thread nothing changes: Python allows handlers only there.
+    ``keep_others``: a signal whose handler someone else installed is left alone (pytest
+    handles SIGINT itself; the default SIGTERM, SIGHUP and SIGQUIT would kill it outright and
+    leave the gates, in sessions of their own, running).
     """
 
     def __init__(self, signals: tuple[int, ...] = TERMINATING_SIGNALS, *,
@@ -42,11 +40,9 @@ class Interruptible:
         self.fired = False
         self.received: int | None = None  # the first signal that arrived
         self.holding = False
-        self.entered = False
 
     def __enter__(self) -> Interruptible:
         if threading.current_thread() is threading.main_thread():
-            self.entered = True
             _active.append(self)
             for signum in self.signals:
                 if self.keep_others and signal.getsignal(signum) is not signal.SIG_DFL:
@@ -65,7 +61,7 @@ class Interruptible:
         """From now until exit, a signal is noted (``fired``, ``received``), never raised:
         what follows (writing a report) runs to its end. Signals left to others are taken
         too: pytest's own Ctrl-C would cut the report short as much as ours."""
-        if not self.entered:
+        if self not in _active:  # not entered, or outside the main thread
             return
         self.holding = True
         for signum in self.signals:
@@ -87,7 +83,6 @@ class Interruptible:
         self.previous = {}
         if self in _active:
             _active.remove(self)
-        self.entered = False
 
 
 def hold_interrupts() -> None:

@@ -1,10 +1,8 @@
-"""Catching a gate that changes the files it was given (a fixer: a formatter, ``--fix``,
-pre-commit-hooks' ``trailing-whitespace-fixer``): their stamps before and after it ran.
+"""Catching a gate that changes the files it was given (a fixer: a formatter, ``--fix``).
 
 A changed file fails the gate, as pre-commit fails a hook that modifies files: what the gate
-checked is no longer what is on disk, and a fixed file must not be committed unseen. A stamp is
-the file's size, modification time and inode (``os.lstat``), so a rewrite with the same bytes
-counts too; a file that appears or disappears counts as changed.
+checked is no longer what is on disk. A stamp is the file's size, modification time and inode,
+so a rewrite with the same bytes counts too, and so does a file that appears or disappears.
 
 PYTEST_DONT_REWRITE
 """

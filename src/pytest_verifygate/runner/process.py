@@ -54,13 +54,12 @@ GATE_ENV = "VERIFYGATE_GATE"
 
 
 class OutputFilter(Protocol):
-    """What a gate's output goes through as it is captured (``redact.StreamMasker``)."""
+    """What a gate's output goes through as it is captured (the secret masker): ``feed``
+    returns what can be written now, ``flush`` the rest once the output has ended."""
 
-    def feed(self, data: bytes) -> bytes:
-        """What of ``data`` (and of what was held back) can be written now."""
+    def feed(self, data: bytes) -> bytes: ...
 
-    def flush(self) -> bytes:
-        """The rest, once the output has ended."""
+    def flush(self) -> bytes: ...
 
 
 class OutputSink:
@@ -156,12 +155,7 @@ def run_attempt(
     watchdog: Watchdog,
 ) -> tuple[AttemptEnd, OutputSink]:
     """Run the plan's commands one after another until one fails, all within one deadline.
-
-    Attempt 0 starts the log afresh; later attempts append to it under a header line. Each
-    attempt's part of the log holds at most ``log_max_bytes`` (head and tail), of the output
-    as ``log_filter`` passes it. ``watchdog`` is told of each command's process tree, so the
-    tree ends at the deadline even if this process cannot end it (``runner.watchdog``).
-    """
+    Attempt 0 starts the log afresh; later attempts append to it under a header line."""
     log = None
     if log_path is not None:
         header = f"\n--- verifygate: attempt {attempt_number + 1} ---\n" if attempt_number else ""
@@ -189,9 +183,9 @@ def clamp_timeout(seconds: float) -> float:
         value = float(seconds)
     except OverflowError:  # an int beyond any float: as good as forever
         return MAX_TIMEOUT_SECONDS
-    if math.isnan(value) or value > MAX_TIMEOUT_SECONDS:
+    if math.isnan(value):
         return MAX_TIMEOUT_SECONDS
-    return max(0.0, value)
+    return min(max(0.0, value), MAX_TIMEOUT_SECONDS)
 
 
 def _run_command(
@@ -368,15 +362,12 @@ def _reap(process: subprocess.Popen[bytes]) -> bool:
     end within ``REAP_SECONDS`` even after SIGKILL."""
     try:
         process.wait(timeout=REAP_SECONDS)
-        return True
     except subprocess.TimeoutExpired:
         with contextlib.suppress(OSError):
             process.kill()
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=REAP_SECONDS)
-            return True
-        except subprocess.TimeoutExpired:
-            return False
+    return process.returncode is not None
 
 
 def _drain(fd: int, sink: OutputSink) -> bool:

@@ -133,7 +133,6 @@ class GateRunner:
                 self._deliver(plan, self._finish(plan, self._static[plan.gate.name]))
 
     def _deliver(self, plan: GatePlan, outcome: GateResult | BaseException) -> None:
-        """Hand a gate's result (or the exception that ended its thread) to its waiters."""
         with self._ready:
             self._running.pop(plan.gate.name, None)
             self._done.setdefault(plan.gate.name, outcome)
@@ -225,9 +224,7 @@ class GateRunner:
         """Cancel what is still running and wait for the worker threads to finish."""
         if self._workers is None:
             return
-        with self._ready:
-            unfinished = len(self._done) < len(self.plans)
-        if unfinished:
+        if len(self._done) < len(self.plans):
             self.cancel()
         for worker in self._workers:
             if worker.ident is not None:  # a Ctrl-C may have come before it was started
@@ -347,14 +344,9 @@ class GateRunner:
 
 def run_order(plans: Sequence[GatePlan],
               start_order: Sequence[str] | None = None) -> list[GatePlan]:
-    """``plans`` (in contract order) in the order they start.
-
-    Between two ``exclusive`` gates, the gates go in ``start_order`` (names; a gate it does not
-    name goes after those it names); without one, as given. Then a gate comes after the gates
-    it needs (those among ``plans``), everything else keeping its place. An exclusive gate
-    keeps its place among the others: the gates declared before it still start before it,
-    those declared after it still after it.
-    """
+    """``plans`` (in contract order) in the order they start: between two ``exclusive``
+    gates in ``start_order`` (names; unnamed gates after the named), else as given; then each
+    gate after the gates it needs, everything else (exclusive gates included) in its place."""
     remaining = _between_exclusive_gates(plans, start_order) if start_order else list(plans)
     position = {plan.gate.name: index for index, plan in enumerate(remaining)}
     sorter: graphlib.TopologicalSorter[int] = graphlib.TopologicalSorter()

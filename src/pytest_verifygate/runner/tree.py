@@ -94,8 +94,7 @@ def _carries(pid: int, mark: bytes) -> bool:
 
 
 def send_signal(pid: int, signum: int) -> None:
-    """``kill(pid, signum)``; a process gone or not ours to signal is the caller's to pass
-    over."""
+    """``kill(pid, signum)``; errors are the caller's."""
     os.kill(pid, signum)
 
 
@@ -159,14 +158,12 @@ class GateTree:
         return [candidates[pid] for pid in sorted(found) if candidates[pid].running]
 
     def signal(self, signum: int) -> list[Proc]:
-        """Send ``signum`` to the whole group, to every group a member found made of its own
-        (``setsid``), and to every member found outside those; return the members found.
+        """Send ``signum`` to the gate's group, to every group a member made (``setsid``) and
+        to every member found outside those; return the members found.
 
-        A group is signalled by the kernel at once, so a process that forks and exits
-        faster than ``/proc`` can be read (a "hopper") is reached wherever it has got to:
-        its children stay in its group. A group made by a gate's process holds only
-        processes it started (a group never spans sessions, and the session is the gate's or
-        one it made).
+        The kernel signals a group at once, so a process that forks and exits faster than
+        ``/proc`` can be read is reached wherever it has got to. A group made by a gate's
+        process holds only processes it started (a group never spans sessions).
         """
         members = self.members()
         for group in (self.leader, *sorted(self.groups)):

@@ -52,9 +52,8 @@ class Watchdog:
         self._send(f"start {leader} {mark} {deadline!r}\n", start=True)
 
     def ended(self, leader: int) -> None:
-        """The run ended the gate of ``leader`` itself. Said before the first process is
-        reaped, so that its id cannot be handed to another process while the watchdog holds
-        it."""
+        """The run ended the gate of ``leader`` itself (said before its first process is
+        reaped, so that the watchdog never holds an id given to another process)."""
         self._send(f"end {leader}\n", start=False)
 
     def close(self) -> None:
