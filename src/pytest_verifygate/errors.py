@@ -1,7 +1,5 @@
-"""Errors a user can cause, each rendered as one clear line.
-
-A traceback is for bugs in this package; everything a user can get wrong (a contract, a flag, a
-git ref) raises one of these, and the front ends print ``str(error)`` and exit with status 2.
+"""Errors a user can cause (a contract, a flag, a git ref): the front ends print
+``str(error)``, one clear line, and exit with status 2. Tracebacks are for bugs.
 
 PYTEST_DONT_REWRITE
 """

@@ -14,10 +14,7 @@ from typing import Any
 
 # What ends a process by default and can be caught: a terminal's Ctrl-C and Ctrl-\, a closed
 # terminal or ssh session, a service manager or CI runner stopping the job.
-TERMINATING_SIGNALS: tuple[int, ...] = tuple(
-    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
-    if hasattr(signal, name)  # SIGHUP and SIGQUIT do not exist on Windows
-)
+TERMINATING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 # The guards entered in the main thread, innermost last.
 _active: list[Interruptible] = []

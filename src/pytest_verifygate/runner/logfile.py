@@ -26,10 +26,10 @@ COPY_CHUNK = 1 << 20
 
 
 class GateLog:
-    """One attempt's part of a gate's log file."""
+    """One attempt's part of a gate's log file: attempt 0 starts the file afresh, a retry
+    appends to it under a header line."""
 
-    def __init__(self, path: Path, *, append: bool, max_bytes: int = DEFAULT_LOG_MAX_BYTES,
-                 header: bytes = b"") -> None:
+    def __init__(self, path: Path, attempt: int, max_bytes: int = DEFAULT_LOG_MAX_BYTES) -> None:
         self.path = path
         self.max_bytes = max(MIN_LOG_MAX_BYTES, max_bytes)
         self.head = self.max_bytes // 4
@@ -40,10 +40,11 @@ class GateLog:
         self.fd: int | None = None
         self.base = 0  # where this attempt's output starts in the file
         try:
-            self.fd = _open(path, append=append)
+            self.fd = _open(path, append=attempt > 0)
             self.created = True
             self.base = os.lseek(self.fd, 0, os.SEEK_END)
-            if header:
+            if attempt:
+                header = f"\n--- verifygate: attempt {attempt + 1} ---\n".encode()
                 _write_at(self.fd, header, self.base)
                 self.base += len(header)
         except OSError as exc:
@@ -106,8 +107,8 @@ class GateLog:
         temp = f".{self.path.name}.{os.getpid()}.unroll"
         dir_fd = open_state_dir(self.path.parent)
         try:
-            out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
-                          | getattr(os, "O_CLOEXEC", 0), 0o600, dir_fd=dir_fd)
+            out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600,
+                          dir_fd=dir_fd)
             with open(out, "wb") as target:
                 _copy(self.fd, target, 0, ring_start)
                 target.write(self._cut_notice())
@@ -143,8 +144,8 @@ class GateLog:
 
 def _open(path: Path, *, append: bool) -> int:
     # Read and write: the tail is read back to be put in order.
-    flags = (os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-             | (0 if append else os.O_TRUNC))
+    # Descriptors are not inherited (PEP 446): no gate gets the log's.
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | (0 if append else os.O_TRUNC)
     # Made again if the run's directory vanished (removed by hand, or pruned).
     dir_fd = open_state_dir(path.parent, create=True)
     try:

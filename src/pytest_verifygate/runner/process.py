@@ -23,13 +23,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from pytest_verifygate.runner.logfile import GateLog
 from pytest_verifygate.runner.tree import TREE_ENV, GateTree, Proc, describe
 
 if TYPE_CHECKING:
     import threading
     from pathlib import Path
 
+    from pytest_verifygate.runner.logfile import GateLog
     from pytest_verifygate.runner.records import GatePlan
     from pytest_verifygate.runner.watchdog import Watchdog
 
@@ -142,39 +142,19 @@ class AttemptEnd:
                 or self.interrupted or self.spawn_failed)
 
 
-def run_attempt(
-    plan: GatePlan,
-    *,
-    log_path: Path | None,
-    attempt_number: int,
-    tail_bytes: int,
-    cancelled: threading.Event,
-    base_env: Mapping[str, str],
-    log_max_bytes: int,
-    log_filter: OutputFilter | None,
-    watchdog: Watchdog,
-) -> tuple[AttemptEnd, OutputSink]:
-    """Run the plan's commands one after another until one fails, all within one deadline.
-    Attempt 0 starts the log afresh; later attempts append to it under a header line."""
-    log = None
-    if log_path is not None:
-        header = f"\n--- verifygate: attempt {attempt_number + 1} ---\n" if attempt_number else ""
-        log = GateLog(log_path, append=attempt_number > 0, max_bytes=log_max_bytes,
-                      header=header.encode())
-    sink = OutputSink(log, tail_bytes, log_filter)
+def run_commands(plan: GatePlan, sink: OutputSink, cancelled: threading.Event,
+                 base_env: Mapping[str, str], watchdog: Watchdog) -> AttemptEnd:
+    """Run the plan's commands one after another until one fails, all within one deadline."""
     deadline = time.monotonic() + clamp_timeout(plan.gate.timeout_seconds)
     end = AttemptEnd()
-    try:
-        for argv in plan.invocations:
-            step = _run_command(plan, argv, sink, deadline, cancelled, base_env, watchdog)
-            # The first command that failed decides (a signal death counts as a failure).
-            if not end.failed or step.timed_out or step.interrupted:
-                end = step
-            if step.timed_out or step.interrupted or step.spawn_failed:
-                break
-    finally:
-        sink.close_log()
-    return end, sink
+    for argv in plan.invocations:
+        step = _run_command(plan, argv, sink, deadline, cancelled, base_env, watchdog)
+        # The first command that failed decides (a signal death counts as a failure).
+        if not end.failed or step.timed_out or step.interrupted:
+            end = step
+        if step.timed_out or step.interrupted or step.spawn_failed:
+            break
+    return end
 
 
 def clamp_timeout(seconds: float) -> float:

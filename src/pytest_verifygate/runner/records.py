@@ -50,10 +50,8 @@ class GateResult(NamedTuple):
 
 class CacheSlot(NamedTuple):
     """Where a cacheable gate's pass is stored, and the stored pass if reading found one.
-
-    ``definition`` and ``patterns`` are kept so the key can be computed again after the gate
-    ran (its inputs must not have changed meanwhile for the pass to be stored).
-    """
+    ``definition`` and ``patterns`` let the key be computed again after the gate ran (its
+    inputs must not have changed meanwhile for the pass to be stored)."""
 
     directory: Path
     key: str

@@ -24,8 +24,13 @@ from typing import TYPE_CHECKING
 
 from pytest_verifygate import codes
 from pytest_verifygate.runner import fixers
-from pytest_verifygate.runner.logfile import DEFAULT_LOG_MAX_BYTES
-from pytest_verifygate.runner.process import HELD_OUTPUT_REASON, OutputFilter, run_attempt
+from pytest_verifygate.runner.logfile import DEFAULT_LOG_MAX_BYTES, GateLog
+from pytest_verifygate.runner.process import (
+    HELD_OUTPUT_REASON,
+    OutputFilter,
+    OutputSink,
+    run_commands,
+)
 from pytest_verifygate.runner.records import GatePlan, GateResult, bare_result
 from pytest_verifygate.runner.watchdog import Watchdog
 from pytest_verifygate.state.storage import (
@@ -293,11 +298,12 @@ class GateRunner:
         if plan.unsupported is not None:
             return bare_result(plan, codes.FAILED, codes.UNSUPPORTED_FORMAT,
                                output=f"verifygate: {plan.unsupported}\n")
-        end, sink = run_attempt(plan, log_path=log_path, attempt_number=attempt_number,
-                                tail_bytes=self.tail_bytes, cancelled=self.cancelled,
-                                base_env=self.base_env, log_max_bytes=self.log_max_bytes,
-                                log_filter=self.log_filter() if self.log_filter else None,
-                                watchdog=self._watchdog)
+        log = None if log_path is None else GateLog(log_path, attempt_number, self.log_max_bytes)
+        sink = OutputSink(log, self.tail_bytes, self.log_filter() if self.log_filter else None)
+        try:
+            end = run_commands(plan, sink, self.cancelled, self.base_env, self._watchdog)
+        finally:
+            sink.close_log()
         output, truncated = sink.text()
         result = bare_result(plan, codes.PASSED, None, output)._replace(
             output_truncated=truncated, output_bytes=sink.total, exit_code=end.exit_code,

@@ -1,21 +1,11 @@
 """A gate's process tree: every process a gate command started, found and ended.
 
-Closing the output pipe, leaving the process group (``setsid``) or double-forking must not let
-a process outlive its gate, so a gate's processes are found three ways:
-
-- its process group: the command starts in a session of its own, and ``killpg`` reaches
-  everything that stays there (everywhere);
-- its mark: each command's environment carries ``VERIFYGATE_TREE`` with a random mark of its
-  own, which whatever it starts inherits, ``setsid`` and daemons included
-  (``/proc/<pid>/environ``);
-- its descendants: a process whose parent chain leads to one already found, which catches one
-  that started with an empty environment while its parent still lives (``/proc/<pid>/stat``).
-
-The last two need Linux's ``/proc``; elsewhere the process group is all there is. Only
-processes started after the gate's first process are candidates, and a process is known by its
-pid and start time together, so a pid reused by an unrelated process is never signalled. A
-process that leaves the group, clears its environment and is orphaned cannot be found by anyone
-but the kernel: untrusted gates belong in a container.
+A process is found by the gate's process group (everywhere), and with Linux's ``/proc`` also
+by the random mark in its environment (``VERIFYGATE_TREE``, inherited through ``setsid`` and
+double forks) and by descent from one already found. Only processes started after the gate's
+first one are candidates, and a process is known by its pid and start time together, so a
+reused pid is never signalled. One that leaves the group, clears its environment and is
+orphaned is out of reach: untrusted gates belong in a container (docs: Security model).
 
 PYTEST_DONT_REWRITE
 """
@@ -43,12 +33,8 @@ class Proc(NamedTuple):
     ppid: int
     pgrp: int
     start: int  # clock ticks after boot: with the pid, who the process is
-    state: str
+    running: bool  # not a zombie, not dead
     name: str
-
-    @property
-    def running(self) -> bool:
-        return self.state not in ("Z", "X", "x")  # not a zombie, not dead
 
 
 def read_proc(pid: int | str) -> Proc | None:
@@ -63,7 +49,7 @@ def read_proc(pid: int | str) -> Proc | None:
     fields = data[close_paren + 2:].split()
     try:
         return Proc(int(pid), int(fields[1]), int(fields[2]), int(fields[19]),
-                    fields[0].decode("ascii", "replace"),
+                    fields[0] not in (b"Z", b"X", b"x"),
                     data[open_paren + 1:close_paren].decode("utf-8", "replace"))
     except (IndexError, ValueError):
         return None

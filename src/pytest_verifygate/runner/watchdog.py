@@ -1,13 +1,11 @@
 """The watchdog: one small process per run that ends a gate's process tree at the gate's
 deadline, or at once when the run that started the gate is gone.
 
-A run killed with SIGKILL (the OOM killer, an agent tool's hard kill), stopped, or a pytest
-ended from a thread without its exit handlers (pytest-timeout's thread method) supervises
+A run killed with SIGKILL, stopped, or a pytest ended by ``os._exit`` from a thread supervises
 nothing, and its gates, each in a session of its own, would run on. So the first gate a run
-spawns also starts this process, which reads on its stdin which gates started (first process,
-tree mark, deadline) and ended. It ends a gate's tree (``runner.tree``) once the gate's
-deadline and the run's own grace have passed, and every tree when its stdin reaches end of
-file: the run closed it, exited or died (the kernel closes a dead process's pipes).
+spawns starts this process, told on its stdin of each gate started and ended. It ends every
+tree still watched when its stdin reaches end of file, which the kernel makes happen when the
+run dies.
 
 PYTEST_DONT_REWRITE
 """
