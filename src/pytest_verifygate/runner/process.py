@@ -27,7 +27,6 @@ from pytest_verifygate.runner.tree import TREE_ENV, GateTree, Proc, describe
 
 if TYPE_CHECKING:
     import threading
-    from pathlib import Path
 
     from pytest_verifygate.runner.logfile import GateLog
     from pytest_verifygate.runner.records import GatePlan
@@ -69,8 +68,6 @@ class OutputSink:
     def __init__(self, log: GateLog | None, tail_bytes: int,
                  log_filter: OutputFilter | None = None) -> None:
         self.log = log
-        # The log file if one was created (the result names it), else None.
-        self.log_path: Path | None = log.path if log is not None and log.created else None
         self.log_filter = log_filter
         self.tail_bytes = tail_bytes
         self.tail = bytearray()
@@ -259,16 +256,14 @@ def _watch(
             now = time.monotonic()
             wait = TICK_SECONDS if kill_at is None else min(TICK_SECONDS, kill_at - now)
             wait = max(0.0, min(wait, deadline - now + 0.001))
-            if pipe_open:
-                if selector.select(wait) and _drain(fd, sink):
-                    pipe_open = False
-                    selector.unregister(fd)
-            else:  # the gate closed its output (or its leftovers did): watch the process
+            # Once the pipe is at its end it is not selected again (it would always be ready).
+            if pipe_open and selector.select(wait) and _drain(fd, sink):
+                pipe_open = False
+            elif not pipe_open:  # the gate closed its output (or its leftovers did)
                 _wait_exit(process, wait)
             exited = _exited(process)
             if exited and pipe_open and _drain(fd, sink):  # its last words, then end of file
                 pipe_open = False
-                selector.unregister(fd)
             if exited and not pipe_open:
                 return
             now = time.monotonic()

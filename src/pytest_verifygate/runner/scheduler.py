@@ -237,12 +237,6 @@ class GateRunner:
         self._watchdog.close()
         self._release_log_dir()
 
-    def __enter__(self) -> GateRunner:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
     def _run_plan(self, plan: GatePlan) -> GateResult:
         gate = plan.gate
         if self.cancelled.is_set():
@@ -252,7 +246,6 @@ class GateRunner:
                 self.on_started(gate)
         log_path = None if self.log_dir is None else self.log_dir / log_file_name(gate.name)
         started = time.time()
-        failed_before = False
         attempts = 0
         before = fixers.stamps(plan.root, plan.given_files)
         while True:
@@ -264,7 +257,6 @@ class GateRunner:
                 break
             if not result.failed:
                 break
-            failed_before = True
             if attempts > gate.retries or result.code in codes.NOT_RETRIED:
                 break
             delay = min(BACKOFF_BASE_SECONDS * 2 ** (attempts - 1), BACKOFF_MAX_SECONDS)
@@ -280,7 +272,7 @@ class GateRunner:
             duration_s=round(finished - started, 3),
             started_at=started,
             finished_at=finished,
-            flaky=result.outcome == codes.PASSED and failed_before,
+            flaky=result.outcome == codes.PASSED and attempts > 1,  # a pass ends the retries
         )
         if plan.cache is not None and result.outcome == codes.PASSED:
             from pytest_verifygate.state.result_cache import store  # only for gates with caching on
@@ -307,7 +299,7 @@ class GateRunner:
         output, truncated = sink.text()
         result = bare_result(plan, codes.PASSED, None, output)._replace(
             output_truncated=truncated, output_bytes=sink.total, exit_code=end.exit_code,
-            signal=end.signal, log_path=str(sink.log_path) if sink.log_path else None,
+            signal=end.signal, log_path=str(log.path) if log is not None and log.created else None,
         )
         if end.interrupted:
             return result._replace(outcome=codes.FAILED, code=codes.INTERRUPTED)

@@ -169,21 +169,21 @@ class GateTree:
         if not self.traceable:  # no /proc: the process group is what can be reached
             if _group_alive(self.leader):
                 send_group_signal(self.leader, signal.SIGTERM)
-                if not _wait_until(lambda: not _group_alive(self.leader), grace):
+                if not wait_until(lambda: not _group_alive(self.leader), grace):
                     send_group_signal(self.leader, signal.SIGKILL)
             return []
         if not self.members():
             return []
         self.signal(signal.SIGTERM)
-        if _wait_until(lambda: not self.members(), grace):
+        if wait_until(lambda: not self.members(), grace):
             return []
         # Signalled on every look: a process that forks while being killed leaves children.
-        if _wait_until(lambda: not self.signal(signal.SIGKILL), KILL_WAIT_SECONDS):
+        if wait_until(lambda: not self.signal(signal.SIGKILL), KILL_WAIT_SECONDS):
             return []
         return self.members()
 
 
-def _wait_until(done: Callable[[], bool], seconds: float) -> bool:
+def wait_until(done: Callable[[], bool], seconds: float) -> bool:
     """Poll ``done()`` until it is true (True) or ``seconds`` passed (False)."""
     end = time.monotonic() + seconds
     while True:

@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Iterable
 
-from pytest_verifygate.runner.tree import GateTree, read_proc
+from pytest_verifygate.runner.tree import GateTree, read_proc, wait_until
 
 # After a gate's deadline, the run itself sends SIGTERM, waits its grace (2 s,
 # ``process.KILL_GRACE_SECONDS``), sends SIGKILL and ends what is left of the tree (1.5 s at
@@ -155,9 +155,7 @@ def _end(trees: list[GateTree]) -> None:
     """End ``trees`` together: SIGTERM to all, the grace, then SIGKILL until none is left."""
     for tree in trees:
         tree.signal(signal.SIGTERM)
-    end = time.monotonic() + GRACE_SECONDS
-    while time.monotonic() < end and any(tree.members() for tree in trees):
-        time.sleep(0.05)
+    wait_until(lambda: not any(tree.members() for tree in trees), GRACE_SECONDS)
     for tree in trees:
         tree.end(0.0)
 
