@@ -202,7 +202,6 @@ def _run_command(
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            close_fds=True,
         )
     except FileNotFoundError:
         return _not_started(sink, f"cannot run {argv[0]!r}: program not found on PATH")

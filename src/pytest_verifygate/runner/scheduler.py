@@ -345,7 +345,15 @@ def run_order(plans: Sequence[GatePlan],
     """``plans`` (in contract order) in the order they start: between two ``exclusive``
     gates in ``start_order`` (names; unnamed gates after the named), else as given; then each
     gate after the gates it needs, everything else (exclusive gates included) in its place."""
-    remaining = _between_exclusive_gates(plans, start_order) if start_order else list(plans)
+    remaining = list(plans)
+    if start_order:  # sorted within each stretch between exclusive gates (a stable sort)
+        place = {name: index for index, name in enumerate(start_order)}
+        remaining = []
+        for exclusive, stretch in itertools.groupby(plans, key=lambda plan: plan.gate.exclusive):
+            if exclusive:
+                remaining += stretch
+            else:
+                remaining += sorted(stretch, key=lambda plan: place.get(plan.gate.name, len(place)))
     position = {plan.gate.name: index for index, plan in enumerate(remaining)}
     sorter: graphlib.TopologicalSorter[int] = graphlib.TopologicalSorter()
     for index, plan in enumerate(remaining):
@@ -368,32 +376,15 @@ def run_order(plans: Sequence[GatePlan],
     return ordered
 
 
-def _between_exclusive_gates(plans: Sequence[GatePlan],
-                             start_order: Sequence[str]) -> list[GatePlan]:
-    """``plans`` sorted by their place in ``start_order`` within each stretch between
-    exclusive gates (stable: gates of equal place keep their order)."""
-    place = {name: index for index, name in enumerate(start_order)}
-    ordered: list[GatePlan] = []
-    for exclusive, stretch in itertools.groupby(plans, key=lambda plan: plan.gate.exclusive):
-        if exclusive:
-            ordered += stretch
-        else:
-            ordered += sorted(stretch, key=lambda plan: place.get(plan.gate.name, len(place)))
-    return ordered
-
-
 def _held_back(plan: GatePlan, need: str, ended: GateResult | BaseException) -> GateResult:
     """The result of a gate that does not start because ``need`` did not pass."""
     if isinstance(ended, BaseException):  # its thread raised
         how = "failed"
     elif ended.code == codes.INTERRUPTED:
         how = "was interrupted"
-    elif ended.outcome == codes.FAILED:
-        how = "failed"
-    elif ended.outcome == codes.PENDING:
-        how = "is pending"
     else:
-        how = "was skipped"
+        how = {codes.FAILED: "failed", codes.PENDING: "is pending"}.get(ended.outcome,
+                                                                        "was skipped")
     return bare_result(plan, codes.SKIPPED, None)._replace(reason=f"needs {need!r}, which {how}")
 
 

@@ -122,12 +122,7 @@ class GateTree:
         found = {pid for pid, proc in candidates.items()
                  if proc.pgrp == self.leader or pid == self.leader
                  or self.known.get(pid) == proc.start}
-        me = os.getpid()
-        for pid in candidates.keys() - found:
-            # A child of this process (another gate's first process, a git) was started by
-            # the runner, not by this gate: its environment need not be read.
-            if candidates[pid].ppid != me and _carries(pid, self.mark):
-                found.add(pid)
+        found.update(pid for pid in candidates.keys() - found if _carries(pid, self.mark))
         children: dict[int, list[int]] = {}
         for proc in candidates.values():
             children.setdefault(proc.ppid, []).append(proc.pid)

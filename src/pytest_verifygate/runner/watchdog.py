@@ -99,7 +99,6 @@ def _spawn() -> subprocess.Popen[bytes] | None:
             # Out of the run's process group: a Ctrl-C or a kill of the run's group does not
             # reach it, so it is still there to end the gates.
             start_new_session=True,
-            close_fds=True,
         )
     except OSError:
         return None
