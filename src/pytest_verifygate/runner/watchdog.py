@@ -42,7 +42,6 @@ class Watchdog:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
-        self._closed = False
 
     def started(self, leader: int, mark: str, deadline: float) -> None:
         """A gate's first process ``leader`` (its group's id) started, with tree ``mark``,
@@ -55,9 +54,9 @@ class Watchdog:
         self._send(f"end {leader}\n", start=False)
 
     def close(self) -> None:
-        """No gate will start any more: the watchdog ends what is left and exits."""
+        """No gate will start any more (the runner's workers are done): the watchdog ends what
+        is left and exits."""
         with self._lock:
-            self._closed = True
             process, self._process = self._process, None
         if process is None:
             return
@@ -69,7 +68,7 @@ class Watchdog:
 
     def _send(self, message: str, *, start: bool) -> None:
         with self._lock:
-            if self._process is None and start and not self._closed:
+            if self._process is None and start:
                 self._process = _spawn()
             if self._process is None:
                 return
