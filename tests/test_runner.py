@@ -8,7 +8,6 @@ import subprocess
 import sys
 import threading
 import time
-from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -243,7 +242,7 @@ def test_a_chunk_killed_by_a_signal_fails_the_gate_even_if_later_chunks_pass(
     changes = ChangeSet("all")
     (plan,) = plan_gates(contract, select_gates(contract, changes))
     chunked = plan._replace(invocations=(("sh", "-c", "kill -SEGV $$"), ("true",)))
-    with closing(GateRunner([chunked], jobs=1)) as runner:
+    with GateRunner([chunked], jobs=1) as runner:
         (result,) = runner.results()
     assert (result.outcome, result.code, result.signal) == ("failed", "command_failed", 11)
 

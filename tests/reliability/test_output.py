@@ -9,7 +9,6 @@ import re
 import resource
 import stat
 import sys
-from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -110,7 +109,7 @@ def test_a_log_keeps_its_head_and_tail_and_says_what_it_cut(repo: Path, retries:
     contract = load_contract(repo / "verify.toml")
     changes = ChangeSet("all")
     plans = plan_gates(contract, select_gates(contract, changes))
-    with closing(GateRunner(plans, jobs=1, log_dir=repo / "logs", log_max_bytes=cap)) as runner:
+    with GateRunner(plans, jobs=1, log_dir=repo / "logs", log_max_bytes=cap) as runner:
         (result,) = runner.results()
     assert result.output_bytes == count * LINE and result.attempts == retries + 1
     log = Path(result.log_path or "").read_text()

@@ -237,6 +237,12 @@ class GateRunner:
         self._watchdog.close()
         self._release_log_dir()
 
+    def __enter__(self) -> GateRunner:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def _run_plan(self, plan: GatePlan) -> GateResult:
         gate = plan.gate
         if self.cancelled.is_set():
