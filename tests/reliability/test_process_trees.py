@@ -335,3 +335,26 @@ def test_a_hopper_that_left_the_group_dies_with_its_gate(repo: Path) -> None:
                     os.killpg(pgid, signal.SIGKILL)
                 if not _hopping(repo, 0.05):
                     break
+
+
+@pytest.mark.parametrize("timeout", [None, 1], ids=["exits", "times-out"])
+def test_without_proc_the_process_group_is_still_ended(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, timeout: int | None
+) -> None:
+    """Where there is no ``/proc`` (not Linux) only the process group can be reached: what a
+    gate left in it is killed when the gate exits or times out. The watchdog, a process of its
+    own with the real ``/proc``, is kept out of it."""
+    monkeypatch.setattr(tree, "PROC", str(repo / "no-proc"))
+    monkeypatch.setattr(watchdog, "_spawn", lambda: None)
+    wait = "; sleep 300" if timeout else ""
+    limit = f"timeout_seconds = {timeout}\n" if timeout else ""
+    contract = ('[[gate]]\nname = "group"\nshell = true\n' + limit
+                + f'command = "sleep 300 >/dev/null 2>&1 & echo $! > left.pid{wait}"\n')
+    (result,) = run_contract(repo, contract).results
+    pid = int((repo / "left.pid").read_text())
+    try:
+        expected = ("failed", "timeout") if timeout else ("passed", None)
+        assert (result.outcome, result.code) == expected
+        assert wait_dead([pid], seconds=1.0) == []
+    finally:
+        kill_all([pid])
