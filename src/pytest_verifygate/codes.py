@@ -1,6 +1,5 @@
-"""The words of a run's outcome (docs: Outcomes, verdict and failure codes): gate outcomes,
-verdicts and the stable failure codes, named through these constants instead of bare literals.
-Kept apart from ``classify`` so that naming a code does not compile the rule table.
+"""Gate outcomes, verdicts and the stable failure codes (docs: Outcomes, verdict and failure
+codes), apart from ``classify`` so that naming a code does not compile the rule table.
 
 PYTEST_DONT_REWRITE
 """

@@ -1,8 +1,5 @@
-"""The pluggy hooks pytest-verifygate calls (docs: Hooks).
-
-They are registered in every pytest session (so a ``conftest.py`` implementing them never
-errors) and in the ``verifygate`` command, which also loads plugins from the
-``verifygate`` entry-point group. The project name is ``pytest`` so ``@pytest.hookimpl``
+"""The pluggy hooks pytest-verifygate calls (docs: Hooks), registered in every pytest session
+and in the ``verifygate`` command; the project name is ``pytest`` so ``@pytest.hookimpl``
 works for both.
 
 PYTEST_DONT_REWRITE

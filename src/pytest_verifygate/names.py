@@ -27,11 +27,8 @@ def item_name(name: str) -> str:
 
 
 def item_names(names: Iterable[str]) -> dict[str, str]:
-    """Each gate name's item name, unique among ``names`` (given in contract order).
-
-    A name that needs no change keeps it; a changed one that meets another gate's item name
-    gets `` (2)``, `` (3)``, ... So the same contract always gives the same node ids.
-    """
+    """Each gate name's item name, unique among ``names`` (in contract order): a changed name
+    that meets another's gets `` (2)``, `` (3)``, ..., so a contract always gives the same ids."""
     names = list(names)
     taken = {name for name in names if item_name(name) == name}
     result: dict[str, str] = {}

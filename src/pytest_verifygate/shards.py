@@ -1,9 +1,6 @@
-"""Shards: one deterministic, duration-balanced part of the selected gates per CI machine.
-
-Owns ``--shard K/N`` (and GitLab's ``CI_NODE_INDEX``/``CI_NODE_TOTAL``), the groups of gates
-joined by ``needs`` that must share a shard, and the split: longest processing time first over
-each gate's recorded duration. Every input is the same on every machine of a build and every
-tie is broken by name, so each machine computes the same split and runs its own part.
+"""Shards: one deterministic, duration-balanced part of the selected gates per CI machine
+(``--shard K/N``, GitLab's ``parallel:``); gates joined by ``needs`` share a shard, and every
+tie is broken by name so each machine computes the same split.
 
 PYTEST_DONT_REWRITE
 """
@@ -16,8 +13,7 @@ from pytest_verifygate.contract import Contract, Gate
 from pytest_verifygate.errors import UsageError
 from pytest_verifygate.selection import Selection
 
-# ``Selection.left_out_by`` of a gate that another shard runs (beside selection's ``BY_*``):
-# like a role's, pytest does not collect it.
+# ``Selection.left_out_by`` of a gate another shard runs: pytest does not collect it.
 BY_SHARD = "shard"
 # GitLab CI's ``parallel: N``: each job's 1-based index and the job count.
 INDEX_VARIABLE = "CI_NODE_INDEX"
@@ -50,12 +46,8 @@ def parse_shard(text: str, flag: str = "--shard") -> Shard:
 
 def requested_shard(text: str | None, environ: Mapping[str, str],
                     flag: str = "--shard") -> Shard | None:
-    """The shard a front end asks for: its flag's ``K/N``, else the CI's (GitLab's
-    ``parallel:``, both variables set), else none.
-
-    Not the CI's under pre-commit (``PRE_COMMIT`` set): a hook in a ``parallel:`` job checks
-    the commit whole, since no merge of its parts follows.
-    """
+    """The shard a front end asks for: its flag's ``K/N``, else GitLab's ``parallel:`` job's,
+    except under pre-commit (no merge of the parts follows a hook), else none."""
     if text:
         return parse_shard(text, flag)
     index, total = environ.get(INDEX_VARIABLE, ""), environ.get(TOTAL_VARIABLE, "")
@@ -91,12 +83,8 @@ def gate_groups(gates: Sequence[Gate]) -> list[list[Gate]]:
 
 def split(groups: Sequence[Sequence[str]], seconds: Mapping[str, float],
           total: int) -> list[int]:
-    """The shard (1-based) of each group: longest processing time first.
-
-    Groups are taken heaviest first (ties: by the smallest name in the group) and each goes
-    to the shard with the least load so far (ties: the lowest index). The longest shard is
-    then at most 4/3 of the best possible split's (Graham's bound).
-    """
+    """The shard (1-based) of each group: the heaviest group first (ties: smallest name) to
+    the least loaded shard (ties: lowest index), within 4/3 of the best split (Graham)."""
     weights = [sum(seconds.get(name, 0.0) for name in group) for group in groups]
     order = sorted(range(len(groups)), key=lambda g: (-weights[g], min(groups[g], default="")))
     loads = [0.0] * total

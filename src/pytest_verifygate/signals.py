@@ -12,8 +12,7 @@ import threading
 from types import FrameType
 from typing import Any
 
-# What ends a process by default and can be caught: a terminal's Ctrl-C and Ctrl-\, a closed
-# terminal or ssh session, a service manager or CI runner stopping the job.
+# Ctrl-C and Ctrl-\, a closed terminal or ssh session, a service or CI runner stopping the job.
 TERMINATING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 # The guards entered in the main thread, innermost last.
@@ -21,13 +20,9 @@ _active: list[Interruptible] = []
 
 
 class Interruptible:
-    """While entered in the main thread (the only one Python lets handle signals), the first
-    of ``signals`` raises KeyboardInterrupt; later ones are ignored so cleanup is not cut short.
-
-    ``keep_others``: a signal whose handler someone else installed is left alone (pytest
-    handles SIGINT itself; the default SIGTERM, SIGHUP and SIGQUIT would kill it outright and
-    leave the gates, in sessions of their own, running).
-    """
+    """While entered in the main thread, the first of ``signals`` raises KeyboardInterrupt;
+    later ones are ignored so cleanup is not cut short. ``keep_others``: leave a handler
+    someone else installed (pytest's SIGINT); the default ones would kill pytest outright."""
 
     def __init__(self, signals: tuple[int, ...] = TERMINATING_SIGNALS, *,
                  keep_others: bool = False) -> None:
@@ -55,9 +50,8 @@ class Interruptible:
         self.previous.setdefault(signum, previous)
 
     def hold(self) -> None:
-        """From now until exit, a signal is noted (``fired``, ``received``), never raised:
-        what follows (writing a report) runs to its end. Signals left to others are taken
-        too: pytest's own Ctrl-C would cut the report short as much as ours."""
+        """Until exit, a signal is noted (``fired``, ``received``), never raised, so the report
+        is written whole; signals left to others are taken too (pytest's Ctrl-C included)."""
         if self not in _active:  # not entered, or outside the main thread
             return
         self.holding = True
@@ -83,9 +77,7 @@ class Interruptible:
 
 
 def hold_interrupts() -> None:
-    """Tell the innermost active guard (if any) that the gates are done: from here on a
-    signal is noted, not raised, so the report that follows is written whole. Only from the
-    main thread, where the guards and their signals live: a run in another thread ending
-    says nothing about the main thread's."""
+    """Tell the innermost guard the gates are done: a signal is noted from now, not raised.
+    Only from the main thread: a run ending in another thread says nothing of the main one's."""
     if _active and threading.current_thread() is threading.main_thread():
         _active[-1].hold()

@@ -1,7 +1,5 @@
-"""Terminal text made readable: ANSI sequences removed, screen redraws turned into lines.
-
-Shared by the classifier, the agent digest and the JUnit writer; kept apart from
-``classify`` so that reading output does not compile the classification rules.
+"""Terminal text made readable: ANSI sequences removed, screen redraws turned into lines (apart
+from ``classify``, so that reading output does not compile the classification rules).
 
 PYTEST_DONT_REWRITE
 """

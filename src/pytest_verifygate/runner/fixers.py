@@ -1,8 +1,6 @@
-"""Catching a gate that changes the files it was given (a fixer: a formatter, ``--fix``).
-
-A changed file fails the gate, as pre-commit fails a hook that modifies files: what the gate
-checked is no longer what is on disk. A stamp is the file's size, modification time and inode,
-so a rewrite with the same bytes counts too, and so does a file that appears or disappears.
+"""Catching a gate that changes the files it was given (a formatter, ``--fix``), which fails it
+as pre-commit fails such a hook. A stamp is a file's size, mtime and inode (``os.lstat``), so a
+rewrite with the same bytes counts, and so does a file that appears or disappears.
 
 PYTEST_DONT_REWRITE
 """
@@ -12,9 +10,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 Stamps = dict[str, tuple[int, int, int] | None]
-
-# The first words of the message (the rest names the files).
-MODIFIED = "files were modified by this gate"
 
 
 def stamps(root: Path | None, files: Sequence[str]) -> Stamps:
@@ -32,9 +27,8 @@ def modified(root: Path | None, before: Stamps) -> tuple[str, ...]:
 
 
 def describe(paths: Sequence[str], limit: int = 20) -> str:
-    shown = ", ".join(paths[:limit])
     more = f" and {len(paths) - limit} more" if len(paths) > limit else ""
-    return f"{MODIFIED}: {shown}{more}"
+    return f"files were modified by this gate: {', '.join(paths[:limit])}{more}"
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:

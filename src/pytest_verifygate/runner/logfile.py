@@ -1,11 +1,8 @@
-"""A gate's log file: private to the user, capped in size, and never a reason to fail a gate.
+"""A gate's log file: private (0600, reached through no link), capped, never a reason to fail.
 
-An attempt's output goes to the log as it comes, up to ``max_bytes`` per attempt
-(``[settings] log_max_bytes``): past that the log keeps the first quarter and the last three
-quarters, with a line saying what was cut. While the gate runs, the tail is a ring inside the
-file itself (no copy of the output in memory), put back in order when the attempt ends. The
-file is 0600, reached through no link (``state.files.open_state_dir``). A write that fails stops
-the log, not the gate: ``problem`` says why, and the runner puts that in the gate's output.
+Past ``log_max_bytes`` per attempt it keeps the first quarter and the last three quarters,
+the tail as a ring inside the file (no copy in memory), put in order behind a line saying
+what was cut when the attempt ends. A failed write stops the log and is noted (``problem``).
 
 PYTEST_DONT_REWRITE
 """
@@ -81,10 +78,8 @@ class GateLog:
 
     def close(self) -> None:
         """Put the tail back in order behind a note of what was cut; close the file."""
-        if self.fd is None:
-            return
         try:
-            if self.written > self.max_bytes:
+            if self.fd is not None and self.written > self.max_bytes:
                 self._unroll()
         except OSError as exc:
             self._fail(exc)

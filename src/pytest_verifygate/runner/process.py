@@ -1,11 +1,8 @@
-"""Process supervision: one attempt of a gate, from spawn to the last process it started.
+"""Process supervision: a gate's commands, from spawn to the last process they started.
 
-Each command runs in a session of its own with stdin closed and stdout+stderr in one pipe,
-read without blocking into an ``OutputSink`` (the masked log and an in-memory tail). The process
-is watched, not only the pipe. A deadline, a cancel, or leftovers holding the pipe after the
-first process exited all end the same way: SIGTERM to the whole tree (``runner.tree``), a
-grace, then SIGKILL; no process outlives its gate, and one that cannot be killed is named in
-the gate's output.
+Each command runs in a session of its own, its output read without blocking into an
+``OutputSink``. A deadline, a cancel, or leftovers holding the pipe after the command exited
+end its whole tree (``runner.tree``): SIGTERM, a grace, SIGKILL; what survives is named.
 
 PYTEST_DONT_REWRITE
 """
@@ -41,8 +38,7 @@ LEFTOVER_GRACE_SECONDS = 0.5
 MAX_TIMEOUT_SECONDS = 365 * 24 * 3600.0
 # How long the gate's first process is waited for after SIGKILL before it counts as a survivor.
 REAP_SECONDS = 5.0
-# A process holds the gate's output open but none of the ways ``runner.tree`` finds a gate's
-# processes reaches it: it left the group, cleared its environment and lost its parent.
+# Something holds the gate's output open but is out of ``runner.tree``'s reach.
 HELD_OUTPUT_NOTE = ("verifygate: a process this gate started still holds its output open and "
                     "is out of reach (it left the process group, cleared its environment and "
                     "was orphaned); it was not killed and may still be running\n")
@@ -130,8 +126,7 @@ class AttemptEnd:
     timed_out: bool = False
     interrupted: bool = False
     spawn_failed: bool = False
-    # Something still held the output open after everything found was killed.
-    output_held: bool = False
+    output_held: bool = False  # after everything found was killed (``HELD_OUTPUT_NOTE``)
 
     @property
     def failed(self) -> bool:
@@ -141,7 +136,9 @@ class AttemptEnd:
 
 def run_commands(plan: GatePlan, sink: OutputSink, cancelled: threading.Event,
                  base_env: Mapping[str, str], watchdog: Watchdog) -> AttemptEnd:
-    """Run the plan's commands one after another until one fails, all within one deadline."""
+    """Run the plan's commands (its chunks of files) one after another within one deadline;
+    the first failure decides, and a timeout, a cancel or a command that cannot start stops
+    the rest."""
     deadline = time.monotonic() + clamp_timeout(plan.gate.timeout_seconds)
     end = AttemptEnd()
     for argv in plan.invocations:
@@ -159,10 +156,8 @@ def clamp_timeout(seconds: float) -> float:
     try:
         value = float(seconds)
     except OverflowError:  # an int beyond any float: as good as forever
-        return MAX_TIMEOUT_SECONDS
-    if math.isnan(value):
-        return MAX_TIMEOUT_SECONDS
-    return min(max(0.0, value), MAX_TIMEOUT_SECONDS)
+        value = math.inf
+    return MAX_TIMEOUT_SECONDS if math.isnan(value) else min(max(0.0, value), MAX_TIMEOUT_SECONDS)
 
 
 def _run_command(
@@ -175,12 +170,8 @@ def _run_command(
     watchdog: Watchdog,
 ) -> AttemptEnd:
     """Spawn ``argv`` in a session of its own and supervise it until it and every process it
-    started are gone; a spawn error goes to ``sink``.
-
-    ``base_env`` is the environment the gate inherits, snapshotted by the caller's thread:
-    ``os.environ`` read here, in a worker thread, races the main thread changing it (pytest
-    sets and removes ``PYTEST_CURRENT_TEST`` around every item: a ``KeyError`` mid-copy).
-    """
+    started are gone. ``base_env`` is snapshotted by the runner's thread: ``os.environ`` read
+    in a worker races pytest setting ``PYTEST_CURRENT_TEST`` (a ``KeyError`` mid-copy)."""
     if not plan.cwd.is_dir():
         return _not_started(sink, f"the gate's cwd {plan.gate.cwd!r} does not exist")
     mark = "vg" + os.urandom(12).hex()  # 96 random bits: no other gate command carries it

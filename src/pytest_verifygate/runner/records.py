@@ -1,6 +1,5 @@
-"""The runner's records: what to do for a gate (``GatePlan``), where its pass is cached
-(``CacheSlot``) and how it ended (``GateResult``). Cheap to import: the result cache, the
-reports and the front ends name them without loading the process supervision or the scheduler.
+"""The runner's records: ``GatePlan``, ``CacheSlot`` and ``GateResult``. Cheap to import: the
+cache, the reports and the front ends name them without loading process supervision.
 
 PYTEST_DONT_REWRITE
 """
@@ -85,8 +84,7 @@ class GatePlan(NamedTuple):
     unsupported: str | None = None
     # Set for gates with ``cache = true``: where a pass is stored, and the reused pass if any.
     cache: CacheSlot | None = None
-    # The files ``{files}`` gave the gate, relative to the project root (a fixer is caught
-    # changing them: ``runner/fixers.py``).
+    # The files ``{files}`` gave the gate, relative to ``root`` (see ``runner/fixers.py``).
     given_files: tuple[str, ...] = ()
     root: Path | None = None
 

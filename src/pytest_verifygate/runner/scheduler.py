@@ -1,11 +1,8 @@
 """The scheduler: planned gates run on up to ``jobs`` threads, each result awaited by name.
 
-Owns the order gates start in (``run_order``): declared order, or the engine's preferred start
-order between ``exclusive`` gates; a gate starts only after the gates it ``needs`` (a need
-that did not pass skips it), and an ``exclusive`` gate runs alone. Also owns what happens
-around each attempt (``runner.process``): retries with backoff, the outcome and code (the
-classifier, the ``pytest_verifygate_classify`` hook, ``on_missing``), storing a cacheable pass,
-the start/finish callbacks and cancelling.
+Owns the start order (``run_order``: ``needs`` first, ``exclusive`` gates alone) and what
+happens around each attempt: retries, the outcome and code, storing a cacheable pass, the
+start/finish callbacks and cancelling.
 
 PYTEST_DONT_REWRITE
 """
@@ -52,7 +49,6 @@ WAIT_STEP_SECONDS = 0.5
 ClassifyHook = Callable[["Gate", GateResult], str | None]
 GateCallback = Callable[["Gate", GateResult], None]
 StartCallback = Callable[["Gate"], None]
-NOT_STARTED = "the run was interrupted before it started"
 
 
 class GateRunner:
@@ -78,8 +74,7 @@ class GateRunner:
         self.tail_bytes = tail_bytes
         self.log_dir = log_dir
         self.log_max_bytes = log_max_bytes
-        # A fresh filter for each attempt's log (the secret masker: logs are sinks too).
-        self.log_filter = log_filter
+        self.log_filter = log_filter  # a fresh secret masker per attempt: logs are sinks too
         self._release_log_dir = claim_log_dir(None)
         self.classify_hook = classify_hook
         self.on_started = on_started
@@ -88,19 +83,16 @@ class GateRunner:
         # Taken here, in the thread that makes the runner: see ``process._run_command``.
         self.base_env = dict(os.environ)
         self._by_name = {plan.gate.name: plan for plan in self.plans}
-        # Guarded by ``_ready``, which is notified whenever a gate ends: the gates waiting for
-        # a worker (in run order), those running (name -> exclusive), and each gate's result
-        # once announced (or the exception that ended its thread).
+        # Guarded by ``_ready`` (notified whenever a gate ends): the gates waiting (in run order),
+        # running (name -> exclusive) and done (a result, or the exception that ended a worker).
         self._ready = threading.Condition()
         self._waiting: list[GatePlan] = []
         self._running: dict[str, bool] = {}
         self._done: dict[str, GateResult | BaseException] = {}
-        self._static: dict[str, GateResult] = {}  # gates that run nothing (see start)
         self._needs: dict[str, tuple[str, ...]] = {}
         self._workers: list[threading.Thread] | None = None
         self._callback_lock = threading.Lock()
-        # Ends the gates' trees at their deadlines even if this process cannot.
-        self._watchdog = Watchdog()
+        self._watchdog = Watchdog()  # ends the gates' trees even if this process cannot
 
     def start(self) -> None:
         """Queue every gate; up to ``jobs`` run at once, the rest wait their turn."""
@@ -122,9 +114,11 @@ class GateRunner:
             self._needs[plan.gate.name] = tuple(need for need in plan.gate.needs
                                                 if need in placed)
             placed.add(plan.gate.name)
-        # Known before any worker looks at a gate's needs, announced below.
-        self._static = {plan.gate.name: _static_result(plan) for plan in self.plans
-                        if not needs_process(plan)}
+        # The gates that run nothing are announced before any worker looks at their needs; a
+        # Ctrl-C raised from a callback leaves the rest to ``result``, as interrupted.
+        for plan in self.plans:
+            if not needs_process(plan):
+                self._deliver(plan, self._finish(plan, _static_result(plan)))
         self._waiting = [plan for plan in ordered if needs_process(plan)]
         # Plain threads rather than a concurrent.futures executor: a worker picks the next
         # gate by its needs (``_pick``), which an executor's queue cannot.
@@ -132,10 +126,6 @@ class GateRunner:
             worker = threading.Thread(target=self._work, name=f"gate-{index}")
             self._workers.append(worker)
             worker.start()
-        # Announced last: a Ctrl-C raised from the callback leaves the others to ``result``.
-        for plan in self.plans:
-            if plan.gate.name in self._static:
-                self._deliver(plan, self._finish(plan, self._static[plan.gate.name]))
 
     def _deliver(self, plan: GatePlan, outcome: GateResult | BaseException) -> None:
         with self._ready:
@@ -179,7 +169,7 @@ class GateRunner:
         for index, plan in enumerate(self._waiting):
             unfinished = False
             for need in self._needs[plan.gate.name]:
-                ended = self._done.get(need, self._static.get(need))
+                ended = self._done.get(need)
                 if ended is None:
                     unfinished = True
                     break
@@ -196,6 +186,7 @@ class GateRunner:
     def result(self, name: str) -> GateResult:
         """Wait for one gate's result (starting the run if needed)."""
         self.start()
+        plan = self._by_name[name]
         while True:
             with self._ready:
                 # Woken when a gate ends; the timeout lets Ctrl-C reach the main thread.
@@ -207,8 +198,7 @@ class GateRunner:
             if done is not None:
                 return done
             if idle:  # nobody is left to announce it: a Ctrl-C cut start() short
-                plan = self._by_name[name]
-                self._deliver(plan, self._finish(plan, _interrupted(plan, NOT_STARTED)))
+                self._deliver(plan, self._finish(plan, _not_started(plan)))
 
     def results(self) -> list[GateResult]:
         """Wait for every gate; results in plan (contract) order."""
@@ -246,7 +236,7 @@ class GateRunner:
     def _run_plan(self, plan: GatePlan) -> GateResult:
         gate = plan.gate
         if self.cancelled.is_set():
-            return self._finish(plan, _interrupted(plan, NOT_STARTED))
+            return self._finish(plan, _not_started(plan))
         if self.on_started is not None:
             with self._callback_lock:
                 self.on_started(gate)
@@ -420,5 +410,6 @@ def _static_result(plan: GatePlan) -> GateResult:
     return bare_result(plan, codes.SKIPPED, None)._replace(reason=plan.skip_reason)
 
 
-def _interrupted(plan: GatePlan, reason: str) -> GateResult:
-    return bare_result(plan, codes.FAILED, codes.INTERRUPTED)._replace(reason=reason)
+def _not_started(plan: GatePlan) -> GateResult:
+    return bare_result(plan, codes.FAILED, codes.INTERRUPTED)._replace(
+        reason="the run was interrupted before it started")

@@ -1,11 +1,8 @@
 """A gate's process tree: every process a gate command started, found and ended.
 
-A process is found by the gate's process group (everywhere), and with Linux's ``/proc`` also
-by the random mark in its environment (``VERIFYGATE_TREE``, inherited through ``setsid`` and
-double forks) and by descent from one already found. Only processes started after the gate's
-first one are candidates, and a process is known by its pid and start time together, so a
-reused pid is never signalled. One that leaves the group, clears its environment and is
-orphaned is out of reach: untrusted gates belong in a container (docs: Security model).
+Found by its process group and, with Linux's ``/proc``, by the random mark its environment
+inherits (``VERIFYGATE_TREE``) and by descent; a process is known by pid and start time, so a
+reused pid is never signalled. What reaches none of these is out of reach (docs: Security).
 
 PYTEST_DONT_REWRITE
 """
@@ -109,8 +106,7 @@ class GateTree:
         self.traceable = found is not None
         self.since = found.start if found is not None else 0
         self.known: dict[int, int] = {}  # pid -> start of every process found so far
-        # The process groups of those found outside the gate's own: each is signalled whole,
-        # which reaches a member that appeared since the look (see ``signal``).
+        # The groups members made of their own, each signalled whole (see ``signal``).
         self.groups: set[int] = set()
 
     def members(self) -> list[Proc]:
@@ -140,12 +136,8 @@ class GateTree:
 
     def signal(self, signum: int) -> list[Proc]:
         """Send ``signum`` to the gate's group, to every group a member made (``setsid``) and
-        to every member found outside those; return the members found.
-
-        The kernel signals a group at once, so a process that forks and exits faster than
-        ``/proc`` can be read is reached wherever it has got to. A group made by a gate's
-        process holds only processes it started (a group never spans sessions).
-        """
+        to every member found outside those; return the members found. A group is signalled
+        whole, so a process forking faster than ``/proc`` can be read is reached too."""
         members = self.members()
         for group in (self.leader, *sorted(self.groups)):
             send_group_signal(group, signum)

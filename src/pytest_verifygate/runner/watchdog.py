@@ -1,11 +1,6 @@
-"""The watchdog: one small process per run that ends a gate's process tree at the gate's
-deadline, or at once when the run that started the gate is gone.
-
-A run killed with SIGKILL, stopped, or a pytest ended by ``os._exit`` from a thread supervises
-nothing, and its gates, each in a session of its own, would run on. So the first gate a run
-spawns starts this process, told on its stdin of each gate started and ended. It ends every
-tree still watched when its stdin reaches end of file, which the kernel makes happen when the
-run dies.
+"""The watchdog: one small process per run that ends a gate's process tree after the gate's
+deadline, or at once when the run is gone (killed with SIGKILL, stopped, ended by ``os._exit``):
+the run tells it on its stdin of each gate, and the kernel closes that pipe when the run dies.
 
 PYTEST_DONT_REWRITE
 """
@@ -24,10 +19,8 @@ from collections.abc import Iterable
 
 from pytest_verifygate.runner.tree import GateTree, read_proc, wait_until
 
-# After a gate's deadline, the run itself sends SIGTERM, waits its grace (2 s,
-# ``process.KILL_GRACE_SECONDS``), sends SIGKILL and ends what is left of the tree (1.5 s at
-# most): the watchdog steps in only after that, so a live run still ends the gate, names what
-# it could not kill and records the timeout itself.
+# After the run's own SIGTERM, grace and SIGKILL (``process``, 3.5 s at most): a live run ends
+# a gate that timed out itself, and names what it could not kill.
 AFTER_DEADLINE_SECONDS = 5.0
 # Between SIGTERM and SIGKILL when the watchdog ends a tree.
 GRACE_SECONDS = 1.0
@@ -44,8 +37,7 @@ class Watchdog:
         self._process: subprocess.Popen[bytes] | None = None
 
     def started(self, leader: int, mark: str, deadline: float) -> None:
-        """A gate's first process ``leader`` (its group's id) started, with tree ``mark``,
-        to be ended at ``deadline`` (``time.monotonic()``, shared by every process)."""
+        """A gate's first process started, its tree to end at ``deadline`` (monotonic)."""
         self._send(f"start {leader} {mark} {deadline!r}\n", start=True)
 
     def ended(self, leader: int) -> None:
@@ -54,8 +46,7 @@ class Watchdog:
         self._send(f"end {leader}\n", start=False)
 
     def close(self) -> None:
-        """No gate will start any more (the runner's workers are done): the watchdog ends what
-        is left and exits."""
+        """No gate will start any more: the watchdog ends what is left and exits."""
         with self._lock:
             process, self._process = self._process, None
         if process is None:
@@ -82,8 +73,8 @@ class Watchdog:
 
 
 def _spawn() -> subprocess.Popen[bytes] | None:
-    """The watchdog process, or None when it cannot be started (a process limit): the run
-    then supervises its gates alone, as it always does while it lives."""
+    """The watchdog process, or None when it cannot be started (the run then supervises its
+    gates alone, as it always does while it lives)."""
     # Started where the package this run imported lives, so that ``-m`` finds that package
     # (not one of the same name in the project the run checks); it needs nothing else than
     # the standard library, so neither ``site`` nor the environment's PYTHON* variables.
