@@ -8,13 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from pytest_verifygate import codes
 from pytest_verifygate.contract.model import EMPTY_ENV, Gate
-
-if TYPE_CHECKING:
-    from pytest_verifygate.report.redact import Redactor
 
 
 class GateResult(NamedTuple):
@@ -58,7 +55,6 @@ class CacheSlot(NamedTuple):
     definition: str
     patterns: tuple[str, ...] | None
     hit: GateResult | None = None
-    redactor: Redactor | None = None  # masks the output a pass is stored with
     # Per-file reuse (a ``{files}`` gate with ``when_changed`` or file types): the definition
     # with ``{files}`` unexpanded, the gate (its context is computed again after the run),
     # and each file this run checks with its per-file key.
