@@ -73,8 +73,9 @@ def main(args: argparse.Namespace) -> int:
               f"{len(merged['gates'])} gate(s) ran")
         if any(gate["outcome"] == codes.FAILED for gate in merged["gates"]):
             from pytest_verifygate.report.terminal import summary_table
+            from pytest_verifygate.runner.records import result_from_entry
 
-            print(summary_table([_result(gate) for gate in merged["gates"]]))
+            print(summary_table([result_from_entry(gate) for gate in merged["gates"]]))
         print(verdict_line(merged, report_path=args.json))
     for problem in problems:
         print(f"verifygate: error: {problem}", file=sys.stderr)
@@ -332,15 +333,6 @@ def _describe(value: object) -> str:
         ref = f" {value['ref']}" if value.get("ref") else ""
         return f"{value['source']}{ref} {len(value['files'])} file(s)"
     return str(value)
-
-
-def _result(gate: Mapping[str, Any]) -> Any:
-    """A ``GateResult`` back from a report entry (for the console's table)."""
-    from pytest_verifygate.runner.records import GateResult
-
-    values = {key: value for key, value in gate.items() if key in GateResult._fields}
-    values["command"] = tuple(values.get("command") or ())
-    return GateResult(**values)
 
 
 def _junit_timeouts(merged: Report, root: Path | None) -> dict[str, float]:

@@ -35,7 +35,7 @@ from pytest_verifygate.report.terminal import (
     verdict_line,
     verdict_style,
 )
-from pytest_verifygate.runner.records import GateResult
+from pytest_verifygate.runner.records import GateResult, result_from_entry
 from pytest_verifygate.signals import Interruptible
 from pytest_verifygate.state.outputs import remember_outputs
 from pytest_verifygate.state.storage import make_private_dir, new_log_dir, write_output
@@ -383,7 +383,7 @@ class VerifyGateSession:
             if not selection.selected:
                 continue
             if name in self.entries:
-                results.append(_result_from_entry(self.entries[name]))
+                results.append(result_from_entry(self.entries[name]))
             elif self.runner is not None and name in self.runner_names:
                 results.append(self.runner.result(name))  # done: the runner is closed
             else:
@@ -471,13 +471,6 @@ def _write_styled(reporter: pytest.TerminalReporter, lines: Iterable[Styled]) ->
 
 def _unique(names: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(names))
-
-
-def _result_from_entry(entry: dict[str, Any]) -> GateResult:
-    """A ``GateResult`` back from its report entry (what an xdist worker sends)."""
-    values = {key: value for key, value in entry.items() if key in GateResult._fields}
-    values["command"] = tuple(values.get("command") or ())
-    return GateResult(**values)
 
 
 def _pytest_view(path: Path, rootpath: Path) -> Path:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from pytest_verifygate import codes
 from pytest_verifygate.contract.model import EMPTY_ENV, Gate
@@ -42,6 +42,13 @@ class GateResult(NamedTuple):
     @property
     def failed(self) -> bool:
         return self.outcome == codes.FAILED
+
+
+def result_from_entry(entry: Mapping[str, Any]) -> GateResult:
+    """A ``GateResult`` back from its report entry (an xdist worker's, a shard's report)."""
+    values = {key: value for key, value in entry.items() if key in GateResult._fields}
+    values["command"] = tuple(values.get("command") or ())
+    return GateResult(**values)
 
 
 class CacheSlot(NamedTuple):
