@@ -167,6 +167,22 @@ def test_the_stream_masker_masks_secrets_split_across_chunks() -> None:
         assert b"\xff\xfe binary" in out  # bytes that are not UTF-8 pass through unchanged
 
 
+def test_a_secret_assignment_split_before_its_equals_sign_is_masked() -> None:
+    """A chunk without ``=`` skips the name search; a secret name at its end still meets the
+    ``=value`` of the next chunk, whatever the split."""
+    value = b"not-a-known-value-12345"
+    head = b"." * 3000 + b" DB_PASSWORD"
+    data = head + b"=" + value + b"\n" + b"." * 3000
+    for first in (len(head), len(head) - 3, len(head) + 1):
+        for size in (1, 700, 5000):
+            masker = redactor_for(()).stream_masker()
+            rest = data[first:]
+            out = masker.feed(data[:first]) + b"".join(
+                masker.feed(rest[i:i + size]) for i in range(0, len(rest), size))
+            out += masker.flush()
+            assert value not in out and b"DB_PASSWORD=***\n" in out, (first, size)
+
+
 def test_the_stream_masker_passes_output_without_secrets_through_unchanged() -> None:
     masker = redactor_for((), {"API_TOKEN": TOKEN}).stream_masker()
     data = bytes(range(256)) * 64 + b"plain=value\n" * 100

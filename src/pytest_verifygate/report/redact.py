@@ -97,6 +97,8 @@ class Redactor:
 
     def _assignments(self, data: bytes) -> list[Span]:
         spans: list[Span] = []
+        if b"=" not in data:  # no assignment: skip the name search (memchr against a regex)
+            return spans
         done = 0  # every byte is walked over at most twice
         for word in self.words.finditer(data):
             if word.start() < done:
@@ -187,14 +189,18 @@ class StreamMasker:
             self._pending = buffer
             return b""
         cut = len(buffer) - self.holdback
-        floor = max(0, cut - 256)  # no variable's name is longer
-        while cut > floor and buffer[cut - 1] in _NAME_CHARS:
-            cut -= 1  # a name cut in two might lose its secret word
         spans = self._redactor.spans(buffer)
-        for start, end in spans:  # a secret across the cut waits for the rest of it
-            if start < cut and (cut < end or end == len(buffer)):
-                cut = start
+        while True:
+            # What waits keeps the ``NAME=`` before it: a name cut in two might lose its
+            # secret word, and a value without its name is not known as a secret's.
+            floor = max(0, cut - 257)  # no variable's name is longer
+            while cut > floor and (buffer[cut - 1] in _NAME_CHARS or buffer[cut - 1] == 0x3D):
+                cut -= 1
+            across = [start for start, end in spans  # a secret across the cut waits whole
+                      if start < cut and (cut < end or end == len(buffer))]
+            if not across:
                 break
+            cut = across[0]
         if cut < len(buffer) - self.MAX_PENDING:
             cut = len(buffer) - self.holdback  # one endless word: mask what is here
         self._pending = buffer[cut:]
