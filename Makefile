@@ -62,14 +62,18 @@ SUITE ?= bench/suites/packaging.toml
 COMMITS ?= 40
 FLAGS ?=
 
+# The replay's environment holds the project's own test tools (hypothesis among them), so it is
+# not the one `make bench` measures pytest start-up in.
+REPLAY_VENV := .venv-replay
+
 bench-replay:
 	@test -n "$(REPO)" || { echo "make bench-replay: set REPO=path/to/a/clone" >&2; exit 2; }
-	$(PYTHON) -m venv $(BENCH_VENV)
-	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(BENCH_VENV)/bin/python -m pip install --quiet lefthook pre-commit prek '.[xdist]' \
+	$(PYTHON) -m venv $(REPLAY_VENV)
+	$(REPLAY_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(REPLAY_VENV)/bin/python -m pip install --quiet lefthook pre-commit prek '.[xdist]' \
 		ruff mypy pytest pretend hypothesis tomli_w codespell
-	$(BENCH_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall .
-	$(BENCH_VENV)/bin/python bench/replay.py --repo "$(REPO)" --suite "$(SUITE)" \
+	$(REPLAY_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall .
+	$(REPLAY_VENV)/bin/python bench/replay.py --repo "$(REPO)" --suite "$(SUITE)" \
 		--commits $(COMMITS) $(FLAGS)
 
 # The docs extra goes into the same virtualenv: docs/hooks.py imports the package to render the
@@ -88,7 +92,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(E2E_DIR) build dist site src/*.egg-info .pytest_cache \
+	rm -rf $(VENV) $(BENCH_VENV) $(REPLAY_VENV) $(E2E_DIR) build dist site src/*.egg-info .pytest_cache \
 		.mypy_cache .ruff_cache
 
 # Long property-based runs: every hypothesis property with at least 2,000 examples (about

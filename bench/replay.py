@@ -14,7 +14,7 @@ agent stops (uncommitted), again when it is committed (staged), pushed (the push
 in CI (a fresh clone and state). Peers have no cache and pay at every stage.
 
 Run ``make bench-replay REPO=path/to/clone`` (see the README's performance section), or
-``python bench/replay.py --repo DIR`` inside ``.venv-bench``. Nothing here is asserted: the
+``python bench/replay.py --repo DIR`` inside ``.venv-replay``. Nothing here is asserted: the
 report gives totals, medians, ratios, the floor and every verdict that differs.
 """
 
