@@ -61,10 +61,18 @@ def _pyproject_has_table(path: Path) -> bool:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return True  # a broken pyproject that mentions us is reported when loaded
+    return pyproject_has_table(text, str(path))
+
+
+def pyproject_has_table(text: str, shown: str) -> bool:
+    """Whether a pyproject.toml's ``text`` has a ``[tool.verifygate]`` table; a broken one
+    that mentions us counts (it is reported when loaded, not skipped silently)."""
+    if "verifygate" not in text:
+        return False
     try:
-        data = parse_toml(text, str(path))
+        data = parse_toml(text, shown)
     except ContractError:
-        return True  # likewise reported when loaded, not skipped silently
+        return True
     tool = data.get("tool")
     return isinstance(tool, dict) and "verifygate" in tool
 

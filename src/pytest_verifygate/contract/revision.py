@@ -19,6 +19,7 @@ from pytest_verifygate.contract.discover import (
     find_repo_root,
     posix_relative,
     project_root_of,
+    pyproject_has_table,
 )
 from pytest_verifygate.contract.fields import FieldReader
 from pytest_verifygate.contract.load import load_contract
@@ -234,15 +235,5 @@ def _find_at(revision: str, repo_root: Path, start: Path) -> str | None:
 
 
 def _has_table(text: str | None) -> bool:
-    """Whether a pyproject.toml's text has a ``[tool.verifygate]`` table (a broken one that
-    mentions us counts, as it does for ``find_contract``)."""
-    if text is None or "verifygate" not in text:
-        return False
-    from pytest_verifygate.contract.parse import parse_toml
-
-    try:
-        data = parse_toml(text, "pyproject.toml")
-    except ContractError:
-        return True
-    tool = data.get("tool")
-    return isinstance(tool, dict) and "verifygate" in tool
+    """Whether a pyproject.toml's text, if any, has a ``[tool.verifygate]`` table."""
+    return text is not None and pyproject_has_table(text, "pyproject.toml")
