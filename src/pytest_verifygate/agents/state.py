@@ -128,9 +128,11 @@ class Rounds(NamedTuple):
                   "round cap cannot count this stop", file=sys.stderr)
             return False
         # Old sessions never come back: keep the most recent sessions' files (each with its
-        # report), and only files named as ``state_path`` names them.
-        prune_own_files(path.parent, is_state_name, KEEP_SESSIONS,
-                        companions=lambda name: (name[:-len(".json")] + ".report.json",))
+        # report), and only files named as ``state_path`` names them. Tidying up never fails
+        # a stop whose rounds were kept.
+        with contextlib.suppress(OSError):
+            prune_own_files(path.parent, is_state_name, KEEP_SESSIONS,
+                            companions=lambda name: (name[:-len(".json")] + ".report.json",))
         return True
 
 

@@ -286,8 +286,9 @@ class GateRunner:
         if plan.unsupported is not None:
             return bare_result(plan, codes.FAILED, codes.UNSUPPORTED_FORMAT,
                                output=f"verifygate: {plan.unsupported}\n")
+        masker = self.log_filter() if self.log_filter else None  # before the log is opened
         log = None if log_path is None else GateLog(log_path, attempt_number, self.log_max_bytes)
-        sink = OutputSink(log, self.tail_bytes, self.log_filter() if self.log_filter else None)
+        sink = OutputSink(log, self.tail_bytes, masker)
         try:
             end = run_commands(plan, sink, self.cancelled, self.base_env, self._watchdog)
         finally:
