@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pytest_verifygate.runner import process, tree
 from pytest_verifygate.runner.process import KILL_GRACE_SECONDS
-from pytest_verifygate.runner.watchdog import AFTER_DEADLINE_SECONDS, GRACE_SECONDS
+from pytest_verifygate.runner.watchdog import AFTER_DEADLINE_SECONDS, GRACE_SECONDS, Watchdog
 
 from .support import PY, kill_all, marked, wait_unmarked
 
@@ -138,3 +138,21 @@ def test_a_pytest_ended_by_os_exit_from_a_thread_takes_its_gates_with_it(
         if session.poll() is None:
             session.kill()
             session.wait()
+
+
+def test_a_command_whose_run_died_before_saying_it_started_is_ended_by_its_mark() -> None:
+    """A run killed right after spawning a gate command, before it could tell the watchdog
+    the command's first process: the watchdog, told the mark before the spawn, ends the
+    processes carrying it when the run's pipe closes."""
+    mark = "vg" + uuid.uuid4().hex
+    gate = subprocess.Popen(["sleep", "300"], env={**os.environ, tree.TREE_ENV: mark},
+                            start_new_session=True)
+    dog = Watchdog()
+    try:
+        dog.expecting(mark)  # the run dies here: it never says "started"
+        dog.close()
+        assert wait_unmarked(mark, 10) == [], "the command outlived its run"
+        assert gate.wait(10) == -signal.SIGTERM
+    finally:
+        kill_all([gate.pid])
+        gate.wait()

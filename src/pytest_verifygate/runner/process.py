@@ -187,6 +187,7 @@ def _run_command(
         # marks are kept, so a run inside a gate stays findable by the run around it.
         TREE_ENV: " ".join([*base_env.get(TREE_ENV, "").split(), mark]),
     }
+    watchdog.expecting(mark)  # before the spawn: a run killed right after it is covered too
     try:
         process = subprocess.Popen(
             list(argv),

@@ -68,6 +68,13 @@ def _processes(since: int) -> list[Proc]:
     return found
 
 
+def first_marked(mark: str) -> int | None:
+    """The earliest started running process carrying ``mark`` (None: there is none)."""
+    carriers = [proc for proc in _processes(0)
+                if proc.running and _carries(proc.pid, mark.encode())]
+    return min(carriers, key=lambda proc: proc.start).pid if carriers else None
+
+
 def _carries(pid: int, mark: bytes) -> bool:
     try:
         with open(f"{PROC}/{pid}/environ", "rb") as handle:

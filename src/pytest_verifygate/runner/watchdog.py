@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Iterable
 
-from pytest_verifygate.runner.tree import GateTree, read_proc, wait_until
+from pytest_verifygate.runner.tree import GateTree, first_marked, read_proc, wait_until
 
 # After the run's own SIGTERM, grace and SIGKILL (``process``, 3.5 s at most): a live run ends
 # a gate that timed out itself, and names what it could not kill.
@@ -35,6 +35,11 @@ class Watchdog:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
+
+    def expecting(self, mark: str) -> None:
+        """A gate command carrying ``mark`` is about to be spawned: should the run die before
+        it says ``started``, the watchdog still finds the command's processes by their mark."""
+        self._send(f"expect {mark}\n", start=True)
 
     def started(self, leader: int, mark: str, deadline: float) -> None:
         """A gate's first process started, its tree to end at ``deadline`` (monotonic)."""
@@ -104,6 +109,7 @@ def main() -> None:
         # Whoever stops the run must not stop the one that cleans up after it.
         signal.signal(signum, signal.SIG_IGN)
     gates: dict[int, tuple[GateTree, float]] = {}  # leader -> its tree, when to end it
+    expected: set[str] = set()  # marks of commands being spawned, not yet said started
     stdin = sys.stdin.fileno()
     pending = b""
     while True:
@@ -121,15 +127,21 @@ def main() -> None:
             break
         pending += chunk
         *lines, pending = pending.split(b"\n")
-        _apply(lines, gates)
-    _end([tree for tree, _ in gates.values()])
+        _apply(lines, gates, expected)
+    orphans = [GateTree(pid, mark) for mark in expected
+               if (pid := first_marked(mark)) is not None]
+    _end([*(tree for tree, _ in gates.values()), *orphans])
 
 
-def _apply(lines: Iterable[bytes], gates: dict[int, tuple[GateTree, float]]) -> None:
+def _apply(lines: Iterable[bytes], gates: dict[int, tuple[GateTree, float]],
+           expected: set[str]) -> None:
     for line in lines:
         words = line.decode("ascii", "replace").split()
-        if len(words) == 4 and words[0] == "start":
+        if len(words) == 2 and words[0] == "expect":
+            expected.add(words[1])
+        elif len(words) == 4 and words[0] == "start":
             leader, mark, deadline = int(words[1]), words[2], float(words[3])
+            expected.discard(mark)
             tree = GateTree(leader, mark)
             if not tree.traceable and read_proc(os.getpid()) is not None:
                 # /proc works but the first process is gone: the run has reaped it, and its
