@@ -11,13 +11,15 @@ import contextlib
 import os
 import select
 import signal
-import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from pytest_verifygate.runner.tree import GateTree, first_marked, read_proc, wait_until
+
+if TYPE_CHECKING:
+    import subprocess
+    from collections.abc import Iterable
 
 # After the run's own SIGTERM, grace and SIGKILL (``process``, 3.5 s at most): a live run ends
 # a gate that timed out itself, and names what it could not kill.
@@ -33,6 +35,9 @@ class Watchdog:
     gate, and closes its stdin when the run ends (which ends the watchdog)."""
 
     def __init__(self) -> None:
+        # The run's side only: the watchdog process itself starts without these imports.
+        import threading
+
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -60,6 +65,8 @@ class Watchdog:
         with contextlib.suppress(OSError):  # it is gone already
             process.stdin.close()
         # Reaped in the background: the run does not wait for the watchdog to exit.
+        import threading
+
         threading.Thread(target=process.wait, name=REAPER_THREAD, daemon=True).start()
 
     def _send(self, message: str, *, start: bool) -> None:
@@ -80,6 +87,8 @@ class Watchdog:
 def _spawn() -> subprocess.Popen[bytes] | None:
     """The watchdog process, or None when it cannot be started (the run then supervises its
     gates alone, as it always does while it lives)."""
+    import subprocess
+
     # Started where the package this run imported lives, so that ``-m`` finds that package
     # (not one of the same name in the project the run checks); it needs nothing else than
     # the standard library, so neither ``site`` nor the environment's PYTHON* variables.
