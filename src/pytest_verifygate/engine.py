@@ -70,7 +70,7 @@ class RunRequest(NamedTuple):
     bound_by: str | None = None
     names: tuple[str, ...] = ()  # only these gates (``verifygate run NAME...``); empty: all
     # Warn of patterns that match no tracked file even when the contract did not change.
-    pattern_warnings: bool = False
+    warn_unmatched_patterns: bool = False
 
 
 class Plan(NamedTuple):
@@ -147,7 +147,7 @@ def prepare(request: RunRequest) -> Plan:
 
         selections = only_named(selections, request.names, display_path(contract.path))
     pattern_warnings = tuple(unmatched_pattern_warnings(contract, changes, selections,
-                                                        always=request.pattern_warnings))
+                                                        always=request.warn_unmatched_patterns))
     shard_warnings: tuple[str, ...] = ()
     if request.shard is not None:
         from pytest_verifygate.shards import shard_selections

@@ -34,7 +34,7 @@ def prepare_from_args(args: argparse.Namespace, *, jobs: int | None = None,
                               jobs=jobs, read_cache=read_cache,
                               shard=requested_shard(args.shard, os.environ),
                               names=tuple(dict.fromkeys(getattr(args, "names", None) or ())),
-                              pattern_warnings=args.command == "list"))
+                              warn_unmatched_patterns=args.command == "list"))
     for warning in plan.warnings:
         print(f"verifygate: {warning}", file=sys.stderr)
     return plan
