@@ -140,22 +140,22 @@ def test_a_payload_that_never_ends_blocks_at_the_budget(project: Path) -> None:
 # internal errors and git errors
 
 
-def crashing_plugin(tmp_path: Path) -> dict[str, str]:
-    """A verifygate plugin whose report hook raises: an internal error in the hook's run."""
+def crashing_plugin(tmp_path: Path, project: Path) -> dict[str, str]:
+    """A plugin of the project's contract whose report hook raises: an internal error in the
+    hook's run."""
     site = tmp_path / "site"
     write(site / "vg_crash.py", "import pytest\n\n@pytest.hookimpl\n"
                                 "def pytest_verifygate_modifyreport(report):\n"
                                 "    raise RuntimeError('the plugin broke')\n")
-    write(site / "vg_crash-1.0.dist-info" / "METADATA",
-          "Metadata-Version: 2.1\nName: vg-crash\nVersion: 1.0\n")
-    write(site / "vg_crash-1.0.dist-info" / "entry_points.txt", "[verifygate]\ncrash = vg_crash\n")
+    contract = project / "verify.toml"
+    write(contract, contract.read_text() + '\n[settings]\nplugins = ["vg_crash"]\n')
     return {"PYTHONPATH": str(site)}
 
 
 @pytest.mark.parametrize("agent", ["claude", "gemini"])
 def test_an_internal_error_blocks_until_the_cap(agent: str, project: Path,
                                                 tmp_path: Path) -> None:
-    env = crashing_plugin(tmp_path)
+    env = crashing_plugin(tmp_path, project)
     write(project / "calc.py", BAD)
     text = reason(agent, stop(agent, project, "--max-rounds", "2", env=env))
     assert "an internal error stopped the check (RuntimeError: the plugin broke)" in text

@@ -349,20 +349,19 @@ def test_the_hook_under_pytest_and_the_command(sample: Path, tmp_path: Path) -> 
                              cwd=sample, env=env, capture_output=True, text=True, timeout=120)
     assert [shown(c) for c in annotations(session.stdout)] == [("src/shop/cart.py", 10, None)]
 
-    # The command loads plugins of the "verifygate" entry-point group.
+    # The command loads the plugins the contract names.
     plugins = tmp_path / "plugins"
     write(plugins / "house_format.py", CONFTEST)
-    write(plugins / "house_format-1.0.dist-info" / "METADATA",
-          "Metadata-Version: 2.1\nName: house-format\nVersion: 1.0\n")
-    write(plugins / "house_format-1.0.dist-info" / "entry_points.txt",
-          "[verifygate]\nhouse = house_format\n")
+    write(sample / "verify.toml", '[settings]\nplugins = ["house_format"]\n\n' + HOUSE_GATE)
     (sample / "conftest.py").unlink()
     done = subprocess.run([PY, "-m", "pytest_verifygate.cli", "run"], cwd=sample,
                           env={**env, "PYTHONPATH": str(plugins)}, capture_output=True,
                           text=True, timeout=120)
     assert [shown(c) for c in annotations(done.stdout)] == [("src/shop/cart.py", 10, None)]
-    without = subprocess.run([PY, "-m", "pytest_verifygate.cli", "run"], cwd=sample, env=env,
-                             capture_output=True, text=True, timeout=120)
+    write(sample / "verify.toml", HOUSE_GATE)  # the plugin installed, but not named
+    without = subprocess.run([PY, "-m", "pytest_verifygate.cli", "run"], cwd=sample,
+                             env={**env, "PYTHONPATH": str(plugins)}, capture_output=True,
+                             text=True, timeout=120)
     assert [shown(c) for c in annotations(without.stdout)] == [(None, None, None)]
 
 

@@ -185,7 +185,7 @@ def test_version_does_not_import_pytest() -> None:
     assert done.stdout.startswith("verifygate ")
 
 
-def test_plugins_from_the_verifygate_entry_point_group_are_loaded(
+def test_the_plugins_the_contract_names_are_loaded_and_no_others(
     repo: Path, tmp_path: Path
 ) -> None:
     site = tmp_path / "site"
@@ -194,18 +194,40 @@ import pytest
 
 @pytest.hookimpl
 def pytest_verifygate_modifyreport(report):
-    report["extra"] = "from an entry point"
+    report["extra"] = "from a named plugin"
 """)
-    write(site / "vg_extra-1.0.dist-info" / "METADATA",
-          "Metadata-Version: 2.1\nName: vg-extra\nVersion: 1.0\n")
-    write(site / "vg_extra-1.0.dist-info" / "entry_points.txt", "[verifygate]\nextra = vg_extra\n")
-    write(repo / "verify.toml", '[[gate]]\nname = "ok"\ncommand = "true"\n')
-    with_plugin = verifygate("run", "--all", "--format", "json", cwd=repo,
-                             env={"PYTHONPATH": str(site)})
+    env = {"PYTHONPATH": str(site)}
+    gate = '[[gate]]\nname = "ok"\ncommand = "true"\n'
+    write(repo / "verify.toml", '[settings]\nplugins = ["vg_extra"]\n\n' + gate)
+    with_plugin = verifygate("run", "--all", "--format", "json", cwd=repo, env=env)
     assert with_plugin.returncode == 0, with_plugin.stderr
-    assert json.loads(with_plugin.stdout)["extra"] == "from an entry point"
-    without = verifygate("run", "--all", "--format", "json", cwd=repo)
+    assert json.loads(with_plugin.stdout)["extra"] == "from a named plugin"
+    # Importable, even installed, but not named: a plugin does not join a run by itself.
+    write(repo / "verify.toml", gate)
+    without = verifygate("run", "--all", "--format", "json", cwd=repo, env=env)
     assert "extra" not in json.loads(without.stdout)
+
+
+@pytest.mark.parametrize(("plugins", "message"), [
+    ('["vg_missing"]', "key 'settings.plugins': cannot load plugin 'vg_missing': "
+                       "ModuleNotFoundError: No module named 'vg_missing' (install it where "
+                       "verifygate runs, or remove it)"),
+    ('["vg_broken"]', "key 'settings.plugins': cannot load plugin 'vg_broken': "
+                      "RuntimeError: broken at import"),
+    ('["not a module"]', "key 'settings.plugins': 'not a module' is not a module name"),
+    ('"vg_extra"', "key 'settings.plugins': must be a list of strings, not a string"),
+])
+def test_a_plugin_that_cannot_load_is_a_contract_error(
+    repo: Path, tmp_path: Path, plugins: str, message: str
+) -> None:
+    """Run without it, the gates would not be the ones the contract declares."""
+    write(tmp_path / "site" / "vg_broken.py", "raise RuntimeError('broken at import')\n")
+    write(repo / "verify.toml", f'[settings]\nplugins = {plugins}\n\n'
+                                '[[gate]]\nname = "ok"\ncommand = "true"\n')
+    done = verifygate("run", "--all", cwd=repo, env={"PYTHONPATH": str(tmp_path / "site")})
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr and "PASS" not in done.stdout
 
 
 def test_an_unwritable_report_path_is_one_line_and_status_2(repo: Path) -> None:

@@ -142,14 +142,21 @@ def pytest_verifygate_modifyreport(report):
 
 
 @pytest.mark.parametrize("xdist", [False, True], ids=["no-xdist", "xdist"])
-def test_hooks(project: pytest.Pytester, xdist: bool) -> None:
+@pytest.mark.parametrize("where", ["conftest", "contract"])
+def test_hooks(project: pytest.Pytester, xdist: bool, where: str) -> None:
+    """Hooks from a conftest.py, or from a plugin the contract names (as the command loads
+    it), run alike under pytest."""
     write_contract(
         project.path,
         {"name": "artifact", "command": failing(1, "missing dist/app.js")},
         {"name": "other", "command": failing(1, "missing dist/other.js")},
         {"name": "ok", "command": passing()},
+        settings={"plugins": ["house_hooks"]} if where == "contract" else None,
     )
-    project.makeconftest(HOOKS_CONFTEST)
+    if where == "conftest":
+        project.makeconftest(HOOKS_CONFTEST)
+    else:
+        project.makepyfile(house_hooks=HOOKS_CONFTEST)
     extra = XDIST if xdist else ("-p", "no:cacheprovider")
     result = project.runpytest_subprocess("--verify-contract", *extra, "--verify-report",
                                           "report.json")

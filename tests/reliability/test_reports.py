@@ -170,10 +170,8 @@ def test_a_signal_after_the_last_gate_still_writes_the_report(
 ) -> None:
     site = tmp_path / "site"
     write(site / "vg_late.py", SIGNAL_IN_REPORT_HOOK.format(name=name))
-    write(site / "vg_late-1.0.dist-info" / "METADATA",
-          "Metadata-Version: 2.1\nName: vg-late\nVersion: 1.0\n")
-    write(site / "vg_late-1.0.dist-info" / "entry_points.txt", "[verifygate]\nlate = vg_late\n")
-    write(repo / "verify.toml", '[[gate]]\nname = "ok"\ncommand = "echo fine"\n')
+    write(repo / "verify.toml", '[settings]\nplugins = ["vg_late"]\n\n'
+                                '[[gate]]\nname = "ok"\ncommand = "echo fine"\n')
     path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
     done = verifygate("run", "--all", "--json", "report.json", cwd=repo,
                       env={"PYTHONPATH": path})

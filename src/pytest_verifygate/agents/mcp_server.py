@@ -200,7 +200,7 @@ def build_server(root: Path, contract: str | None = None) -> Any:
 
 async def _run(tools: GateTools, plan: "Plan", ctx: Any) -> "Report":
     """Run the plan's selected gates; progress per finished gate; cancelled, they end."""
-    hook = plugin_hook()
+    hook = plugin_hook(plan.contract)
     total = len(plan.selected)
     if total == 0:
         return tools.finish(plan, (), hook)

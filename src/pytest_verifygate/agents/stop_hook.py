@@ -295,7 +295,7 @@ def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
     from pytest_verifygate.plugins import plugin_hook
     from pytest_verifygate.report.digest import to_digest
 
-    hook = plugin_hook()
+    hook = plugin_hook(plan.contract)
     run = engine.run(plan, hook=hook)
     for warning in run.warnings:
         _warn(warning)

@@ -61,7 +61,7 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
                   f"(changes: {plan.changes.describe()})")
         progress = Progress(stream, [s.gate.name for s in selected], live=live, color=color)
         quiet = not text and not live
-        hook = plugin_hook()
+        hook = plugin_hook(contract)
         run = engine.run(plan, hook=hook,
                          on_started=None if quiet else progress.started,
                          on_finished=None if quiet else progress.finished)

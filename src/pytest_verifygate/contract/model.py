@@ -30,6 +30,7 @@ SETTINGS_KEYS = (
     "changed_from",
     "cache",
     "log_max_bytes",
+    "plugins",
 )
 GATE_KEYS = (
     "name",
@@ -76,6 +77,7 @@ class Settings(NamedTuple):
     changed_from: str = ""
     cache: bool = False
     log_max_bytes: int = 16 * 1024 * 1024  # per gate attempt's log file (head and tail kept)
+    plugins: tuple[str, ...] = ()  # modules whose hook implementations the run loads
 
 
 # What a seed format's file means where its settings say nothing: middle and openTiger run

@@ -7,6 +7,7 @@ differ (``model.SEED_SETTINGS``: middle and openTiger run one gate at a time, in
 PYTEST_DONT_REWRITE
 """
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +16,8 @@ from pytest_verifygate.contract.model import ON_MISSING, SETTINGS_KEYS, Settings
 
 # The most gates a contract may ask to run at once: more threads than this help nobody.
 MAX_JOBS = 1024
+
+MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 def load_settings(raw: object, reader: FieldReader, defaults: Settings, *,
@@ -41,6 +44,17 @@ def load_settings(raw: object, reader: FieldReader, defaults: Settings, *,
         "changed_from": lambda value, key: reader.string(
             value, gate=None, key=key, allow_empty=True).strip(),
         "cache": lambda value, key: reader.boolean(value, gate=None, key=key),
+        "plugins": lambda value, key: _module_names(reader, value, key),
     }
     return defaults._replace(**{setting: check(raw[setting], f"settings.{setting}")
                                 for setting, check in checks.items() if setting in raw})
+
+
+def _module_names(reader: FieldReader, value: object, key: str) -> tuple[str, ...]:
+    """``settings.plugins``: importable module names, each once."""
+    names = reader.string_list(value, gate=None, key=key, allow_empty=True)
+    for name in names:
+        if not MODULE_NAME.fullmatch(name):
+            raise reader.error(f"{name!r} is not a module name", key=key,
+                               hint='name a module as import would, e.g. "my_project.gates"')
+    return tuple(dict.fromkeys(names))
