@@ -143,12 +143,15 @@ def _bind(current: Contract, settings: Settings, gates: Sequence[Gate], *, revis
         detail = f"gate {what}: they run as they were then"
     else:
         detail = "no gate was removed or changed"
+    if current.settings.plugins != settings.plugins:
+        # A plugin can change a verdict: only the ones the binding commit named are loaded.
+        detail += "; settings.plugins changed: the plugins of then are loaded"
     note = f"{CHANGE_NOTE_START}{revision[:12]}{moved}: {detail}"
     return current._replace(
         gates=merged,
         settings=current.settings._replace(
             fail_when_unverified=current.settings.fail_when_unverified
-            or settings.fail_when_unverified),
+            or settings.fail_when_unverified, plugins=settings.plugins),
         warnings=(note, *current.warnings),
     )
 
