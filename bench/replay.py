@@ -11,7 +11,11 @@ gate, nor before the gates' total CPU time spread over the cores.
 
 ``--workflow`` replays the same commits as the life of a change: the edit is checked when an
 agent stops (uncommitted), again when it is committed (staged), pushed (the pushed range) and
-in CI (a fresh clone and state). Peers have no cache and pay at every stage.
+in CI (a fresh clone, with only CI's own saved state). Peers have no cache and pay at every
+stage. CI runs as each tool's documentation has it run on a push (``--ci all``: every gate on
+every file, ``pre-commit run --all-files``, ``lefthook run pre-commit --all-files``,
+``verifygate run --all`` with CI's result cache restored), or on the change alone (``--ci
+changed``, as a pull request's check would). Every stage's verdicts are compared across tools.
 
 Run ``make bench-replay REPO=path/to/clone`` (see the README's performance section), or
 ``python bench/replay.py --repo DIR`` inside ``.venv-replay``. Nothing here is asserted: the
@@ -262,7 +266,10 @@ def peer_on_files(tool: str, files: Sequence[str]) -> list[str]:
     return [*TOOLS[tool], "--files", *files]
 
 
-def stage_argv(tool: str, step: str, files: Sequence[str]) -> list[str]:
+def stage_argv(tool: str, step: str, files: Sequence[str], ci: str = "changed") -> list[str]:
+    if step == "ci" and ci == "all":
+        return ([TOOLS[tool][0], "run", "--all"] if tool == "verifygate"
+                else [*TOOLS[tool], "--all-files"])
     if tool == "verifygate":
         return {"agent": [TOOLS[tool][0], "run", "--changed-from", "HEAD"],
                 "commit": TOOLS[tool],
@@ -272,7 +279,7 @@ def stage_argv(tool: str, step: str, files: Sequence[str]) -> list[str]:
 
 
 def ci_run(tool: str, commit: str, files: Sequence[str], source: Path, gates: Sequence[Gate],
-           env: dict[str, str], scratch: Path) -> float:
+           env: dict[str, str], scratch: Path, mode: str) -> tuple[float, str]:
     """The time of a CI build of ``commit``: a fresh clone, with only CI's own saved state
     restored (its result cache and the key that seals it), never a developer's."""
     ci = scratch / f"ci-{tool}"
@@ -283,11 +290,11 @@ def ci_run(tool: str, commit: str, files: Sequence[str], source: Path, gates: Se
     saved = scratch / f"ci-cache-{tool}"
     if saved.is_dir():
         shutil.copytree(saved, ci / ".git" / "verifygate" / "cache")
-    seconds = timed(stage_argv(tool, "ci", files), ci, ci_env)[0]
+    seconds, verdict, _ = timed(stage_argv(tool, "ci", files, mode), ci, ci_env)
     if (ci / ".git" / "verifygate" / "cache").is_dir():
         shutil.rmtree(saved, ignore_errors=True)
         shutil.copytree(ci / ".git" / "verifygate" / "cache", saved)
-    return seconds
+    return seconds, verdict
 
 
 def workflow(args: argparse.Namespace, gates: Sequence[Gate], env: dict[str, str],
@@ -297,6 +304,7 @@ def workflow(args: argparse.Namespace, gates: Sequence[Gate], env: dict[str, str
     commits = git(source, "rev-list", "--first-parent", f"-{args.commits}", args.rev).split()
     commits.reverse()
     per_tool = {tool: dict.fromkeys(STAGES, 0.0) for tool in tools}
+    verdicts: dict[tuple[str, str], dict[str, str]] = {}  # (commit, stage) -> tool -> verdict
     rerun: dict[str, float] = {}
     for tool in tools:
         # Each tool has its own clone and state, as a developer's machine would.
@@ -310,26 +318,37 @@ def workflow(args: argparse.Namespace, gates: Sequence[Gate], env: dict[str, str
             git(work, "reset", "-q")  # the agent's edit: in the work tree, not staged
             files = [name for name in git(work, "diff", "--name-only", "-z", "HEAD").split("\0")
                      if name and (work / name).exists()]
-            per_tool[tool]["agent"] += timed(stage_argv(tool, "agent", files), work,
-                                             tool_env)[0]
-            git(work, "read-tree", "-u", "--reset", commit)
-            per_tool[tool]["commit"] += timed(stage_argv(tool, "commit", files), work,
-                                              tool_env)[0]
-            git(work, "checkout", "-q", "-f", "--detach", commit)
-            per_tool[tool]["push"] += timed(stage_argv(tool, "push", files), work, tool_env)[0]
-            ci_last = ci_run(tool, commit, files, source, gates, env, scratch)
-            per_tool[tool]["ci"] += ci_last
+            for step in STAGES:
+                if step == "commit":
+                    git(work, "read-tree", "-u", "--reset", commit)
+                elif step == "push":
+                    git(work, "checkout", "-q", "-f", "--detach", commit)
+                if step == "ci":
+                    seconds, verdict = ci_run(tool, commit, files, source, gates, env, scratch,
+                                              args.ci)
+                    ci_last = seconds
+                else:
+                    seconds, verdict, _ = timed(stage_argv(tool, step, files), work, tool_env)
+                per_tool[tool][step] += seconds
+                verdicts.setdefault((commit, step), {})[tool] = verdict
         if tool == "verifygate":
             # CI run again on the same content, its result cache restored (as the project's
             # action does with actions/cache): what a re-run or a merge-queue run costs.
             rerun = {"first": ci_last,
-                     "again": ci_run(tool, commits[-1], files, source, gates, env, scratch)}
+                     "again": ci_run(tool, commits[-1], files, source, gates, env, scratch,
+                                     args.ci)[0]}
         print(f"{tool}: " + " ".join(f"{step} {per_tool[tool][step]:.1f}s" for step in STAGES),
               file=sys.stderr)
     totals = {tool: round(sum(stages.values()), 2) for tool, stages in per_tool.items()}
     peers = {tool: total for tool, total in totals.items() if tool != "verifygate"}
     best = min(peers, key=peers.__getitem__) if peers else None
-    return {"commits": len(commits), "stages_s": per_tool, "totals_s": totals,
+    differing = [{"commit": commit, "stage": step, "verdicts": by_tool}
+                 for (commit, step), by_tool in verdicts.items()
+                 if len(set(by_tool.values())) > 1]
+    return {"commits": len(commits), "ci": args.ci, "stages_s": per_tool, "totals_s": totals,
+            "failing_ci_builds": sum(by_tool.get("verifygate") == "failed"
+                                     for (_, step), by_tool in verdicts.items() if step == "ci"),
+            "verdicts_differing": differing,
             "ci_rerun_vs_first": (round(rerun["again"] / rerun["first"], 3)
                                   if rerun else None),
             "best_peer": best,
@@ -350,6 +369,9 @@ def main() -> int:
                         help="turn verifygate's result cache on ([settings] cache = true)")
     parser.add_argument("--workflow", action="store_true",
                         help="agent stop, commit, push and CI per commit, per tool")
+    parser.add_argument("--ci", choices=("all", "changed"), default="all",
+                        help="with --workflow: CI checks every gate on every file, as on a push "
+                             "(default), or the change alone, as a pull request's check")
     parser.add_argument("--out", default=str(Path(__file__).with_name("replay-results.json")))
     args = parser.parse_args()
     gates = load_suite(Path(args.suite))
