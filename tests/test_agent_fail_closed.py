@@ -149,6 +149,7 @@ def crashing_plugin(tmp_path: Path, project: Path) -> dict[str, str]:
                                 "    raise RuntimeError('the plugin broke')\n")
     contract = project / "verify.toml"
     write(contract, contract.read_text() + '\n[settings]\nplugins = ["vg_crash"]\n')
+    commit_all(project)  # a plugin binds once committed, as the gates do
     return {"PYTHONPATH": str(site)}
 
 
