@@ -76,8 +76,8 @@ def gate_annotation(gate: Mapping[str, Any], *, repo_root: str | os.PathLike[str
     """The one ``::error`` for a failed gate whose output names no error's place: the first
     error line (else the last line, else how the gate ended), at the first repository
     ``path:line`` in it, else in any error line, else anywhere in the output."""
-    lines = [line.strip() for line in clean_output(str(gate.get("output_tail") or ""))]
-    lines = [line for line in lines if line]
+    lines = [line.strip() for line in clean_output(str(gate.get("output_tail") or ""))
+             if line.strip()]
     errors = [index for index, line in enumerate(lines) if is_error_line(line)]
     # "Traceback (most recent call last):" says nothing; its exception line says what failed.
     telling = [index for index in errors if not lines[index].startswith("Traceback (")]
@@ -140,13 +140,9 @@ def _gate_annotations(
     return annotations, problems
 
 
-def plan_annotations(
-    report: Report,
-    *,
-    repo_root: str | os.PathLike[str],
-    project_root: str | os.PathLike[str] | None = None,
-    hook: GateHooks | None = None,
-) -> Annotations:
+def plan_annotations(report: Report, *, repo_root: str | os.PathLike[str],
+                     project_root: str | os.PathLike[str] | None = None,
+                     hook: GateHooks | None = None) -> Annotations:
     """The annotations of a report's failed gates, within GitHub's per-step limits. Each
     failed gate gets its first before any gets a second: fifty lint errors of one gate cannot
     hide another gate's failure."""
@@ -189,14 +185,10 @@ def _printed(planned: Annotations) -> list[str]:
             "lists them"]
 
 
-def error_annotations(
-    report: Report,
-    *,
-    repo_root: str | os.PathLike[str],
-    project_root: str | os.PathLike[str] | None = None,
-    hook: GateHooks | None = None,
-    stop: CommandStop | None = None,
-) -> list[str]:
+def error_annotations(report: Report, *, repo_root: str | os.PathLike[str],
+                      project_root: str | os.PathLike[str] | None = None,
+                      hook: GateHooks | None = None, stop: CommandStop | None = None
+                      ) -> list[str]:
     """The lines to print for a report's failed gates; with ``stop``, around them."""
     lines = _printed(plan_annotations(report, repo_root=repo_root, project_root=project_root,
                                       hook=hook))
@@ -317,14 +309,9 @@ def _left_out_section(left_out: Sequence[Annotation]) -> list[str]:
     return [*lines, "", "</details>"]
 
 
-def step_summary(
-    report: Report,
-    *,
-    repo_root: str | os.PathLike[str] | None = None,
-    project_root: str | os.PathLike[str] | None = None,
-    hook: GateHooks | None = None,
-    planned: Annotations | None = None,
-) -> str:
+def step_summary(report: Report, *, repo_root: str | os.PathLike[str] | None = None,
+                 project_root: str | os.PathLike[str] | None = None,
+                 hook: GateHooks | None = None, planned: Annotations | None = None) -> str:
     """The Markdown for ``$GITHUB_STEP_SUMMARY``: verdict, gates, errors not annotated, digest."""
     verdict = str(report.get("verdict"))
     # A verdict that settles the run wears its outcome's icon; pending and unverified inform.
@@ -369,42 +356,35 @@ def step_summary(
     return "\n".join(lines) + "\n\n"
 
 
-def _append(path: str, variable: str, text: str) -> str | None:
-    """Append ``text`` to ``path``; a warning when it cannot (the run's result stands)."""
+def _append(environ: Mapping[str, str], variable: str, text: Callable[[], str]) -> str | None:
+    """Append ``text()`` to the file ``$variable`` names when it is set; a warning when it
+    cannot (the run's result stands)."""
+    path = environ.get(variable, "")
+    if not path:
+        return None
     try:
         # File names that are not UTF-8 (surrogate escapes) are shown escaped, never a crash.
         with open(path, "a", encoding="utf-8", errors="backslashreplace") as handle:
-            handle.write(text)
+            handle.write(text())
     except OSError as exc:
         return f"cannot append to {variable} {path}: {exc.strerror or exc}"
     return None
 
 
-def append_step_summary(
-    report: Report,
-    environ: Mapping[str, str],
-    *,
-    repo_root: str | os.PathLike[str] | None = None,
-    project_root: str | os.PathLike[str] | None = None,
-    hook: GateHooks | None = None,
-    planned: Annotations | None = None,
-) -> str | None:
+def append_step_summary(report: Report, environ: Mapping[str, str], *,
+                        repo_root: str | os.PathLike[str] | None = None,
+                        project_root: str | os.PathLike[str] | None = None,
+                        hook: GateHooks | None = None, planned: Annotations | None = None
+                        ) -> str | None:
     """Append the step summary to ``$GITHUB_STEP_SUMMARY`` when set; a warning if it cannot."""
-    path = environ.get(STEP_SUMMARY_ENV, "")
-    if not path:
-        return None
-    return _append(path, STEP_SUMMARY_ENV, step_summary(
+    return _append(environ, STEP_SUMMARY_ENV, lambda: step_summary(
         report, repo_root=repo_root, project_root=project_root, hook=hook, planned=planned))
 
 
-def github_outputs(
-    report: Report,
-    environ: Mapping[str, str],
-    *,
-    repo_root: str | os.PathLike[str],
-    project_root: str | os.PathLike[str] | None = None,
-    hook: GateHooks | None = None,
-) -> tuple[list[str], list[str]]:
+def github_outputs(report: Report, environ: Mapping[str, str], *,
+                   repo_root: str | os.PathLike[str],
+                   project_root: str | os.PathLike[str] | None = None,
+                   hook: GateHooks | None = None) -> tuple[list[str], list[str]]:
     """The annotation lines to print and the warnings; appends the step summary."""
     planned = plan_annotations(report, repo_root=repo_root, project_root=project_root,
                                hook=hook)
@@ -417,9 +397,6 @@ def write_step_outputs(report: Report, environ: Mapping[str, str], *,
     """Append ``verdict``, ``failed-gates`` (JSON) and ``report`` (its path) to ``$GITHUB_OUTPUT``
     when set; a warning if it cannot. A random ``name<<DELIMITER`` for each value keeps a gate
     name from ending it early or adding an output."""
-    path = environ.get(OUTPUT_ENV, "")
-    if not path:
-        return None
     failed = [str(gate.get("name")) for gate in report.get("gates", [])
               if gate.get("outcome") == codes.FAILED]
     outputs = {"verdict": str(report.get("verdict")),
@@ -429,4 +406,4 @@ def write_step_outputs(report: Report, environ: Mapping[str, str], *,
     for name, value in outputs.items():
         delimiter = "verifygate_" + secrets.token_hex(16)
         text += f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
-    return _append(path, OUTPUT_ENV, text)
+    return _append(environ, OUTPUT_ENV, lambda: text)
