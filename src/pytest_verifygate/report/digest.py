@@ -89,27 +89,20 @@ def _size(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
-def _keep_start(text: str, limit: int) -> str:
-    """At most ``limit`` UTF-8 bytes from the start of ``text``, cut at a character."""
+def _keep(text: str, limit: int, *, end: bool = False) -> str:
+    """At most ``limit`` UTF-8 bytes of ``text``, its start (or ``end``), cut at a character."""
     data = text.encode("utf-8", "surrogatepass")
     if len(data) <= limit:
         return text
-    return data[: max(0, limit)].decode("utf-8", "ignore")
-
-
-def _keep_end(text: str, limit: int) -> str:
-    """At most ``limit`` UTF-8 bytes from the end of ``text``, cut at a character."""
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= limit:
-        return text
-    return data[len(data) - max(0, limit):].decode("utf-8", "ignore")
+    kept = data[len(data) - max(0, limit):] if end else data[: max(0, limit)]
+    return kept.decode("utf-8", "ignore")
 
 
 def _shorten(text: str, limit: int) -> str:
     """``text`` within ``limit`` bytes, its start kept and the cut marked."""
     if _size(text) <= limit:
         return text
-    return _keep_start(text, limit - 3) + "..."
+    return _keep(text, limit - 3) + "..."
 
 
 def _shorten_middle(line: str, limit: int) -> str:
@@ -119,8 +112,8 @@ def _shorten_middle(line: str, limit: int) -> str:
         return line
     marker = " [... middle of a long line cut ...] "
     room = max(0, limit - _size(marker))
-    head = _keep_start(line, room // 3)
-    tail = _keep_end(line, room - _size(head))
+    head = _keep(line, room // 3)
+    tail = _keep(line, room - _size(head), end=True)
     return head + marker + tail
 
 
@@ -201,7 +194,7 @@ def _excerpt(lines: Sequence[str], budget: int) -> str:
     if cut:
         parts.append(f"[... {cut} earlier line(s) omitted ...]")
     parts += tail
-    return _keep_end("\n".join(parts), budget)
+    return _keep("\n".join(parts), budget, end=True)
 
 
 def is_error_line(line: str) -> bool:
@@ -247,13 +240,13 @@ def gate_digest(gate: Mapping[str, Any], *, root: str | os.PathLike[str] | None 
     head = "\n\n".join(header)
     lines = clean_output(str(gate.get("output_tail") or ""), root)
     if not lines:
-        return _keep_start(f"{head}\n\n(no output)", budget)
+        return _keep(f"{head}\n\n(no output)", budget)
     title = "Output (end):" if gate.get("output_truncated") else "Output:"
     # The fence is at most MAX_BACKTICK_RUN + 1 long: reserve it before choosing lines.
     fence_room = 2 * (MAX_BACKTICK_RUN + 2)
     room = budget - _size(head) - _size(title) - fence_room - 4
     if room < 256:
-        return _keep_start(f"{head}\n\n(output left out: no room)", budget)
+        return _keep(f"{head}\n\n(output left out: no room)", budget)
     excerpt = _excerpt(lines, room)
     fence = "`" * max(3, _longest_backticks(excerpt) + 1)  # no backtick run can close it
     return "\n".join([head, "", title, fence, excerpt, fence])
@@ -285,7 +278,7 @@ def to_digest(report: Report, *, root: str | os.PathLike[str] | None = None,
     gates = list(report.get("gates", []))
     failed = [gate for gate in gates if gate.get("outcome") == codes.FAILED]
     if not failed:
-        return _keep_start(_one_line(report), total)
+        return _keep(_one_line(report), total)
     # Gates cut short are counted apart from failures; one that never started has no section.
     cut = [gate for gate in failed if gate.get("code") == codes.INTERRUPTED]
     unstarted = [gate for gate in cut if not gate.get("attempts")]
@@ -316,7 +309,7 @@ def to_digest(report: Report, *, root: str | os.PathLike[str] | None = None,
         section = gate_digest(gate, root=root, budget=budget, heading=heading + 1)
         parts.append(section)
         used += _size(section) + 2
-    return _keep_start("\n\n".join(parts) + "\n", total)
+    return _keep("\n\n".join(parts) + "\n", total)
 
 
 def _first(names: Sequence[str]) -> str:
