@@ -66,16 +66,9 @@ def gate_entry(result: GateResult, contract: Contract | None, redactor: Redactor
     return entry
 
 
-def build_report(
-    *,
-    contract: Contract,
-    changes: ChangeSet,
-    selections: Sequence[Selection],
-    results: Sequence[GateResult],
-    verdict: codes.Verdict,
-    interrupted: bool = False,
-    redactor: Redactor | None = None,
-) -> Report:
+def build_report(*, contract: Contract, changes: ChangeSet, selections: Sequence[Selection],
+                 results: Sequence[GateResult], verdict: codes.Verdict,
+                 interrupted: bool = False, redactor: Redactor | None = None) -> Report:
     """The report of the selected gates' ``results`` (in any order)."""
     order = {gate.name: index for index, gate in enumerate(contract.gates)}
     ordered = sorted(results, key=lambda result: order.get(result.name, len(order)))

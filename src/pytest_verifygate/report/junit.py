@@ -136,17 +136,10 @@ def properties(gate: Mapping[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
-def to_junit(
-    report: Report,
-    *,
-    suite_seconds: float | None = None,
-    started_at: float | None = None,
-    timeouts: Mapping[str, float] | None = None,
-    hostname: str | None = None,
-    cases: Sequence[Mapping[str, Any]] | None = None,
-    names: Mapping[str, str] | None = None,
-    family: str = "xunit2",
-) -> str:
+def to_junit(report: Report, *, suite_seconds: float | None = None,
+             started_at: float | None = None, timeouts: Mapping[str, float] | None = None,
+             hostname: str | None = None, cases: Sequence[Mapping[str, Any]] | None = None,
+             names: Mapping[str, str] | None = None, family: str = "xunit2") -> str:
     """The JUnit XML document of a report; ``cases`` (default: its gates) with ``names``
     (default ``item_name``), ``suite_seconds`` (default: their durations added up)."""
     # Imported here: the helpers above serve front ends that need no XML.

@@ -194,12 +194,8 @@ def locate(findings: Iterable[Finding], resolver: Resolver) -> list[Located]:
     return located
 
 
-def gate_locations(
-    gate: Mapping[str, Any],
-    lines: Sequence[str],
-    resolver: Resolver,
-    hook: GateHooks | None = None,
-) -> tuple[list[Located], list[str]]:
+def gate_locations(gate: Mapping[str, Any], lines: Sequence[str], resolver: Resolver,
+                   hook: GateHooks | None = None) -> tuple[list[Located], list[str]]:
     """A failed gate's errors at files of the repository (the hook's first), and problems with
     the hook; ``lines`` is the cleaned output."""
     problems: list[str] = []

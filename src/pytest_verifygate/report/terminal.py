@@ -148,12 +148,11 @@ class Progress:
 
 
 def summary_table(results: Sequence[GateResult]) -> str:
-    """A plain-text table: gate, outcome, code, time."""
     return "\n".join(render(line, False) for line in table_lines(results))
 
 
 def table_lines(results: Sequence[GateResult]) -> list[Styled]:
-    """``summary_table``'s lines, the outcome cells styled."""
+    """The table's lines (gate, outcome, code, time), the outcome cells styled."""
     rows: list[tuple[str, ...]] = [("gate", "outcome", "code", "time")]
     styles: list[str | None] = [None, None]  # the heading and its rule
     for result in results:
@@ -203,9 +202,8 @@ def verdict_line(report: Report, *, report_path: str | None = None) -> str:
     return line
 
 
-def closing_summary(
-    report: Report, timeouts: Mapping[str, float] | None = None,
-) -> list[tuple[str, list[Styled]]]:
+def closing_summary(report: Report, timeouts: Mapping[str, float] | None = None
+                    ) -> list[tuple[str, list[Styled]]]:
     """After a failure, as pytest's ``--durations`` and short test summary: (title, lines) of
     the slowest gates that ran and of the failed gates."""
     gates: list[Mapping[str, Any]] = list(report.get("gates", []))
@@ -233,16 +231,10 @@ def closing_summary(
     return sections
 
 
-def run_summary(
-    report: Report,
-    results: Sequence[GateResult],
-    *,
-    root: str | os.PathLike[str] | None = None,
-    report_path: str | None = None,
-    color: bool = False,
-    timeouts: Mapping[str, float] | None = None,
-    fold: Callable[[str, str], str] | None = None,
-) -> str:
+def run_summary(report: Report, results: Sequence[GateResult], *,
+                root: str | os.PathLike[str] | None = None, report_path: str | None = None,
+                color: bool = False, timeouts: Mapping[str, float] | None = None,
+                fold: Callable[[str, str], str] | None = None) -> str:
     """What ``verifygate run`` prints after the gate lines: after a failure the digest (never
     colored: it is Markdown, folded by ``fold`` in a CI log), the table and
     ``closing_summary``; then the verdict line."""
