@@ -167,8 +167,8 @@ RULES: tuple[Rule, ...] = (
     Rule(MISSING_SCRIPT, "npm", _rx(r"^npm (?:ERR!|error) enoent Could not read package\.json")),
     Rule(MISSING_SCRIPT, "pnpm", _rx(r"^\s*ERR_PNPM_NO_IMPORTER_MANIFEST_FOUND\b")),
     Rule(MISSING_SCRIPT, "yarn", _rx(r"^error Couldn't find a package\.json file in ")),
-    # make: a target named on the command line with no rule (a missing prerequisite file,
-    # "needed by ...", is an ordinary build failure), or no makefile at all.
+    # make: no rule for a target the command names ("needed by ..." is a build failure), or no
+    # makefile at all.
     Rule(MISSING_MAKE_TARGET, "make",
          _rx(rf"^{_MAKE}: \*\*\* No rule to make target [`'\u2018](?P<name>[^'\u2019\n]+)"
              r"['\u2019]\.\s+Stop\.$"), _asked_for),

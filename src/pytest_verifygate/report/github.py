@@ -37,10 +37,8 @@ STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 OUTPUT_ENV = "GITHUB_OUTPUT"
 # GitHub shows at most this much of an annotation's message usefully; the log has the rest.
 MAX_MESSAGE_CHARS = 500
-# GitHub shows at most 10 error, 10 warning and 10 notice annotations of one step (and 50 of
-# a job): more would be dropped in silence, so no more are printed and the summary says so.
+# GitHub drops annotations of a kind past these in one step in silence: the summary lists them.
 MAX_ANNOTATIONS = {ERROR: 10, WARNING: 10, NOTICE: 10}
-# Annotations left out that the step summary still lists, one line each.
 MAX_LISTED_LEFT_OUT = 50
 ICONS = {codes.PASSED: "\u2705", codes.FAILED: "\u274c", codes.SKIPPED: "\u23ed\ufe0f",
          codes.PENDING: "\u23f8\ufe0f"}
@@ -123,8 +121,7 @@ def _gate_annotations(
     lines = clean_output(str(gate.get("output_tail") or ""))
     resolver = Resolver(repo_root, _bases(gate, repo_root, project_root))
     located, problems = gate_locations(gate, lines, resolver, hook)
-    # The gate failed: when its tool reported only warnings (eslint --max-warnings 0), they
-    # are why, and are shown as errors.
+    # Only warnings (eslint --max-warnings 0) are why the gate failed: shown as errors.
     promote = not any(found.severity == ERROR for found in located)
     annotations = []
     for found in located:
