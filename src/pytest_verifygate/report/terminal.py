@@ -183,8 +183,7 @@ def verdict_line(report: Report, *, report_path: str | None = None) -> str:
     verdict = report["verdict"]
     gates: list[Mapping[str, Any]] = list(report.get("gates", []))
     interrupted = [str(gate["name"]) for gate in gates if is_interrupted(gate)]
-    failed = [gate for gate in gates
-              if gate.get("outcome") == codes.FAILED and not is_interrupted(gate)]
+    failed = [gate for gate in gates if _outcome(gate) == codes.FAILED]
     pending = [str(gate["name"]) for gate in gates if gate.get("outcome") == codes.PENDING]
     line = f"verdict: {verdict} ({outcome_counts(report['summary'])})"
     if failed or interrupted:
