@@ -1,6 +1,5 @@
-"""Failure codes: what kind of failure a gate had, from its exit status and then from an
-ordered table of anchored, per-tool patterns over its output (ANSI stripped), so that ordinary
-test output ("not found" inside an assertion) stays ``command_failed``.
+"""Failure codes: what kind of failure a gate had, from its exit status, then from a table of
+anchored per-tool patterns, so that "not found" inside an assertion stays ``command_failed``.
 
 PYTEST_DONT_REWRITE
 """
@@ -25,8 +24,7 @@ from pytest_verifygate.text import plain_output
 # ``classify.CODES`` is where the hooks reference sends a plugin for the code names.
 __all__ = ["CODES", "RULES", "Failure", "Rule", "classify"]
 
-# What a failing pytest test printed or logged is not read: a section up to the next section,
-# test header or summary line.
+# What a failing pytest test printed or logged is not read.
 _PYTEST_CAPTURED = re.compile(
     r"^-+ Captured (?:stdout|stderr|log) \w+ -+$"
     r".*?(?=^-+ Captured |^_{3,} .* _{3,}$|^=+ .* =+$|\Z)",
@@ -47,8 +45,7 @@ class Failure(NamedTuple):
 
 
 class Rule(NamedTuple):
-    """Output matching ``pattern`` (multiline, anchored) means ``code`` when ``accept`` agrees;
-    ``accept`` gets the match (``match.string`` is the whole output as read) and the failure."""
+    """Output matching ``pattern`` (multiline, anchored) means ``code`` when ``accept`` agrees."""
 
     code: str
     tool: str
@@ -60,10 +57,8 @@ def _rx(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.MULTILINE)
 
 
-# "make", "gmake", "make[2]" (a sub-make, or make run from another make's recipe).
+# "make", "gmake", "make[2]" (a sub-make).
 _MAKE = r"g?make(?:\[\d+\])?"
-
-
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
 # npm's shorthand commands for lifecycle scripts.
 _SCRIPT_ALIASES = {"t": "test", "tst": "test"}
@@ -86,7 +81,6 @@ def _asked_for(match: re.Match[str], failure: Failure) -> bool:
     return match.group("name") in named
 
 
-# missing modules: the project's own, or a dependency that is not installed
 _PY_FRAME = re.compile(
     r'^\s*File "(?P<file>[^"\n]+\.py)", line \d+|^(?P<short>[^\s:][^:\n]*\.py):\d+: in ',
     re.MULTILINE,
@@ -100,7 +94,7 @@ def _is_python_module(directory: Path, name: str) -> bool:
 
 
 def _traceback_dirs(failure: Failure, text: str) -> set[Path]:
-    """The project directories (under cwd) holding the files a Python traceback passes through."""
+    """The project directories (under cwd) of the files a Python traceback passes through."""
     cwd = failure.cwd.resolve()
     found: set[Path] = set()
     for frame in _PY_FRAME.finditer(text):
@@ -112,16 +106,9 @@ def _traceback_dirs(failure: Failure, text: str) -> set[Path]:
 
 
 def _python_dependency(match: re.Match[str], failure: Failure) -> bool:
-    """Whether a missing Python module is a setup problem rather than the project's mistake.
-
-    * ``app.gone`` where ``app`` is the project's own package: a module of the project is
-      missing or misspelt (``command_failed``);
-    * ``helpers`` that only exists next to the file importing it (an implicit relative import,
-      or a test directory that is not on ``sys.path``): the import is wrong (``command_failed``);
-    * ``app`` itself, present in the working directory or under ``src/`` but not importable:
-      the project is not installed or not on the path (setup);
-    * a name the project does not have: a dependency that is not installed (setup).
-    """
+    """Whether a missing Python module is a setup problem: the project's own package that is
+    not importable, or a name the project does not have (a dependency). ``app.gone`` of the
+    project's ``app``, or ``helpers`` only next to the importing file, is the project's mistake."""
     top, _, submodule = match.group("module").partition(".")
     if not top:
         return False
@@ -138,16 +125,14 @@ _WINDOWS_PATH = re.compile(r"[A-Za-z]:[\\/]")
 
 
 def _node_package(match: re.Match[str], failure: Failure) -> bool:
-    """A bare specifier names a package, and a path inside ``node_modules`` an installed one;
-    other paths, ``#imports`` and ``@/``/``~`` aliases are the project's own modules.
-    """
+    """A bare specifier or a path inside ``node_modules`` names a package; other paths,
+    ``#imports`` and ``@/``/``~`` aliases are the project's own modules."""
     name = match.group("module")
     if "/node_modules/" in name.replace("\\", "/"):
         return True
     return not name.startswith(_LOCAL_SPECIFIERS) and not _WINDOWS_PATH.match(name)
 
 
-# test runners that found nothing to run
 _MAKE_ERROR_5 = _rx(rf"^{_MAKE}: \*\*\* \[[^\]\n]+\] Error 5$")
 
 
@@ -182,8 +167,8 @@ RULES: tuple[Rule, ...] = (
     Rule(MISSING_SCRIPT, "npm", _rx(r"^npm (?:ERR!|error) enoent Could not read package\.json")),
     Rule(MISSING_SCRIPT, "pnpm", _rx(r"^\s*ERR_PNPM_NO_IMPORTER_MANIFEST_FOUND\b")),
     Rule(MISSING_SCRIPT, "yarn", _rx(r"^error Couldn't find a package\.json file in ")),
-    # make: a target named on the command line with no rule (a missing prerequisite file,
-    # "needed by ...", is an ordinary build failure), or no makefile at all.
+    # make: no rule for a target the command names ("needed by ..." is a build failure), or no
+    # makefile at all.
     Rule(MISSING_MAKE_TARGET, "make",
          _rx(rf"^{_MAKE}: \*\*\* No rule to make target [`'\u2018](?P<name>[^'\u2019\n]+)"
              r"['\u2019]\.\s+Stop\.$"), _asked_for),
@@ -262,8 +247,7 @@ def _runs_pytest(argv: Sequence[str]) -> bool:
 
 
 def _artifact_check(argv: Sequence[str]) -> bool:
-    """``test -f dist/x`` or ``[ -s build/y ]``: checking that an earlier step built something
-    into a build directory."""
+    """``test -f dist/x`` or ``[ -s build/y ]``: checking what an earlier step built."""
     if len(argv) < 3 or Path(argv[0]).name not in ("test", "[") or argv[1] not in _ARTIFACT_TESTS:
         return False
     path = argv[2].replace("\\", "/").lower()

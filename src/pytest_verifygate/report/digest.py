@@ -1,8 +1,5 @@
-"""The agent digest: a short, bounded Markdown account of failed gates a coding agent can act on.
-
-Also owns cleaning gate output for reading (redraws, ANSI and control characters gone) and the
-failure signature that tells a repeated failure from a new one. Works on the report (docs:
-JSON report), live or read back from disk.
+"""The agent digest (a bounded Markdown account of failed gates an agent can act on), gate
+output cleaned for reading, and the failure signature that tells a repeated failure from a new one.
 
 PYTEST_DONT_REWRITE
 """
@@ -27,7 +24,7 @@ if TYPE_CHECKING:
 
 PER_GATE_BYTES = 4096
 TOTAL_BYTES = 16384
-# Below these a digest cannot say anything useful; smaller limits are a caller's mistake.
+# Below these a digest cannot say anything useful.
 MIN_PER_GATE_BYTES = 512
 MIN_TOTAL_BYTES = 1024
 # A gate section is only started when at least this much room is left for it.
@@ -39,7 +36,7 @@ MAX_NAME_BYTES = 100
 MAX_NAMES_IN_TITLE = 10
 # Longer backtick runs are shortened so the fence (one longer than the longest run) stays short.
 MAX_BACKTICK_RUN = 16
-# Only the last part of a (possibly huge) output is scanned; the digest never shows more.
+# Only the end of a (possibly huge) output is scanned; the digest never shows more.
 MAX_SCAN_CHARS = 1 << 20
 
 HINTS = {
@@ -72,11 +69,11 @@ _ERROR_LINE = re.compile(
     r".*\berror TS\d+:|[\u2717\u2715\u00d7] "  # tsc, test reporters
     r")"
 )
-_CONTROL = re.compile(UNSAFE_CHARACTERS)  # what no terminal, Markdown view or agent should be sent
+_CONTROL = re.compile(UNSAFE_CHARACTERS)
 _REPLACEMENT_RUN = re.compile("\ufffd{2,}")
 _BACKTICK_RUN = re.compile(f"`{{{MAX_BACKTICK_RUN + 1},}}")
 
-# Signature normalization: what differs between two runs of the very same failure.
+# What differs between two runs of the very same failure.
 _UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
                    r"[0-9a-fA-F]{12}\b")
 # Hex ids mix letters and digits; all-digit runs are left to _NUMBER, so that a value is
@@ -92,53 +89,43 @@ def _size(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
-def _keep_start(text: str, limit: int) -> str:
-    """At most ``limit`` UTF-8 bytes from the start of ``text``, cut at a character."""
+def _keep(text: str, limit: int, *, end: bool = False) -> str:
+    """At most ``limit`` UTF-8 bytes of ``text``, its start (or ``end``), cut at a character."""
     data = text.encode("utf-8", "surrogatepass")
     if len(data) <= limit:
         return text
-    return data[: max(0, limit)].decode("utf-8", "ignore")
-
-
-def _keep_end(text: str, limit: int) -> str:
-    """At most ``limit`` UTF-8 bytes from the end of ``text``, cut at a character."""
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= limit:
-        return text
-    return data[len(data) - max(0, limit):].decode("utf-8", "ignore")
+    kept = data[len(data) - max(0, limit):] if end else data[: max(0, limit)]
+    return kept.decode("utf-8", "ignore")
 
 
 def _shorten(text: str, limit: int) -> str:
     """``text`` within ``limit`` bytes, its start kept and the cut marked."""
     if _size(text) <= limit:
         return text
-    return _keep_start(text, limit - 3) + "..."
+    return _keep(text, limit - 3) + "..."
 
 
 def _shorten_middle(line: str, limit: int) -> str:
-    """A long line within ``limit`` bytes: its start and its end, the middle marked as cut.
-
-    Both ends matter: the start names the error, the end often holds the value that differs.
-    """
+    """A long line within ``limit`` bytes: the start names the error, the end often holds the
+    value that differs, the middle is cut."""
     if _size(line) <= limit:
         return line
     marker = " [... middle of a long line cut ...] "
     room = max(0, limit - _size(marker))
-    head = _keep_start(line, room // 3)
-    tail = _keep_end(line, room - _size(head))
+    head = _keep(line, room // 3)
+    tail = _keep(line, room - _size(head), end=True)
     return head + marker + tail
 
 
 def normalize_paths(text: str, root: str | os.PathLike[str] | None) -> str:
-    """Absolute paths under ``root`` (or its real path) made relative, so the text is
-    reproducible: ``root/src/a.py`` becomes ``src/a.py`` and ``root`` alone ``.``."""
+    """Absolute paths under ``root`` (or its real path) made relative: ``root/src/a.py`` becomes
+    ``src/a.py``, ``root`` alone ``.``."""
     base = os.fspath(root).rstrip("/") if root else ""
     if not base:  # no root, or "/" (every absolute path would lose its leading slash)
         return text
     for variant in sorted({base, os.path.realpath(base)}, key=len, reverse=True):
-        # Not inside a word, nor inside a longer path: dropping ``root/`` from ``TO<root>/KEN``
-        # or ``ab/<root>/cd`` would join a masked secret back together (and ``x/<root>/a`` is
-        # not under the root anyway).
+        # Not inside a word or a longer path: dropping ``root/`` from ``TO<root>/KEN`` would join
+        # a masked secret back together.
         pattern = re.compile(r"(?<![\w/])" + re.escape(variant) + r"(?:(/)|(?![\w.\-]))")
         text = pattern.sub(lambda match: "" if match.group(1) else ".", text)
     return text
@@ -207,7 +194,7 @@ def _excerpt(lines: Sequence[str], budget: int) -> str:
     if cut:
         parts.append(f"[... {cut} earlier line(s) omitted ...]")
     parts += tail
-    return _keep_end("\n".join(parts), budget)
+    return _keep("\n".join(parts), budget, end=True)
 
 
 def is_error_line(line: str) -> bool:
@@ -234,8 +221,7 @@ def _code_span(text: str) -> str:
 
 def gate_digest(gate: Mapping[str, Any], *, root: str | os.PathLike[str] | None = None,
                 budget: int = PER_GATE_BYTES, heading: int = 3) -> str:
-    """The digest section of one failed gate (a report gate entry), at most ``budget`` bytes,
-    under a Markdown heading of level ``heading``."""
+    """The digest section of one failed gate entry, at most ``budget`` bytes."""
     budget = max(budget, MIN_PER_GATE_BYTES)
     code = failure_code(gate)
     name = _inline(str(gate.get("name", "?")), min(MAX_NAME_BYTES, budget // 10))
@@ -254,13 +240,13 @@ def gate_digest(gate: Mapping[str, Any], *, root: str | os.PathLike[str] | None 
     head = "\n\n".join(header)
     lines = clean_output(str(gate.get("output_tail") or ""), root)
     if not lines:
-        return _keep_start(f"{head}\n\n(no output)", budget)
+        return _keep(f"{head}\n\n(no output)", budget)
     title = "Output (end):" if gate.get("output_truncated") else "Output:"
     # The fence is at most MAX_BACKTICK_RUN + 1 long: reserve it before choosing lines.
     fence_room = 2 * (MAX_BACKTICK_RUN + 2)
     room = budget - _size(head) - _size(title) - fence_room - 4
     if room < 256:
-        return _keep_start(f"{head}\n\n(output left out: no room)", budget)
+        return _keep(f"{head}\n\n(output left out: no room)", budget)
     excerpt = _excerpt(lines, room)
     fence = "`" * max(3, _longest_backticks(excerpt) + 1)  # no backtick run can close it
     return "\n".join([head, "", title, fence, excerpt, fence])
@@ -285,19 +271,15 @@ def to_digest(report: Report, *, root: str | os.PathLike[str] | None = None,
               per_gate: int = PER_GATE_BYTES, total: int = TOTAL_BYTES,
               heading: int = 2) -> str:
     """The Markdown digest of a report's failed gates (one line when nothing failed), at most
-    ``per_gate`` UTF-8 bytes a gate and ``total`` in all, whatever the output holds.
-
-    Paths under ``root`` become relative; ``heading`` is its title's Markdown heading level.
-    """
+    ``per_gate`` UTF-8 bytes a gate and ``total`` in all, paths under ``root`` relative."""
     if per_gate < MIN_PER_GATE_BYTES or total < MIN_TOTAL_BYTES:
         raise ValueError(f"digest limits too small: per_gate >= {MIN_PER_GATE_BYTES} and "
                          f"total >= {MIN_TOTAL_BYTES} bytes")
     gates = list(report.get("gates", []))
     failed = [gate for gate in gates if gate.get("outcome") == codes.FAILED]
     if not failed:
-        return _keep_start(_one_line(report), total)
-    # Gates cut short are counted apart from failures (as the verdict line counts them), and
-    # one that never started has no section: there is nothing of it to read.
+        return _keep(_one_line(report), total)
+    # Gates cut short are counted apart from failures; one that never started has no section.
     cut = [gate for gate in failed if gate.get("code") == codes.INTERRUPTED]
     unstarted = [gate for gate in cut if not gate.get("attempts")]
     failures = len(failed) - len(cut)
@@ -327,7 +309,7 @@ def to_digest(report: Report, *, root: str | os.PathLike[str] | None = None,
         section = gate_digest(gate, root=root, budget=budget, heading=heading + 1)
         parts.append(section)
         used += _size(section) + 2
-    return _keep_start("\n\n".join(parts) + "\n", total)
+    return _keep("\n\n".join(parts) + "\n", total)
 
 
 def _first(names: Sequence[str]) -> str:
@@ -345,8 +327,8 @@ def _signature_text(text: str) -> str:
 
 def failure_signature(report: Report, *,
                       root: str | os.PathLike[str] | None = None) -> str | None:
-    """A fingerprint of what failed (None when nothing did): the failed gates' names, codes and
-    outputs without what varies between runs of one failure (paths, ids, numbers)."""
+    """A fingerprint of what failed (None when nothing did): names, codes and outputs without
+    what varies between runs of one failure (paths, ids, numbers)."""
     failed = sorted((gate for gate in report.get("gates", []) if gate.get("outcome") ==
                      codes.FAILED), key=lambda gate: str(gate.get("name")))
     if not failed and report.get("verdict") != codes.VERDICT_FAILED:

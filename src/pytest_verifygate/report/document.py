@@ -1,7 +1,5 @@
-"""The JSON report (docs: JSON report): building it, and writing it atomically.
-
-Every other form of a run (JUnit, digest, console, GitHub) is made from the ``Report`` built
-here; its types are ``report.model``'s, its schema ``report.schema.json``.
+"""The JSON report (docs: JSON report), which every other form is made from: building it, and
+writing it atomically.
 
 PYTEST_DONT_REWRITE
 """
@@ -31,7 +29,7 @@ SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 
 
 def gate_entry(result: GateResult, contract: Contract | None, redactor: Redactor) -> GateEntry:
-    """One gate's report entry, with secret values masked (see ``redact.py``)."""
+    """One gate's report entry, with secret values masked."""
     gate: Gate | None = None
     if contract is not None:
         with contextlib.suppress(KeyError):
@@ -68,18 +66,10 @@ def gate_entry(result: GateResult, contract: Contract | None, redactor: Redactor
     return entry
 
 
-def build_report(
-    *,
-    contract: Contract,
-    changes: ChangeSet,
-    selections: Sequence[Selection],
-    results: Sequence[GateResult],
-    verdict: codes.Verdict,
-    interrupted: bool = False,
-    redactor: Redactor | None = None,
-) -> Report:
-    """The report; ``results`` hold the selected gates (any order, sorted here). ``redactor``:
-    one already built for these gates (building one parses every command)."""
+def build_report(*, contract: Contract, changes: ChangeSet, selections: Sequence[Selection],
+                 results: Sequence[GateResult], verdict: codes.Verdict,
+                 interrupted: bool = False, redactor: Redactor | None = None) -> Report:
+    """The report of the selected gates' ``results`` (in any order)."""
     order = {gate.name: index for index, gate in enumerate(contract.gates)}
     ordered = sorted(results, key=lambda result: order.get(result.name, len(order)))
     summary = summary_counts((result.outcome, result.code) for result in ordered)
@@ -87,7 +77,7 @@ def build_report(
         redactor = redactor_for(contract.gates)
     changed: ChangesEntry = {"source": changes.source, "ref": changes.ref,
                              "files": list(changes.files)}
-    if changes.detected_by:  # only when the ref was not given on the command line
+    if changes.detected_by:
         changed["detected_by"] = changes.detected_by
     return {
         "version": REPORT_VERSION,
@@ -105,9 +95,8 @@ def build_report(
 
 
 def shard_entry(contract: Contract, index: int, total: int) -> Shard:
-    """The report's ``shard``: which shard of how many, the contract's gates in order, and
-    what makes shards of one run (``verifygate merge`` refuses shards that differ): the commit
-    checked and the SHA-256 of the contract's text as loaded."""
+    """The report's ``shard``; ``verifygate merge`` refuses shards whose commit or contract
+    text differ."""
     import hashlib
 
     # None before the first commit; any other git failure raises: a shard whose commit is
@@ -131,13 +120,11 @@ def dumps(report: Report) -> str:
 
 
 def write_report(path: str | os.PathLike[str], report: Report) -> None:
-    """Write the report where the user asked, atomically: a reader sees the old file or the
-    whole new one."""
+    """Write the report atomically: a reader sees the old file or the whole new one."""
     write_output(path, dumps(report))
 
 
 def load_schema() -> dict[str, Any]:
-    """The JSON Schema of the report."""
     import json
 
     schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))

@@ -1,7 +1,5 @@
-"""GitHub Actions output: annotations of failed gates, the step summary and the step's outputs.
-
-Also keeps the runner from reading workflow commands in untrusted text (gate output, test and
-file names). Works on the report, so the ``verifygate`` command and the pytest plugin share it.
+"""GitHub Actions output made from a report: annotations, the step summary, the step's outputs,
+and workflow commands stopped around untrusted text (gate output, test and file names).
 
 PYTEST_DONT_REWRITE
 """
@@ -39,18 +37,11 @@ STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 OUTPUT_ENV = "GITHUB_OUTPUT"
 # GitHub shows at most this much of an annotation's message usefully; the log has the rest.
 MAX_MESSAGE_CHARS = 500
-# GitHub shows at most 10 error, 10 warning and 10 notice annotations of one step (and 50 of
-# a job): more would be dropped in silence, so no more are printed and the summary says so.
+# GitHub drops annotations of a kind past these in one step in silence: the summary lists them.
 MAX_ANNOTATIONS = {ERROR: 10, WARNING: 10, NOTICE: 10}
-# Annotations left out that the step summary still lists, one line each.
 MAX_LISTED_LEFT_OUT = 50
 ICONS = {codes.PASSED: "\u2705", codes.FAILED: "\u274c", codes.SKIPPED: "\u23ed\ufe0f",
          codes.PENDING: "\u23f8\ufe0f"}
-
-
-# --------------------------------------------------------------------------------------------
-# annotations
-
 
 # Escaped as GitHub's toolkit escapes a command's message, and its property values.
 _MESSAGE_ESCAPES = str.maketrans({"%": "%25", "\r": "%0D", "\n": "%0A"})
@@ -58,7 +49,7 @@ _PROPERTY_ESCAPES = str.maketrans({"%": "%25", "\r": "%0D", "\n": "%0A", ":": "%
 
 
 def workflow_command(command: str, message: str, **properties: str | int | None) -> str:
-    """``::command key=value,...::message`` with every part escaped; None properties left out."""
+    """``::command key=value,...::message``, escaped; None properties left out."""
     shown = ",".join(f"{key}={str(value).translate(_PROPERTY_ESCAPES)}"
                      for key, value in properties.items() if value is not None)
     return f"::{command}{' ' + shown if shown else ''}::{message.translate(_MESSAGE_ESCAPES)}"
@@ -80,15 +71,11 @@ def _shorten(message: str) -> str:
 
 def gate_annotation(gate: Mapping[str, Any], *, repo_root: str | os.PathLike[str],
                     project_root: str | os.PathLike[str] | None = None) -> str:
-    """The one ``::error`` for a failed gate whose output names no error's place.
-
-    The message is the first line that reads like an error (a traceback's exception rather
-    than its first line; else the last line; else how the gate ended), without pytest's ``E``
-    margin. The location is the first repository ``path:line`` in that line, else in any
-    error line, else anywhere in the output.
-    """
-    lines = [line.strip() for line in clean_output(str(gate.get("output_tail") or ""))]
-    lines = [line for line in lines if line]
+    """The one ``::error`` for a failed gate whose output names no error's place: the first
+    error line (else the last line, else how the gate ended), at the first repository
+    ``path:line`` in it, else in any error line, else anywhere in the output."""
+    lines = [line.strip() for line in clean_output(str(gate.get("output_tail") or ""))
+             if line.strip()]
     errors = [index for index, line in enumerate(lines) if is_error_line(line)]
     # "Traceback (most recent call last):" says nothing; its exception line says what failed.
     telling = [index for index in errors if not lines[index].startswith("Traceback (")]
@@ -111,8 +98,6 @@ def gate_annotation(gate: Mapping[str, Any], *, repo_root: str | os.PathLike[str
 
 
 class Annotation(NamedTuple):
-    """One annotation a failed gate asks for: its kind, its command, and where it points."""
-
     gate: str
     kind: str
     command: str
@@ -121,8 +106,7 @@ class Annotation(NamedTuple):
 
 
 class Annotations(NamedTuple):
-    """What to print (within GitHub's limits), what was left out, and problems with the
-    ``pytest_verifygate_annotation_locations`` hook."""
+    """What to print within GitHub's limits, what was left out, and the hook's problems."""
 
     shown: list[str]
     left_out: list[Annotation]
@@ -137,8 +121,7 @@ def _gate_annotations(
     lines = clean_output(str(gate.get("output_tail") or ""))
     resolver = Resolver(repo_root, _bases(gate, repo_root, project_root))
     located, problems = gate_locations(gate, lines, resolver, hook)
-    # The gate failed: when its tool reported only warnings (eslint --max-warnings 0), they
-    # are why, and are shown as errors.
+    # Only warnings (eslint --max-warnings 0) are why the gate failed: shown as errors.
     promote = not any(found.severity == ERROR for found in located)
     annotations = []
     for found in located:
@@ -154,19 +137,12 @@ def _gate_annotations(
     return annotations, problems
 
 
-def plan_annotations(
-    report: Report,
-    *,
-    repo_root: str | os.PathLike[str],
-    project_root: str | os.PathLike[str] | None = None,
-    hook: GateHooks | None = None,
-) -> Annotations:
-    """The annotations of a report's failed gates, within GitHub's per-step limits.
-
-    Each failed gate gets its first annotation before any gate gets a second, so one gate
-    with fifty lint errors cannot hide another gate's failure. ``hook`` (a pluggy hook relay)
-    may read more formats through ``pytest_verifygate_annotation_locations``.
-    """
+def plan_annotations(report: Report, *, repo_root: str | os.PathLike[str],
+                     project_root: str | os.PathLike[str] | None = None,
+                     hook: GateHooks | None = None) -> Annotations:
+    """The annotations of a report's failed gates, within GitHub's per-step limits. Each
+    failed gate gets its first before any gets a second: fifty lint errors of one gate cannot
+    hide another gate's failure."""
     per_gate: list[list[Annotation]] = []
     warnings: list[str] = []
     for gate in report.get("gates", []):
@@ -197,8 +173,7 @@ def plan_annotations(
 
 
 def _printed(planned: Annotations) -> list[str]:
-    """The annotations, then one plain line (never a workflow command) when GitHub's limits
-    left some out."""
+    """The annotations, then one plain line when GitHub's limits left some out."""
     if not planned.left_out:
         return planned.shown
     return [*planned.shown,
@@ -207,33 +182,39 @@ def _printed(planned: Annotations) -> list[str]:
             "lists them"]
 
 
-def error_annotations(
-    report: Report,
-    *,
-    repo_root: str | os.PathLike[str],
-    project_root: str | os.PathLike[str] | None = None,
-    hook: GateHooks | None = None,
-    stop: CommandStop | None = None,
-) -> list[str]:
-    """The lines to print for a report's failed gates (``plan_annotations``); with ``stop``,
-    with commands resumed before them and stopped again after."""
+def error_annotations(report: Report, *, repo_root: str | os.PathLike[str],
+                      project_root: str | os.PathLike[str] | None = None,
+                      hook: GateHooks | None = None, stop: CommandStop | None = None
+                      ) -> list[str]:
+    """The lines to print for a report's failed gates; with ``stop``, around them."""
     lines = _printed(plan_annotations(report, repo_root=repo_root, project_root=project_root,
                                       hook=hook))
     return stop.around(lines) if stop is not None else lines
 
 
-# --------------------------------------------------------------------------------------------
-# untrusted text on a GitHub Actions log
+# A line starts after CR or LF (the runner splits on both); its leading blanks are trimmed.
+_COMMAND_LINE = re.compile(r"(?:^|(?<=[\r\n]))([^\S\r\n]*):(?=:)")
+
+
+def inert_text(text: str) -> str:
+    """Text no runner reads a workflow command from, read the same by people: a zero-width
+    space breaks ``::`` at a line's start and the old ``##[``."""
+    return _COMMAND_LINE.sub("\\1:\u200b", text).replace("##[", "#\u200b#[")
+
+
+def inert_json(text: str) -> str:
+    """JSON text no runner reads a workflow command from: a JSON line never starts with
+    ``::``, and ``##[`` can only be in a string, where ``\\u005b`` is the same ``[``."""
+    return text.replace("##[", "##\\u005b")
 
 
 class CommandStop:
-    """Workflow commands off while untrusted text is printed.
+    """Workflow commands off (``::stop-commands::TOKEN`` ... ``::TOKEN::``) while untrusted
+    text is printed. The token is random and new for every stop, so the text cannot end the
+    pause early."""
 
-    The runner reads a workflow command from any line of a step's output (stdout and
-    stderr) that starts with ``::`` after leading blanks, or that holds ``##[`` anywhere (the
-    old form). Between ``::stop-commands::TOKEN`` and ``::TOKEN::`` it honours none. The token
-    is random and new for every stop, so the text cannot end the pause early.
-    """
+    inert_json = staticmethod(inert_json)
+    inert_text = staticmethod(inert_text)
 
     def __init__(self, write_line: Callable[[str], object]) -> None:
         self.write_line = write_line
@@ -253,8 +234,8 @@ class CommandStop:
 
     @classmethod
     def on_terminal(cls, config: Any) -> CommandStop | None:
-        """For a pytest session: commands stopped now, on pytest's terminal, and resumed when
-        pytest ends (after its last line). None without a terminal reporter."""
+        """Commands stopped now on pytest's terminal, resumed when pytest ends; None without a
+        terminal reporter."""
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         if reporter is None:
             return None
@@ -262,14 +243,6 @@ class CommandStop:
         stop.stop()
         config.add_cleanup(stop.resume)
         return stop
-
-    @staticmethod
-    def inert_json(text: str) -> str:
-        return inert_json(text)
-
-    @staticmethod
-    def inert_text(text: str) -> str:
-        return inert_text(text)
 
     @property
     def stopped(self) -> bool:
@@ -299,33 +272,11 @@ class CommandStop:
         self.resume()
 
 
-# A line starts after CR or LF (the runner splits on both); its leading blanks are trimmed.
-_COMMAND_LINE = re.compile(r"(?:^|(?<=[\r\n]))([^\S\r\n]*):(?=:)")
-
-
-def inert_text(text: str) -> str:
-    """Text (the agent digest) no runner reads a workflow command from, read the same by
-    people: a zero-width space breaks ``::`` at a line's start and the old ``##[``."""
-    return _COMMAND_LINE.sub("\\1:\u200b", text).replace("##[", "#\u200b#[")
-
-
-def inert_json(text: str) -> str:
-    """JSON text no runner reads a workflow command from, meaning the same to JSON readers: a
-    JSON line never starts with ``::``, and ``##[`` can only be in a string, where ``\\u005b``
-    is the same ``[``."""
-    return text.replace("##[", "##\\u005b")
-
-
 def folded(title: str, body: str, stop: CommandStop) -> str:
-    """``body`` folded under ``title`` in the log (``::group::``), the group commands written
-    with commands resumed and ``body`` with them stopped."""
+    """``body`` folded under ``title`` in the log (``::group::``), commands stopped in it."""
     lines = [*stop.around([workflow_command("group", title)]), body.rstrip("\n"),
              *stop.around(["::endgroup::"])]
     return "\n".join(lines) + "\n"
-
-
-# --------------------------------------------------------------------------------------------
-# the step summary and the step's outputs
 
 
 def _cell(text: str) -> str:
@@ -355,16 +306,10 @@ def _left_out_section(left_out: Sequence[Annotation]) -> list[str]:
     return [*lines, "", "</details>"]
 
 
-def step_summary(
-    report: Report,
-    *,
-    repo_root: str | os.PathLike[str] | None = None,
-    project_root: str | os.PathLike[str] | None = None,
-    hook: GateHooks | None = None,
-    planned: Annotations | None = None,
-) -> str:
-    """The Markdown for ``$GITHUB_STEP_SUMMARY``: verdict, a table of gates, the errors
-    left without an annotation by GitHub's limits, the digest."""
+def step_summary(report: Report, *, repo_root: str | os.PathLike[str] | None = None,
+                 project_root: str | os.PathLike[str] | None = None,
+                 hook: GateHooks | None = None, planned: Annotations | None = None) -> str:
+    """The Markdown for ``$GITHUB_STEP_SUMMARY``: verdict, gates, errors not annotated, digest."""
     verdict = str(report.get("verdict"))
     # A verdict that settles the run wears its outcome's icon; pending and unverified inform.
     icon = {codes.VERDICT_PASSED: ICONS[codes.PASSED],
@@ -408,48 +353,36 @@ def step_summary(
     return "\n".join(lines) + "\n\n"
 
 
-def _append(path: str, variable: str, text: str) -> str | None:
-    """Append ``text`` to the file ``$variable`` names; a warning when it cannot be written
-    (the run's result stands), else None."""
+def _append(environ: Mapping[str, str], variable: str, text: Callable[[], str]) -> str | None:
+    """Append ``text()`` to the file ``$variable`` names when it is set; a warning when it
+    cannot (the run's result stands)."""
+    path = environ.get(variable, "")
+    if not path:
+        return None
     try:
         # File names that are not UTF-8 (surrogate escapes) are shown escaped, never a crash.
         with open(path, "a", encoding="utf-8", errors="backslashreplace") as handle:
-            handle.write(text)
+            handle.write(text())
     except OSError as exc:
         return f"cannot append to {variable} {path}: {exc.strerror or exc}"
     return None
 
 
-def append_step_summary(
-    report: Report,
-    environ: Mapping[str, str],
-    *,
-    repo_root: str | os.PathLike[str] | None = None,
-    project_root: str | os.PathLike[str] | None = None,
-    hook: GateHooks | None = None,
-    planned: Annotations | None = None,
-) -> str | None:
-    """Append the step summary to ``$GITHUB_STEP_SUMMARY`` when it is set; a warning when it
-    cannot be written, else None."""
-    path = environ.get(STEP_SUMMARY_ENV, "")
-    if not path:
-        return None
-    return _append(path, STEP_SUMMARY_ENV, step_summary(
+def append_step_summary(report: Report, environ: Mapping[str, str], *,
+                        repo_root: str | os.PathLike[str] | None = None,
+                        project_root: str | os.PathLike[str] | None = None,
+                        hook: GateHooks | None = None, planned: Annotations | None = None
+                        ) -> str | None:
+    """Append the step summary to ``$GITHUB_STEP_SUMMARY`` when set; a warning if it cannot."""
+    return _append(environ, STEP_SUMMARY_ENV, lambda: step_summary(
         report, repo_root=repo_root, project_root=project_root, hook=hook, planned=planned))
 
 
-def github_outputs(
-    report: Report,
-    environ: Mapping[str, str],
-    *,
-    repo_root: str | os.PathLike[str],
-    project_root: str | os.PathLike[str] | None = None,
-    hook: GateHooks | None = None,
-) -> tuple[list[str], list[str]]:
-    """The annotation lines to print and the warnings, the step summary appended on the way.
-
-    The caller prints the lines on stdout after resuming workflow commands (``CommandStop``).
-    """
+def github_outputs(report: Report, environ: Mapping[str, str], *,
+                   repo_root: str | os.PathLike[str],
+                   project_root: str | os.PathLike[str] | None = None,
+                   hook: GateHooks | None = None) -> tuple[list[str], list[str]]:
+    """The annotation lines to print and the warnings; appends the step summary."""
     planned = plan_annotations(report, repo_root=repo_root, project_root=project_root,
                                hook=hook)
     warning = append_step_summary(report, environ, repo_root=repo_root, planned=planned)
@@ -458,16 +391,9 @@ def github_outputs(
 
 def write_step_outputs(report: Report, environ: Mapping[str, str], *,
                        report_path: str | None = None) -> str | None:
-    """Append ``verdict``, ``failed-gates`` (a JSON array, for ``fromJSON``) and ``report``
-    (the JSON report's path, or empty) to ``$GITHUB_OUTPUT`` when it is set; a warning when it
-    cannot be written, else None.
-
-    Each value is written in GitHub's multiline form (``name<<DELIMITER``) with a random
-    delimiter, so no gate name can end a value early or add an output of its own.
-    """
-    path = environ.get(OUTPUT_ENV, "")
-    if not path:
-        return None
+    """Append ``verdict``, ``failed-gates`` (JSON) and ``report`` (its path) to ``$GITHUB_OUTPUT``
+    when set; a warning if it cannot. A random ``name<<DELIMITER`` for each value keeps a gate
+    name from ending it early or adding an output."""
     failed = [str(gate.get("name")) for gate in report.get("gates", [])
               if gate.get("outcome") == codes.FAILED]
     outputs = {"verdict": str(report.get("verdict")),
@@ -477,4 +403,4 @@ def write_step_outputs(report: Report, environ: Mapping[str, str], *,
     for name, value in outputs.items():
         delimiter = "verifygate_" + secrets.token_hex(16)
         text += f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
-    return _append(path, OUTPUT_ENV, text)
+    return _append(environ, OUTPUT_ENV, lambda: text)

@@ -1,9 +1,5 @@
-"""JUnit XML of a report (``verifygate run --junit``), as ``pytest --junitxml`` would write it.
-
-One ``<testcase>`` per gate, with a ``<failure>`` (headline, then the output), a ``<skipped>``
-or Surefire's ``<flakyFailure>``/``<rerunFailure>``, valid against pytest's default family,
-xunit2; the ``verifygate.*`` properties only under xunit1 (docs: JUnit). Also owns the failure
-headline and text, which the pytest plugin shows too, so both front ends say the same.
+"""JUnit XML of a report, as ``pytest --junitxml`` would write it (docs: JUnit), and a failed
+gate's headline and text, which the pytest plugin shows too.
 
 PYTEST_DONT_REWRITE
 """
@@ -28,12 +24,10 @@ if TYPE_CHECKING:
     from pytest_verifygate.report.model import Report
 
 SUITE_NAME = "verifygate"
-# What XML 1.0 does not allow (https://www.w3.org/TR/xml/#charsets), dropped: spelt as the few
-# ranges it is, not as the complement of what is allowed (the same set, compiled in a tenth of
-# the time: 3 ms of every pytest run).
+# What XML 1.0 does not allow, as ranges: its complement compiles ten times slower (3 ms a run).
 _INVALID_XML = "[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]"
 # How much of a failed gate's output a terminal shows, by pytest verbosity (lines, characters);
-# from -vv on, all the report kept. The gate's log file always has the whole output.
+# from -vv on, all the report kept.
 TAIL_LIMITS = {0: (40, 4000), 1: (200, 20000)}
 
 
@@ -66,26 +60,21 @@ def failure_message(gate: Mapping[str, Any], timeout_seconds: float | None = Non
 
 
 def unchanged_entry(name: str, reason: str) -> dict[str, Any]:
-    """A gate left out because nothing it watches changed, as the skipped case pytest
-    collects for it."""
+    """The skipped entry of a gate that nothing it watches changed."""
     return {"name": name, "outcome": codes.SKIPPED, "code": None, "exit_code": None,
             "duration_s": 0.0, "cached": False, "reason": reason}
 
 
 def skip_message(gate: Mapping[str, Any]) -> str:
-    """Why a skipped or pending gate did not pass: its reason (``pending: ...`` if manual)."""
+    """Why a skipped or pending gate did not pass."""
     outcome = str(gate.get("outcome"))
     reason = str(gate.get("reason") or outcome)
     return f"pending: {reason}" if outcome == codes.PENDING else reason
 
 
 def failure_text(gate: Mapping[str, Any], headline: str, *, verbosity: int | None = None) -> str:
-    """The headline, where to look, then the end of the output the report kept.
-
-    ``verbosity`` None is for a file (JUnit): the command, its cwd and all the output kept.
-    A pytest verbosity is for a terminal: the command and cwd from ``-v`` on, the output cut
-    to ``TAIL_LIMITS``.
-    """
+    """The headline, where to look, then the output the report kept: all of it for a file
+    (``verbosity`` None), else cut to ``TAIL_LIMITS`` with the command from ``-v`` on."""
     lines = [headline]
     if gate.get("reason"):
         lines.append(f"reason: {gate['reason']}")
@@ -125,12 +114,10 @@ def _bounded_tail(output: str, limit: tuple[int, int] | None) -> tuple[str, int,
 
 
 def _xml(text: str) -> str:
-    """``text`` without ANSI sequences and without characters XML 1.0 cannot hold."""
     return re.sub(_INVALID_XML, "", strip_ansi(text))
 
 
 def has_testcase_properties(family: str) -> bool:
-    """Whether a JUnit ``family`` (pytest's ``junit_family``) allows testcase properties."""
     return family in ("xunit1", "legacy")
 
 
@@ -148,26 +135,13 @@ def properties(gate: Mapping[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
-def to_junit(
-    report: Report,
-    *,
-    suite_seconds: float | None = None,
-    started_at: float | None = None,
-    timeouts: Mapping[str, float] | None = None,
-    hostname: str | None = None,
-    cases: Sequence[Mapping[str, Any]] | None = None,
-    names: Mapping[str, str] | None = None,
-    family: str = "xunit2",
-) -> str:
-    """The JUnit XML document of a report.
-
-    ``suite_seconds``: the run's wall time (default: the gates' durations added up);
-    ``started_at``: its start (epoch seconds); ``timeouts``: each gate's timeout, for the
-    headline; ``cases``: the gate entries to write (default: the report's gates); ``names``:
-    each gate's testcase name (default ``item_name``); ``family``: pytest's ``junit_family``.
-    """
-    # Imported here: the helpers above serve the digest, GitHub output and the pytest
-    # plugin, which need no XML.
+def to_junit(report: Report, *, suite_seconds: float | None = None,
+             started_at: float | None = None, timeouts: Mapping[str, float] | None = None,
+             hostname: str | None = None, cases: Sequence[Mapping[str, Any]] | None = None,
+             names: Mapping[str, str] | None = None, family: str = "xunit2") -> str:
+    """The JUnit XML document of a report; ``cases`` (default: its gates) with ``names``
+    (default ``item_name``), ``suite_seconds`` (default: their durations added up)."""
+    # Imported here: the helpers above serve front ends that need no XML.
     import datetime
     import platform
     import xml.etree.ElementTree as ET

@@ -1,7 +1,5 @@
-"""The built-in readers of tools' error formats: a failed gate's output read back as findings.
-
-The formats are those the GitHub Actions page of the docs lists. Which printed paths are
-files of the repository is ``report.places``' business.
+"""The built-in readers of the tools' error formats the GitHub Actions docs page lists: a failed
+gate's output read back as findings.
 
 PYTEST_DONT_REWRITE
 """
@@ -19,8 +17,7 @@ MAX_MESSAGE_LINES = 8
 
 
 class Finding(NamedTuple):
-    """One error as a tool printed it; what a ``pytest_verifygate_annotation_locations``
-    implementation returns (fields: the Plugins and hooks page of the docs)."""
+    """One error as a tool printed it; what an annotation hook implementation returns."""
 
     path: str
     line: int | None
@@ -157,8 +154,7 @@ def _stylish_findings(lines: Sequence[str], claimed: set[int], exists: Callable[
 
 def _colon_findings(lines: Sequence[str], claimed: set[int], exists: Callable[[str], bool]
                     ) -> list[Found]:
-    """A mypy ``note`` joins the error above it at the same place; mypy's ``--pretty``
-    messages, wrapped over lines, are joined again."""
+    """A mypy ``note`` joins the error above it at the same place."""
     found: list[Found] = []
     for index, line in enumerate(lines):
         match = _COLON.match(line)
@@ -209,9 +205,8 @@ def _unwrapped(message: str, lines: Sequence[str], index: int, claimed: set[int]
 
 def _pytest_findings(lines: Sequence[str], claimed: set[int], exists: Callable[[str], bool]
                      ) -> list[Found]:
-    """One finding per failed test: at the deepest line of the traceback in the repository,
-    with the ``E`` lines as the message; from ``FAILED path::test`` alone at the test's
-    ``def`` when the traceback is not in the output (``--tb=no``, or cut off)."""
+    """One finding per failed test: at the deepest traceback line in the repository, the ``E``
+    lines as message; else (``--tb=no``, or cut off) at the ``def`` of ``FAILED path::test``."""
     summaries: dict[str, list[Found]] = {}  # by test name: a test's file and line are unknown
     sections: list[tuple[int, str, list[str]]] = []  # in FAILURES and ERRORS: start, name, lines
     inside = False

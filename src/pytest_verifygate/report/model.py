@@ -1,7 +1,5 @@
-"""The JSON report's types: what ``document`` builds and every sink reads, as ``TypedDict``s.
-
-They match ``report.schema.json`` key for key (a test holds them to it): a key the schema
-requires is a required key here, every other property of the schema an optional one.
+"""The JSON report's types, matching ``report.schema.json`` key for key (a test holds them to
+it): a key the schema requires is required here, every other one optional.
 
 PYTEST_DONT_REWRITE
 """

@@ -1,5 +1,5 @@
-"""Where a failed gate's errors are: the findings of the ``pytest_verifygate_annotation_locations``
-hook and of the built-in readers (``report.locations``), kept when they name a repository file.
+"""Where a failed gate's errors are: the findings of the annotation hook and of the built-in
+readers, kept when they name a file of the repository.
 
 PYTEST_DONT_REWRITE
 """
@@ -25,9 +25,8 @@ if TYPE_CHECKING:
     from pytest_verifygate.hookspecs import GateHooks
 
 HOOK_NAME = "pytest_verifygate_annotation_locations"
-# A message longer than this is cut: the log holds the rest.
 MAX_MESSAGE_CHARS = 1000
-# A test file is read to find the ``def`` of a failed test only up to this size.
+# A test file is read to find a failed test's ``def`` only up to this size.
 MAX_SOURCE_BYTES = 1 << 20
 
 
@@ -43,8 +42,8 @@ class Located(NamedTuple):
 
 
 class Resolver:
-    """Paths printed by a gate (absolute, or relative to one of ``bases``), turned into files
-    of the repository. Symlinks are resolved first: a link out of the repository is not in it."""
+    """Paths a gate printed (absolute, or relative to one of ``bases``) as files of the
+    repository; symlinks are resolved first: a link out of the repository is not in it."""
 
     def __init__(self, repo_root: str | os.PathLike[str],
                  bases: Sequence[str | os.PathLike[str]]) -> None:
@@ -75,8 +74,7 @@ class Resolver:
         return self.file(path) is not None
 
     def definition(self, file: str, symbol: str) -> int | None:
-        """The line of ``def name`` (``Class.name``: inside ``class Class``) in a repository
-        file of Python source."""
+        """The line of ``def name`` (``Class.name``: inside ``class Class``) in a Python file."""
         if file not in self._sources:
             data = read_user_file(os.path.join(self.real_root, file), MAX_SOURCE_BYTES)
             self._sources[file] = (data or b"").decode("utf-8", "replace").splitlines()
@@ -105,7 +103,7 @@ _LOCATION_PATTERNS = (
 def find_location(
     line: str, *, repo_root: str | os.PathLike[str], bases: Sequence[str | os.PathLike[str]]
 ) -> Located | None:
-    """The first place in ``line`` naming a file of the repository (bases: see ``Resolver``)."""
+    """The first place in ``line`` naming a file of the repository."""
     resolver = Resolver(repo_root, bases)
     for pattern in _LOCATION_PATTERNS:
         for match in pattern.finditer(line):
@@ -138,8 +136,8 @@ def _as_finding(item: Any) -> Finding | None:
 
 def hook_findings(hook: GateHooks, gate: Mapping[str, Any], output: str
                   ) -> tuple[list[Finding], list[str]]:
-    """What the ``pytest_verifygate_annotation_locations`` implementations found, and the
-    problems with it (a raising implementation, items that are not findings)."""
+    """What the hook's implementations found, and problems with it (one raised, items that
+    are not findings)."""
     name = str(gate.get("name", "?"))
     try:
         results = getattr(hook, HOOK_NAME)(gate=dict(gate), output=output)
@@ -173,8 +171,7 @@ def _clip(message: str) -> str:
 
 
 def locate(findings: Iterable[Finding], resolver: Resolver) -> list[Located]:
-    """The findings that name a file of the repository, in the order given, without repeats
-    (the same place and message as an earlier finding)."""
+    """The findings that name a file of the repository, in order, without repeats."""
     resolved = [(finding, resolver.file(finding.path)) for finding in findings]
     # A finding without a line (pytest's "FAILED path::test" alone) only adds something
     # when nothing else points into its file: with --tb=line the same failure is there too.
@@ -197,14 +194,10 @@ def locate(findings: Iterable[Finding], resolver: Resolver) -> list[Located]:
     return located
 
 
-def gate_locations(
-    gate: Mapping[str, Any],
-    lines: Sequence[str],
-    resolver: Resolver,
-    hook: GateHooks | None = None,
-) -> tuple[list[Located], list[str]]:
-    """A failed gate's errors at files of the repository (the hook's first), and any problem
-    with the hook. ``lines`` is the gate's output without ANSI sequences and redraws."""
+def gate_locations(gate: Mapping[str, Any], lines: Sequence[str], resolver: Resolver,
+                   hook: GateHooks | None = None) -> tuple[list[Located], list[str]]:
+    """A failed gate's errors at files of the repository (the hook's first), and problems with
+    the hook; ``lines`` is the cleaned output."""
     problems: list[str] = []
     findings: list[Finding] = []
     if hook is not None and hasattr(hook, HOOK_NAME):

@@ -1,7 +1,6 @@
-"""Secret redaction: the one search that decides what a report, a cache entry or a log may not
-say. A gate's output is masked once, as it is captured (``Redactor.stream_masker``), and every
-sink is made from the masked stream; a report's other free texts go through ``Redactor.text``.
-What is masked, and what is not tried, is the security model page of the docs.
+"""Secret redaction (docs: Security model): a gate's output is masked once, as it is captured,
+and every sink is made from the masked stream; a report's other free texts go through
+``Redactor.text``.
 
 PYTEST_DONT_REWRITE
 """
@@ -17,21 +16,17 @@ from urllib.parse import quote, quote_plus
 from pytest_verifygate.commands import UnsupportedCommand, parse_command
 from pytest_verifygate.contract import Gate
 
-# What a secret is replaced by.
 MASK = "***"
-# A value the contract marks secret is hidden from this length on; shorter ones would make
-# the mask longer than the value and garble unrelated text.
+# Shorter listed values would garble unrelated text.
 MIN_LISTED_SECRET_CHARS = 3
-# A value matched only by its variable's name must be this long to be hidden everywhere:
-# TOKENIZERS_PARALLELISM=false must not erase every "false" from a test failure.
+# A value secret only by its name: TOKENIZERS_PARALLELISM=false must not erase every "false".
 MIN_NAMED_SECRET_CHARS = 6
-# Each line of a multi-line secret (a PEM key) is masked on its own from this length: a tool
-# may print such a key line by line, indented or quoted.
+# Each line of a multi-line secret (a PEM key) is masked on its own from this length.
 MIN_SECRET_LINE_CHARS = 8
 
 SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW(?:OR)?D|API_?KEY|PRIVATE_?KEY", re.IGNORECASE)
-# ``NAME=value`` in output is found from a secret word of the name, as environment names
-# spell it (upper case: ``max_tokens=512`` is no secret), then widened to the whole name.
+# ``NAME=value`` is found from an upper-case secret word (``max_tokens=512`` is no secret),
+# then widened to the whole name.
 _SECRET_WORDS = rb"PRIVATE_?KEY|PASSW(?:OR)?D|API_?KEY|SECRET|TOKEN"
 _NAME_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _VALUE_PATTERN = r"\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'|[^\s\"';&|]+"
@@ -44,7 +39,6 @@ Span = tuple[int, int]
 
 
 def is_secret_name(name: str) -> bool:
-    """Whether a variable's name says its value is a secret."""
     return SECRET_NAME.search(name) is not None
 
 
@@ -59,8 +53,7 @@ def gate_environment(gate: Gate) -> dict[str, str]:
 
 
 class Redactor:
-    """Replaces known secret values, and values assigned to secret names, by ``***``: one
-    literal alternation of every form of every value, and ``NAME=value`` for secret names."""
+    """Replaces known secret values, and values assigned to secret names, by ``***``."""
 
     def __init__(self, values: Iterable[str] = (), names: Iterable[str] = ()) -> None:
         self.names = frozenset(names)
@@ -87,7 +80,7 @@ class Redactor:
                 else self.text(value) for name, value in env.items()}
 
     def stream_masker(self) -> StreamMasker:
-        """A masker for a gate's output: bytes fed as they come, masked as ``text`` masks."""
+        """A masker for a gate's output, fed as it comes."""
         return StreamMasker(self)
 
     def spans(self, data: bytes) -> list[Span]:
@@ -127,15 +120,14 @@ def redactor_for(
     gates: Iterable[Gate] = (), environ: Mapping[str, str] | None = None
 ) -> Redactor:
     """One redactor for a whole report: a value secret for one gate is secret in all of them
-    (any gate may print it). ``environ`` is what the gates inherit (default: ours)."""
+    (any gate may print it). ``environ``: what the gates inherit (default: ours)."""
     inherited = os.environ if environ is None else environ
     assignments = list(inherited.items())
     listed: set[str] = set()
     for gate in gates:
         assignments.extend(gate_environment(gate).items())
         if gate.shell:
-            # A shell script can set a secret itself (SERVICE_TOKEN=... ./deploy) and the
-            # gate's output may echo it: its value is as secret as an inherited one.
+            # A script's own SERVICE_TOKEN=... is as secret as an inherited one.
             assignments.extend((match.group(1), match.group(2).strip("'\""))
                                for match in _ASSIGNMENT.finditer(gate.command_text))
         listed.update(gate.secret_env)
@@ -149,9 +141,8 @@ def redactor_for(
 
 
 def _forms(value: str) -> set[bytes]:
-    """``value`` as a tool may print it: as is, with either line ending, JSON-escaped
-    (non-ASCII escaped or not), URL-encoded (either hex case, ``+`` or ``%20`` for a space),
-    and each long enough line of a multi-line value on its own."""
+    """``value`` as a tool may print it: as is, with either line ending, JSON-escaped,
+    URL-encoded, and each long enough line of a multi-line value on its own."""
     import json  # only where a secret value is known: not on most commits' runs
 
     texts = {value, value.replace("\r\n", "\n"), value.replace("\r\n", "\n").replace("\n", "\r\n")}
@@ -170,10 +161,8 @@ def _forms(value: str) -> set[bytes]:
 
 
 class StreamMasker:
-    """Masks a gate's output (bytes: what is not UTF-8 passes through) as it is captured:
-    ``feed`` each chunk, then ``flush``. The last ``holdback`` bytes wait for more, so a secret
-    split across two reads is seen whole; one ``SECRET=value`` word longer than
-    ``MAX_PENDING`` is masked up to there."""
+    """Masks a gate's output as it is captured: ``feed`` each chunk, then ``flush``. The last
+    ``holdback`` bytes wait for more, so a secret split across two reads is seen whole."""
 
     MAX_PENDING = 1 << 20
 
@@ -218,8 +207,7 @@ def _to_bytes(text: str) -> bytes:
 
 
 def _errors(text: str) -> str:
-    """How ``text`` goes to bytes and back: undecodable bytes (surrogate escapes) as they
-    were printed; any other lone surrogate encoded as such."""
+    """Undecodable bytes (surrogate escapes) go back as printed, other lone surrogates as such."""
     try:
         text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:

@@ -1,8 +1,5 @@
-"""What ``verifygate run`` prints for people: a line per gate, then after a failure the digest,
-a recap table and the slowest and failed gates, then the verdict line.
-
-Gates cut short are counted apart as ``interrupted`` (docs: Outcomes, verdict and failure
-codes). Lines are styled segments (``Styled``), colored by pytest's rules (``color_wanted``),
+"""What ``verifygate run`` prints for people: a line per gate, after a failure the digest, a
+recap table and the slowest and failed gates, then the verdict line. Lines are styled segments,
 so that the pytest plugin can hand the same lines to pytest's terminal writer.
 
 PYTEST_DONT_REWRITE
@@ -30,16 +27,15 @@ from pytest_verifygate.runner.records import GateResult
 if TYPE_CHECKING:
     from pytest_verifygate.report.model import Report
 
-# By outcome, and for a gate cut short (failed with code ``interrupted``) by that code.
+# By outcome; a gate cut short (failed with code ``interrupted``) by that code.
 LABELS = {codes.PASSED: "PASS", codes.FAILED: "FAIL", codes.SKIPPED: "SKIP",
           codes.PENDING: "PEND", codes.INTERRUPTED: "STOP"}
-# Styles are pytest's terminal-writer markup names; on our own terminal, these SGR codes.
+# pytest's terminal-writer markup names; on our own terminal, these SGR codes.
 STYLES = {codes.PASSED: "green", codes.FAILED: "red", codes.SKIPPED: "yellow",
           codes.PENDING: "cyan", codes.INTERRUPTED: "yellow"}
 VERDICT_STYLES = {codes.VERDICT_PASSED: "green", codes.VERDICT_FAILED: "red"}
 _SGR = {"red": "31", "green": "32", "yellow": "33", "cyan": "36", "bold": "1"}
 _RESET = "\x1b[0m"
-# The closing summary's "slowest gates": at most this many.
 SLOWEST_SHOWN = 5
 
 # A line as segments of text, each with a style (a key of ``_SGR``) or None.
@@ -47,8 +43,7 @@ Styled = tuple[tuple[str, str | None], ...]
 
 
 def color_wanted(choice: str | None, stream: TextIO, environ: Mapping[str, str]) -> bool:
-    """Whether to color what goes to ``stream``: pytest's rules, in pytest's order (``--color``,
-    ``PY_COLORS``, ``NO_COLOR``, ``FORCE_COLOR``, then a terminal that is not ``TERM=dumb``)."""
+    """Whether to color what goes to ``stream``, by pytest's rules in pytest's order."""
     if choice in ("yes", "no"):
         return choice == "yes"
     if environ.get("PY_COLORS") in ("0", "1"):
@@ -65,19 +60,17 @@ def color_wanted(choice: str | None, stream: TextIO, environ: Mapping[str, str])
 
 
 def paint(text: str, style: str | None, color: bool) -> str:
-    """``text`` in ``style`` when ``color``; as it is otherwise."""
     if not color or style is None or not text:
         return text
     return f"\x1b[{_SGR[style]}m{text}{_RESET}"
 
 
 def render(line: Styled, color: bool) -> str:
-    """A styled line as text, with ANSI colors when ``color``."""
     return "".join(paint(text, style, color) for text, style in line)
 
 
 def _outcome(gate: Mapping[str, Any]) -> str:
-    """A gate's outcome (a report entry or a result's dict), ``interrupted`` if cut short."""
+    """A gate's outcome, ``interrupted`` if cut short."""
     return codes.INTERRUPTED if is_interrupted(gate) else str(gate.get("outcome"))
 
 
@@ -86,8 +79,7 @@ def outcome_style(gate: Mapping[str, Any]) -> str | None:
 
 
 def verdict_style(report: Report) -> str:
-    """The verdict line's style: green passed, red failed, yellow otherwise (pending, or
-    unverified: nothing ran)."""
+    """Green passed, red failed, yellow otherwise (pending, or unverified: nothing ran)."""
     return VERDICT_STYLES.get(str(report["verdict"]), "yellow")
 
 
@@ -156,12 +148,11 @@ class Progress:
 
 
 def summary_table(results: Sequence[GateResult]) -> str:
-    """A plain-text table: gate, outcome, code, time."""
     return "\n".join(render(line, False) for line in table_lines(results))
 
 
 def table_lines(results: Sequence[GateResult]) -> list[Styled]:
-    """``summary_table``'s lines, the outcome cells styled."""
+    """The table's lines (gate, outcome, code, time), the outcome cells styled."""
     rows: list[tuple[str, ...]] = [("gate", "outcome", "code", "time")]
     styles: list[str | None] = [None, None]  # the heading and its rule
     for result in results:
@@ -170,8 +161,7 @@ def table_lines(results: Sequence[GateResult]) -> list[Styled]:
         if result.outcome == codes.FAILED and result.code == codes.INTERRUPTED:
             outcome = codes.INTERRUPTED  # cut short: not counted as a failure
         outcome += " (cached)" if result.cached else ""
-        # A skip's code (on_missing = "skip") as every front end shows it: from the reason
-        # when the result came back from a report entry (pytest), which has no code.
+        # A result read back from a report entry (pytest) has a skip's code only in its reason.
         code = result.code if result.failed else skip_code(result._asdict())
         rows.append((result.name, outcome, code or "-", timing))
         styles.append(outcome_style({"outcome": result.outcome, "code": result.code}))
@@ -189,13 +179,11 @@ def _listed(names: Sequence[str], limit: int = 6) -> str:
 
 
 def verdict_line(report: Report, *, report_path: str | None = None) -> str:
-    """``verdict: failed (1 passed, 1 failed, 0 skipped, 0 pending): tests [command_failed]``:
-    the counts in a shape scripts grep for, then the failed or pending gates, or why none ran."""
+    """``verdict: failed (1 passed, 1 failed, 0 skipped, 0 pending): tests [command_failed]``."""
     verdict = report["verdict"]
     gates: list[Mapping[str, Any]] = list(report.get("gates", []))
     interrupted = [str(gate["name"]) for gate in gates if is_interrupted(gate)]
-    failed = [gate for gate in gates
-              if gate.get("outcome") == codes.FAILED and not is_interrupted(gate)]
+    failed = [gate for gate in gates if _outcome(gate) == codes.FAILED]
     pending = [str(gate["name"]) for gate in gates if gate.get("outcome") == codes.PENDING]
     line = f"verdict: {verdict} ({outcome_counts(report['summary'])})"
     if failed or interrupted:
@@ -213,11 +201,10 @@ def verdict_line(report: Report, *, report_path: str | None = None) -> str:
     return line
 
 
-def closing_summary(
-    report: Report, timeouts: Mapping[str, float] | None = None,
-) -> list[tuple[str, list[Styled]]]:
+def closing_summary(report: Report, timeouts: Mapping[str, float] | None = None
+                    ) -> list[tuple[str, list[Styled]]]:
     """After a failure, as pytest's ``--durations`` and short test summary: (title, lines) of
-    the slowest gates that ran and of the failed gates, each with its code and how it ended."""
+    the slowest gates that ran and of the failed gates."""
     gates: list[Mapping[str, Any]] = list(report.get("gates", []))
     failed = [gate for gate in gates if gate.get("outcome") == codes.FAILED]
     if not failed:
@@ -243,19 +230,13 @@ def closing_summary(
     return sections
 
 
-def run_summary(
-    report: Report,
-    results: Sequence[GateResult],
-    *,
-    root: str | os.PathLike[str] | None = None,
-    report_path: str | None = None,
-    color: bool = False,
-    timeouts: Mapping[str, float] | None = None,
-    fold: Callable[[str, str], str] | None = None,
-) -> str:
-    """What ``verifygate run`` prints after the gate lines: the verdict line, after the
-    digest (never colored: it is Markdown), the table and ``closing_summary`` when a gate
-    failed. ``fold(title, text)`` folds each failed gate's digest in a CI log."""
+def run_summary(report: Report, results: Sequence[GateResult], *,
+                root: str | os.PathLike[str] | None = None, report_path: str | None = None,
+                color: bool = False, timeouts: Mapping[str, float] | None = None,
+                fold: Callable[[str, str], str] | None = None) -> str:
+    """What ``verifygate run`` prints after the gate lines: after a failure the digest (never
+    colored: it is Markdown, folded by ``fold`` in a CI log), the table and
+    ``closing_summary``; then the verdict line."""
     verdict = paint(verdict_line(report, report_path=report_path), verdict_style(report), color)
     sections = closing_summary(report, timeouts)
     if not sections:

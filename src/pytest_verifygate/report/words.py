@@ -1,9 +1,5 @@
-"""The words every text form of a run shares, so that each form says them the same way.
-
-Owns the outcome counts (``2 passed, 1 failed, 0 skipped, 0 pending``), the spelling of a
-duration, and the code a failed gate is reported under. Works on the report (docs: JSON
-report) and imports nothing beyond ``codes``: the console, the digest, JUnit and GitHub output
-all use it.
+"""The words every text form of a run shares (outcome counts, durations, a gate's code), so
+that each form says them the same way.
 
 PYTEST_DONT_REWRITE
 """
@@ -25,10 +21,8 @@ def is_interrupted(gate: Mapping[str, Any]) -> bool:
 
 
 def summary_counts(gates: Iterable[tuple[str, str | None]]) -> Summary:
-    """A report's ``summary`` from each gate's (outcome, code): a count per outcome, and the
-    gates cut short (failed with code ``interrupted``: Ctrl-C, SIGTERM, pytest's ``-x``)
-    counted apart as ``interrupted``, not as ``failed``, since nothing is known to be wrong
-    with them. The counts add up to the number of gates."""
+    """A report's ``summary`` from each gate's (outcome, code); gates cut short count as
+    ``interrupted``, not ``failed``: nothing is known to be wrong with them."""
     summary = dict.fromkeys((*codes.OUTCOMES, codes.INTERRUPTED), 0)
     for outcome, code in gates:
         key = codes.INTERRUPTED if (outcome, code) == (codes.FAILED, codes.INTERRUPTED) else outcome
@@ -37,19 +31,15 @@ def summary_counts(gates: Iterable[tuple[str, str | None]]) -> Summary:
 
 
 def outcome_counts(summary: Mapping[str, Any]) -> str:
-    """``2 passed, 1 failed, 0 skipped, 0 pending``: a report's summary, every outcome named,
-    then ``, 2 interrupted`` when gates were cut short.
-
-    Zero counts are kept so the shape never changes: scripts and people grep for it.
-    """
+    """``2 passed, 1 failed, 0 skipped, 0 pending[, 2 interrupted]``; zero counts are kept
+    so the shape never changes: scripts and people grep for it."""
     counts = ", ".join(f"{summary.get(outcome, 0)} {outcome}" for outcome in codes.OUTCOMES)
     interrupted = summary.get(codes.INTERRUPTED, 0)
     return counts + (f", {interrupted} {codes.INTERRUPTED}" if interrupted else "")
 
 
 def format_seconds(seconds: float, *, prose: bool = False) -> str:
-    """A duration: ``1.20s`` / ``2m05.0s`` for aligned columns, or with ``prose`` (Markdown,
-    read rather than scanned) ``1.20 s`` / ``2 min 5 s``."""
+    """``1.20s`` / ``2m05.0s`` for columns; with ``prose`` ``1.20 s`` / ``2 min 5 s``."""
     minutes = int(seconds // 60)
     if prose:
         return f"{seconds:.2f} s" if seconds < 60 else f"{minutes} min {seconds % 60:.0f} s"
@@ -62,12 +52,8 @@ def failure_code(gate: Mapping[str, Any]) -> str:
 
 
 def skip_code(gate: Mapping[str, Any]) -> str | None:
-    """The code a gate skipped by ``on_missing = "skip"`` was skipped for, else None.
-
-    A report entry has a code only when failed (the docs, "JSON report"); the runner's
-    reason for such a skip starts with the code (``missing_script (on_missing = "skip")``),
-    which every form shows in its code column or property.
-    """
+    """The code a gate skipped by ``on_missing = "skip"`` was skipped for, else None: a
+    skipped entry has no code, but its reason starts with it."""
     if gate.get("outcome") != codes.SKIPPED:
         return None
     if gate.get("code") in codes.MISSING_CODES:
@@ -77,8 +63,7 @@ def skip_code(gate: Mapping[str, Any]) -> str | None:
 
 
 def flaky_note(gate: Mapping[str, Any]) -> str:
-    """``flaky: passed on attempt 2 after 1 failed``: how every form says a gate passed on a
-    retry (empty for a gate that is not flaky)."""
+    """``flaky: passed on attempt 2 after 1 failed``, or empty for a gate that is not flaky."""
     if not gate.get("flaky"):
         return ""
     attempts = int(gate.get("attempts") or 0)
