@@ -1,11 +1,8 @@
-"""Claude Code's hook protocol (``SessionStart``, ``Stop``, ``SubagentStop``), which Codex CLI
-shares: the fields and answers are in the docs (``docs/how-to/agents.md``, "The protocol
-fields").
+"""Claude Code's hook protocol, which Codex CLI shares (``docs/how-to/agents.md``, "The
+protocol fields").
 
 PYTEST_DONT_REWRITE
 """
-
-from __future__ import annotations
 
 from typing import Any
 

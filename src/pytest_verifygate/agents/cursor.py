@@ -4,8 +4,6 @@
 PYTEST_DONT_REWRITE
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +35,8 @@ def parse(data: dict[str, Any]) -> protocol.HookPayload:
 
 
 def _cwd(data: dict[str, Any]) -> Path:
-    """The payload's ``cwd``, else its first workspace root, else where Cursor runs project
-    hooks: the project root."""
+    """The payload's ``cwd``, else its first workspace root, else the project root (where
+    Cursor runs project hooks)."""
     if "cwd" in data:
         return protocol.directory(data["cwd"])
     roots = data.get("workspace_roots")

@@ -4,8 +4,6 @@
 PYTEST_DONT_REWRITE
 """
 
-from __future__ import annotations
-
 import re
 from typing import Any
 
