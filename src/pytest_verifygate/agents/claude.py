@@ -24,12 +24,12 @@ def parse(data: dict[str, Any], *, agent: str = "claude",
                                 stop_hook_active=active, agent_id=agent_id)
 
 
-def render(decision: protocol.Decision) -> str:
+def render(decision: protocol.Decision, *, block: str = "block") -> str:
     # Always exit status 0: 2 would also block, any other is shown as a hook error. Nothing at
     # all lets the agent stop, and is what a SessionStart gets (its output becomes context).
     data: dict[str, Any] = {}
     if decision.block_reason is not None:
-        data = {"decision": "block", "reason": decision.block_reason}
+        data = {"decision": block, "reason": decision.block_reason}
     if decision.system_message is not None:
         data["systemMessage"] = decision.system_message
     return protocol.dumps(data) if data else ""

@@ -175,14 +175,10 @@ def _retire(entries: list[Any], adapter: Adapter) -> bool:
 
 def _hooks(entries: list[Any], nested: bool) -> list[dict[str, Any]]:
     """The hooks an event's entries (or, ``nested``, their matcher groups) hold."""
-    found: list[dict[str, Any]] = []
-    for entry in entries:
-        if not isinstance(entry, dict):
-            continue
-        hooks = entry.get("hooks") if nested else [entry]
-        if isinstance(hooks, list):
-            found += [hook for hook in hooks if isinstance(hook, dict)]
-    return found
+    groups = [entry.get("hooks") if nested else [entry] for entry in entries
+              if isinstance(entry, dict)]
+    return [hook for group in groups if isinstance(group, list)
+            for hook in group if isinstance(hook, dict)]
 
 
 def _details(entry: dict[str, Any]) -> str:
