@@ -16,7 +16,9 @@ def parse(data: dict[str, Any], *, agent: str = "claude",
           events: dict[str, str] = EVENTS) -> protocol.HookPayload:
     session_id = protocol.session_text(data, "session_id")
     cwd = protocol.directory(data.get("cwd"))
-    active = protocol.optional_bool(data, "stop_hook_active")
+    active = data.get("stop_hook_active", False)
+    if not isinstance(active, bool):
+        raise protocol.PayloadError("'stop_hook_active' is not true or false")
     # Without ``hook_event_name``: a Stop, as older releases sent it.
     event = protocol.event_of(data, events, "Stop")
     agent_id = protocol.optional_text(data, "agent_id")

@@ -143,13 +143,6 @@ def optional_text(data: Mapping[str, Any], key: str) -> str | None:
     return value or None
 
 
-def optional_bool(data: Mapping[str, Any], key: str) -> bool:
-    value = data.get(key, False)
-    if not isinstance(value, bool):
-        raise PayloadError(f"'{key}' is not true or false")
-    return value
-
-
 def directory(value: object, key: str = "cwd") -> Path:
     if not isinstance(value, str) or not value:
         raise PayloadError(f"'{key}' is missing or not a string")

@@ -37,7 +37,7 @@ FROM_CHANGED_FROM = "the merge base of --changed-from and HEAD"
 
 
 class StartPoint(NamedTuple):
-    """``commit`` None: the repository had no commit then."""
+    """A session's starting point; ``commit`` None: the repository had no commit then."""
 
     commit: str | None
     source: str

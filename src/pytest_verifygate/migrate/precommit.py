@@ -62,9 +62,7 @@ def from_pre_commit(config: object, shown: str, frozen: dict[str, str]) -> Migra
             if not isinstance(hook, dict) or not isinstance(hook.get("id"), str):
                 raise UsageError(f"{shown}: a hook of repo {url!r} has no 'id'")
             effective = _effective_hook(url, hook, repo, packages, notes, frozen)
-            if effective is None:
-                continue
-            gate = _gate(effective, config, notes)
+            gate = _gate(effective, config, notes) if effective is not None else None
             if gate is not None:
                 gates.append({"name": unique_name(hook["id"], taken), **gate})
     if packages:
