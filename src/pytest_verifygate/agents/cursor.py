@@ -23,9 +23,7 @@ def parse(data: dict[str, Any]) -> protocol.HookPayload:
     if loop_count is not None and (isinstance(loop_count, bool)
                                    or not isinstance(loop_count, int) or loop_count < 0):
         raise protocol.PayloadError("'loop_count' is not a count (a whole number, 0 or more)")
-    status = data.get("status", "completed")
-    if not isinstance(status, str):
-        raise protocol.PayloadError("'status' is not a string")
+    status = protocol.optional_text(data, "status")
     skip = None
     if status in ("aborted", "error"):
         skip = (f"the agent's run ended with status {status!r}: the stop is allowed without "
