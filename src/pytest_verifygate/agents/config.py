@@ -116,8 +116,7 @@ def merge_hooks(config: object, adapter: Adapter, command: str, max_rounds: int,
     added: list[str] = []
     kept: list[str] = []
     for key, value in adapter.top_level.items():
-        if key not in config:
-            config[key] = value
+        config.setdefault(key, value)
     hooks = config.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise ConfigShapeError("'hooks' is not an object")

@@ -35,8 +35,7 @@ def detect(data: Mapping[str, Any]) -> Adapter | None:
     event = data.get("hook_event_name")
     if event == "AfterAgent":
         return gemini.ADAPTER
-    if event == "stop" or (event is None and ("conversation_id" in data
-                                              or "loop_count" in data)):
+    if event == "stop" or (event is None and ("conversation_id" in data or "loop_count" in data)):
         return cursor.ADAPTER
     if event in ("Stop", "SubagentStop", "SessionStart"):
         if event == "SessionStart" and "timestamp" in data:
@@ -53,8 +52,7 @@ def _codex_transcript(data: Mapping[str, Any]) -> bool:
     """Whether a ``SessionStart``'s transcript is Codex's (none yet, or its ``rollout-*.jsonl``):
     it has no ``turn_id`` to tell it from Claude Code's."""
     path = data.get("transcript_path", "")
-    return path is None or (isinstance(path, str)
-                            and os.path.basename(path).startswith("rollout-"))
+    return path is None or (isinstance(path, str) and os.path.basename(path).startswith("rollout-"))
 
 
 def read_payload(raw: bytes, agent: str | None = None) -> tuple[Adapter, HookPayload]:
@@ -64,8 +62,7 @@ def read_payload(raw: bytes, agent: str | None = None) -> tuple[Adapter, HookPay
         data = json_object(raw)
     except PayloadError as exc:
         raise UnreadPayload(f"malformed hook input: {exc}", adapter) from None
-    if adapter is None:
-        adapter = detect(data)
+    adapter = adapter or detect(data)
     if adapter is None:
         event = data.get("hook_event_name")
         what = (f"hook event {event!r}" if isinstance(event, str)

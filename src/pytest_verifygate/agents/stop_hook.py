@@ -181,8 +181,7 @@ def block_round(previous: SessionState, max_rounds: int, *, problem: str, body: 
                         status=status.HANDED_OVER)
     rounds = previous.rounds + 1
     # Gemini CLI's adapter reads the round back from this first line (``retry_round``).
-    lines = [f"verifygate blocked this stop (round {rounds} of {max_rounds}): {problem}",
-             *notes]
+    lines = [f"verifygate blocked this stop (round {rounds} of {max_rounds}): {problem}", *notes]
     if signature is not None and signature == previous.signature:
         lines.append("Note: these failures are identical to the previous round's: your last "
                      "changes did not affect them. Try a different approach; if the cause is "
@@ -228,8 +227,7 @@ def _contract_error(args: argparse.Namespace, payload: HookPayload, error: Contr
         still="the verify contract still cannot be loaded")
 
 
-def fail_closed(args: argparse.Namespace, payload: HookPayload | None, problem: str
-                ) -> Decision:
+def fail_closed(args: argparse.Namespace, payload: HookPayload | None, problem: str) -> Decision:
     """Block a stop that cannot be checked, counting rounds like failing gates."""
     _warn(f"this stop cannot be checked: {problem}")
     return _block(
@@ -280,8 +278,7 @@ def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
     for warning in run.warnings:
         _warn(warning)
     if run.interrupted:
-        raise GatesInterrupted(tuple(r.name for r in run.results
-                                     if r.code == codes.INTERRUPTED))
+        raise GatesInterrupted(tuple(r.name for r in run.results if r.code == codes.INTERRUPTED))
     report = engine.report(run, hook)
     report_path = _write_report(report, rounds)
     changed = change_note(plan.contract.warnings)
@@ -307,8 +304,7 @@ def _failed(args: argparse.Namespace, report: "Report", previous: SessionState,
     from pytest_verifygate.report.digest import failure_signature, to_digest
 
     root = plan.contract.repo_root
-    failed = tuple(str(gate["name"]) for gate in report["gates"]
-                   if gate["outcome"] == codes.FAILED)
+    failed = tuple(str(gate["name"]) for gate in report["gates"] if gate["outcome"] == codes.FAILED)
     notes: tuple[str, ...] = ()
     if start is not None and start.commit is not None:
         notes += (f"Checked: every change since {start.source} ({start.short}), committed or "

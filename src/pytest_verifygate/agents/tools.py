@@ -101,8 +101,7 @@ class GateTools:
         self.last_report = engine.report(run, hook)
         return self.last_report
 
-    def run_answer(self, plan: Plan, report: Report,
-                   names: Sequence[str] | None = None) -> Answer:
+    def run_answer(self, plan: Plan, report: Report, names: Sequence[str] | None = None) -> Answer:
         """The verdict, each gate's outcome and code, and the agent digest."""
         lines = [f"verdict: {report['verdict']} ({outcome_counts(report['summary'])})"]
         for gate in report["gates"]:
