@@ -73,9 +73,7 @@ def _split(command: object) -> tuple[list[str], list[str], list[str]] | None:
 def is_agent_hook(command: object, agent: str) -> bool:
     """Whether ``command`` runs ``verifygate agent-hook``, and names no other ``--agent``."""
     split = _split(command)
-    if split is None:
-        return False
-    arguments = split[2]
+    arguments = split[2] if split is not None else []
     if arguments[:1] != ["agent-hook"]:
         return False
     named = [arguments[i + 1] for i, word in enumerate(arguments[:-1]) if word == "--agent"]

@@ -126,11 +126,8 @@ def _recorded(repo_root: Path, session_id: str) -> tuple[StartPoint | None, str 
     confined to the project, else the one under the git directory (whose problem is said)."""
     in_git_dir = _read(start_path(repo_root, session_id), session_id)
     private = private_start_path(repo_root, session_id)
-    if private is not None:
-        recorded, _ = _read(private, session_id)
-        if recorded is not None:
-            return recorded, in_git_dir[1]
-    return in_git_dir
+    recorded = _read(private, session_id)[0] if private is not None else None
+    return (recorded, in_git_dir[1]) if recorded is not None else in_git_dir
 
 
 def _read(path: Path, session_id: str) -> tuple[StartPoint | None, str | None]:
