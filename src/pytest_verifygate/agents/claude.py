@@ -1,11 +1,8 @@
-"""Claude Code's hook protocol (``SessionStart``, ``Stop``, ``SubagentStop``), which Codex CLI
-shares: the fields and answers are in the docs (``docs/how-to/agents.md``, "The protocol
-fields").
+"""Claude Code's hook protocol, which Codex CLI shares (``docs/how-to/agents.md``, "The
+protocol fields").
 
 PYTEST_DONT_REWRITE
 """
-
-from __future__ import annotations
 
 from typing import Any
 
@@ -19,7 +16,9 @@ def parse(data: dict[str, Any], *, agent: str = "claude",
           events: dict[str, str] = EVENTS) -> protocol.HookPayload:
     session_id = protocol.session_text(data, "session_id")
     cwd = protocol.directory(data.get("cwd"))
-    active = protocol.optional_bool(data, "stop_hook_active")
+    active = data.get("stop_hook_active", False)
+    if not isinstance(active, bool):
+        raise protocol.PayloadError("'stop_hook_active' is not true or false")
     # Without ``hook_event_name``: a Stop, as older releases sent it.
     event = protocol.event_of(data, events, "Stop")
     agent_id = protocol.optional_text(data, "agent_id")
@@ -27,12 +26,12 @@ def parse(data: dict[str, Any], *, agent: str = "claude",
                                 stop_hook_active=active, agent_id=agent_id)
 
 
-def render(decision: protocol.Decision) -> str:
+def render(decision: protocol.Decision, *, block: str = "block") -> str:
     # Always exit status 0: 2 would also block, any other is shown as a hook error. Nothing at
     # all lets the agent stop, and is what a SessionStart gets (its output becomes context).
     data: dict[str, Any] = {}
     if decision.block_reason is not None:
-        data = {"decision": "block", "reason": decision.block_reason}
+        data = {"decision": block, "reason": decision.block_reason}
     if decision.system_message is not None:
         data["systemMessage"] = decision.system_message
     return protocol.dumps(data) if data else ""

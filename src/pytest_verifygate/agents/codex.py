@@ -4,8 +4,6 @@ Codex's output schema), configured in ``.codex/hooks.json``.
 PYTEST_DONT_REWRITE
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 from pytest_verifygate.agents import claude, protocol

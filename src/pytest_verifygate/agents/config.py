@@ -1,5 +1,5 @@
-"""Merging the agent hook into a coding agent's configuration (what ``install-agent-hook``
-writes), in place, keeping every entry and key already there; and the hook's command.
+"""The agent hook's command, and merging it into an agent's configuration in place, keeping
+every entry and key already there (``install-agent-hook``).
 
 PYTEST_DONT_REWRITE
 """
@@ -28,15 +28,14 @@ MODULES = ("pytest_verifygate", "pytest_verifygate.cli")
 
 
 def program() -> list[str]:
-    """The words that run ``verifygate`` without the virtualenv on the agent's PATH (where
-    ``verifygate`` would exit 127, which every agent lets pass): this interpreter, its path as
-    given so that a virtualenv's stays the virtualenv's."""
+    """This interpreter running ``verifygate``: the agent's PATH may lack the virtualenv, and
+    every agent lets a hook that exits 127 pass."""
     return [sys.executable, "-m", MODULES[0]]
 
 
 def join(words: list[str]) -> str:
-    """``words`` as one command line for the shell agents run hook commands with (POSIX, or
-    ``cmd.exe`` on Windows)."""
+    """``words`` as one command line for the shell agents run hooks with (``cmd.exe`` on
+    Windows)."""
     if os.name == "nt":
         import subprocess
 
@@ -45,8 +44,6 @@ def join(words: list[str]) -> str:
 
 
 def hook_command(agent: str, max_rounds: int | None = None) -> str:
-    """The command an agent's configuration runs:
-    ``/path/to/python -m pytest_verifygate agent-hook --agent NAME``."""
     words = [*program(), "agent-hook", "--agent", agent]
     if max_rounds is not None:
         words += ["--max-rounds", str(max_rounds)]
@@ -54,9 +51,8 @@ def hook_command(agent: str, max_rounds: int | None = None) -> str:
 
 
 def _split(command: object) -> tuple[list[str], list[str], list[str]] | None:
-    """A configured command as (``NAME=value`` assignments, the program's words, its
-    arguments) when it runs ``verifygate`` (as a program on PATH, by its path, or as
-    ``python -m pytest_verifygate`` or ``pytest_verifygate.cli``); None otherwise."""
+    """A command that runs ``verifygate`` (by name, path or ``python -m``) as its ``NAME=value``
+    assignments, the program's words and its arguments; None for any other."""
     if not isinstance(command, str):
         return None
     try:
@@ -75,12 +71,9 @@ def _split(command: object) -> tuple[list[str], list[str], list[str]] | None:
 
 
 def is_agent_hook(command: object, agent: str) -> bool:
-    """Whether a configured command runs ``verifygate agent-hook`` for ``agent``: one that
-    names another agent with ``--agent`` is not this agent's hook."""
+    """Whether ``command`` runs ``verifygate agent-hook``, and names no other ``--agent``."""
     split = _split(command)
-    if split is None:
-        return False
-    arguments = split[2]
+    arguments = split[2] if split is not None else []
     if arguments[:1] != ["agent-hook"]:
         return False
     named = [arguments[i + 1] for i, word in enumerate(arguments[:-1]) if word == "--agent"]
@@ -89,8 +82,7 @@ def is_agent_hook(command: object, agent: str) -> bool:
 
 
 def unreachable(command: str) -> str | None:
-    """Why the agent hook ``command`` would not start from an agent's shell (None: it would):
-    it looks ``verifygate`` or Python up on PATH, or names a program that is not there."""
+    """Why the agent hook ``command`` might not start from an agent's shell (None: it will)."""
     split = _split(command)
     if split is None:
         return None
@@ -105,7 +97,6 @@ def unreachable(command: str) -> str | None:
 
 
 def repointed(command: str) -> str:
-    """``command`` run by this interpreter, its assignments and options kept."""
     split = _split(command)
     assert split is not None
     assignments, _, arguments = split
@@ -114,21 +105,16 @@ def repointed(command: str) -> str:
 
 def merge_hooks(config: object, adapter: Adapter, command: str, max_rounds: int,
                 *, replace: bool = False) -> Merged:
-    """Add ``adapter``'s hooks running ``command`` to ``config`` (changed in place), and
-    remove those of its retired events; merging twice changes nothing the second time.
-
-    An event that already runs the agent hook is kept as it is, unless ``replace`` (the user
-    asked for other options, such as ``--max-rounds``): then that hook's command becomes
-    ``command``, and nothing else of it changes; or unless its command would not start
-    (``unreachable``): then it runs this interpreter, with its own options. A document not
-    shaped as the agent's is refused (``ConfigShapeError``), never rewritten."""
+    """Add ``adapter``'s hooks running ``command`` to ``config`` and remove those of its retired
+    events. An event that already runs the agent hook keeps it, but with ``replace`` (other
+    options were asked for) its command becomes ``command``, and a command that would not
+    start runs this interpreter. A document of another shape is refused, never rewritten."""
     if not isinstance(config, dict):
         raise ConfigShapeError(f"it holds a JSON {type(config).__name__}, not an object")
     added: list[str] = []
     kept: list[str] = []
     for key, value in adapter.top_level.items():
-        if key not in config:
-            config[key] = value
+        config.setdefault(key, value)
     hooks = config.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise ConfigShapeError("'hooks' is not an object")
@@ -168,8 +154,8 @@ def merge_hooks(config: object, adapter: Adapter, command: str, max_rounds: int,
 
 
 def _retire(entries: list[Any], adapter: Adapter) -> bool:
-    """Remove ``adapter``'s agent hooks from an event's matcher groups (and the groups left
-    empty by that, only those); whether any was there."""
+    """Remove ``adapter``'s agent hooks (and the groups that empties) from an event's matcher
+    groups; whether any was there."""
     def ours(hook: object) -> bool:
         return isinstance(hook, dict) and is_agent_hook(hook.get("command"), adapter.name)
 
@@ -185,16 +171,11 @@ def _retire(entries: list[Any], adapter: Adapter) -> bool:
 
 
 def _hooks(entries: list[Any], nested: bool) -> list[dict[str, Any]]:
-    """The hooks an event's entries hold: each entry itself, or each matcher group's
-    ``hooks``."""
-    found: list[dict[str, Any]] = []
-    for entry in entries:
-        if not isinstance(entry, dict):
-            continue
-        hooks = entry.get("hooks") if nested else [entry]
-        if isinstance(hooks, list):
-            found += [hook for hook in hooks if isinstance(hook, dict)]
-    return found
+    """The hooks an event's entries (or, ``nested``, their matcher groups) hold."""
+    groups = [entry.get("hooks") if nested else [entry] for entry in entries
+              if isinstance(entry, dict)]
+    return [hook for group in groups if isinstance(group, list)
+            for hook in group if isinstance(hook, dict)]
 
 
 def _details(entry: dict[str, Any]) -> str:

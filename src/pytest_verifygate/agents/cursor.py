@@ -4,8 +4,6 @@
 PYTEST_DONT_REWRITE
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +23,7 @@ def parse(data: dict[str, Any]) -> protocol.HookPayload:
     if loop_count is not None and (isinstance(loop_count, bool)
                                    or not isinstance(loop_count, int) or loop_count < 0):
         raise protocol.PayloadError("'loop_count' is not a count (a whole number, 0 or more)")
-    status = data.get("status", "completed")
-    if not isinstance(status, str):
-        raise protocol.PayloadError("'status' is not a string")
+    status = protocol.optional_text(data, "status")
     skip = None
     if status in ("aborted", "error"):
         skip = (f"the agent's run ended with status {status!r}: the stop is allowed without "
@@ -37,8 +33,8 @@ def parse(data: dict[str, Any]) -> protocol.HookPayload:
 
 
 def _cwd(data: dict[str, Any]) -> Path:
-    """The payload's ``cwd``, else its first workspace root, else where Cursor runs project
-    hooks: the project root."""
+    """The payload's ``cwd``, else its first workspace root, else the project root (where
+    Cursor runs project hooks)."""
     if "cwd" in data:
         return protocol.directory(data["cwd"])
     roots = data.get("workspace_roots")

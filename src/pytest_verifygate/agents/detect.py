@@ -1,10 +1,8 @@
-"""Which agent sent a hook payload, told from its fields (``--agent NAME`` overrides), and
-reading the payload into that agent's ``HookPayload``.
+"""Which agent sent a hook payload, told from its fields unless ``--agent`` names it, and
+reading the payload.
 
 PYTEST_DONT_REWRITE
 """
-
-from __future__ import annotations
 
 import os
 from collections.abc import Mapping
@@ -34,12 +32,10 @@ class UnreadPayload(Exception):
 
 
 def detect(data: Mapping[str, Any]) -> Adapter | None:
-    """The agent whose hook payload ``data`` is; None when it is none of theirs."""
     event = data.get("hook_event_name")
     if event == "AfterAgent":
         return gemini.ADAPTER
-    if event == "stop" or (event is None and ("conversation_id" in data
-                                              or "loop_count" in data)):
+    if event == "stop" or (event is None and ("conversation_id" in data or "loop_count" in data)):
         return cursor.ADAPTER
     if event in ("Stop", "SubagentStop", "SessionStart"):
         if event == "SessionStart" and "timestamp" in data:
@@ -53,24 +49,20 @@ def detect(data: Mapping[str, Any]) -> Adapter | None:
 
 
 def _codex_transcript(data: Mapping[str, Any]) -> bool:
-    """Whether a ``SessionStart``'s transcript is Codex's (whose ``SessionStart`` has no
-    ``turn_id``): none yet (null), or its ``rollout-<time>-<id>.jsonl``; Claude Code's is
-    always a path of its own."""
+    """Whether a ``SessionStart``'s transcript is Codex's (none yet, or its ``rollout-*.jsonl``):
+    it has no ``turn_id`` to tell it from Claude Code's."""
     path = data.get("transcript_path", "")
-    return path is None or (isinstance(path, str)
-                            and os.path.basename(path).startswith("rollout-"))
+    return path is None or (isinstance(path, str) and os.path.basename(path).startswith("rollout-"))
 
 
 def read_payload(raw: bytes, agent: str | None = None) -> tuple[Adapter, HookPayload]:
-    """The agent's adapter and its payload, read from the hook's stdin bytes; else
-    ``UnreadPayload`` (one line, naming the agent when it is known)."""
+    """The agent's adapter and its payload; else ``UnreadPayload``."""
     adapter = ADAPTERS[agent] if agent is not None else None
     try:
         data = json_object(raw)
     except PayloadError as exc:
         raise UnreadPayload(f"malformed hook input: {exc}", adapter) from None
-    if adapter is None:
-        adapter = detect(data)
+    adapter = adapter or detect(data)
     if adapter is None:
         event = data.get("hook_event_name")
         what = (f"hook event {event!r}" if isinstance(event, str)

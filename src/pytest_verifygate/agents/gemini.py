@@ -4,8 +4,6 @@
 PYTEST_DONT_REWRITE
 """
 
-from __future__ import annotations
-
 import re
 from typing import Any
 
@@ -28,12 +26,7 @@ def parse(data: dict[str, Any]) -> protocol.HookPayload:
 
 def render(decision: protocol.Decision) -> str:
     # Stdout must hold only this JSON; {} accepts.
-    data: dict[str, Any] = {}
-    if decision.block_reason is not None:
-        data = {"decision": "deny", "reason": decision.block_reason}
-    if decision.system_message is not None:
-        data["systemMessage"] = decision.system_message
-    return protocol.dumps(data)
+    return claude.render(decision, block="deny") or protocol.dumps({})
 
 
 def entries(command: str, max_rounds: int) -> list[protocol.HookEntry]:

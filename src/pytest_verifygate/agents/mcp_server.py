@@ -1,13 +1,11 @@
-"""``verifygate mcp``: the engine's gates as Model Context Protocol tools over stdio
-(``list_gates``, ``run_gates``, ``explain_failure``; ``tools.py`` does their work).
-
-No ``from __future__ import annotations``: the SDK reads the tools' annotations as objects to
-build their schemas and inject the ``Context``.
+"""``verifygate mcp``: the gates as Model Context Protocol tools over stdio (``tools.py`` does
+their work). No ``from __future__ import annotations``: the SDK reads the annotations.
 
 PYTEST_DONT_REWRITE
 """
 
 import queue
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -73,8 +71,8 @@ RUNS_GATES = ToolAnnotations.model_validate({
 
 
 class GateServer(MCPServer):  # type: ignore[misc, unused-ignore]
-    """The SDK's server, with what its tool decorator cannot say: each tool's output schema,
-    and a refusal of the arguments a tool does not take (the SDK would drop them silently)."""
+    """The SDK's server, with each tool's output schema, and a refusal of the arguments a tool
+    does not take (the SDK would drop them silently)."""
 
     output_schemas: dict[str, dict[str, Any]]  # build_server sets them
     gate_tools: GateTools  # build_server sets it
@@ -105,11 +103,8 @@ class GateServer(MCPServer):  # type: ignore[misc, unused-ignore]
 
 
 def output_schemas() -> dict[str, dict[str, Any]]:
-    """The JSON Schema of each tool's structured content: ``run_gates`` answers with the JSON
-    report, ``explain_failure`` with one of its gates (or why the gate did not run),
-    ``list_gates`` with the gates and why each applies. An error answer is text only: a
-    client checks structured content against the schema even in an error (the MCP
-    Inspector does), and accepts an error without any."""
+    """The JSON Schema of each tool's structured content. An error answer has none: a client
+    checks it against the schema even in an error (the MCP Inspector does)."""
     report = load_schema()
     dialect = report["$schema"]
     changes = {"type": "object", "required": ["source", "ref", "files"], "properties": {
@@ -134,7 +129,6 @@ def output_schemas() -> dict[str, dict[str, Any]]:
 
 
 def build_server(root: Path, contract: str | None = None) -> Any:
-    """The server, its tools bound to the repository at ``root``."""
     tools = GateTools(root, contract)
     if MCP_1:
         server = GateServer("verifygate", instructions=INSTRUCTIONS)
@@ -152,12 +146,9 @@ def build_server(root: Path, contract: str | None = None) -> Any:
         "does not. Runs nothing."))
     async def list_gates(roles: Roles = None, changed_only: ChangedOnly = True,
                          changed_from: ChangedFrom = None) -> CallToolResult:
-        async def answer() -> Answer:
-            # In a worker thread, like every plan: it runs git.
-            return await anyio.to_thread.run_sync(lambda: tools.list_gates(tools.plan(
-                roles=roles, changed_only=changed_only, changed_from=changed_from)))
-
-        return await _answered(answer)
+        # In a worker thread, like every plan: it runs git.
+        return await _answered(anyio.to_thread.run_sync(lambda: tools.list_gates(tools.plan(
+            roles=roles, changed_only=changed_only, changed_from=changed_from))))
 
     @server.tool(name="run_gates", title="Run the gates", annotations=RUNS_GATES,
                  description=(
@@ -173,7 +164,7 @@ def build_server(root: Path, contract: str | None = None) -> Any:
                 changed_from=changed_from))
             return tools.run_answer(plan, await _run(tools, plan, ctx), names)
 
-        return await _answered(answer)
+        return await _answered(answer())
 
     @server.tool(name="explain_failure", title="Explain a failed gate",
                  annotations=RUNS_GATES, description=(
@@ -193,13 +184,13 @@ def build_server(root: Path, contract: str | None = None) -> Any:
             report = await _run(tools, plan, ctx)
             return tools.explain(name, report, plan.contract.repo_root, "run just now")
 
-        return await _answered(answer)
+        return await _answered(answer())
 
     return server
 
 
 async def _run(tools: GateTools, plan: "Plan", ctx: Any) -> "Report":
-    """Run the plan's selected gates; progress per finished gate; cancelled, they end."""
+    """Run the plan's selected gates, with progress per finished gate."""
     hook = plugin_hook(plan.contract)
     total = len(plan.selected)
     if total == 0:
@@ -241,10 +232,10 @@ async def _run(tools: GateTools, plan: "Plan", ctx: Any) -> "Report":
     return tools.finish(plan, results, hook, warnings)
 
 
-async def _answered(work: Any) -> CallToolResult:
-    """The tool's result; a problem the user can fix is one line, an error result."""
+async def _answered(work: Awaitable[Answer]) -> CallToolResult:
+    """The tool's result; any problem is one line, an error result."""
     try:
-        answer: Answer = await work()
+        answer = await work
     except VerifyGateError as exc:
         answer = Answer(f"verifygate: {exc}", {}, is_error=True)
     except Exception as exc:  # a bug: one line for the agent, never a traceback
@@ -254,8 +245,7 @@ async def _answered(work: Any) -> CallToolResult:
 
 
 def _result(answer: Answer) -> CallToolResult:
-    """The answer on the wire; an error's is text only (see ``output_schemas``)."""
-    # By the wire's names: mcp 2 takes them as aliases, mcp 1 has no others.
+    """The answer on the wire, by the wire's names (see ``READ_ONLY``); an error's is text."""
     wire: dict[str, Any] = {"content": [TextContent(type="text", text=answer.text)],
                             "isError": answer.is_error}
     if not answer.is_error:

@@ -1,5 +1,5 @@
-"""What every agent's hook protocol shares: the payload and decision records, the adapter
-record, reading the payload, and the hook timeouts the installer writes.
+"""What every agent's hook protocol shares: the payload, decision and adapter records, reading
+the payload, and the hook timeouts.
 
 PYTEST_DONT_REWRITE
 """
@@ -38,13 +38,10 @@ class NotAStop(PayloadError):
 
 
 class HookPayload(NamedTuple):
-    """What the policy needs from any agent's hook input.
-
-    ``loop_count``: how many times the agent says it already sent itself back to work in this
-    run (Cursor; None: the count is ours). ``skip_reason``: why this stop is not checked at
-    all (Cursor: the user aborted it). ``retry_round``: the round whose block reason the input
-    quotes (Gemini CLI's retry ``prompt``), a floor for the count when ours is lost.
-    """
+    """What the policy needs from any agent's hook input. ``loop_count``: the agent's own count
+    of rounds in this run (Cursor; None: the count is ours); ``skip_reason``: why this stop is
+    not checked (Cursor: the user aborted it); ``retry_round``: the round whose block reason
+    the input quotes (Gemini CLI), a floor for our count when it is lost."""
 
     session_id: str
     cwd: Path
@@ -65,10 +62,8 @@ class HookPayload(NamedTuple):
 
 class Decision(NamedTuple):
     """Block with a reason for the agent, or allow (maybe with a note for the user).
-
-    ``human_review``: the allow that ends the rounds (an agent without a channel to the user
-    relays it). ``status``: what ``verifygate agent-status`` reports of it (None: nothing).
-    """
+    ``human_review``: the allow that ends the rounds; ``status``: the outcome for
+    ``verifygate agent-status`` (None: none)."""
 
     block_reason: str | None = None
     system_message: str | None = None
@@ -82,11 +77,10 @@ HookEntry = tuple[str, dict[str, Any]]
 
 
 class Adapter(NamedTuple):
-    """One agent's protocol: ``parse`` its payload or raise ``PayloadError``, ``render`` a
-    decision as the stdout the agent expects, and what ``install-agent-hook`` needs: the
-    configuration file (from the repository root), the ``entries`` for a command and a round
-    cap, keys the file must have (``top_level``), events no longer served (``retired``, their
-    hook is removed) and what the agent needs before the hook runs (``setup``)."""
+    """One agent's protocol: ``parse`` its payload (or raise ``PayloadError``), ``render`` a
+    decision as its stdout, and what ``install-agent-hook`` writes: the ``entries`` for a
+    command and a round cap, keys the file must have (``top_level``), events whose hook is
+    removed (``retired``) and what the agent needs before the hook runs (``setup``)."""
 
     name: str
     title: str
@@ -100,8 +94,8 @@ class Adapter(NamedTuple):
 
 
 def read_input(stream: BinaryIO) -> bytes:
-    """The hook's input, up to one byte past ``MAX_PAYLOAD_BYTES`` (which tells a larger one).
-    The rest of a larger input is drained: the agent writing it must not meet a closed pipe."""
+    """The hook's input, up to one byte past ``MAX_PAYLOAD_BYTES``; the rest of a larger one is
+    drained, so that the agent writing it does not meet a closed pipe."""
     raw = stream.read(MAX_PAYLOAD_BYTES + 1)
     if len(raw) > MAX_PAYLOAD_BYTES:
         while stream.read(1 << 20):
@@ -136,7 +130,6 @@ def dumps(data: Mapping[str, Any]) -> str:
 
 
 def session_text(data: Mapping[str, Any], key: str) -> str:
-    """A required, non-empty string field that identifies the session."""
     value = data.get(key)
     if not isinstance(value, str) or not value.strip():
         raise PayloadError(f"'{key}' is missing or not a non-empty string")
@@ -150,15 +143,7 @@ def optional_text(data: Mapping[str, Any], key: str) -> str | None:
     return value or None
 
 
-def optional_bool(data: Mapping[str, Any], key: str) -> bool:
-    value = data.get(key, False)
-    if not isinstance(value, bool):
-        raise PayloadError(f"'{key}' is not true or false")
-    return value
-
-
 def directory(value: object, key: str = "cwd") -> Path:
-    """An absolute path to an existing directory, from the payload's ``key``."""
     if not isinstance(value, str) or not value:
         raise PayloadError(f"'{key}' is missing or not a string")
     if not os.path.isabs(value):
@@ -169,8 +154,7 @@ def directory(value: object, key: str = "cwd") -> Path:
 
 
 def event_of(data: Mapping[str, Any], events: Mapping[str, str], default: str | None) -> str:
-    """The policy's event for the payload's ``hook_event_name`` (``events`` maps the agent's
-    names to the policy's)."""
+    """The policy's event for the payload's ``hook_event_name``, by the agent's ``events``."""
     name = data.get("hook_event_name", default)
     if name is None:
         raise PayloadError("'hook_event_name' is missing")

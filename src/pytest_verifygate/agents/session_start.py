@@ -1,7 +1,5 @@
-"""A session's starting point: the commit the agent hook compares the session's work with.
-
-Work counts from where the session began, committed or not, so that an agent cannot stop by
-committing its broken work (``docs/how-to/agents.md``, "How the stop hook decides").
+"""A session's starting point: the commit the agent hook compares the session's work with, so
+that an agent cannot stop by committing its broken work (``docs/how-to/agents.md``).
 
 PYTEST_DONT_REWRITE
 """
@@ -50,19 +48,16 @@ class StartPoint(NamedTuple):
 
 
 def start_path(repo_root: Path, session_id: str) -> Path:
-    """``<git dir>/verifygate/agent/starts/<session>.json``."""
     return state_dir(repo_root) / "agent" / "starts" / f"{session_file_stem(session_id)}.json"
 
 
 def private_start_path(repo_root: Path, session_id: str) -> Path | None:
-    """The record's copy in the user's state directory (None: there is none)."""
     return private_path("agent-starts", os.path.realpath(repo_root),
                         f"{session_file_stem(session_id)}.json")
 
 
 def record_session_start(repo_root: Path, session_id: str) -> StartPoint:
-    """At ``SessionStart``: record HEAD as the session's start, unless one is recorded (a
-    resumed session keeps its start)."""
+    """Record HEAD as the session's start, unless a resumed session has one."""
     recorded, problem = _recorded(repo_root, session_id)
     if recorded is not None:
         return recorded
@@ -75,7 +70,7 @@ def record_session_start(repo_root: Path, session_id: str) -> StartPoint:
 
 def session_start_point(repo_root: Path, session_id: str, changed_from: str | None = None
                         ) -> tuple[StartPoint, str | None]:
-    """The starting point of a stop's checks, and a warning for the user, if any."""
+    """The starting point of a stop's checks, and a warning, if any."""
     if changed_from:
         if changed_from.startswith("-"):
             raise ChangeSetError(f"invalid git ref {changed_from!r}: a ref cannot start with '-'")
@@ -102,20 +97,18 @@ def session_start_point(repo_root: Path, session_id: str, changed_from: str | No
 
 
 def head_commit(repo_root: Path) -> str | None:
-    """HEAD's commit id; None before the first commit."""
     return _commit(repo_root, "HEAD")
 
 
 def _commit(repo_root: Path, ref: str) -> str | None:
-    """``ref``'s commit id; None when there is none. A git that fails raises."""
+    """``ref``'s commit id, if any; a git that fails raises."""
     found = git_answer(repo_root, "rev-parse", "--verify", "--quiet", "--end-of-options",
                        f"{ref}^{{commit}}")
     return None if found is None else found.decode().strip() or None
 
 
 def _upstream_base(repo_root: Path) -> StartPoint | None:
-    """The merge base with the upstream branch; None when there is no upstream branch, it is
-    not fetched, or it shares no history with HEAD. A git that fails raises: a broken
+    """The merge base with a fetched upstream branch, if any. A git that fails raises: a broken
     configuration must not look like "no upstream"."""
     branch = git_answer(repo_root, "symbolic-ref", "--quiet", "HEAD")
     if branch is None:
@@ -130,21 +123,16 @@ def _upstream_base(repo_root: Path) -> StartPoint | None:
 
 def _recorded(repo_root: Path, session_id: str) -> tuple[StartPoint | None, str | None]:
     """The recorded start: the copy in the user's state directory, out of reach of an agent
-    confined to the project (which may delete the one in ``.git``), else the one under the git
-    directory; what is wrong with that one is said either way."""
+    confined to the project, else the one under the git directory (whose problem is said)."""
     in_git_dir = _read(start_path(repo_root, session_id), session_id)
     private = private_start_path(repo_root, session_id)
-    if private is not None:
-        recorded, _ = _read(private, session_id)
-        if recorded is not None:
-            return recorded, in_git_dir[1]
-    return in_git_dir
+    recorded = _read(private, session_id)[0] if private is not None else None
+    return (recorded, in_git_dir[1]) if recorded is not None else in_git_dir
 
 
 def _read(path: Path, session_id: str) -> tuple[StartPoint | None, str | None]:
-    """The recorded start, or None with why it is not used (None: there is none). Whatever
-    can write the work tree can write ``.git``: believed only with this user's seal and for
-    this session, and read bounded, never blocking."""
+    """The recorded start, or None with why it is not used. Whatever can write the work tree
+    can write ``.git``: believed only with this user's seal and for this session."""
     try:
         raw = read_state_file(path, MAX_START_BYTES)
         if raw is None:
@@ -165,7 +153,6 @@ def _read(path: Path, session_id: str) -> tuple[StartPoint | None, str | None]:
 
 
 def _write(repo_root: Path, session_id: str, start: StartPoint) -> None:
-    """Record ``start`` in both places; without a record, the next stop chooses again."""
     record: dict[str, object] = {
         "version": START_VERSION, "session_id": session_id, "commit": start.commit,
         "source": start.source, "recorded": time.strftime("%Y-%m-%dT%H:%M:%S%z")}

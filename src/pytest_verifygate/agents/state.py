@@ -78,8 +78,8 @@ def write_signed(path: Path, seal: bytes, record: dict[str, object]) -> None:
 
 def write_either(primary: Path | None, fallback: Path | None, seal: bytes,
                  record: dict[str, object]) -> tuple[Path | None, str]:
-    """Keep ``record`` in ``primary``, else in ``fallback``: where it went (None: nowhere),
-    and why not elsewhere."""
+    """Keep ``record`` in ``primary``, else in ``fallback``: where it went, and why not
+    elsewhere."""
     problems = [] if primary is not None else ["no git directory"]
     for path in (primary, fallback):
         if path is None:
@@ -97,8 +97,7 @@ def write_either(primary: Path | None, fallback: Path | None, seal: bytes,
 
 
 class Rounds(NamedTuple):
-    """Where a key's rounds are kept: ``primary`` (under the git directory), else
-    ``fallback`` (the user's state directory)."""
+    """Where a key's rounds are kept: under the git directory, else the user's state one."""
 
     key: str
     primary: Path | None
@@ -106,7 +105,6 @@ class Rounds(NamedTuple):
 
     @classmethod
     def of(cls, repo_root: Path | None, key: str, place: Path) -> "Rounds":
-        """``place``: the project's root, or where the hook runs outside a repository."""
         return cls(key, None if repo_root is None else state_path(repo_root, key),
                    private_path("agent-rounds", place, f"{session_file_stem(key)}.json"))
 
@@ -127,9 +125,8 @@ class Rounds(NamedTuple):
             print(f"verifygate agent-hook: cannot record the session's rounds ({problem}); the "
                   "round cap cannot count this stop", file=sys.stderr)
             return False
-        # Old sessions never come back: keep the most recent sessions' files (each with its
-        # report), and only files named as ``state_path`` names them. Tidying up never fails
-        # a stop whose rounds were kept.
+        # Old sessions never come back: keep the newest sessions' files (each with its report).
+        # Tidying up never fails a stop whose rounds were kept.
         with contextlib.suppress(OSError):
             prune_own_files(path.parent, is_state_name, KEEP_SESSIONS,
                             companions=lambda name: (name[:-len(".json")] + ".report.json",))
@@ -137,8 +134,8 @@ class Rounds(NamedTuple):
 
 
 def load_state(path: Path) -> SessionState:
-    """The saved state, or a fresh one when there is none, it cannot be read, or it was not
-    written by this user's verifygate (a forged round count must not let an agent stop)."""
+    """The saved state; a fresh one unless this user's verifygate wrote it (a forged round
+    count must not let an agent stop)."""
     try:
         raw = read_state_file(path, MAX_STATE_BYTES)  # regular, bounded, never blocks
         if raw is None:

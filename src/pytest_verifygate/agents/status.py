@@ -28,14 +28,13 @@ OUTCOMES = (VERIFIED, BLOCKED, HANDED_OVER, NOT_CHECKED)
 
 
 def status_paths(repo_root: Path) -> tuple[Path, Path | None]:
-    """The record under the git directory, and its place in the user's state directory."""
     private = private_path("agent-status", repo_root, "status.json")
     return state_dir(repo_root) / "agent-status.json", private
 
 
 def record_status(repo_root: Path, outcome: str, *, agent: str, session: str, message: str,
                   failed_gates: tuple[str, ...] = ()) -> None:
-    """Keep the outcome of this stop; a problem is one line on stderr, never an error."""
+    """Keep this stop's outcome; a problem is one line on stderr, never an error."""
     record: dict[str, object] = {
         "outcome": outcome, "repository": os.path.realpath(repo_root), "agent": agent,
         "session": session, "time": time.time(),
@@ -47,9 +46,8 @@ def record_status(repo_root: Path, outcome: str, *, agent: str, session: str, me
 
 
 def read_status(repo_root: Path) -> dict[str, Any] | None:
-    """The last stop's record, or None: none was recorded, or none that this user's
-    verifygate wrote for this repository (a forged record, or one copied from a clone whose
-    stop was verified, must not pass)."""
+    """The last stop's record that this user's verifygate wrote for this repository (a forged
+    record, or one copied from a clone whose stop was verified, must not pass)."""
     newest: dict[str, Any] | None = None
     for path in status_paths(repo_root):
         if path is None:

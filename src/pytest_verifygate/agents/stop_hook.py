@@ -1,6 +1,6 @@
-"""``verifygate agent-hook``'s verify-on-stop policy, the same for every coding agent: only
-no changes, passing gates or the hand-over after ``--max-rounds`` blocks let a stop through;
-everything else blocks (``docs/how-to/agents.md``, "How the stop hook decides").
+"""``verifygate agent-hook``'s verify-on-stop policy, the same for every agent: only no changes,
+passing gates or the hand-over after ``--max-rounds`` blocks let a stop through
+(``docs/how-to/agents.md``, "How the stop hook decides").
 
 PYTEST_DONT_REWRITE
 """
@@ -43,7 +43,6 @@ class GatesInterrupted(Exception):
 
 
 def judge(args: argparse.Namespace, payload: HookPayload) -> Decision:
-    """The decision on one payload (``cli/agent_hook.py`` reads it and answers)."""
     try:
         os.chdir(payload.cwd)  # relative paths in messages and --contract are from here
     except OSError as exc:
@@ -61,11 +60,11 @@ def judge(args: argparse.Namespace, payload: HookPayload) -> Decision:
         # The agent's own count is past the cap: the hand-over was given in this run.
         return allow(f"the agent was already sent back {payload.loop_count} time(s) in this "
                      f"run, past the {args.max_rounds} round(s) of fixes: the stop is allowed "
-                     "and the work is a human's to review")._replace(status=status.HANDED_OVER)
+                     "and the work is a human's to review", status.HANDED_OVER)
     start = None
     if repo_root is None and args.contract is None and find_contract(Path.cwd()) is None:
         return allow(f"no verify contract found in {payload.cwd} or above, and it is not in a "
-                     "git repository: no gate applies")._replace(status=status.VERIFIED)
+                     "git repository: no gate applies", status.VERIFIED)
     try:
         if repo_root is not None:
             start, warning = session_start.session_start_point(repo_root, payload.session_id,
@@ -74,7 +73,7 @@ def judge(args: argparse.Namespace, payload: HookPayload) -> Decision:
                 _warn(warning)
         plan = engine.prepare(_request(args, payload, start))
     except NoContractError as exc:
-        return allow(f"{exc}: no gate applies")._replace(status=status.VERIFIED)
+        return allow(f"{exc}: no gate applies", status.VERIFIED)
     except ContractError as exc:
         if start is not None and start.commit is not None and not _changed_since(
                 args, payload, start, repo_root):
@@ -90,9 +89,8 @@ def judge(args: argparse.Namespace, payload: HookPayload) -> Decision:
 
 
 def in_project(payload: HookPayload) -> HookPayload:
-    """``payload`` judged in the agent's project: its ``cwd`` is wherever the agent's shell
-    was left. Where the agent names its project directory and the ``cwd`` is outside the
-    project's repository (a clean clone, a scratch directory), the project is judged."""
+    """``payload`` moved to the project directory the agent names, where its ``cwd`` (wherever
+    the agent's shell was left) is outside the project's repository."""
     named = os.environ.get(PROJECT_DIR_VARIABLES.get(payload.agent, ""), "")
     if not named or not os.path.isabs(named) or not os.path.isdir(named):
         return payload
@@ -108,8 +106,8 @@ def in_project(payload: HookPayload) -> HookPayload:
 
 
 def _session_started(payload: HookPayload, repo_root: Path | None) -> Decision:
-    """Record where the session starts, answering nothing (it would become the agent's
-    context): a problem is said on stderr only."""
+    """Record where the session starts; a problem goes to stderr only, as any answer would
+    become the agent's context."""
     if repo_root is None:
         _warn(f"{payload.cwd} is not in a git repository: no starting point recorded")
         return Decision()
@@ -146,8 +144,7 @@ def _request(args: argparse.Namespace, payload: HookPayload, start: StartPoint |
 
 def _changed_since(args: argparse.Namespace, payload: HookPayload, start: StartPoint,
                    repo_root: Path | None) -> bool:
-    """Whether anything changed since ``start``, asked without a contract; when git cannot
-    tell, something did (the contract error then blocks)."""
+    """Whether anything changed since ``start``; when git cannot tell, something did."""
     request = _request(args, payload, start)
     try:
         return bool(engine.change_set(request, repo_root or Path.cwd()).files)
@@ -155,13 +152,8 @@ def _changed_since(args: argparse.Namespace, payload: HookPayload, start: StartP
         return True
 
 
-# --------------------------------------------------------------------------------------------
-# blocking, round by round
-
-
 def _rounds(payload: HookPayload | None) -> Rounds:
-    """Where this stop's rounds are counted: the session's (or subagent's) key, or, for a
-    payload that cannot be read, one key for the repository the hook runs in."""
+    """Where this stop's rounds are counted; an unread payload's, once per repository."""
     place = payload.cwd if payload is not None else Path.cwd()
     repo_root = find_repo_root(place)
     key = payload.state_key if payload is not None else UNREAD_KEY
@@ -170,8 +162,7 @@ def _rounds(payload: HookPayload | None) -> Rounds:
 
 def _previous(payload: HookPayload | None, stored: SessionState) -> SessionState:
     """The state behind this stop, with the agent's own count where it keeps one (it survives
-    a lost state file, and restarts when a human prompts again), else ours, never below the
-    round the input quotes."""
+    a lost state file), else ours, never below the round the input quotes."""
     if payload is None:
         return stored
     if payload.loop_count is not None:
@@ -182,17 +173,15 @@ def _previous(payload: HookPayload | None, stored: SessionState) -> SessionState
 def block_round(previous: SessionState, max_rounds: int, *, problem: str, body: str,
                 signature: str | None, failed: tuple[str, ...], hand_over: str,
                 notes: tuple[str, ...] = ()) -> Decision:
-    """Block for one more round (``notes``: lines between its first line and ``body``), or,
-    after ``max_rounds`` blocks in a row, allow and tell the user (``hand_over``) that a human
-    must review."""
+    """Block for one more round, or, after ``max_rounds`` blocks in a row, allow with the
+    ``hand_over`` message."""
     if previous.rounds >= max_rounds:
         return Decision(system_message=f"verifygate: {hand_over}",
                         state=SessionState(0, signature, failed), human_review=True,
                         status=status.HANDED_OVER)
     rounds = previous.rounds + 1
     # Gemini CLI's adapter reads the round back from this first line (``retry_round``).
-    lines = [f"verifygate blocked this stop (round {rounds} of {max_rounds}): {problem}",
-             *notes]
+    lines = [f"verifygate blocked this stop (round {rounds} of {max_rounds}): {problem}", *notes]
     if signature is not None and signature == previous.signature:
         lines.append("Note: these failures are identical to the previous round's: your last "
                      "changes did not affect them. Try a different approach; if the cause is "
@@ -206,12 +195,9 @@ def block_round(previous: SessionState, max_rounds: int, *, problem: str, body: 
 
 
 def _uncounted(decision: Decision, payload: HookPayload | None) -> Decision:
-    """The decision when its round could not be recorded anywhere. A block still blocks, but
-    the cap must hold without our count: where the agent counts itself (Cursor's
-    ``loop_count``), or its input quotes the round (Gemini CLI's retry ``prompt``), that count
-    already decided; otherwise a stop the agent makes while already sent back by a stop hook
-    (``stop_hook_active``) is allowed with the hand-over, and so is one whose agent and
-    session cannot even be read (nothing at all can bound those rounds)."""
+    """The decision when its round could not be recorded. A block still blocks where the
+    agent's own count bounds the rounds (``loop_count``, a quoted retry round) or it was not
+    sent back yet; else nothing bounds them, and the stop is handed over."""
     if decision.block_reason is None:
         return decision
     if payload is not None and (payload.loop_count is not None
@@ -227,7 +213,6 @@ def _uncounted(decision: Decision, payload: HookPayload | None) -> Decision:
 
 def _contract_error(args: argparse.Namespace, payload: HookPayload, error: ContractError,
                     start: StartPoint | None) -> Decision:
-    """A contract that cannot be loaded blocks, round after round, like a failing gate."""
     text = str(error)
     if len(text) > 2000:
         text = text[:2000] + " ..."
@@ -242,10 +227,8 @@ def _contract_error(args: argparse.Namespace, payload: HookPayload, error: Contr
         still="the verify contract still cannot be loaded")
 
 
-def fail_closed(args: argparse.Namespace, payload: HookPayload | None, problem: str
-                ) -> Decision:
-    """Block a stop that cannot be checked (``problem`` says why), counting rounds like
-    failing gates."""
+def fail_closed(args: argparse.Namespace, payload: HookPayload | None, problem: str) -> Decision:
+    """Block a stop that cannot be checked, counting rounds like failing gates."""
     _warn(f"this stop cannot be checked: {problem}")
     return _block(
         args, payload, signature=f"cannot check: {problem}", why=problem, body="",
@@ -257,8 +240,7 @@ def fail_closed(args: argparse.Namespace, payload: HookPayload | None, problem: 
 
 def _block(args: argparse.Namespace, payload: HookPayload | None, *, signature: str,
            problem: str, body: str, still: str, why: str) -> Decision:
-    """Block for ``problem``, counting the round; after the cap, the hand-over says the
-    problem is ``still`` there (``why``). Also the last resort: nothing here may raise."""
+    """Block for ``problem``, counting the round. The last resort: nothing here may raise."""
     rounds: Rounds | None = None
     try:
         rounds = _rounds(payload)
@@ -276,10 +258,6 @@ def _block(args: argparse.Namespace, payload: HookPayload | None, *, signature: 
     except Exception:  # counted or not, the decision stands
         saved = False
     return decision if saved else _uncounted(decision, payload)
-
-
-# --------------------------------------------------------------------------------------------
-# running the gates
 
 
 def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
@@ -300,39 +278,33 @@ def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
     for warning in run.warnings:
         _warn(warning)
     if run.interrupted:
-        raise GatesInterrupted(tuple(r.name for r in run.results
-                                     if r.code == codes.INTERRUPTED))
+        raise GatesInterrupted(tuple(r.name for r in run.results if r.code == codes.INTERRUPTED))
     report = engine.report(run, hook)
     report_path = _write_report(report, rounds)
     changed = change_note(plan.contract.warnings)
-    if report["verdict"] != codes.VERDICT_FAILED:
-        note = None
-        if report["verdict"] == codes.VERDICT_PENDING:  # the gates awaiting sign-off
-            note = to_digest(report, root=str(plan.contract.repo_root)).strip()
-        decision = Decision(system_message=note, status=status.VERIFIED)
-    else:
+    if report["verdict"] == codes.VERDICT_FAILED:
         decision = _failed(args, report, _previous(payload, stored), plan, start, changed,
                            report_path)
+    else:
+        pending = report["verdict"] == codes.VERDICT_PENDING  # gates awaiting sign-off
+        note = to_digest(report, root=str(plan.contract.repo_root)).strip() if pending else None
+        decision = Decision(system_message=note, status=status.VERIFIED)
     if decision.state != stored and not rounds.save(decision.state):
         decision = _uncounted(decision, payload)
     if changed is not None and decision.block_reason is None:
         # The user should know the contract changed, whatever the verdict (stderr has it).
-        message = f"verifygate agent-hook: {changed}"
-        if decision.system_message is not None:
-            message = f"{decision.system_message}\n{message}"
-        decision = decision._replace(system_message=message)
+        lines = (decision.system_message, f"verifygate agent-hook: {changed}")
+        decision = decision._replace(system_message="\n".join(filter(None, lines)))
     return decision
 
 
 def _failed(args: argparse.Namespace, report: "Report", previous: SessionState,
             plan: Plan, start: StartPoint | None, changed: str | None,
             report_path: Path | None) -> Decision:
-    """Block with the digest of the failed gates."""
     from pytest_verifygate.report.digest import failure_signature, to_digest
 
     root = plan.contract.repo_root
-    failed = tuple(str(gate["name"]) for gate in report["gates"]
-                   if gate["outcome"] == codes.FAILED)
+    failed = tuple(str(gate["name"]) for gate in report["gates"] if gate["outcome"] == codes.FAILED)
     notes: tuple[str, ...] = ()
     if start is not None and start.commit is not None:
         notes += (f"Checked: every change since {start.source} ({start.short}), committed or "
@@ -352,7 +324,7 @@ def _failed(args: argparse.Namespace, report: "Report", previous: SessionState,
 
 
 def _write_report(report: "Report", rounds: Rounds) -> Path | None:
-    """Keep the round's report beside its count; where it went (None: nowhere)."""
+    """Keep the round's report beside its count; where it went."""
     from pytest_verifygate.report.document import dumps
 
     kept = rounds.primary or rounds.fallback
@@ -382,7 +354,7 @@ def _rerun_command(args: argparse.Namespace, start: StartPoint | None) -> str:
 
 
 def gate_names(names: tuple[str, ...]) -> str:
-    """```a`, `b` and 3 more``: gates named in a message, at most ten."""
+    """Gates named in a message, at most ten (```a`, `b` and 3 more``)."""
     shown = ", ".join(f"`{name}`" for name in names[:10]) or "(no gate ran)"
     return shown + (f" and {len(names) - 10} more" if len(names) > 10 else "")
 
@@ -393,11 +365,9 @@ def one_line(error: BaseException) -> str:
     return text[:500] + " ..." if len(text) > 500 else text
 
 
-def allow(message: str) -> Decision:
-    """Let the agent stop without a verdict, telling the user why (on stderr too:
-    ``cli.agent_hook.main``)."""
-    return Decision(system_message=f"verifygate agent-hook: {message}",
-                    status=status.NOT_CHECKED)
+def allow(message: str, outcome: str = status.NOT_CHECKED) -> Decision:
+    """Let the agent stop, telling the user why."""
+    return Decision(system_message=f"verifygate agent-hook: {message}", status=outcome)
 
 
 def _warn(message: str) -> None:

@@ -1,5 +1,5 @@
-"""What the MCP server's tools do, without the MCP SDK: plans, reports and their texts. Every
-call reads the contract again, and gates are asked for by name, never run as commands.
+"""What the MCP server's tools do, without the MCP SDK. Every call reads the contract again;
+gates are asked for by name, never run as commands.
 
 PYTEST_DONT_REWRITE
 """
@@ -39,8 +39,7 @@ class Answer(NamedTuple):
 
 
 class GateTools:
-    """The tools of one server: its repository, its contract option, its last report, and
-    the runs still going."""
+    """The tools of one server: its repository, contract, last report and the runs going."""
 
     def __init__(self, root: Path, contract: str | None = None) -> None:
         self.root = root
@@ -80,7 +79,7 @@ class GateTools:
             for selection in plan.selections))
 
     def list_gates(self, plan: Plan) -> Answer:
-        """Every gate: whether it applies to the change, and why (``verifygate list``)."""
+        """Every gate: whether it applies to the change, and why."""
         rows = engine.listed_gates(plan)
         changes = plan.changes
         head = (f"{_contract_name(plan)}: {len(plan.selected)} of {len(plan.selections)} "
@@ -95,17 +94,14 @@ class GateTools:
 
     def finish(self, plan: Plan, results: Sequence[GateResult], hook: GateHooks | None,
                warnings: Sequence[str] = ()) -> Report:
-        """The JSON report of a finished run (remembered for ``explain_failure``); the run's
-        ``warnings`` go into it."""
+        """The JSON report of a finished run, remembered for ``explain_failure``."""
         run = engine.RunResult(plan.contract, plan.changes, plan.selections, tuple(results))
         found = [*warnings, *engine.record(run)]
         run = run._replace(warnings=tuple(dict.fromkeys(found)))
-        report = engine.report(run, hook)
-        self.last_report = report
-        return report
+        self.last_report = engine.report(run, hook)
+        return self.last_report
 
-    def run_answer(self, plan: Plan, report: Report,
-                   names: Sequence[str] | None = None) -> Answer:
+    def run_answer(self, plan: Plan, report: Report, names: Sequence[str] | None = None) -> Answer:
         """The verdict, each gate's outcome and code, and the agent digest."""
         lines = [f"verdict: {report['verdict']} ({outcome_counts(report['summary'])})"]
         for gate in report["gates"]:

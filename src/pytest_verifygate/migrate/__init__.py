@@ -11,8 +11,8 @@ from pytest_verifygate.errors import UsageError
 
 
 class Migration(NamedTuple):
-    """What a conversion made: gates (keys in writing order), settings, and notes (one line
-    each: what did not carry over, or needs the user, and what to do)."""
+    """What a conversion made: gates (keys in writing order), settings, and a line for each
+    thing that did not carry over or needs the user."""
 
     gates: list[dict[str, Value]]
     settings: dict[str, Value]
@@ -48,8 +48,7 @@ MAX_VALUES = 100_000
 
 
 def _at_most(data: object, limit: int) -> bool:
-    """Whether ``data`` holds at most ``limit`` values, counted as a walk would meet them
-    (walked without recursion, and never past ``limit``)."""
+    """Whether ``data`` holds at most ``limit`` values, counted as a walk would meet them."""
     pending = [data]
     count = 0
     while pending:

@@ -32,6 +32,7 @@ class HookRepository(NamedTuple):
 
 
 _PY = ("python", "pyi", "jupyter")
+_PY_PYI = ("python", "pyi")
 _ALL_STAGES = ("pre-commit", "pre-push", "manual")
 
 
@@ -116,28 +117,20 @@ KNOWN_REPOSITORIES: dict[str, HookRepository] = {
         "ruff-check": _RUFF_CHECK,
         "ruff-format": _fix("ruff format --force-exclude", types_or=_PY),
     }),
-    "mirrors-mypy": HookRepository("mypy", {
-        "mypy": HookDefinition("mypy", args=("--ignore-missing-imports", "--scroll-output"),
-                               types_or=("python", "pyi")),
-    }),
-    "black": HookRepository("black", {
-        "black": _fix("black", types_or=("python", "pyi")),
-        "black-jupyter": _fix("black", types_or=_PY),
-    }),
+    "mirrors-mypy": HookRepository("mypy", {"mypy": HookDefinition(
+        "mypy", args=("--ignore-missing-imports", "--scroll-output"), types_or=_PY_PYI)}),
+    "black": HookRepository("black", {"black": _fix("black", types_or=_PY_PYI),
+                                      "black-jupyter": _fix("black", types_or=_PY)}),
     "pre-commit-hooks": HookRepository("pre-commit-hooks", _PRE_COMMIT_HOOKS),
     "codespell": HookRepository("codespell", {"codespell": _check("codespell", "text")}),
     "flake8": HookRepository("flake8", {"flake8": _check("flake8", "python")}),
-    "isort": HookRepository("isort", {
-        "isort": _fix("isort", args=("--filter-files",), types_or=("cython", "pyi", "python")),
-    }),
+    "isort": HookRepository("isort", {"isort": _fix("isort", args=("--filter-files",),
+                                                    types_or=("cython", "pyi", "python"))}),
     "pyupgrade": HookRepository("pyupgrade", {"pyupgrade": _fix("pyupgrade", "python")}),
-    "blacken-docs": HookRepository("blacken-docs", {
-        "blacken-docs": _fix("blacken-docs", types_or=("rst", "markdown", "tex", "python",
-                                                       "pyi")),
-    }),
+    "blacken-docs": HookRepository("blacken-docs", {"blacken-docs": _fix(
+        "blacken-docs", types_or=("rst", "markdown", "tex", *_PY_PYI))}),
     "pyright-python": HookRepository("pyright", {
-        "pyright": HookDefinition("pyright", types_or=("python", "pyi")),
-    }),
+        "pyright": HookDefinition("pyright", types_or=_PY_PYI)}),
     "uv-pre-commit": HookRepository("uv", {
         "uv-lock": HookDefinition("uv lock", files=r"^(uv\.lock|pyproject\.toml|uv\.toml)$",
                                   pass_filenames=False),
@@ -151,9 +144,7 @@ KNOWN_REPOSITORIES: dict[str, HookRepository] = {
                                                     args=("--write-changes",))}),
     "zizmor-pre-commit": HookRepository("zizmor", {"zizmor": _check("zizmor", "yaml")}),
     "pyproject-fmt": HookRepository("pyproject-fmt", {
-        "pyproject-fmt": _fix("pyproject-fmt", files=r"(^|/)pyproject\.toml$"),
-    }),
-    # pygrep hooks run pre-commit's own grep (``python -m pre_commit.languages.pygrep``).
+        "pyproject-fmt": _fix("pyproject-fmt", files=r"(^|/)pyproject\.toml$")}),
     "pygrep-hooks": HookRepository("pre-commit", rev_is_version=False, hooks={
         "python-check-blanket-noqa": _pygrep(r"(?i)# noqa(?!: )", "python"),
         "python-check-mock-methods": _pygrep(_MOCK_METHODS, "python"),

@@ -25,8 +25,7 @@ def from_lefthook(config: object, shown: str) -> Migration:
     taken: set[str] = set()
     for hook_name, hook in config.items():
         if not isinstance(hook, dict) or hook_name not in ("pre-commit", "pre-push"):
-            if isinstance(hook, dict) and ("commands" in hook or "jobs" in hook
-                                           or "scripts" in hook):
+            if isinstance(hook, dict) and {"commands", "jobs", "scripts"} & hook.keys():
                 notes.append(f"{hook_name}: only pre-commit and pre-push carry over (gates "
                              "check files)")
             continue

@@ -1,6 +1,5 @@
-"""A ``.pre-commit-config.yaml`` as gates that check what ``pre-commit run --all-files`` checks:
-local hooks and those of well-known repositories (``known_hooks``) run the same programs, with
-the same arguments, over the same files, in the same order.
+"""A ``.pre-commit-config.yaml`` as gates that check what ``pre-commit run --all-files`` does:
+the same programs, arguments, files and order, for local hooks and well-known repositories'.
 
 PYTEST_DONT_REWRITE
 """
@@ -41,8 +40,8 @@ def frozen_revs(text: str) -> dict[str, str]:
     return {match.group(1): match.group(2) for match in _FROZEN.finditer(text)}
 
 
-def from_pre_commit(config: object, shown: str, frozen: dict[str, str] | None = None
-                    ) -> Migration:
+def from_pre_commit(config: object, shown: str, frozen: dict[str, str]) -> Migration:
+    """The gates of a pre-commit config; ``frozen``: the versions its frozen revs stand for."""
     if isinstance(config, list):  # the format before pre-commit 1.0: a list of repos
         config = {"repos": config}
     if not isinstance(config, dict) or not isinstance(config.get("repos"), list):
@@ -62,10 +61,8 @@ def from_pre_commit(config: object, shown: str, frozen: dict[str, str] | None = 
         for hook in repo["hooks"]:
             if not isinstance(hook, dict) or not isinstance(hook.get("id"), str):
                 raise UsageError(f"{shown}: a hook of repo {url!r} has no 'id'")
-            effective = _effective_hook(url, hook, repo, packages, notes, frozen or {})
-            if effective is None:
-                continue
-            gate = _gate(effective, config, notes)
+            effective = _effective_hook(url, hook, repo, packages, notes, frozen)
+            gate = _gate(effective, config, notes) if effective is not None else None
             if gate is not None:
                 gates.append({"name": unique_name(hook["id"], taken), **gate})
     if packages:
@@ -80,8 +77,8 @@ def from_pre_commit(config: object, shown: str, frozen: dict[str, str] | None = 
 def _effective_hook(url: str, hook: dict[str, Any], repo: dict[str, Any],
                     packages: dict[str, str | None], notes: list[str],
                     frozen: dict[str, str]) -> dict[str, Any] | None:
-    """The hook's definition (the manifest's, overridden by the config's keys); None, with a
-    note, for a hook that cannot be carried over."""
+    """The manifest's hook definition overridden by the config's; None, noted, for a hook
+    that cannot be carried over."""
     hook_id = hook["id"]
     if url == "meta":
         notes.append(f"hook {hook_id!r} (repo: meta) checks pre-commit's own config: not "
@@ -169,9 +166,8 @@ def _gate(hook: Mapping[str, Any], config: Mapping[str, Any],
 
 
 def _file_filter(hook: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Value]:
-    """The gate's file keys: the config's top-level ``files`` / ``exclude`` and the hook's,
-    joined (both ``files`` must match, either ``exclude`` excludes), and its types. A hook
-    with neither ``types`` nor ``types_or`` keeps pre-commit's default ``types: [file]``."""
+    """The gate's file keys: the config's and the hook's ``files`` (both must match) and
+    ``exclude`` (either excludes), and its types (pre-commit's default: ``[file]``)."""
     keys: dict[str, Value] = {}
     files = [regex for regex in (config.get("files"), hook.get("files")) if regex]
     excludes = [regex for regex in (config.get("exclude"), hook.get("exclude"))
@@ -182,22 +178,17 @@ def _file_filter(hook: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str
     if excludes:
         keys["exclude_regex"] = (excludes[0] if len(excludes) == 1 else
                                  "|".join(_group(regex) for regex in excludes))
-    types = [str(tag) for tag in hook.get("types") or ()]
-    types_or = [str(tag) for tag in hook.get("types_or") or ()]
-    exclude_types = [str(tag) for tag in hook.get("exclude_types") or ()]
-    if not types and not types_or:
-        types = ["file"]
-    for key, value in (("types", types), ("types_or", types_or),
-                       ("exclude_types", exclude_types)):
-        if value:
-            keys[key] = value
+    if not hook.get("types") and not hook.get("types_or"):
+        keys["types"] = ["file"]
+    for key in ("types", "types_or", "exclude_types"):
+        if hook.get(key):
+            keys[key] = [str(tag) for tag in hook[key]]
     return keys
 
 
 def _group(regex: str) -> str:
-    """``regex`` as a group that can stand beside others: a leading global flag such as
-    pre-commit configs' ``(?x)`` becomes the group's own (``(?x:...)``), which Python allows
-    where a global flag in the middle of a pattern is an error."""
+    """``regex`` as a group that can stand beside others: a leading global flag (``(?x)``)
+    becomes the group's own, as Python refuses one in the middle of a pattern."""
     match = _GLOBAL_FLAGS.match(regex)
     if match is None:
         return f"(?:{regex})"
