@@ -1,8 +1,5 @@
-"""What a cached gate reads: the project's files matching its patterns, and their fingerprint,
-the content side of the result cache's key (docs: The result cache).
-
-Git's own blob ids name the tracked files git vouches for; every other file is hashed here in
-git's blob format. What cannot be hashed raises ``OSError``, and the gate runs uncached.
+"""The fingerprint of the files a cached gate reads, the content side of the result cache's key:
+git's blob ids where git vouches for a file, else hashed here; ``OSError`` when one cannot be.
 
 PYTEST_DONT_REWRITE
 """
@@ -28,16 +25,15 @@ from pytest_verifygate.git.changes import (
 )
 
 READ_SIZE = 1 << 20
-# Files hashed in a directory walked here (an ignored directory a pattern names, a linked
-# directory); past this the gate is not cached: walking and hashing it would cost more.
+# Past these the gate is not cached: files walked in a directory git does not list (ignored,
+# linked), and the size of one file (hashing would cost more than the cache saves).
 MAX_WALKED_FILES = 10_000
-# Past this a file is not hashed and the gate not cached: hashing it costs seconds every run.
 MAX_HASHED_BYTES = 1 << 30
 _DELETED = "deleted"
 _NO_REPOSITORY = "not in a git repository"
 _GLOB = frozenset("*?[\\")
 _SPECIAL = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"),
-            (stat.S_ISBLK, "a device"))  # what a file that is not regular is called
+            (stat.S_ISBLK, "a device"))
 
 
 class _Listing(NamedTuple):
@@ -50,8 +46,7 @@ class _Listing(NamedTuple):
 
 
 class RepoFiles:
-    """The project's files (POSIX paths relative to ``root``), listed once per plan: git's ids
-    where git vouches for them, hashes else."""
+    """The project's files (POSIX paths relative to ``root``), listed once per plan."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -60,8 +55,7 @@ class RepoFiles:
         self._unhashable: dict[str, OSError] = {}  # and those that could not be
 
     def digest(self, patterns: tuple[str, ...] | None) -> str:
-        """A fingerprint of the content of the files matching ``patterns`` (None: every file);
-        ``OSError``, naming the file and why, when one cannot be hashed."""
+        """A fingerprint of the files matching ``patterns`` (None: every file)."""
         if patterns not in self._digests:
             paths = self.paths() if patterns is None else self._matching(patterns)
             self._digests[patterns] = self._digest(paths)
@@ -79,8 +73,7 @@ class RepoFiles:
         digest = hashlib.sha256()
         for path in paths:
             identity = self.identity(path)
-            # Deleted in the work tree only: keyed as when the deletion is staged or
-            # committed (the path absent), so a pass before ``git add`` holds after it.
+            # Keyed as when the deletion is staged, so a pass before ``git add`` holds after it.
             if identity != _DELETED:
                 digest.update(os.fsencode(path) + b"\0" + identity.encode() + b"\n")
         return digest.hexdigest()
@@ -90,7 +83,7 @@ class RepoFiles:
         return _list_files(self.root)
 
     def identity(self, path: str) -> str:
-        """``"<mode> <oid>"`` of one file (its content as git would name it), or ``deleted``."""
+        """``"<mode> <oid>"`` of one file as git would name it, or ``deleted``."""
         identity = self._listing.ids.get(path) or self._hashed.get(path)
         if identity is None:
             identity = self._hashed[path] = self._identity(path)
@@ -108,13 +101,11 @@ class RepoFiles:
         # Git's listing names tracked links by their mode; untracked and ignored ones are
         # looked at, only where a pattern may reach into them.
         for path in (*listing.links, *listing.others, *ignored):
-            if path not in matched and _may_reach(patterns, path) and self._linked_dir(path):
+            full = self.root / path
+            if (path not in matched and _may_reach(patterns, path) and os.path.islink(full)
+                    and os.path.isdir(full)):
                 reached.add(path)
         return sorted(matched | reached)
-
-    def _linked_dir(self, path: str) -> bool:
-        full = self.root / path
-        return os.path.islink(full) and os.path.isdir(full)
 
     def _identity(self, path: str) -> str:
         if path in self._unhashable:
@@ -188,8 +179,7 @@ def _may_reach(patterns: tuple[str, ...], directory: str) -> bool:
 
 
 def _list_files(root: Path) -> _Listing:
-    # One read-only call, no index lock (records as ``changes.LISTING`` says; "M" for an
-    # unmerged entry).
+    # One read-only call, no index lock.
     try:
         check_work_tree(root, git_output(root, *TOP_LEVEL))
         # With the mode seen on disk: under ``core.fileMode=false`` git would vouch for a
@@ -224,10 +214,8 @@ def _list_files(root: Path) -> _Listing:
             gitlinks.add(path)
         elif mode == SYMLINK:
             links.add(path)
-        # Only "H" at stage 0 is a file git checked: modified (a file only touched may be
-        # listed too), deleted, in conflict, marked skip-worktree or assume-unchanged, a
-        # submodule or a link (git's id names its target, not what is there), its content
-        # is read here.
+        # Only "H" at stage 0 is a file git checked; anything else (modified, in conflict,
+        # flagged, a submodule, a link: git's id names its target) is read here.
         if tag != b"H" or stage_number != "0" or mode in (GITLINK, SYMLINK):
             dirty.add(path)
         else:
@@ -239,8 +227,7 @@ def _list_files(root: Path) -> _Listing:
 
 
 def _files_under(top: Path) -> Iterator[str]:
-    """Every file under ``top`` (hidden directories skipped), as POSIX relative paths; a link
-    to a directory is listed as a file, to be hashed as what it points to."""
+    """Every file under ``top`` (hidden directories skipped), a link to a directory as one."""
     for directory, subdirs, names in os.walk(top):
         linked = [name for name in subdirs if os.path.islink(os.path.join(directory, name))]
         subdirs[:] = [name for name in subdirs if not name.startswith(".") and name not in linked]
@@ -249,8 +236,8 @@ def _files_under(top: Path) -> Iterator[str]:
 
 
 def _file_id(full: Path, algorithm: str) -> str:
-    """``"<mode> <oid>"`` as git would record the file now (an id git would give it); for a
-    link, followed by what it resolves to."""
+    """``"<mode> <oid>"`` as git would record the file now; for a link, with what it resolves
+    to."""
     try:
         info = os.lstat(full)
     except FileNotFoundError:
@@ -264,8 +251,8 @@ def _file_id(full: Path, algorithm: str) -> str:
 
 
 def _content_id(full: Path, info: os.stat_result, algorithm: str) -> str:
-    """``"<mode> <oid>"`` of the regular file ``full`` (``info`` its ``stat``); ``OSError``
-    for anything else, unopened, or for a file too large to hash."""
+    """``"<mode> <oid>"`` of the regular file ``full``; ``OSError``, unopened, for anything
+    else or a file too large."""
     if not stat.S_ISREG(info.st_mode):
         kind = next((kind for test, kind in _SPECIAL if test(info.st_mode)), "not a file")
         raise OSError(f"{kind}, not read")
@@ -300,8 +287,7 @@ class _Located(OSError):
 
 def _resolved(link: Path, algorithm: str) -> str:
     """The identity of what ``link`` points to: a file's content, a directory's files (links
-    in it followed the same way, ``.git`` aside), or ``missing``; at most ``MAX_WALKED_FILES``
-    files, and no loop."""
+    followed the same way, ``.git`` aside, no loop), or ``missing``."""
     files = 0
 
     def target(path: Path, inside: frozenset[tuple[int, int]]) -> str:
