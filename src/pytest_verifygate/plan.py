@@ -1,8 +1,5 @@
-"""The plan stage: each selected gate turned into what the runner spawns, or why it will not.
-
-Owns parsing a gate's command without a shell, expanding ``{files}`` relative to the gate's
-``cwd`` (chunked for the OS's argument limit), the command shown in reports, and attaching a
-result-cache slot to gates with ``cache = true``.
+"""The plan stage: each selected gate turned into what the runner spawns (``{files}`` expanded
+relative to its ``cwd``, a result-cache slot attached), or why it will not be.
 
 PYTEST_DONT_REWRITE
 """
@@ -35,12 +32,9 @@ def plan_gates(
     contract: Contract, selections: Sequence[Selection], *, read_cache: bool = True,
     warnings: list[str] | None = None,
 ) -> list[GatePlan]:
-    """Turn the selected gates into plans: argvs to spawn, or why not to spawn them.
-
-    A gate with ``cache = true`` gets a cache slot; with ``read_cache`` a pass stored for
-    the same inputs resolves the plan without spawning anything (see ``state/result_cache.py``).
-    What the cache has to say (a gate that runs uncached, an entry ignored) goes to ``warnings``.
-    """
+    """The selected gates' plans; with ``read_cache``, a pass stored for the same inputs
+    resolves a plan without spawning anything, and what the cache has to say goes to
+    ``warnings``."""
     warnings = [] if warnings is None else warnings
     plans: list[GatePlan] = []
     tracked: tuple[str, ...] | None = None
@@ -107,8 +101,8 @@ def plan_gates(
 
 def _without_passed_files(plan: GatePlan, parsed: ParsedCommand, root: Path,
                           warnings: list[str]) -> GatePlan:
-    """``plan`` without the files that passed this gate before with the same content and
-    configuration (the result cache's per-file reuse); a cached pass if none remain."""
+    """``plan`` without the files that passed this gate before as they are (a cached pass if
+    none remain)."""
     from pytest_verifygate.state import result_cache
 
     slot = plan.cache
@@ -129,7 +123,7 @@ def _without_passed_files(plan: GatePlan, parsed: ParsedCommand, root: Path,
 
 def node_bin_path(cwd: Path, path: str) -> str:
     """``PATH`` as openTiger gives its commands: the gate directory's ``node_modules/.bin``
-    first, and no other project's ``node_modules/.bin`` (where the caller's own tools live)."""
+    first, and no other project's."""
     own = str(cwd / "node_modules" / ".bin")
     kept = [entry for entry in path.split(os.pathsep) if entry.strip() and not (
         Path(entry).parts[-2:] == ("node_modules", ".bin")
