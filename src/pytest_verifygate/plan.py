@@ -62,11 +62,7 @@ def plan_gates(
             else:
                 if tracked is None:
                     tracked = all_files(contract.root)
-                candidates = files_for_gate(gate, tracked)
-                if gate.filters_files:
-                    from pytest_verifygate.filetypes import files_of_gate
-
-                    candidates = files_of_gate(gate, contract.root, candidates)
+                candidates = files_for_gate(gate, tracked, contract.root)
             given = [path for path in candidates if os.path.lexists(contract.root / path)]
             files = [_relative_to_cwd(path, contract.root, cwd) for path in given]
             if not files:

@@ -5,6 +5,7 @@ PYTEST_DONT_REWRITE
 """
 
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import NamedTuple
 
 from pytest_verifygate.contract import Contract, Gate
@@ -212,8 +213,14 @@ def pattern_warnings(contract: Contract, gates: Iterable[Gate] | None = None,
             for name, key, pattern in places if pattern in missing]
 
 
-def files_for_gate(gate: Gate, candidates: Sequence[str]) -> tuple[str, ...]:
-    """``candidates`` filtered by the gate's ``when_changed``, if it has one."""
-    if gate.when_changed is None:
-        return tuple(candidates)
-    return tuple(match_files(gate.when_changed, candidates))
+def files_for_gate(gate: Gate, candidates: Sequence[str], root: Path | None = None
+                   ) -> tuple[str, ...]:
+    """``candidates`` filtered by the gate's ``when_changed``, and with ``root`` (where they
+    are) by the kinds and names it takes."""
+    files = tuple(candidates if gate.when_changed is None
+                  else match_files(gate.when_changed, candidates))
+    if root is None or not gate.filters_files:
+        return files
+    from pytest_verifygate.filetypes import files_of_gate
+
+    return files_of_gate(gate, root, files)

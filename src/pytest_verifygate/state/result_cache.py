@@ -66,12 +66,7 @@ def context_digest(gate: Gate, root: Path, files: RepoFiles) -> str:
     would not judge on its own (its configuration)."""
     if gate.inputs is not None:
         return files.digest(gate.inputs)
-    judged = files_for_gate(gate, files.paths())
-    if gate.filters_files:
-        from pytest_verifygate.filetypes import files_of_gate
-
-        judged = files_of_gate(gate, root, judged)
-    return files.digest_except(frozenset(judged))
+    return files.digest_except(frozenset(files_for_gate(gate, files.paths(), root)))
 
 
 def tool_identities(plan: GatePlan) -> list[list[Any]]:
