@@ -14,7 +14,6 @@ from pytest_verifygate.patterns import match_files, matches_any, matching_any, u
 
 # What left a gate out (``Selection.left_out_by``): pytest collects a gate left out by the
 # change set as a skipped item (an answer, not an absence), never one left out by the others.
-BY_KIND = "kind"
 BY_ROLE = "role"
 BY_PHASE = "phase"
 BY_CHANGES = "changes"
@@ -47,7 +46,6 @@ def select_gates(
     *,
     role: str | Sequence[str] | None = None,
     phase: int | None = None,
-    include_manual: bool = True,
 ) -> list[Selection]:
     """Decide, for every gate in contract order, whether it runs (docs: Gate keys); a gate
     with ``roles`` only when one of the ``role`` asked for is among them."""
@@ -57,7 +55,7 @@ def select_gates(
         candidates = prefiltered(contract.gates, candidates)
     return [
         _decide(gate, changes, _typed(gate, contract, candidates, changes), roles=roles,
-                phase=phase, include_manual=include_manual)
+                phase=phase)
         for gate in contract.gates
     ]
 
@@ -117,11 +115,7 @@ def _decide(
     *,
     roles: tuple[str, ...],
     phase: int | None,
-    include_manual: bool,
 ) -> Selection:
-    if gate.kind == "manual" and not include_manual:
-        return Selection(gate, False, "manual gate, and manual gates are excluded",
-                         left_out_by=BY_KIND)
     mismatch = _role_mismatch(gate, roles)
     if mismatch is not None:
         return Selection(gate, False, mismatch, left_out_by=BY_ROLE)

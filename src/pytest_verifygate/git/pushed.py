@@ -9,7 +9,7 @@ import contextlib
 import os
 import re
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -27,6 +27,7 @@ from pytest_verifygate.git.changes import (
     without_own_files,
     worktree_changes,
 )
+from pytest_verifygate.state.storage import process_alive
 
 if TYPE_CHECKING:
     import argparse
@@ -48,18 +49,17 @@ class PushedCommit(NamedTuple):
     staged_tree: str | None = None
 
 
-def pushed_commit(environ: Mapping[str, str] | None = None, cwd: Path | None = None,
-                  outputs: Sequence[str] = ()) -> PushedCommit | None:
+def pushed_commit(outputs: Sequence[str]) -> PushedCommit | None:
     """The pushed commit, when pre-commit names one and the work tree differs from it other
-    than by the package's own files (``outputs``: this run's reports, relative to ``cwd``)."""
-    env = os.environ if environ is None else environ
+    than by the package's own files (``outputs``: this run's reports)."""
+    env = os.environ
     # PRE_COMMIT_LOCAL_BRANCH: the first push of a new history, which has no range.
     ref = env.get("PRE_COMMIT_TO_REF") if env.get("PRE_COMMIT_FROM_REF") else None
     if not ref and env.get("PRE_COMMIT") == "1" and env.get("PRE_COMMIT_REMOTE_BRANCH"):
         ref = env.get("PRE_COMMIT_LOCAL_BRANCH")
     if not ref or ref.startswith("-"):
         return None
-    here = cwd or Path.cwd()
+    here = Path.cwd()
     _, top, prefix = _locate(here)
     try:
         commit = git_output(top, "rev-parse", "--verify", "--quiet", "--end-of-options",
@@ -72,11 +72,10 @@ def pushed_commit(environ: Mapping[str, str] | None = None, cwd: Path | None = N
     return PushedCommit(top, commit, prefix)
 
 
-def staged_content(environ: Mapping[str, str] | None = None, cwd: Path | None = None, *,
-                   staged: bool = False) -> PushedCommit | None:
+def staged_content(cwd: Path | None = None, *, staged: bool = False) -> PushedCommit | None:
     """The index of a staged run (``--staged``, or pre-commit's commit hook), when a tracked
     file differs from it: hidden edits included, which pre-commit's own stash misses."""
-    env = os.environ if environ is None else environ
+    env = os.environ
     if not staged and not (env.get("PRE_COMMIT") == "1" and not env.get("PRE_COMMIT_FROM_REF")
                            and not env.get("PRE_COMMIT_REMOTE_BRANCH")):
         return None
@@ -178,7 +177,8 @@ def _remove_abandoned(top: Path) -> None:
             continue
         path = Path(os.fsdecode(field[len(b"worktree "):]))
         match = re.match(_TEMP_NAME, path.parent.name)
-        if match is not None and not _alive(int(match.group(1))) and _made_here(path.parent):
+        if (match is not None and not process_alive(int(match.group(1)))
+                and _made_here(path.parent)):
             _remove(top, path)
 
 
@@ -197,16 +197,6 @@ def _made_here(parent: Path) -> bool:
             and stat.S_IMODE(info.st_mode) == 0o700)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):  # another user's process: not ours to judge
-        pass
-    return True
-
-
 @contextlib.contextmanager
 def run_in_pushed_commit(args: "argparse.Namespace") -> Iterator[PushedCommit | None]:
     """For ``verifygate run`` and ``list``: while entered, the run happens in the checkout of
@@ -219,7 +209,7 @@ def run_in_pushed_commit(args: "argparse.Namespace") -> Iterator[PushedCommit | 
     pushed = None
     if not chosen:
         pushed = staged_content(staged=True) if staged else (
-            pushed_commit(outputs=outputs) or staged_content())
+            pushed_commit(outputs) or staged_content())
     if pushed is None:
         yield None
         return

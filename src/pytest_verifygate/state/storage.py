@@ -195,16 +195,18 @@ def _in_use(logs_fd: int, run: str) -> bool:
     finally:
         os.close(fd)  # and with it the lock
     owner = int(run.rpartition("-")[2])
-    if owner == os.getpid():
-        return False
+    return owner != os.getpid() and process_alive(owner)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` may be running: another user's is, and so is a number too
+    large to be a pid (no directory named after it is removed)."""
     try:
-        os.kill(owner, 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:  # another user's process: alive
-        return True
-    except (OverflowError, ValueError):  # digits, but no pid
-        return False
+    except (PermissionError, OverflowError):
+        pass
     return True
 
 
