@@ -44,15 +44,14 @@ def plan_gates(
             continue
         gate = selection.gate
         cwd = (contract.root / gate.cwd).resolve()
+        unspawned = GatePlan(gate, cwd, display_command=_display(gate.command_text))
         if gate.kind == "manual":
-            plans.append(GatePlan(gate, cwd, display_command=_display(gate.command_text),
-                                  pending_reason="manual gate: awaits human sign-off"))
+            plans.append(unspawned._replace(pending_reason="manual gate: awaits human sign-off"))
             continue
         try:
             parsed = parse_command(gate.command, shell=gate.shell)
         except UnsupportedCommand as exc:
-            plans.append(GatePlan(gate, cwd, display_command=_display(gate.command_text),
-                                  unsupported=str(exc)))
+            plans.append(unspawned._replace(unsupported=str(exc)))
             continue
         files: list[str] = []
         given: list[str] = []
@@ -66,22 +65,15 @@ def plan_gates(
             given = [path for path in candidates if os.path.lexists(contract.root / path)]
             files = [_relative_to_cwd(path, contract.root, cwd) for path in given]
             if not files:
-                plans.append(GatePlan(gate, cwd, display_command=_display(gate.command_text),
-                                      skip_reason="no matching files for {files}"))
+                plans.append(unspawned._replace(skip_reason="no matching files for {files}"))
                 continue
         invocations = tuple(tuple(argv) for argv in expand(parsed, files))
         env = {**gate.env, **parsed.env}
         if contract.format == "opentiger" and "PATH" not in env:
             env["PATH"] = node_bin_path(cwd, os.environ.get("PATH", ""))
-        plan = GatePlan(
-            gate,
-            cwd,
-            invocations=invocations,
-            env=env,
-            display_command=_truncated(invocations[0]),
-            given_files=tuple(given) if parsed.uses_files else (),
-            root=contract.root,
-        )
+        plan = GatePlan(gate, cwd, invocations=invocations, env=env,
+                        display_command=_truncated(invocations[0]), given_files=tuple(given),
+                        root=contract.root)
         if gate.cache:
             from pytest_verifygate.git import inputs  # only when some gate caches its passes
             from pytest_verifygate.state import result_cache
