@@ -89,8 +89,7 @@ def plan_gates(
 
 def _without_passed_files(plan: GatePlan, parsed: ParsedCommand, root: Path,
                           warnings: list[str]) -> GatePlan:
-    """``plan`` without the files that passed this gate before as they are (a cached pass if
-    none remain)."""
+    """``plan`` without the files that passed before as they are (none left: a cached pass)."""
     from pytest_verifygate.state import result_cache
 
     slot = plan.cache
@@ -110,8 +109,7 @@ def _without_passed_files(plan: GatePlan, parsed: ParsedCommand, root: Path,
 
 
 def node_bin_path(cwd: Path, path: str) -> str:
-    """``PATH`` as openTiger gives its commands: the gate directory's ``node_modules/.bin``
-    first, and no other project's."""
+    """``PATH`` as openTiger gives it: this ``node_modules/.bin`` first, no other project's."""
     own = str(cwd / "node_modules" / ".bin")
     kept = [entry for entry in path.split(os.pathsep) if entry.strip() and not (
         Path(entry).parts[-2:] == ("node_modules", ".bin")

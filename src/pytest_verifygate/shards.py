@@ -105,8 +105,7 @@ def shard_selections(contract: Contract, selections: Sequence[Selection],
 
 def assign(selections: Sequence[Selection], shard: Shard,
            recorded: Mapping[str, float]) -> list[Selection]:
-    """``selections`` with the selected gates of other shards left out, by the ``recorded``
-    durations."""
+    """``selections`` without the gates of other shards, by the ``recorded`` durations."""
     from pytest_verifygate.state.durations import estimates
 
     selected = [selection.gate for selection in selections if selection.selected]

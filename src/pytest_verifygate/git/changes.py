@@ -58,8 +58,7 @@ GITLAB_BASE_ENV = "CI_MERGE_REQUEST_DIFF_BASE_SHA"
 
 
 class ChangeSet(NamedTuple):
-    """The files a run is about, as POSIX paths relative to the project root (deleted ones
-    too, for selection); ``source == "all"`` means no change filtering."""
+    """The files a run is about, relative to the project root; "all": no change filtering."""
 
     source: str
     files: tuple[str, ...] = ()
@@ -246,8 +245,7 @@ def detect_change_base(environ: Mapping[str, str]) -> ChangeBase | None:
 
 
 def _explicit(root: Path, paths: Sequence[str], cwd: Path) -> ChangeSet:
-    """Paths named relative to ``cwd``, made relative to the root (at the root, plain string
-    work: there may be 100,000)."""
+    """Paths named relative to ``cwd``, made relative to the root (there may be 100,000)."""
     files: list[str] = []
     real_cwd = os.path.realpath(cwd)
     prefixes = {os.path.join(os.path.realpath(root), ""), os.path.join(str(root), "")}
@@ -377,8 +375,7 @@ def _read_listing(listing: bytes) -> tuple[list[str], list[str], dict[str, _Flag
 
 
 def hidden_edits(root: Path, flagged: Mapping[str, _Flagged]) -> tuple[list[str], list[str]]:
-    """Of the ``flagged`` entries, those whose file differs from the index, and the absent
-    ones of them."""
+    """Of the ``flagged`` entries, those whose file differs, and the absent ones of them."""
     suspects: dict[str, str] = {}
     changed: list[str] = []
     removed: list[str] = []
@@ -428,8 +425,7 @@ def _link_id(link: Path, oid: str) -> str:
 
 
 def _commit_changes(root: Path, entries: "list[_Entry]") -> tuple[list[str], set[str]]:
-    """Files and deletions of a diff between commits (or a commit and the index), with what
-    changed inside each submodule between the commits it records."""
+    """Files and deletions of a diff between commits or the index, submodules' included."""
     files = [entry.path for entry in entries]
     deleted = {entry.path for entry in entries if entry.status == "D"}
     for entry in entries:
@@ -475,8 +471,7 @@ class _Entry(NamedTuple):
 
 
 def git_output(root: Path, *args: str, environ: Mapping[str, str] | None = None) -> bytes:
-    """What ``git <args>`` run in ``root`` (as ``GIT`` says, stdin closed) prints on stdout;
-    a one-line ``ChangeSetError`` when git cannot run or fails."""
+    """What ``git <args>`` run in ``root`` prints; ``ChangeSetError`` when it cannot or fails."""
     return _checked(root, args, _run_git(root, args, environ))
 
 

@@ -90,8 +90,7 @@ class RepoFiles:
         return identity
 
     def _matching(self, patterns: tuple[str, ...]) -> list[str]:
-        """The files ``patterns`` match, and the directories git does not look into that they
-        may reach: submodules, and links to directories (git lists the link alone)."""
+        """The files ``patterns`` match, and the submodules and linked directories they reach."""
         from pytest_verifygate.patterns import match_files
 
         listing = self._listing
@@ -124,8 +123,7 @@ class RepoFiles:
         raise failure
 
     def _ignored_files(self, patterns: tuple[str, ...]) -> list[str]:
-        """Ignored files git lists one by one, and the files of ignored directories that one
-        of ``patterns`` names by its path."""
+        """Ignored files, and the files of ignored directories one of ``patterns`` names."""
         files = [item for item in self._ignored if not item.endswith("/")]
         for directory in (item for item in self._ignored if item.endswith("/")):
             if any(_names(pattern, directory) for pattern in patterns):
@@ -162,8 +160,7 @@ def _names(pattern: str, directory: str) -> bool:
 
 
 def _may_reach(patterns: tuple[str, ...], directory: str) -> bool:
-    """Whether any of ``patterns`` could match a path inside ``directory`` (a submodule):
-    when in doubt, yes, so that the gate is keyed by what it may read there."""
+    """Whether any of ``patterns`` could match a path inside ``directory`` (in doubt, yes)."""
     inside = f"{directory}/"
     for pattern in patterns:
         if pattern.startswith("!"):
@@ -236,8 +233,7 @@ def _files_under(top: Path) -> Iterator[str]:
 
 
 def _file_id(full: Path, algorithm: str) -> str:
-    """``"<mode> <oid>"`` as git would record the file now; for a link, with what it resolves
-    to."""
+    """``"<mode> <oid>"`` as git would record the file now; a link's with what it leads to."""
     try:
         info = os.lstat(full)
     except FileNotFoundError:
@@ -251,8 +247,7 @@ def _file_id(full: Path, algorithm: str) -> str:
 
 
 def _content_id(full: Path, info: os.stat_result, algorithm: str) -> str:
-    """``"<mode> <oid>"`` of the regular file ``full``; ``OSError``, unopened, for anything
-    else or a file too large."""
+    """``"<mode> <oid>"`` of the regular file ``full``; else ``OSError``, unopened."""
     if not stat.S_ISREG(info.st_mode):
         kind = next((kind for test, kind in _SPECIAL if test(info.st_mode)), "not a file")
         raise OSError(f"{kind}, not read")

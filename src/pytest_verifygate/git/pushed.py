@@ -133,8 +133,7 @@ def _head_or_root(top: Path) -> str:
 
 @contextlib.contextmanager
 def temporary_worktree(top: Path, commit: str, tree: str | None = None) -> Iterator[Path]:
-    """``commit`` (and ``tree`` over it, if given) in a new worktree in a private temp
-    directory, removed on every way out."""
+    """``commit`` (and ``tree`` over it) in a new private temporary worktree, always removed."""
     import tempfile
 
     _remove_abandoned(top)

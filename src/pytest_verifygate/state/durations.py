@@ -68,8 +68,7 @@ def _of_contract(entries: Iterable[Entry], contract: str) -> dict[str, float]:
 
 def record_durations(repo_root: Path, contract: str, measured: Mapping[str, float],
                      gate_names: Iterable[str] | None, warnings: list[str]) -> bool:
-    """Record ``measured`` for ``contract``, dropping gates not in ``gate_names``; whether the
-    file was written."""
+    """Record ``measured`` for ``contract`` (its gates: ``gate_names``); whether it was written."""
     path = durations_path(repo_root) if measured else None
     if path is None:
         return False

@@ -113,8 +113,7 @@ def read_state_file(path: Path, limit: int) -> bytes | None:
 
 
 def read_bounded(fd: int, limit: int) -> bytes:
-    """The content of the open regular file ``fd``; ``StateFileError`` if it is not one, or
-    larger than ``limit`` (also by growing while it is read)."""
+    """The content of the open regular file ``fd`` of at most ``limit`` bytes, else an error."""
     _check(os.fstat(fd), limit)
     data = b""
     while chunk := os.read(fd, limit + 1 - len(data)):

@@ -130,8 +130,7 @@ def unseal(purpose: bytes, sealed: bytes) -> bytes | None:
 
 
 def read_sealed(path: Path, purpose: bytes, limit: int, warnings: list[str]) -> bytes | None:
-    """The sealed data in ``path``; None if missing, or (with a warning) unreadable or not
-    sealed by this user."""
+    """The sealed data in ``path``; None if missing, or with a warning if not to be believed."""
     try:
         sealed = read_state_file(path, limit + len(_SEAL) + 2 * MAC_BYTES + 1)
     except StateFileError as exc:

@@ -143,8 +143,7 @@ def attach(contract: Contract, plan: GatePlan, files: RepoFiles, *, read: bool,
 
 def _with_file_keys(slot: CacheSlot, contract: Contract, plan: GatePlan,
                     files: RepoFiles) -> CacheSlot:
-    """``slot`` with a key for each file the plan gives the gate that can be hashed, by the
-    command with ``{files}`` unexpanded."""
+    """``slot`` with a key for each file the plan gives the gate, by its unexpanded command."""
     definition = _definition(contract, plan, per_file=True, command=plan.gate.command,
                              when_changed=plan.gate.when_changed, inputs=plan.gate.inputs)
     try:
@@ -163,8 +162,7 @@ def _file_entry_path(slot: CacheSlot, key: str) -> Path:
 
 
 def _read_entry(path: Path, key: str, gate: str, warnings: list[str]) -> dict[str, Any] | None:
-    """The entry sealed by this user in ``path`` for this key and gate (touched: pruning keeps
-    the last used), or None."""
+    """The entry sealed by this user in ``path`` for this key and gate (touched), or None."""
     data = read_sealed(path, SEAL_PURPOSE, MAX_ENTRY_BYTES, warnings)
     try:
         entry = json.loads(data.decode("utf-8")) if data is not None else None

@@ -133,8 +133,7 @@ def make_private_dir(path: Path) -> None:
 
 
 def blocker(path: Path) -> str | None:
-    """The warning for a path that failed because a file or a link sits where one of its
-    parents should be; None if nothing does."""
+    """The warning for a path that failed because a file or link is where a parent should be."""
     split = state_parts(path)
     depth = len(split[0].parts) if split is not None else len(path.parts)
     for parent in path.parents:
@@ -297,8 +296,7 @@ def write_output(path: str | os.PathLike[str], data: str | bytes) -> None:
 
 
 def log_file_name(gate_name: str) -> str:
-    """A gate's log file name, safe anywhere and unique per gate: ``lint.log``, or else
-    ``Type_check_mypy-4f0c2a9e1b.log``."""
+    """``lint.log``, or for a name not short, lowercase and safe, ``Lint_me-4f0c2a9e1b.log``."""
     if (_UNSAFE_CHARS.search(gate_name) is None and len(gate_name) <= LOG_NAME_CHARS
             and gate_name == gate_name.lower() and not gate_name.startswith((".", "-"))):
         return f"{gate_name}.log"
