@@ -4,6 +4,7 @@ git's blob ids where git vouches for a file, else hashed here; ``OSError`` when 
 PYTEST_DONT_REWRITE
 """
 
+import errno
 import functools
 import hashlib
 import os
@@ -114,11 +115,9 @@ class RepoFiles:
                 # What is checked out and edited there, not the commit the superproject records.
                 return f"{GITLINK} {RepoFiles(self.root / path).digest(None)}"
             return _file_id(self.root / path, self._listing.algorithm)
-        except _Located as exc:  # met under a linked directory: named from the root
-            failure = OSError(f"{Path(os.path.relpath(exc.where, self.root)).as_posix()}: "
-                              f"{exc.reason}")
-        except OSError as exc:
-            failure = OSError(f"{path}: {exc.strerror or exc}")
+        except OSError as exc:  # the file it names may lie under a linked directory
+            where = path if exc.filename is None else os.path.relpath(exc.filename, self.root)
+            failure = OSError(f"{Path(where).as_posix()}: {exc.strerror or exc}")
         self._unhashable[path] = failure
         raise failure
 
@@ -271,15 +270,6 @@ def _content_id(full: Path, info: os.stat_result, algorithm: str) -> str:
     return f"{mode} {digest.hexdigest()}"
 
 
-class _Located(OSError):
-    """Why a file reached through a linked directory cannot be hashed, and which file."""
-
-    def __init__(self, where: Path, reason: str) -> None:
-        super().__init__(reason)
-        self.where = where
-        self.reason = reason
-
-
 def _resolved(link: Path, algorithm: str) -> str:
     """The identity of what ``link`` points to: a file's content, a directory's files (links
     followed the same way, ``.git`` aside, no loop), or ``missing``."""
@@ -297,7 +287,8 @@ def _resolved(link: Path, algorithm: str) -> str:
         if not stat.S_ISDIR(info.st_mode):
             files += 1
             if files > MAX_WALKED_FILES:
-                raise _Located(link, f"leads to more than {MAX_WALKED_FILES} files")
+                raise OSError(errno.EFBIG, f"leads to more than {MAX_WALKED_FILES} files",
+                              str(link))
             return _content_id(path, info, algorithm)
         node = (info.st_dev, info.st_ino)
         if node in inside:
@@ -316,9 +307,9 @@ def _resolved(link: Path, algorithm: str) -> str:
             if stat.S_ISLNK(info.st_mode):
                 return f"link {os.readlink(path)!r} -> {target(path, inside)}"
             return content(path, info, inside)
-        except _Located:
-            raise
         except OSError as exc:
-            raise _Located(path, exc.strerror or str(exc)) from exc
+            if exc.filename is not None:  # names its file already
+                raise
+            raise OSError(errno.EIO, exc.strerror or str(exc), str(path)) from exc
 
     return target(link, frozenset())

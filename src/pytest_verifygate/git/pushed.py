@@ -220,30 +220,24 @@ def run_in_pushed_commit(args: "argparse.Namespace") -> Iterator[PushedCommit | 
               "in a temporary worktree", file=sys.stderr)
     here = Path.cwd()
     # With GIT_DIR set, ``git reset --hard`` would reset the work tree's repository instead.
-    with _environment_without(_LOCATION_VARIABLES), \
-            temporary_worktree(pushed.top, pushed.commit, pushed.staged_tree) as checkout:
-        for name in ("json", "junit"):
-            if getattr(args, name, None):
-                setattr(args, name, os.path.join(here, getattr(args, name)))
-        contract = getattr(args, "contract", None)
-        if contract and os.path.isabs(contract):
-            real = os.path.join(os.path.realpath(os.path.dirname(contract)),
-                                os.path.basename(contract))
-            inside = os.path.relpath(real, os.path.realpath(pushed.top))
-            if inside != ".." and not inside.startswith(f"..{os.sep}"):
-                args.contract = str(checkout / inside)
-        start = checkout / pushed.prefix
-        os.chdir(start if start.is_dir() else checkout)
-        try:
-            yield pushed
-        finally:
-            os.chdir(here)
-
-
-@contextlib.contextmanager
-def _environment_without(names: tuple[str, ...]) -> Iterator[None]:
-    removed = {name: os.environ.pop(name) for name in names if name in os.environ}
+    removed = {name: os.environ.pop(name) for name in _LOCATION_VARIABLES if name in os.environ}
     try:
-        yield
+        with temporary_worktree(pushed.top, pushed.commit, pushed.staged_tree) as checkout:
+            for name in ("json", "junit"):
+                if getattr(args, name, None):
+                    setattr(args, name, os.path.join(here, getattr(args, name)))
+            contract = getattr(args, "contract", None)
+            if contract and os.path.isabs(contract):
+                real = os.path.join(os.path.realpath(os.path.dirname(contract)),
+                                    os.path.basename(contract))
+                inside = os.path.relpath(real, os.path.realpath(pushed.top))
+                if inside != ".." and not inside.startswith(f"..{os.sep}"):
+                    args.contract = str(checkout / inside)
+            start = checkout / pushed.prefix
+            os.chdir(start if start.is_dir() else checkout)
+            try:
+                yield pushed
+            finally:
+                os.chdir(here)
     finally:
         os.environ.update(removed)
