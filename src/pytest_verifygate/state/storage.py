@@ -174,10 +174,8 @@ def claim_log_dir(run_dir: Path | None) -> Callable[[], None]:
 def _locked_by_a_run(run_fd: int) -> bool:
     try:
         fcntl.flock(run_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        pass
+    except OSError as exc:
+        return isinstance(exc, BlockingIOError)
     return False
 
 
