@@ -328,9 +328,7 @@ def worktree_changes(root: Path, base: str) -> tuple[list[str], set[str]]:
         if GITLINK in (entry.old_mode, entry.new_mode) and (root / entry.path / ".git").exists():
             inner = root / entry.path
             inner_base = entry.old_oid if entry.old_mode == GITLINK else empty_tree(inner)
-            sub_files, sub_deleted = worktree_changes(inner, inner_base)
-            files += _prefixed(entry.path, sub_files)
-            deleted |= set(_prefixed(entry.path, sub_deleted))
+            _add_inner(files, deleted, entry.path, worktree_changes(inner, inner_base))
     return files, deleted
 
 
@@ -438,14 +436,15 @@ def _commit_changes(root: Path, entries: "list[_Entry]") -> tuple[list[str], set
         except ChangeSetError as exc:
             raise ChangeSetError(f"submodule {entry.path}: {exc} (its commits are not "
                                  "here: git submodule update --init --recursive)") from None
-        sub_files, sub_deleted = _commit_changes(inner, _parse_raw(out))
-        files += _prefixed(entry.path, sub_files)
-        deleted |= set(_prefixed(entry.path, sub_deleted))
+        _add_inner(files, deleted, entry.path, _commit_changes(inner, _parse_raw(out)))
     return files, deleted
 
 
-def _prefixed(directory: str, paths: Iterable[str]) -> list[str]:
-    return [f"{directory}/{path}" for path in paths]
+def _add_inner(files: list[str], deleted: set[str], directory: str,
+               inner: tuple[list[str], set[str]]) -> None:
+    """Add a submodule's changes, found in ``directory``."""
+    files += [f"{directory}/{path}" for path in inner[0]]
+    deleted.update(f"{directory}/{path}" for path in inner[1])
 
 
 def check_work_tree(root: Path, top_line: bytes) -> None:
