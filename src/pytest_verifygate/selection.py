@@ -40,13 +40,9 @@ def asked_roles(given: Iterable[str] | None, environ: Mapping[str, str]) -> tupl
     return tuple(dict.fromkeys(role.strip() for role in roles if role.strip()))
 
 
-def select_gates(
-    contract: Contract,
-    changes: ChangeSet,
-    *,
-    role: str | Sequence[str] | None = None,
-    phase: int | None = None,
-) -> list[Selection]:
+def select_gates(contract: Contract, changes: ChangeSet, *,
+                 role: str | Sequence[str] | None = None,
+                 phase: int | None = None) -> list[Selection]:
     """Decide, for every gate in contract order, whether it runs (docs: Gate keys); a gate
     with ``roles`` only when one of the ``role`` asked for is among them."""
     roles = (role,) if isinstance(role, str) else tuple(role or ())
@@ -108,14 +104,8 @@ def _role_mismatch(gate: Gate, roles: tuple[str, ...]) -> str | None:
     return f"none of the roles asked for ({asked}) is in {scope}"
 
 
-def _decide(
-    gate: Gate,
-    changes: ChangeSet,
-    candidates: Sequence[str],
-    *,
-    roles: tuple[str, ...],
-    phase: int | None,
-) -> Selection:
+def _decide(gate: Gate, changes: ChangeSet, candidates: Sequence[str], *,
+            roles: tuple[str, ...], phase: int | None) -> Selection:
     mismatch = _role_mismatch(gate, roles)
     if mismatch is not None:
         return Selection(gate, False, mismatch, left_out_by=BY_ROLE)
@@ -127,10 +117,8 @@ def _decide(
         return Selection(gate, True, "no change filtering (all gates apply)")
     for pattern in gate.when_changed_all:
         if not matches_any([pattern], candidates):
-            return Selection(
-                gate, False, f"when_changed_all pattern {pattern!r} matches no changed file",
-                left_out_by=BY_CHANGES,
-            )
+            return Selection(gate, False, f"when_changed_all pattern {pattern!r} matches no "
+                             "changed file", left_out_by=BY_CHANGES)
     if gate.when_changed is None and not gate.filters_files:
         reason = "always (no when_changed)"
         if gate.when_changed_all:
@@ -149,13 +137,9 @@ def _decide(
     first = matched[0]
     more = f" (and {len(matched) - 1} more)" if len(matched) > 1 else ""
     deleted_note = " (deleted)" if first in changes.deleted else ""
-    return Selection(
-        gate,
-        True,
-        f"changed {first!r}{deleted_note}{more} matches "
-        f"{'when_changed' if gate.when_changed else _described(gate)}",
-        tuple(f for f in matched if f not in changes.deleted),
-    )
+    watched = "when_changed" if gate.when_changed else _described(gate)
+    return Selection(gate, True, f"changed {first!r}{deleted_note}{more} matches {watched}",
+                     tuple(f for f in matched if f not in changes.deleted))
 
 
 PREFILTER_MIN_FILES = 2000

@@ -115,14 +115,9 @@ class ChangeRequest(NamedTuple):
     index_apart: bool = False
 
 
-def compute_changes(
-    root: Path,
-    request: ChangeRequest | None = None,
-    *,
-    settings_changed_from: str = "",
-    environ: Mapping[str, str] | None = None,
-    cwd: Path | None = None,
-) -> ChangeSet:
+def compute_changes(root: Path, request: ChangeRequest | None = None, *,
+                    settings_changed_from: str = "", environ: Mapping[str, str] | None = None,
+                    cwd: Path | None = None) -> ChangeSet:
     """The change set of the first source that applies, without the package's own files."""
     request = request or ChangeRequest()
     env = os.environ if environ is None else environ
@@ -187,9 +182,8 @@ def _walk_files(root: Path) -> Iterable[str]:
             yield Path(os.path.relpath(os.path.join(directory, name), root)).as_posix()
 
 
-def without_own_files(
-    changes: ChangeSet, root: Path, outputs: Iterable[str | os.PathLike[str]], cwd: Path
-) -> ChangeSet:
+def without_own_files(changes: ChangeSet, root: Path, outputs: Iterable[str | os.PathLike[str]],
+                      cwd: Path) -> ChangeSet:
     """``changes`` without what the package writes: anything under ``.git/``, this run's
     ``outputs`` and earlier runs' still as written (``state/outputs.py``)."""
     if not changes.files:
@@ -282,9 +276,8 @@ def _staged(root: Path, *, warn_partial: bool) -> ChangeSet:
     return ChangeSet(SOURCE_STAGED, _unique(files), frozenset(deleted), warnings=warnings)
 
 
-def _since_ref(
-    root: Path, ref: str, *, source: str = SOURCE_REF, fetch_hint: str | None = None
-) -> ChangeSet:
+def _since_ref(root: Path, ref: str, *, source: str = SOURCE_REF,
+               fetch_hint: str | None = None) -> ChangeSet:
     warnings: tuple[str, ...] = ()
     if ref == "HEAD":
         # Before the first commit every file is new.
