@@ -435,7 +435,6 @@ def _commit_changes(root: Path, entries: "list[_Entry]") -> tuple[list[str], set
 
 def _add_inner(files: list[str], deleted: set[str], directory: str,
                inner: tuple[list[str], set[str]]) -> None:
-    """Add a submodule's changes, found in ``directory``."""
     files += [f"{directory}/{path}" for path in inner[0]]
     deleted.update(f"{directory}/{path}" for path in inner[1])
 
@@ -452,8 +451,6 @@ def check_work_tree(root: Path, top_line: bytes) -> None:
 
 
 class _Entry(NamedTuple):
-    """One entry of ``git diff --raw -z``."""
-
     path: str
     status: str
     old_mode: str
