@@ -1,8 +1,5 @@
-"""The plan stage: each selected gate turned into what the runner spawns, or why it will not.
-
-Owns parsing a gate's command without a shell, expanding ``{files}`` relative to the gate's
-``cwd`` (chunked for the OS's argument limit), the command shown in reports, and attaching a
-result-cache slot to gates with ``cache = true``.
+"""The plan stage: each selected gate turned into what the runner spawns (``{files}`` expanded
+relative to its ``cwd``, a result-cache slot attached), or why it will not be.
 
 PYTEST_DONT_REWRITE
 """
@@ -35,12 +32,9 @@ def plan_gates(
     contract: Contract, selections: Sequence[Selection], *, read_cache: bool = True,
     warnings: list[str] | None = None,
 ) -> list[GatePlan]:
-    """Turn the selected gates into plans: argvs to spawn, or why not to spawn them.
-
-    A gate with ``cache = true`` gets a cache slot; with ``read_cache`` a pass stored for
-    the same inputs resolves the plan without spawning anything (see ``state/result_cache.py``).
-    What the cache has to say (a gate that runs uncached, an entry ignored) goes to ``warnings``.
-    """
+    """The selected gates' plans; with ``read_cache``, a pass stored for the same inputs
+    resolves a plan without spawning anything, and what the cache has to say goes to
+    ``warnings``."""
     warnings = [] if warnings is None else warnings
     plans: list[GatePlan] = []
     tracked: tuple[str, ...] | None = None
@@ -50,15 +44,14 @@ def plan_gates(
             continue
         gate = selection.gate
         cwd = (contract.root / gate.cwd).resolve()
+        unspawned = GatePlan(gate, cwd, display_command=_display(gate.command_text))
         if gate.kind == "manual":
-            plans.append(GatePlan(gate, cwd, display_command=_display(gate.command_text),
-                                  pending_reason="manual gate: awaits human sign-off"))
+            plans.append(unspawned._replace(pending_reason="manual gate: awaits human sign-off"))
             continue
         try:
             parsed = parse_command(gate.command, shell=gate.shell)
         except UnsupportedCommand as exc:
-            plans.append(GatePlan(gate, cwd, display_command=_display(gate.command_text),
-                                  unsupported=str(exc)))
+            plans.append(unspawned._replace(unsupported=str(exc)))
             continue
         files: list[str] = []
         given: list[str] = []
@@ -68,30 +61,19 @@ def plan_gates(
             else:
                 if tracked is None:
                     tracked = all_files(contract.root)
-                candidates = files_for_gate(gate, tracked)
-                if gate.filters_files:
-                    from pytest_verifygate.filetypes import files_of_gate
-
-                    candidates = files_of_gate(gate, contract.root, candidates)
+                candidates = files_for_gate(gate, tracked, contract.root)
             given = [path for path in candidates if os.path.lexists(contract.root / path)]
             files = [_relative_to_cwd(path, contract.root, cwd) for path in given]
             if not files:
-                plans.append(GatePlan(gate, cwd, display_command=_display(gate.command_text),
-                                      skip_reason="no matching files for {files}"))
+                plans.append(unspawned._replace(skip_reason="no matching files for {files}"))
                 continue
         invocations = tuple(tuple(argv) for argv in expand(parsed, files))
         env = {**gate.env, **parsed.env}
         if contract.format == "opentiger" and "PATH" not in env:
             env["PATH"] = node_bin_path(cwd, os.environ.get("PATH", ""))
-        plan = GatePlan(
-            gate,
-            cwd,
-            invocations=invocations,
-            env=env,
-            display_command=_truncated(invocations[0]),
-            given_files=tuple(given) if parsed.uses_files else (),
-            root=contract.root,
-        )
+        plan = GatePlan(gate, cwd, invocations=invocations, env=env,
+                        display_command=_truncated(invocations[0]), given_files=tuple(given),
+                        root=contract.root)
         if gate.cache:
             from pytest_verifygate.git import inputs  # only when some gate caches its passes
             from pytest_verifygate.state import result_cache
@@ -107,8 +89,7 @@ def plan_gates(
 
 def _without_passed_files(plan: GatePlan, parsed: ParsedCommand, root: Path,
                           warnings: list[str]) -> GatePlan:
-    """``plan`` without the files that passed this gate before with the same content and
-    configuration (the result cache's per-file reuse); a cached pass if none remain."""
+    """``plan`` without the files that passed before as they are (none left: a cached pass)."""
     from pytest_verifygate.state import result_cache
 
     slot = plan.cache
@@ -128,8 +109,7 @@ def _without_passed_files(plan: GatePlan, parsed: ParsedCommand, root: Path,
 
 
 def node_bin_path(cwd: Path, path: str) -> str:
-    """``PATH`` as openTiger gives its commands: the gate directory's ``node_modules/.bin``
-    first, and no other project's ``node_modules/.bin`` (where the caller's own tools live)."""
+    """``PATH`` as openTiger gives it: this ``node_modules/.bin`` first, no other project's."""
     own = str(cwd / "node_modules" / ".bin")
     kept = [entry for entry in path.split(os.pathsep) if entry.strip() and not (
         Path(entry).parts[-2:] == ("node_modules", ".bin")

@@ -1,39 +1,30 @@
-"""Which gates apply to a run, and why: by kind, role, phase and changed-file patterns.
-
-Owns the use of the ``when_changed`` patterns (gitignore-style, matched by pathspec:
-``patterns.py``), a prefilter that makes large change sets cheap, the warnings about
-patterns that match no tracked file, a human-readable reason for every gate, selected or not,
-and which roles a run asks for (``--role``, repeatable, else ``VERIFYGATE_ROLE``): a gate with
-``roles`` runs only when one of them is asked for, as openTiger's ``byRole``.
+"""Which gates apply to a run, and why (a reason for every gate): by kind, role, phase and the
+changed files their patterns match; and the warnings about patterns that match no tracked file.
 
 PYTEST_DONT_REWRITE
 """
 
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import NamedTuple
 
 from pytest_verifygate.contract import Contract, Gate
 from pytest_verifygate.git.changes import ChangeSet
 from pytest_verifygate.patterns import match_files, matches_any, matching_any, unmatched
 
-# What left a gate out (``Selection.left_out_by``). Front ends treat them differently: pytest
-# collects a gate left out by the change set as a skipped item (nothing it watches changed is
-# an answer, not an absence), but never one left out by role, phase or kind.
-BY_KIND = "kind"
+# What left a gate out (``Selection.left_out_by``): pytest collects a gate left out by the
+# change set as a skipped item (an answer, not an absence), never one left out by the others.
 BY_ROLE = "role"
 BY_PHASE = "phase"
 BY_CHANGES = "changes"
 BY_NAME = "name"  # other gates were named on the command line (``verifygate run NAME``)
 
-# The roles a run asks for when the command line names none: comma-separated.
 ROLE_ENV = "VERIFYGATE_ROLE"
 
 
 class Selection(NamedTuple):
-    """The decision for one gate. ``matched_files`` are the existing changed files that match
-    its ``when_changed`` (what ``{files}`` expands to); None when there is no change filtering.
-    ``left_out_by`` names the filter that left an unselected gate out (``BY_*``).
-    """
+    """The decision for one gate; ``matched_files``: the existing changed files it takes (what
+    ``{files}`` expands to), None without change filtering."""
 
     gate: Gate
     selected: bool
@@ -43,42 +34,31 @@ class Selection(NamedTuple):
 
 
 def asked_roles(given: Iterable[str] | None, environ: Mapping[str, str]) -> tuple[str, ...]:
-    """The roles a run asks for: those given (``--role``, repeatable), else the
-    comma-separated ``VERIFYGATE_ROLE``; duplicates and blanks dropped, order kept."""
-    roles = list(given or ())
-    if given is None:
-        roles = environ.get(ROLE_ENV, "").split(",")
+    """The roles a run asks for: those given (``--role``), else the comma-separated
+    ``VERIFYGATE_ROLE``; duplicates and blanks dropped."""
+    roles = environ.get(ROLE_ENV, "").split(",") if given is None else given
     return tuple(dict.fromkeys(role.strip() for role in roles if role.strip()))
 
 
-def select_gates(
-    contract: Contract,
-    changes: ChangeSet,
-    *,
-    role: str | Sequence[str] | None = None,
-    phase: int | None = None,
-    include_manual: bool = True,
-) -> list[Selection]:
-    """Decide, for every gate in contract order, whether it runs (docs: The contract, Gate keys).
-
-    ``role``: the role or roles asked for. A gate with ``roles`` is selected only when one of
-    them is asked for; with none asked for, only gates without ``roles`` are.
-    """
+def select_gates(contract: Contract, changes: ChangeSet, *,
+                 role: str | Sequence[str] | None = None,
+                 phase: int | None = None) -> list[Selection]:
+    """Decide, for every gate in contract order, whether it runs (docs: Gate keys); a gate
+    with ``roles`` only when one of the ``role`` asked for is among them."""
     roles = (role,) if isinstance(role, str) else tuple(role or ())
     candidates: Sequence[str] = changes.files
     if len(candidates) >= PREFILTER_MIN_FILES:
         candidates = prefiltered(contract.gates, candidates)
     return [
         _decide(gate, changes, _typed(gate, contract, candidates, changes), roles=roles,
-                phase=phase, include_manual=include_manual)
+                phase=phase)
         for gate in contract.gates
     ]
 
 
 def _typed(gate: Gate, contract: Contract, candidates: Sequence[str],
            changes: ChangeSet) -> Sequence[str]:
-    """The changed files of the kinds and names the gate takes (``types``, ``files_regex``,
-    ...: ``filetypes.py``); all of them for a gate without such keys."""
+    """The changed files of the kinds and names the gate takes (``filetypes.py``)."""
     if not changes.filtering or not gate.filters_files:
         return candidates
     from pytest_verifygate.filetypes import files_of_gate  # only for gates that filter
@@ -90,8 +70,8 @@ def _typed(gate: Gate, contract: Contract, candidates: Sequence[str],
 
 def only_named(selections: Sequence[Selection], names: Sequence[str],
                shown: str) -> list[Selection]:
-    """``selections`` with every gate not in ``names`` left out (``verifygate run NAME...``,
-    as ``pre-commit run ID``); a name that is no gate is a usage error with a did-you-mean."""
+    """``selections`` with every gate not in ``names`` left out (``verifygate run NAME...``);
+    a name that is no gate is a ``UsageError``."""
     known = [selection.gate.name for selection in selections]
     for name in names:
         if name not in known:
@@ -113,7 +93,6 @@ def _described(gate: Gate) -> str:
 
 
 def _role_mismatch(gate: Gate, roles: tuple[str, ...]) -> str | None:
-    """Why ``gate`` is not for the roles asked for; None when it is."""
     if gate.roles is None or any(role in gate.roles for role in roles):
         return None
     scope = f"roles [{', '.join(gate.roles)}]"
@@ -125,18 +104,8 @@ def _role_mismatch(gate: Gate, roles: tuple[str, ...]) -> str | None:
     return f"none of the roles asked for ({asked}) is in {scope}"
 
 
-def _decide(
-    gate: Gate,
-    changes: ChangeSet,
-    candidates: Sequence[str],
-    *,
-    roles: tuple[str, ...],
-    phase: int | None,
-    include_manual: bool,
-) -> Selection:
-    if gate.kind == "manual" and not include_manual:
-        return Selection(gate, False, "manual gate, and manual gates are excluded",
-                         left_out_by=BY_KIND)
+def _decide(gate: Gate, changes: ChangeSet, candidates: Sequence[str], *,
+            roles: tuple[str, ...], phase: int | None) -> Selection:
     mismatch = _role_mismatch(gate, roles)
     if mismatch is not None:
         return Selection(gate, False, mismatch, left_out_by=BY_ROLE)
@@ -148,10 +117,8 @@ def _decide(
         return Selection(gate, True, "no change filtering (all gates apply)")
     for pattern in gate.when_changed_all:
         if not matches_any([pattern], candidates):
-            return Selection(
-                gate, False, f"when_changed_all pattern {pattern!r} matches no changed file",
-                left_out_by=BY_CHANGES,
-            )
+            return Selection(gate, False, f"when_changed_all pattern {pattern!r} matches no "
+                             "changed file", left_out_by=BY_CHANGES)
     if gate.when_changed is None and not gate.filters_files:
         reason = "always (no when_changed)"
         if gate.when_changed_all:
@@ -170,24 +137,17 @@ def _decide(
     first = matched[0]
     more = f" (and {len(matched) - 1} more)" if len(matched) > 1 else ""
     deleted_note = " (deleted)" if first in changes.deleted else ""
-    return Selection(
-        gate,
-        True,
-        f"changed {first!r}{deleted_note}{more} matches "
-        f"{'when_changed' if gate.when_changed else _described(gate)}",
-        tuple(f for f in matched if f not in changes.deleted),
-    )
+    watched = "when_changed" if gate.when_changed else _described(gate)
+    return Selection(gate, True, f"changed {first!r}{deleted_note}{more} matches {watched}",
+                     tuple(f for f in matched if f not in changes.deleted))
 
 
-# Below this many changed files the prefilter costs more than it saves.
 PREFILTER_MIN_FILES = 2000
 
 
 def prefiltered(gates: Sequence[Gate], paths: Sequence[str]) -> Sequence[str]:
-    """The ``paths`` that could match some gate's patterns: a path matches a gitignore-style
-    list only if it matches one of its include patterns, so one match against the union of
-    every gate's include patterns replaces one per pattern list per gate for the paths that
-    match none."""
+    """The ``paths`` that could match some gate's patterns: one match against the union of
+    every include pattern, for a large change set most of whose paths match none."""
     includes: list[str] = []
     for gate in gates:
         includes += [pattern for pattern in (*(gate.when_changed or ()), *gate.when_changed_all)
@@ -197,12 +157,9 @@ def prefiltered(gates: Sequence[Gate], paths: Sequence[str]) -> Sequence[str]:
 
 def unmatched_pattern_warnings(contract: Contract, changes: ChangeSet,
                                selections: Sequence[Selection], *, always: bool) -> list[str]:
-    """``pattern_warnings`` for the gates of a run that no changed file selected: a pattern
-    with a typo leaves its gate out of every run, and must not do so silently.
-
-    Looked for when ``always`` (``verifygate list``) or when the change set holds the contract
-    file itself, where such a typo is made: listing the tracked files would cost every other
-    commit a git call (``verifygate check`` looks for them too)."""
+    """``pattern_warnings`` for the gates no changed file selected (a typo must not leave a
+    gate out silently), when ``always`` or the contract itself changed: listing the tracked
+    files would cost every other commit a git call."""
     from pytest_verifygate.contract.discover import posix_relative
 
     if not always and posix_relative(contract.path, contract.root) not in changes.files:
@@ -214,9 +171,8 @@ def unmatched_pattern_warnings(contract: Contract, changes: ChangeSet,
 
 def pattern_warnings(contract: Contract, gates: Iterable[Gate] | None = None,
                      tracked: Sequence[str] | None = None) -> list[str]:
-    """One warning per ``when_changed`` or ``when_changed_all`` pattern of ``gates`` (default:
-    every gate of ``contract``) that matches none of the ``tracked`` files (default: every
-    file git tracks under the contract's root). Negated patterns are not looked at."""
+    """One warning per pattern (not negated) of ``gates`` (default: all) that matches none of
+    the ``tracked`` files (default: git's, under the contract's root)."""
     from pytest_verifygate.contract.discover import display_path
     from pytest_verifygate.git.changes import all_files
 
@@ -228,7 +184,6 @@ def pattern_warnings(contract: Contract, gates: Iterable[Gate] | None = None,
               for key, patterns in (("when_changed", gate.when_changed or ()),
                                     ("when_changed_all", gate.when_changed_all))
               for pattern in patterns if not pattern.startswith("!")]
-    # One pass over the tracked files for every pattern together.
     missing = set(unmatched(list(dict.fromkeys(pattern for _, _, pattern in places)), tracked))
     return [f"{shown}: gate {name!r}: key {key!r}: {pattern!r} matches no tracked file, so no "
             "change selects the gate through it (a typo? patterns are relative to the "
@@ -236,8 +191,14 @@ def pattern_warnings(contract: Contract, gates: Iterable[Gate] | None = None,
             for name, key, pattern in places if pattern in missing]
 
 
-def files_for_gate(gate: Gate, candidates: Sequence[str]) -> tuple[str, ...]:
-    """``candidates`` filtered by the gate's ``when_changed`` (all of them when it has none)."""
-    if gate.when_changed is None:
-        return tuple(candidates)
-    return tuple(match_files(gate.when_changed, candidates))
+def files_for_gate(gate: Gate, candidates: Sequence[str], root: Path | None = None
+                   ) -> tuple[str, ...]:
+    """``candidates`` filtered by the gate's ``when_changed``, and with ``root`` (where they
+    are) by the kinds and names it takes."""
+    files = tuple(candidates if gate.when_changed is None
+                  else match_files(gate.when_changed, candidates))
+    if root is None or not gate.filters_files:
+        return files
+    from pytest_verifygate.filetypes import files_of_gate
+
+    return files_of_gate(gate, root, files)

@@ -5,7 +5,6 @@ tie is broken by name so each machine computes the same split.
 PYTEST_DONT_REWRITE
 """
 
-
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
@@ -13,8 +12,7 @@ from pytest_verifygate.contract import Contract, Gate
 from pytest_verifygate.errors import UsageError
 from pytest_verifygate.selection import Selection
 
-# ``Selection.left_out_by`` of a gate another shard runs: pytest does not collect it.
-BY_SHARD = "shard"
+BY_SHARD = "shard"  # ``Selection.left_out_by`` of a gate another shard runs
 # GitLab CI's ``parallel: N``: each job's 1-based index and the job count.
 INDEX_VARIABLE = "CI_NODE_INDEX"
 TOTAL_VARIABLE = "CI_NODE_TOTAL"
@@ -31,7 +29,7 @@ class Shard(NamedTuple):
 
 
 def parse_shard(text: str, flag: str = "--shard") -> Shard:
-    """``K/N`` with 1 <= K <= N; a one-line ``UsageError`` naming ``flag`` otherwise."""
+    """``K/N`` with 1 <= K <= N, else a ``UsageError`` naming ``flag``."""
     index_text, slash, total_text = text.strip().partition("/")
     try:
         index, total = int(index_text), int(total_text)
@@ -46,8 +44,8 @@ def parse_shard(text: str, flag: str = "--shard") -> Shard:
 
 def requested_shard(text: str | None, environ: Mapping[str, str],
                     flag: str = "--shard") -> Shard | None:
-    """The shard a front end asks for: its flag's ``K/N``, else GitLab's ``parallel:`` job's,
-    except under pre-commit (no merge of the parts follows a hook), else none."""
+    """The shard a front end asks for: its flag's, else GitLab's ``parallel:`` job's (not
+    under pre-commit: no merge of the parts follows a hook)."""
     if text:
         return parse_shard(text, flag)
     index, total = environ.get(INDEX_VARIABLE, ""), environ.get(TOTAL_VARIABLE, "")
@@ -57,9 +55,8 @@ def requested_shard(text: str | None, environ: Mapping[str, str],
 
 
 def gate_groups(gates: Sequence[Gate]) -> list[list[Gate]]:
-    """``gates`` in groups that must run in one shard: joined by ``needs``, directly or
-    through others among ``gates`` (a need outside them joins nothing). Each group keeps
-    contract order; groups are ordered by their first gate."""
+    """``gates`` in groups joined by ``needs`` among them, which must run in one shard; in
+    contract order, groups by their first gate."""
     position = {gate.name: index for index, gate in enumerate(gates)}
     parent = list(range(len(gates)))
 
@@ -98,8 +95,8 @@ def split(groups: Sequence[Sequence[str]], seconds: Mapping[str, float],
 
 def shard_selections(contract: Contract, selections: Sequence[Selection],
                      shard: Shard) -> tuple[list[Selection], str | None]:
-    """``selections`` cut to ``shard``, balanced by the durations recorded for ``contract``;
-    and a warning when the durations file had to be ignored."""
+    """``selections`` cut to ``shard`` by the durations recorded for ``contract``, and a
+    warning when their file had to be ignored."""
     from pytest_verifygate.state.durations import contract_key, read_durations
 
     recorded, warning = read_durations(contract.repo_root, contract_key(contract))
@@ -108,14 +105,13 @@ def shard_selections(contract: Contract, selections: Sequence[Selection],
 
 def assign(selections: Sequence[Selection], shard: Shard,
            recorded: Mapping[str, float]) -> list[Selection]:
-    """``selections`` with the selected gates of other shards turned into not selected
-    (reason ``in shard J of N``). ``recorded``: the gates' durations in earlier runs."""
+    """``selections`` without the gates of other shards, by the ``recorded`` durations."""
     from pytest_verifygate.state.durations import estimates
 
     selected = [selection.gate for selection in selections if selection.selected]
     seconds = estimates((gate.name for gate in selected), recorded)
     for gate in selected:
-        if gate.kind == "manual":  # never run: awaits sign-off wherever it is placed
+        if gate.kind == "manual":  # never runs: awaits sign-off wherever it is placed
             seconds[gate.name] = 0.0
     groups = gate_groups(selected)
     places = split([[gate.name for gate in group] for group in groups], seconds, shard.total)

@@ -1,8 +1,5 @@
-"""The change set: which files changed, from explicit paths, the index, a git ref or a range,
-and the change base a CI build names (docs: The change set).
-
-Owns every git call that reads changes and ``git_output``, the one way the package runs git.
-A git that fails raises ``ChangeSetError``: no failure ever becomes an empty change set.
+"""The change set (docs: The change set) and ``git_output``, the one way the package runs git:
+a git that fails raises ``ChangeSetError``, never an empty change set.
 
 PYTEST_DONT_REWRITE
 """
@@ -19,31 +16,26 @@ from typing import Any, NamedTuple
 
 from pytest_verifygate.errors import ChangeSetError
 
-# How the package runs git, every time: whatever the repository's configuration or an agent
-# writing it says, git answers from the objects and the files themselves. No replace refs (a
-# commit swapped for one with the current tree), no grafts (``GIT_GRAFT_FILE``), no file
-# system monitor (a command that says what changed), and no stat shortcut that ignores the
-# change time (a file rewritten at the same size with its modification time put back).
+# Whatever the repository's configuration says, git answers from the objects and files: no
+# replace refs or grafts (a commit swapped for one with the current tree), no fsmonitor (a
+# command that says what changed), no stat shortcut blind to a file rewritten at its old size
+# and mtime.
 GIT = ("git", "--no-replace-objects", "-c", "core.fsmonitor=false", "-c",
        "core.checkStat=default", "-c", "core.trustctime=true", "-c",
        "advice.graftFileDeprecated=false")
 
-# Git is always asked for NUL-separated output (``-z``), so any file name works; renames are
-# split into a deletion and an addition (both paths count). ``--raw`` gives each entry's modes
-# (a submodule is mode 160000). ``--relative``: git runs in the project root, so paths come
-# relative to it and changes outside it are left out.
+# ``-z`` for any file name; a rename is a deletion and an addition (both paths count); ``--raw``
+# for the modes (a submodule is 160000); ``--relative`` leaves out changes outside the root.
 DIFF = ("diff", "--raw", "-z", "--no-abbrev", "--no-renames", "--relative",
         "--ignore-submodules=none")
 STAGED_DIFF = (*DIFF, "--cached", "--")
 TOP_LEVEL = ("rev-parse", "--show-toplevel", "--show-prefix")
-# The index, one record per entry: "<tag> <mode> <oid> <stage>\t<path>", the tag "H" for a
-# file git checks, lower case for one marked assume-unchanged, "S" for skip-worktree. With
-# ``--modified``, a "C" record again for each entry whose file differs from the index (as
-# ``git diff`` finds it); with ``UNTRACKED``, "? <path>" for each untracked file.
+# One record per index entry: "<tag> <mode> <oid> <stage>\t<path>", tag "H" for a file git
+# checks, lower case for assume-unchanged, "S" for skip-worktree; ``--modified`` adds a "C"
+# record per entry whose file differs, ``UNTRACKED`` a "? <path>" per untracked file.
 LISTING = ("ls-files", "-z", "-v", "--stage")
-# Untracked files count unless the project's own ``.gitignore`` files ignore them:
-# ``.git/info/exclude`` and ``core.excludesFile`` are local, and whatever writes the work tree
-# (an agent) can write them, so a file they hide is still a change.
+# Only the project's own ``.gitignore`` files hide an untracked file: ``.git/info/exclude`` and
+# ``core.excludesFile`` are local, and whatever writes the work tree can write them.
 UNTRACKED = ("--others", "--exclude-per-directory=.gitignore")
 GITLINK = "160000"
 SYMLINK = "120000"
@@ -66,16 +58,14 @@ GITLAB_BASE_ENV = "CI_MERGE_REQUEST_DIFF_BASE_SHA"
 
 
 class ChangeSet(NamedTuple):
-    """The files a run is about, as POSIX paths relative to the project root; deleted files
-    are kept for selection. ``source == "all"`` means no change filtering at all."""
+    """The files a run is about, relative to the project root; "all": no change filtering."""
 
     source: str
     files: tuple[str, ...] = ()
     deleted: frozenset[str] = frozenset()
     ref: str | None = None
     warnings: tuple[str, ...] = ()
-    # Where an implicit ref came from ("GitHub Actions pull request (GITHUB_BASE_REF=main)",
-    # "settings.changed_from", ...): shown in headers and the report's changes.detected_by.
+    # Where an implicit ref came from ("settings.changed_from", ...), for the report.
     detected_by: str | None = None
 
     @property
@@ -121,21 +111,14 @@ class ChangeRequest(NamedTuple):
     all: bool = False
     # The files this run will write (reports, JUnit, digest): never changes.
     outputs: Sequence[str | os.PathLike[str]] = ()
-    # The caller runs a staged run's gates on the index when the work tree differs from it
-    # (``pushed.run_in_pushed_commit``): no partial staging to warn about.
+    # The gates run on the index itself (``pushed.run_in_pushed_commit``): nothing to warn of.
     index_apart: bool = False
 
 
-def compute_changes(
-    root: Path,
-    request: ChangeRequest | None = None,
-    *,
-    settings_changed_from: str = "",
-    environ: Mapping[str, str] | None = None,
-    cwd: Path | None = None,
-) -> ChangeSet:
-    """The change set for a project rooted at ``root``: the first source that applies (docs:
-    The change set), without the package's own files (``without_own_files``)."""
+def compute_changes(root: Path, request: ChangeRequest | None = None, *,
+                    settings_changed_from: str = "", environ: Mapping[str, str] | None = None,
+                    cwd: Path | None = None) -> ChangeSet:
+    """The change set of the first source that applies, without the package's own files."""
     request = request or ChangeRequest()
     env = os.environ if environ is None else environ
     cwd = cwd or Path.cwd()
@@ -161,15 +144,13 @@ def _compute(root: Path, request: ChangeRequest, settings_changed_from: str,
         return _range(root, from_ref, to_ref)
     if env.get("PRE_COMMIT") == "1":
         if env.get("PRE_COMMIT_REMOTE_BRANCH"):
-            # A pre-push of history the remote has no base for (a first push): pre-commit
-            # passes no range and means every file; "staged" would be empty and let it through.
+            # A first push has no range and means every file: "staged" would let it through.
             return ChangeSet(SOURCE_ALL)
         staged = _staged(root, warn_partial=False)
         if staged.files:
             return staged
-        # Nothing staged and no range: ``pre-commit run --all-files`` (pre-commit.ci, tox),
-        # which tells hooks nothing about "all files". Checking the empty staged change would
-        # run no gate and print "Passed"; every gate is what such a run asks for.
+        # ``pre-commit run --all-files`` says nothing of "all files": the empty staged change
+        # would run no gate and print "Passed".
         return ChangeSet(SOURCE_ALL, warnings=(NOTHING_STAGED,))
     base = detect_change_base(env)
     if base is None and settings_changed_from:
@@ -184,39 +165,35 @@ def _compute(root: Path, request: ChangeRequest, settings_changed_from: str,
 
 
 def all_files(root: Path) -> tuple[str, ...]:
-    """Every tracked file under ``root`` (all files when it is not in a git repository)."""
+    """Every tracked file under ``root`` (every file, hidden directories aside, outside git)."""
     try:
         out = git_output(root, "ls-files", "-z", "--cached", "--", ".")
     except ChangeSetError as exc:
         if "not in a git repository" not in str(exc):
             raise  # a git that fails is not a reason to guess
-        return tuple(sorted(walk_files(root)))
-    return tuple(sorted(_names(out)))
+        return tuple(sorted(_walk_files(root)))
+    return tuple(sorted(os.fsdecode(item) for item in out.split(b"\0") if item))
 
 
-def walk_files(root: Path) -> Iterable[str]:
-    """Every file under ``root`` (hidden directories skipped), as POSIX relative paths."""
+def _walk_files(root: Path) -> Iterable[str]:
     for directory, subdirs, names in os.walk(root):
         subdirs[:] = [d for d in subdirs if not d.startswith(".")]
         for name in names:
             yield Path(os.path.relpath(os.path.join(directory, name), root)).as_posix()
 
 
-def without_own_files(
-    changes: ChangeSet, root: Path, outputs: Iterable[str | os.PathLike[str]], cwd: Path
-) -> ChangeSet:
-    """``changes`` without what the package itself writes: anything under ``.git/``, this
-    run's ``outputs``, and the outputs of earlier runs still as they were written (see
-    ``state/outputs.py``), so that a report written in the work tree selects no gate."""
+def without_own_files(changes: ChangeSet, root: Path, outputs: Iterable[str | os.PathLike[str]],
+                      cwd: Path) -> ChangeSet:
+    """``changes`` without what the package writes: anything under ``.git/``, this run's
+    ``outputs`` and earlier runs' still as written (``state/outputs.py``)."""
     if not changes.files:
         return changes
     from pytest_verifygate.state.outputs import in_git_dir, own_files
 
-    warnings: list[str] = []  # a record of outputs that had to be ignored
+    warnings: list[str] = []
     own = own_files(root, outputs, cwd, warnings)
     changes = changes._replace(warnings=(*changes.warnings, *warnings))
-    # Git never lists its own directory; only paths named by the user can be in it (one
-    # search over them all: a list of 100,000 names is checked in milliseconds).
+    # Git never lists its own directory: only paths the user names can be in it.
     named = changes.source == SOURCE_FILES and ".git/" in "\0".join(changes.files)
     if not own and not named:
         return changes
@@ -234,10 +211,8 @@ class ChangeBase(NamedTuple):
 
 
 def detect_change_base(environ: Mapping[str, str]) -> ChangeBase | None:
-    """The change base this environment names, or None: ``VERIFYGATE_CHANGED_FROM`` (set on
-    purpose, so it wins), a GitHub Actions pull request's ``GITHUB_BASE_REF`` (as the
-    ``origin/<branch>`` actions/checkout creates), a GitLab merge request's
-    ``CI_MERGE_REQUEST_DIFF_BASE_SHA``."""
+    """The change base this environment names, or None, in the order of ``*_ENV`` above
+    (``VERIFYGATE_CHANGED_FROM`` is set on purpose, so it wins)."""
     ref = environ.get(CHANGED_FROM_ENV, "").strip()
     if ref:
         return ChangeBase(ref, CHANGED_FROM_ENV)
@@ -264,8 +239,7 @@ def detect_change_base(environ: Mapping[str, str]) -> ChangeBase | None:
 
 
 def _explicit(root: Path, paths: Sequence[str], cwd: Path) -> ChangeSet:
-    """Paths as the user named them, relative to ``cwd``, made relative to the project root;
-    the common case (a relative path under the root) is plain string work, for 100,000 paths."""
+    """Paths named relative to ``cwd``, made relative to the root (there may be 100,000)."""
     files: list[str] = []
     real_cwd = os.path.realpath(cwd)
     prefixes = {os.path.join(os.path.realpath(root), ""), os.path.join(str(root), "")}
@@ -288,8 +262,6 @@ def _explicit(root: Path, paths: Sequence[str], cwd: Path) -> ChangeSet:
 
 
 def _staged(root: Path, *, warn_partial: bool) -> ChangeSet:
-    # Given no commit to compare with, ``diff --cached`` compares the index with HEAD, or with
-    # nothing before the first commit: one git call either way.
     files, deleted = _commit_changes(root, _parse_raw(git_output(root, *STAGED_DIFF)))
     warnings: tuple[str, ...] = ()
     if warn_partial and files:
@@ -304,21 +276,18 @@ def _staged(root: Path, *, warn_partial: bool) -> ChangeSet:
     return ChangeSet(SOURCE_STAGED, _unique(files), frozenset(deleted), warnings=warnings)
 
 
-def _since_ref(
-    root: Path, ref: str, *, source: str = SOURCE_REF, fetch_hint: str | None = None
-) -> ChangeSet:
+def _since_ref(root: Path, ref: str, *, source: str = SOURCE_REF,
+               fetch_hint: str | None = None) -> ChangeSet:
     warnings: tuple[str, ...] = ()
     if ref == "HEAD":
-        # Before the first commit there is no HEAD: every file is new, so compare against the
-        # empty tree (``--changed-from HEAD`` and the agent hook work in a fresh repository).
+        # Before the first commit every file is new.
         base = "HEAD" if head_commit(root) is not None else empty_tree(root)
     else:
         _verify_ref(root, ref, fetch_hint=fetch_hint)
         merge_base = _merge_base(root, ref, fetch_hint=fetch_hint)
         base = merge_base or empty_tree(root)
         if merge_base is None:
-            # Histories that never met (``git checkout --orphan``): nothing is shared, so
-            # every file is a change; never "nothing changed".
+            # Histories that never met (``git checkout --orphan``): every file is a change.
             warnings = (f"warning: {ref!r} and HEAD share no history: every file counts as "
                         "changed",)
     files, deleted = worktree_changes(root, base)
@@ -334,17 +303,17 @@ def _range(root: Path, from_ref: str, to_ref: str) -> ChangeSet:
 
 
 def worktree_changes(root: Path, base: str) -> tuple[list[str], set[str]]:
-    """The files in the work tree that differ from commit or tree ``base`` (untracked ones,
-    hidden edits and submodules' files included), and of those the deleted ones."""
-    top, out, listing = _git_together(root, TOP_LEVEL, (*DIFF, base, "--"),
-                                      (*LISTING, *UNTRACKED))
+    """The work tree's files that differ from commit or tree ``base`` (untracked ones, hidden
+    edits, submodules' files), and the deleted ones of them."""
+    top = git_output(root, *TOP_LEVEL)
+    out = git_output(root, *DIFF, base, "--")
+    listing = git_output(root, *LISTING, *UNTRACKED)
     check_work_tree(root, top)
     entries = _parse_raw(out)
     _, untracked, flagged = _read_listing(listing)
     hidden, removed = hidden_edits(root, flagged)
     files = [*(entry.path for entry in entries), *untracked, *hidden]
-    # What git calls deleted but is on the disk (untracked since, ``git rm --cached``) is
-    # there for the gates to read: not deleted.
+    # Deleted for git but on the disk (``git rm --cached``): there for the gates to read.
     deleted = {entry.path for entry in entries
                if entry.status == "D" and not os.path.lexists(root / entry.path)}
     deleted.update(removed)
@@ -352,9 +321,7 @@ def worktree_changes(root: Path, base: str) -> tuple[list[str], set[str]]:
         if GITLINK in (entry.old_mode, entry.new_mode) and (root / entry.path / ".git").exists():
             inner = root / entry.path
             inner_base = entry.old_oid if entry.old_mode == GITLINK else empty_tree(inner)
-            sub_files, sub_deleted = worktree_changes(inner, inner_base)
-            files += _prefixed(entry.path, sub_files)
-            deleted |= set(_prefixed(entry.path, sub_deleted))
+            _add_inner(files, deleted, entry.path, worktree_changes(inner, inner_base))
     return files, deleted
 
 
@@ -362,11 +329,8 @@ def unstaged_files(root: Path, top: bytes | None = None) -> list[str]:
     """The tracked files whose content in the work tree differs from the index, hidden edits
     included and submodules aside, as pre-commit's stash leaves them (``top``: what
     ``TOP_LEVEL`` printed in ``root``, if read)."""
-    if top is None:
-        top, listing = _git_together(root, TOP_LEVEL, (*LISTING, "--modified"))
-    else:
-        listing = git_output(root, *LISTING, "--modified")
-    check_work_tree(root, top)
+    check_work_tree(root, git_output(root, *TOP_LEVEL) if top is None else top)
+    listing = git_output(root, *LISTING, "--modified")
     modified, _, flagged = _read_listing(listing)
     return [*modified, *hidden_edits(root, flagged)[0]]
 
@@ -381,7 +345,7 @@ class _Flagged(NamedTuple):
 
 def _read_listing(listing: bytes) -> tuple[list[str], list[str], dict[str, _Flagged]]:
     """Of a ``LISTING``: the modified files (submodules aside), the untracked ones and the
-    flagged entries. Only records not tagged "H" are parsed (100,000 entries: ~2 ms)."""
+    flagged entries; records tagged "H" are skipped unparsed (there may be 100,000)."""
     modified: list[str] = []
     untracked: list[str] = []
     flagged: dict[str, _Flagged] = {}
@@ -402,8 +366,7 @@ def _read_listing(listing: bytes) -> tuple[list[str], list[str], dict[str, _Flag
 
 
 def hidden_edits(root: Path, flagged: Mapping[str, _Flagged]) -> tuple[list[str], list[str]]:
-    """Of the ``flagged`` entries (edits git is told not to see), those whose file differs
-    from the index, and of those the absent ones."""
+    """Of the ``flagged`` entries, those whose file differs, and the absent ones of them."""
     suspects: dict[str, str] = {}
     changed: list[str] = []
     removed: list[str] = []
@@ -423,8 +386,7 @@ def hidden_edits(root: Path, flagged: Mapping[str, _Flagged]) -> tuple[list[str]
             suspects[path] = entry.oid
         elif not (stat.S_ISLNK(info.st_mode) and entry.mode == SYMLINK
                   and _link_id(root / path, entry.oid) == entry.oid):
-            # Never opened: a link is read as what it says, anything else (a FIFO would
-            # block git) is a change.
+            # Never opened (a FIFO would block git): a link is read as what it says.
             changed.append(path)
     # Hashed by git as ``git add`` would (its filters, line endings), 500 paths per call.
     paths = list(suspects)
@@ -445,8 +407,7 @@ def blob_id(data: bytes, algorithm: str) -> str:
 
 
 def _link_id(link: Path, oid: str) -> str:
-    """Git's id of a link's target text, in ``oid``'s hash; empty when the link cannot be
-    read (gone since: a change)."""
+    """Git's id of a link's target text in ``oid``'s hash; empty when it is gone since."""
     try:
         target = os.readlink(os.fsencode(link))
     except OSError:
@@ -455,8 +416,7 @@ def _link_id(link: Path, oid: str) -> str:
 
 
 def _commit_changes(root: Path, entries: "list[_Entry]") -> tuple[list[str], set[str]]:
-    """Files and deletions of a diff between commits (or a commit and the index), with what
-    changed inside each submodule between the two commits it records."""
+    """Files and deletions of a diff between commits or the index, submodules' included."""
     files = [entry.path for entry in entries]
     deleted = {entry.path for entry in entries if entry.status == "D"}
     for entry in entries:
@@ -469,19 +429,19 @@ def _commit_changes(root: Path, entries: "list[_Entry]") -> tuple[list[str], set
         except ChangeSetError as exc:
             raise ChangeSetError(f"submodule {entry.path}: {exc} (its commits are not "
                                  "here: git submodule update --init --recursive)") from None
-        sub_files, sub_deleted = _commit_changes(inner, _parse_raw(out))
-        files += _prefixed(entry.path, sub_files)
-        deleted |= set(_prefixed(entry.path, sub_deleted))
+        _add_inner(files, deleted, entry.path, _commit_changes(inner, _parse_raw(out)))
     return files, deleted
 
 
-def _prefixed(directory: str, paths: Iterable[str]) -> list[str]:
-    return [f"{directory}/{path}" for path in paths]
+def _add_inner(files: list[str], deleted: set[str], directory: str,
+               inner: tuple[list[str], set[str]]) -> None:
+    files += [f"{directory}/{path}" for path in inner[0]]
+    deleted.update(f"{directory}/{path}" for path in inner[1])
 
 
 def check_work_tree(root: Path, top_line: bytes) -> None:
-    """Raise unless git's work tree (``top_line``: what ``rev-parse --show-toplevel`` prints
-    first) is ``root`` or holds it: git would answer about another checkout than this one."""
+    """Raise unless git's work tree (``top_line``, from ``TOP_LEVEL``) is ``root`` or holds it:
+    git would answer about another checkout."""
     top = os.fsdecode(top_line.partition(b"\n")[0])
     real_root, real_top = os.path.realpath(root), os.path.realpath(top) if top else ""
     if not real_top or os.path.commonpath([real_root, real_top]) != real_top:
@@ -491,8 +451,6 @@ def check_work_tree(root: Path, top_line: bytes) -> None:
 
 
 class _Entry(NamedTuple):
-    """One entry of ``git diff --raw -z``."""
-
     path: str
     status: str
     old_mode: str
@@ -502,62 +460,36 @@ class _Entry(NamedTuple):
 
 
 def git_output(root: Path, *args: str, environ: Mapping[str, str] | None = None) -> bytes:
-    """What ``git <args>`` run in ``root`` (as ``GIT`` says, stdin closed) prints on stdout;
-    a one-line ``ChangeSetError`` when git cannot run or fails."""
-    return _finish_git(root, _start_git(root, *args, environ=environ))
+    """What ``git <args>`` run in ``root`` prints; ``ChangeSetError`` when it cannot or fails."""
+    return _checked(root, args, _run_git(root, args, environ))
 
 
 def git_answer(root: Path, *args: str) -> bytes | None:
     """``git_output``, or None when git says no without an error (exit status 1, nothing on
     stderr: ``rev-parse --verify --quiet`` of a missing ref); other failures raise."""
-    process = _start_git(root, *args)
-    with process:
-        stdout, stderr = process.communicate()
-    if process.returncode == 1 and not stderr.strip():
+    process = _run_git(root, args)
+    if process.returncode == 1 and not process.stderr.strip():
         return None
-    return _checked(root, process, stdout, stderr)
+    return _checked(root, args, process)
 
 
-def _git_together(root: Path, *reads: Sequence[str]) -> tuple[bytes, ...]:
-    """Independent git reads at once rather than one after the other (every commit and agent
-    stop waits for them); errors as ``git_output`` reports them, the first one's first."""
-    running: list[subprocess.Popen[bytes]] = []
+def _run_git(root: Path, args: Sequence[str], environ: Mapping[str, str] | None = None
+             ) -> subprocess.CompletedProcess[bytes]:
     try:
-        for args in reads:
-            running.append(_start_git(root, *args))
-        return tuple(_finish_git(root, process) for process in running)
-    finally:
-        for process in running:  # those after a failure, reaped quietly
-            with process:
-                process.communicate()
-
-
-def _start_git(root: Path, *args: str, environ: Mapping[str, str] | None = None
-               ) -> subprocess.Popen[bytes]:
-    try:
-        return subprocess.Popen([*GIT, *args], cwd=root,
-                                env={**os.environ, "GIT_GRAFT_FILE": os.devnull,
-                                     **(environ or {})},
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
+        return subprocess.run([*GIT, *args], cwd=root, capture_output=True,
+                              env={**os.environ, "GIT_GRAFT_FILE": os.devnull, **(environ or {})},
+                              stdin=subprocess.DEVNULL, check=False)
     except FileNotFoundError:
         raise ChangeSetError("git is not installed or not on PATH") from None
     except OSError as exc:  # not executable, no such directory: still one line, not a trace
         raise ChangeSetError(f"cannot run git in {root}: {exc.strerror or exc}") from None
 
 
-def _finish_git(root: Path, process: subprocess.Popen[bytes]) -> bytes:
-    with process:
-        stdout, stderr = process.communicate()
-    return _checked(root, process, stdout, stderr)
-
-
-def _checked(root: Path, process: subprocess.Popen[bytes], stdout: bytes,
-             stderr_bytes: bytes) -> bytes:
-    """``stdout`` of a git that exited with status 0, else a one-line ``ChangeSetError``."""
+def _checked(root: Path, args: Sequence[str], process: subprocess.CompletedProcess[bytes]
+             ) -> bytes:
     if process.returncode == 0:
-        return stdout
-    stderr = stderr_bytes.decode("utf-8", "replace")
+        return process.stdout
+    stderr = process.stderr.decode("utf-8", "replace")
     message = stderr.strip().splitlines()
     first = message[0] if message else f"exit status {process.returncode}"
     # Outside a repository, ``git diff`` turns into ``git diff --no-index`` and rejects
@@ -567,10 +499,10 @@ def _checked(root: Path, process: subprocess.Popen[bytes], stdout: bytes,
             f"{root} is not in a git repository, so no change set can be computed "
             "(verifygate run and pytest take explicit files or all gates instead)"
         )
-    args = list(process.args)[len(GIT):]  # type: ignore[arg-type]
-    while args[:1] == ["-c"]:  # a setting for this call: the command comes after
-        args = args[2:]
-    command = args[0] if args else "git"
+    words = list(args)
+    while words[:1] == ["-c"]:  # a setting for this call: the command comes after
+        words = words[2:]
+    command = words[0] if words else "git"
     raise ChangeSetError(f"git {command!s} failed: {first}")
 
 
@@ -598,13 +530,12 @@ def _verify_ref(root: Path, ref: str, *, fetch_hint: str | None = None) -> None:
 
 
 def _merge_base(root: Path, ref: str, *, fetch_hint: str | None = None) -> str | None:
-    """The merge-base of ``ref`` and HEAD; None when the histories never met, an error when
-    a shallow clone cannot tell."""
+    """The merge-base of ``ref`` and HEAD; None when the histories never met."""
     found = git_answer(root, "merge-base", "--end-of-options", ref, "HEAD")
     if found is not None:
         return found.decode().strip()
     if git_output(root, "rev-parse", "--is-shallow-repository").strip() == b"true":
-        # Never fall back to a guess: without the merge-base the selection would be wrong.
+        # Never a guess: without the merge-base the selection would be wrong.
         hint = fetch_hint or (
             "fetch more history (`git fetch --deepen=200` or `git fetch --unshallow`; in "
             "CI clone it whole: actions/checkout `fetch-depth: 0`, GitLab `GIT_DEPTH: 0`)"
@@ -615,7 +546,7 @@ def _merge_base(root: Path, ref: str, *, fetch_hint: str | None = None) -> str |
 
 
 def _parse_raw(out: bytes) -> list[_Entry]:
-    """Parse ``git diff --raw -z``: ``:<modes> <ids> <status>`` and the path alternate."""
+    """``git diff --raw -z``: ``:<modes> <ids> <status>`` and the path alternate."""
     fields = out.split(b"\0")
     entries: list[_Entry] = []
     for meta, raw_path in zip(fields[0::2], fields[1::2], strict=False):
@@ -625,10 +556,6 @@ def _parse_raw(out: bytes) -> list[_Entry]:
             entries.append(_Entry(os.fsdecode(raw_path), status[:1], old_mode, new_mode,
                                   old_oid, new_oid))
     return entries
-
-
-def _names(out: bytes) -> list[str]:
-    return [os.fsdecode(item) for item in out.split(b"\0") if item]
 
 
 def _unique(files: Iterable[str]) -> tuple[str, ...]:

@@ -1,12 +1,10 @@
-"""What a cached gate reads: the project's files matching its patterns, and their fingerprint,
-the content side of the result cache's key (docs: The result cache).
-
-Git's own blob ids name the tracked files git vouches for; every other file is hashed here in
-git's blob format. What cannot be hashed raises ``OSError``, and the gate runs uncached.
+"""The fingerprint of the files a cached gate reads, the content side of the result cache's key:
+git's blob ids where git vouches for a file, else hashed here; ``OSError`` when one cannot be.
 
 PYTEST_DONT_REWRITE
 """
 
+import errno
 import functools
 import hashlib
 import os
@@ -28,16 +26,15 @@ from pytest_verifygate.git.changes import (
 )
 
 READ_SIZE = 1 << 20
-# Files hashed in a directory walked here (an ignored directory a pattern names, a linked
-# directory); past this the gate is not cached: walking and hashing it would cost more.
+# Past these the gate is not cached: files walked in a directory git does not list (ignored,
+# linked), and the size of one file (hashing would cost more than the cache saves).
 MAX_WALKED_FILES = 10_000
-# Past this a file is not hashed and the gate not cached: hashing it costs seconds every run.
 MAX_HASHED_BYTES = 1 << 30
 _DELETED = "deleted"
 _NO_REPOSITORY = "not in a git repository"
 _GLOB = frozenset("*?[\\")
 _SPECIAL = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"),
-            (stat.S_ISBLK, "a device"))  # what a file that is not regular is called
+            (stat.S_ISBLK, "a device"))
 
 
 class _Listing(NamedTuple):
@@ -50,8 +47,7 @@ class _Listing(NamedTuple):
 
 
 class RepoFiles:
-    """The project's files (POSIX paths relative to ``root``), listed once per plan: git's ids
-    where git vouches for them, hashes else."""
+    """The project's files (POSIX paths relative to ``root``), listed once per plan."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -60,8 +56,7 @@ class RepoFiles:
         self._unhashable: dict[str, OSError] = {}  # and those that could not be
 
     def digest(self, patterns: tuple[str, ...] | None) -> str:
-        """A fingerprint of the content of the files matching ``patterns`` (None: every file);
-        ``OSError``, naming the file and why, when one cannot be hashed."""
+        """A fingerprint of the files matching ``patterns`` (None: every file)."""
         if patterns not in self._digests:
             paths = self.paths() if patterns is None else self._matching(patterns)
             self._digests[patterns] = self._digest(paths)
@@ -79,8 +74,7 @@ class RepoFiles:
         digest = hashlib.sha256()
         for path in paths:
             identity = self.identity(path)
-            # Deleted in the work tree only: keyed as when the deletion is staged or
-            # committed (the path absent), so a pass before ``git add`` holds after it.
+            # Keyed as when the deletion is staged, so a pass before ``git add`` holds after it.
             if identity != _DELETED:
                 digest.update(os.fsencode(path) + b"\0" + identity.encode() + b"\n")
         return digest.hexdigest()
@@ -90,15 +84,14 @@ class RepoFiles:
         return _list_files(self.root)
 
     def identity(self, path: str) -> str:
-        """``"<mode> <oid>"`` of one file (its content as git would name it), or ``deleted``."""
+        """``"<mode> <oid>"`` of one file as git would name it, or ``deleted``."""
         identity = self._listing.ids.get(path) or self._hashed.get(path)
         if identity is None:
             identity = self._hashed[path] = self._identity(path)
         return identity
 
     def _matching(self, patterns: tuple[str, ...]) -> list[str]:
-        """The files ``patterns`` match, and the directories git does not look into that they
-        may reach: submodules, and links to directories (git lists the link alone)."""
+        """The files ``patterns`` match, and the submodules and linked directories they reach."""
         from pytest_verifygate.patterns import match_files
 
         listing = self._listing
@@ -108,13 +101,11 @@ class RepoFiles:
         # Git's listing names tracked links by their mode; untracked and ignored ones are
         # looked at, only where a pattern may reach into them.
         for path in (*listing.links, *listing.others, *ignored):
-            if path not in matched and _may_reach(patterns, path) and self._linked_dir(path):
+            full = self.root / path
+            if (path not in matched and _may_reach(patterns, path) and os.path.islink(full)
+                    and os.path.isdir(full)):
                 reached.add(path)
         return sorted(matched | reached)
-
-    def _linked_dir(self, path: str) -> bool:
-        full = self.root / path
-        return os.path.islink(full) and os.path.isdir(full)
 
     def _identity(self, path: str) -> str:
         if path in self._unhashable:
@@ -124,17 +115,14 @@ class RepoFiles:
                 # What is checked out and edited there, not the commit the superproject records.
                 return f"{GITLINK} {RepoFiles(self.root / path).digest(None)}"
             return _file_id(self.root / path, self._listing.algorithm)
-        except _Located as exc:  # met under a linked directory: named from the root
-            failure = OSError(f"{Path(os.path.relpath(exc.where, self.root)).as_posix()}: "
-                              f"{exc.reason}")
-        except OSError as exc:
-            failure = OSError(f"{path}: {exc.strerror or exc}")
+        except OSError as exc:  # the file it names may lie under a linked directory
+            where = path if exc.filename is None else os.path.relpath(exc.filename, self.root)
+            failure = OSError(f"{Path(where).as_posix()}: {exc.strerror or exc}")
         self._unhashable[path] = failure
         raise failure
 
     def _ignored_files(self, patterns: tuple[str, ...]) -> list[str]:
-        """Ignored files git lists one by one, and the files of ignored directories that one
-        of ``patterns`` names by its path."""
+        """Ignored files, and the files of ignored directories one of ``patterns`` names."""
         files = [item for item in self._ignored if not item.endswith("/")]
         for directory in (item for item in self._ignored if item.endswith("/")):
             if any(_names(pattern, directory) for pattern in patterns):
@@ -171,8 +159,7 @@ def _names(pattern: str, directory: str) -> bool:
 
 
 def _may_reach(patterns: tuple[str, ...], directory: str) -> bool:
-    """Whether any of ``patterns`` could match a path inside ``directory`` (a submodule):
-    when in doubt, yes, so that the gate is keyed by what it may read there."""
+    """Whether any of ``patterns`` could match a path inside ``directory`` (in doubt, yes)."""
     inside = f"{directory}/"
     for pattern in patterns:
         if pattern.startswith("!"):
@@ -188,8 +175,7 @@ def _may_reach(patterns: tuple[str, ...], directory: str) -> bool:
 
 
 def _list_files(root: Path) -> _Listing:
-    # One read-only call, no index lock (records as ``changes.LISTING`` says; "M" for an
-    # unmerged entry).
+    # One read-only call, no index lock.
     try:
         check_work_tree(root, git_output(root, *TOP_LEVEL))
         # With the mode seen on disk: under ``core.fileMode=false`` git would vouch for a
@@ -224,10 +210,8 @@ def _list_files(root: Path) -> _Listing:
             gitlinks.add(path)
         elif mode == SYMLINK:
             links.add(path)
-        # Only "H" at stage 0 is a file git checked: modified (a file only touched may be
-        # listed too), deleted, in conflict, marked skip-worktree or assume-unchanged, a
-        # submodule or a link (git's id names its target, not what is there), its content
-        # is read here.
+        # Only "H" at stage 0 is a file git checked; anything else (modified, in conflict,
+        # flagged, a submodule, a link: git's id names its target) is read here.
         if tag != b"H" or stage_number != "0" or mode in (GITLINK, SYMLINK):
             dirty.add(path)
         else:
@@ -239,8 +223,7 @@ def _list_files(root: Path) -> _Listing:
 
 
 def _files_under(top: Path) -> Iterator[str]:
-    """Every file under ``top`` (hidden directories skipped), as POSIX relative paths; a link
-    to a directory is listed as a file, to be hashed as what it points to."""
+    """Every file under ``top`` (hidden directories skipped), a link to a directory as one."""
     for directory, subdirs, names in os.walk(top):
         linked = [name for name in subdirs if os.path.islink(os.path.join(directory, name))]
         subdirs[:] = [name for name in subdirs if not name.startswith(".") and name not in linked]
@@ -249,8 +232,7 @@ def _files_under(top: Path) -> Iterator[str]:
 
 
 def _file_id(full: Path, algorithm: str) -> str:
-    """``"<mode> <oid>"`` as git would record the file now (an id git would give it); for a
-    link, followed by what it resolves to."""
+    """``"<mode> <oid>"`` as git would record the file now; a link's with what it leads to."""
     try:
         info = os.lstat(full)
     except FileNotFoundError:
@@ -264,8 +246,7 @@ def _file_id(full: Path, algorithm: str) -> str:
 
 
 def _content_id(full: Path, info: os.stat_result, algorithm: str) -> str:
-    """``"<mode> <oid>"`` of the regular file ``full`` (``info`` its ``stat``); ``OSError``
-    for anything else, unopened, or for a file too large to hash."""
+    """``"<mode> <oid>"`` of the regular file ``full``; else ``OSError``, unopened."""
     if not stat.S_ISREG(info.st_mode):
         kind = next((kind for test, kind in _SPECIAL if test(info.st_mode)), "not a file")
         raise OSError(f"{kind}, not read")
@@ -289,19 +270,9 @@ def _content_id(full: Path, info: os.stat_result, algorithm: str) -> str:
     return f"{mode} {digest.hexdigest()}"
 
 
-class _Located(OSError):
-    """Why a file reached through a linked directory cannot be hashed, and which file."""
-
-    def __init__(self, where: Path, reason: str) -> None:
-        super().__init__(reason)
-        self.where = where
-        self.reason = reason
-
-
 def _resolved(link: Path, algorithm: str) -> str:
     """The identity of what ``link`` points to: a file's content, a directory's files (links
-    in it followed the same way, ``.git`` aside), or ``missing``; at most ``MAX_WALKED_FILES``
-    files, and no loop."""
+    followed the same way, ``.git`` aside, no loop), or ``missing``."""
     files = 0
 
     def target(path: Path, inside: frozenset[tuple[int, int]]) -> str:
@@ -316,7 +287,8 @@ def _resolved(link: Path, algorithm: str) -> str:
         if not stat.S_ISDIR(info.st_mode):
             files += 1
             if files > MAX_WALKED_FILES:
-                raise _Located(link, f"leads to more than {MAX_WALKED_FILES} files")
+                raise OSError(errno.EFBIG, f"leads to more than {MAX_WALKED_FILES} files",
+                              str(link))
             return _content_id(path, info, algorithm)
         node = (info.st_dev, info.st_ino)
         if node in inside:
@@ -335,9 +307,9 @@ def _resolved(link: Path, algorithm: str) -> str:
             if stat.S_ISLNK(info.st_mode):
                 return f"link {os.readlink(path)!r} -> {target(path, inside)}"
             return content(path, info, inside)
-        except _Located:
-            raise
         except OSError as exc:
-            raise _Located(path, exc.strerror or str(exc)) from exc
+            if exc.filename is not None:  # names its file already
+                raise
+            raise OSError(errno.EIO, exc.strerror or str(exc), str(path)) from exc
 
     return target(link, frozenset())

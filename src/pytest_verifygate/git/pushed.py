@@ -1,10 +1,6 @@
-"""What a commit or a push would record, checked instead of the work tree when they differ.
-
-Under pre-commit's ``pre-push`` stage the change set is the pushed range, and under
-``--staged`` or pre-commit's commit hook it is the index, but the gates read the work tree:
-an uncommitted fix would hide a broken commit. When the work tree differs, the gates run on
-the pushed commit (or the index over HEAD) checked out in a temporary ``git worktree``, which
-is removed again on every way out (docs: Using pre-commit).
+"""What a push or a commit would record, checked out in a temporary ``git worktree`` when the
+work tree differs from it: an uncommitted fix must not hide a broken commit (docs: Using
+pre-commit).
 
 PYTEST_DONT_REWRITE
 """
@@ -13,7 +9,7 @@ import contextlib
 import os
 import re
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -31,63 +27,55 @@ from pytest_verifygate.git.changes import (
     without_own_files,
     worktree_changes,
 )
+from pytest_verifygate.state.storage import process_alive
 
 if TYPE_CHECKING:
     import argparse
 
-# Named after the process that made it, so that a later run can tell a worktree left by a
-# killed run (its process is gone) from one in use.
+# Named after the process that made it: a later run removes one whose process is gone.
 TEMP_PREFIX = "verifygate-push-"
-_TEMP_NAME = re.escape(TEMP_PREFIX) + r"(\d+)-"  # compiled on first use: only pushes need it
-# Where a repository is, for git: set by git for some hooks, they would point every git command
-# run in the temporary worktree (ours and the gates') back at the work tree.
+_TEMP_NAME = re.escape(TEMP_PREFIX) + r"(\d+)-"
+# Set by git for some hooks: they would point every git command in the temporary worktree
+# (ours and the gates') back at the work tree.
 _LOCATION_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")
 
 
 class PushedCommit(NamedTuple):
-    """The commit a push sends, in the repository whose top level is ``top``; or, with
-    ``staged_tree``, the index of a staged run over the commit it will follow."""
+    """The commit a push sends; or, with ``staged_tree``, the index over the commit it follows."""
 
     top: Path
     commit: str
-    # The current directory relative to ``top`` ("" at the top), to start from the same place.
-    prefix: str
-    # The index as a tree: checked out, and made the checkout's index, over ``commit``.
+    prefix: str  # the current directory relative to ``top``
     staged_tree: str | None = None
 
 
-def pushed_commit(environ: Mapping[str, str] | None = None, cwd: Path | None = None,
-                  outputs: Sequence[str] = ()) -> PushedCommit | None:
+def pushed_commit(outputs: Sequence[str]) -> PushedCommit | None:
     """The pushed commit, when pre-commit names one and the work tree differs from it other
-    than by the package's own files (``outputs``: this run's reports, relative to ``cwd``)."""
-    env = os.environ if environ is None else environ
+    than by the package's own files (``outputs``: this run's reports)."""
+    env = os.environ
     # PRE_COMMIT_LOCAL_BRANCH: the first push of a new history, which has no range.
     ref = env.get("PRE_COMMIT_TO_REF") if env.get("PRE_COMMIT_FROM_REF") else None
     if not ref and env.get("PRE_COMMIT") == "1" and env.get("PRE_COMMIT_REMOTE_BRANCH"):
         ref = env.get("PRE_COMMIT_LOCAL_BRANCH")
     if not ref or ref.startswith("-"):
         return None
-    here = cwd or Path.cwd()
+    here = Path.cwd()
     _, top, prefix = _locate(here)
     try:
         commit = git_output(top, "rev-parse", "--verify", "--quiet", "--end-of-options",
                             f"{ref}^{{commit}}").decode().strip()
     except ChangeSetError:
         raise ChangeSetError(f"the pushed ref {ref!r} is not a commit in {top}") from None
-    # Every difference the change set would see (untracked files, edits git is told to
-    # ignore, submodules), the package's own outputs aside.
     files, _ = worktree_changes(top, commit)
     if not without_own_files(ChangeSet(SOURCE_REF, tuple(files)), top, outputs, here).files:
         return None
     return PushedCommit(top, commit, prefix)
 
 
-def staged_content(environ: Mapping[str, str] | None = None, cwd: Path | None = None, *,
-                   staged: bool = False) -> PushedCommit | None:
-    """The index of a staged run (``--staged``, or pre-commit's commit hook with something
-    staged), when a tracked file differs from it: an edit git is told not to look at
-    included, which pre-commit's own stash of unstaged changes misses."""
-    env = os.environ if environ is None else environ
+def staged_content(cwd: Path | None = None, *, staged: bool = False) -> PushedCommit | None:
+    """The index of a staged run (``--staged``, or pre-commit's commit hook), when a tracked
+    file differs from it: hidden edits included, which pre-commit's own stash misses."""
+    env = os.environ
     if not staged and not (env.get("PRE_COMMIT") == "1" and not env.get("PRE_COMMIT_FROM_REF")
                            and not env.get("PRE_COMMIT_REMOTE_BRANCH")):
         return None
@@ -96,8 +84,7 @@ def staged_content(environ: Mapping[str, str] | None = None, cwd: Path | None = 
     if not unstaged_files(top, located if os.path.samefile(top, here) else None):
         return None
     if not staged and not git_output(here, *STAGED_DIFF):
-        # Nothing staged under pre-commit: ``pre-commit run --all-files``, which checks the
-        # work tree as it is (and stashes nothing); every gate runs there (``changes``).
+        # ``pre-commit run --all-files``: the work tree as it is (``changes``).
         return None
     return PushedCommit(top, _head_or_root(top), prefix, _index_tree(top))
 
@@ -124,8 +111,7 @@ def _index_tree(top: Path) -> str:
             raise ChangeSetError(f"cannot read the index {index}: {exc.strerror or exc}"
                                  ) from None
         try:
-            # On a copy: on the index itself, write-tree would take the lock the ``git
-            # commit`` whose hook this may be holds, and write the index back.
+            # On a copy: write-tree would take the lock the ``git commit`` running this holds.
             return git_output(top, "write-tree", environ={"GIT_INDEX_FILE": str(copy)}
                               ).decode().strip()
         except ChangeSetError as exc:
@@ -133,8 +119,7 @@ def _index_tree(top: Path) -> str:
 
 
 def _head_or_root(top: Path) -> str:
-    """HEAD's commit; before the first commit, a commit of the empty tree to stand for it
-    (an object nothing refers to, which git prunes in time)."""
+    """HEAD's commit; before the first commit, a commit of the empty tree (git prunes it)."""
     head = head_commit(top)
     if head is not None:
         return head
@@ -148,16 +133,14 @@ def _head_or_root(top: Path) -> str:
 
 @contextlib.contextmanager
 def temporary_worktree(top: Path, commit: str, tree: str | None = None) -> Iterator[Path]:
-    """``commit`` checked out (detached) in a new worktree in a private temp directory, with
-    ``tree`` read into its index and files if given; removed on every way out."""
+    """``commit`` (and ``tree`` over it) in a new private temporary worktree, always removed."""
     import tempfile
 
     _remove_abandoned(top)
     parent = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-"))
     path = parent / (top.name or "worktree")
     try:
-        # No checkout by ``worktree add``: it would run the repository's post-checkout hook
-        # (pre-commit's, say) inside a pre-push hook; ``reset --hard`` runs none.
+        # ``worktree add`` would run the repository's post-checkout hook; ``reset`` runs none.
         git_output(top, "worktree", "add", "--quiet", "--detach", "--no-checkout", str(path),
                    commit)
         git_output(path, "reset", "--quiet", "--hard", commit)
@@ -168,8 +151,7 @@ def temporary_worktree(top: Path, commit: str, tree: str | None = None) -> Itera
         try:
             _remove(top, path)
         except KeyboardInterrupt:
-            # Interrupted while removing: finish the job (``Interruptible`` ignores a second
-            # signal), then let the interruption end the run.
+            # Finish the job (``Interruptible`` ignores a second signal), then stop the run.
             _remove(top, path)
             raise
 
@@ -185,7 +167,6 @@ def _remove(top: Path, path: Path) -> None:
 
 
 def _remove_abandoned(top: Path) -> None:
-    """Remove the worktrees of ours whose run was killed before it could remove them."""
     try:
         listing = git_output(top, "worktree", "list", "--porcelain", "-z")
     except ChangeSetError:
@@ -195,14 +176,14 @@ def _remove_abandoned(top: Path) -> None:
             continue
         path = Path(os.fsdecode(field[len(b"worktree "):]))
         match = re.match(_TEMP_NAME, path.parent.name)
-        if match is not None and not _alive(int(match.group(1))) and _made_here(path.parent):
+        if (match is not None and not process_alive(int(match.group(1)))
+                and _made_here(path.parent)):
             _remove(top, path)
 
 
 def _made_here(parent: Path) -> bool:
-    """Whether ``parent`` can be a temp directory of ours: right in the temp directory, a
-    real directory, this user's and private (``mkdtemp``'s 0700). Anything that writes the
-    repository can write ``.git/worktrees``: a name alone never makes a directory ours."""
+    """Whether ``parent`` can be a temp directory of ours (right in the temp directory, this
+    user's, 0700): anything can write ``.git/worktrees``, so a name alone is not enough."""
     import stat
     import tempfile
 
@@ -215,22 +196,10 @@ def _made_here(parent: Path) -> bool:
             and stat.S_IMODE(info.st_mode) == 0o700)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):  # another user's process: not ours to judge
-        pass
-    return True
-
-
 @contextlib.contextmanager
 def run_in_pushed_commit(args: "argparse.Namespace") -> Iterator[PushedCommit | None]:
     """For ``verifygate run`` and ``list``: while entered, the run happens in the checkout of
-    what is committed or pushed (``pushed_commit``, ``staged_content``), said on stderr; the
-    reports still go to the user's directory and a ``--contract`` in the repository is read
-    from the checkout."""
+    what is committed or pushed; reports still go to the user's directory."""
     chosen = any(getattr(args, name, None) for name in
                  ("files", "files_from", "changed_from", "all"))
     staged = bool(getattr(args, "staged", False))
@@ -239,7 +208,7 @@ def run_in_pushed_commit(args: "argparse.Namespace") -> Iterator[PushedCommit | 
     pushed = None
     if not chosen:
         pushed = staged_content(staged=True) if staged else (
-            pushed_commit(outputs=outputs) or staged_content())
+            pushed_commit(outputs) or staged_content())
     if pushed is None:
         yield None
         return
@@ -250,32 +219,25 @@ def run_in_pushed_commit(args: "argparse.Namespace") -> Iterator[PushedCommit | 
         print("verifygate: the work tree differs from the index: checking the staged content "
               "in a temporary worktree", file=sys.stderr)
     here = Path.cwd()
-    # Without git's location variables before anything runs in the checkout: with GIT_DIR
-    # set, ``git reset --hard`` there would reset the work tree's repository instead.
-    with _environment_without(_LOCATION_VARIABLES), \
-            temporary_worktree(pushed.top, pushed.commit, pushed.staged_tree) as checkout:
-        for name in ("json", "junit"):
-            if getattr(args, name, None):
-                setattr(args, name, os.path.join(here, getattr(args, name)))
-        contract = getattr(args, "contract", None)
-        if contract and os.path.isabs(contract):
-            real = os.path.join(os.path.realpath(os.path.dirname(contract)),
-                                os.path.basename(contract))
-            inside = os.path.relpath(real, os.path.realpath(pushed.top))
-            if inside != ".." and not inside.startswith(f"..{os.sep}"):
-                args.contract = str(checkout / inside)
-        start = checkout / pushed.prefix
-        os.chdir(start if start.is_dir() else checkout)
-        try:
-            yield pushed
-        finally:
-            os.chdir(here)
-
-
-@contextlib.contextmanager
-def _environment_without(names: tuple[str, ...]) -> Iterator[None]:
-    removed = {name: os.environ.pop(name) for name in names if name in os.environ}
+    # With GIT_DIR set, ``git reset --hard`` would reset the work tree's repository instead.
+    removed = {name: os.environ.pop(name) for name in _LOCATION_VARIABLES if name in os.environ}
     try:
-        yield
+        with temporary_worktree(pushed.top, pushed.commit, pushed.staged_tree) as checkout:
+            for name in ("json", "junit"):
+                if getattr(args, name, None):
+                    setattr(args, name, os.path.join(here, getattr(args, name)))
+            contract = getattr(args, "contract", None)
+            if contract and os.path.isabs(contract):
+                real = os.path.join(os.path.realpath(os.path.dirname(contract)),
+                                    os.path.basename(contract))
+                inside = os.path.relpath(real, os.path.realpath(pushed.top))
+                if inside != ".." and not inside.startswith(f"..{os.sep}"):
+                    args.contract = str(checkout / inside)
+            start = checkout / pushed.prefix
+            os.chdir(start if start.is_dir() else checkout)
+            try:
+                yield pushed
+            finally:
+                os.chdir(here)
     finally:
         os.environ.update(removed)

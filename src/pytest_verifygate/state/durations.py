@@ -1,7 +1,6 @@
-"""How long each gate took in earlier runs (``<git dir>/verifygate/durations.json``, JSON that
-CI can share: ``{"version": 1, "durations": [[contract, gate, seconds], ...]}``), and the orders
-made from it: the weights shards are balanced by, and the longest gates started first. A file
-not of this shape is ignored with a warning, and replaced by the next run's record.
+"""How long each gate took in earlier runs (``<git dir>/verifygate/durations.json``:
+``{"version": 1, "durations": [[contract, gate, seconds], ...]}``), and the orders made from it:
+shards' weights and the longest gates first. A file not of this shape is ignored, with a warning.
 
 PYTEST_DONT_REWRITE
 """
@@ -25,18 +24,12 @@ if TYPE_CHECKING:
 
 FILE_NAME = "durations.json"
 VERSION = 1
-# Bounds: entries kept (most recently recorded first; a contract's removed gates are dropped
-# when it records) and the size of a file that is read at all.
 MAX_ENTRIES = 2000
 MAX_FILE_BYTES = 1 << 20
-# What a gate no earlier run measured counts as, when no gate of its contract was measured
-# either: with no file at all every gate weighs the same, and shards split by count.
-DEFAULT_SECONDS = 1.0
-# A new measurement within this much of the recorded one is not written: a commit's run of
-# unchanged gates then leaves the file alone (absolute seconds, or relative to the old value).
+DEFAULT_SECONDS = 1.0  # with nothing measured every gate weighs the same
+# A measurement this close to the recorded one is not written: unchanged gates leave the file be.
 TOLERANCE_SECONDS = 0.05
 TOLERANCE_RATIO = 0.1
-# Longer than any gate runs (a year): what a hand-edited file may say, capped.
 MAX_SECONDS = 3.2e7
 
 # Failures that measured the gate's work; the others (not started, interrupted, a missing
@@ -47,21 +40,20 @@ Entry = tuple[str, str, float]
 
 
 def durations_path(repo_root: Path) -> Path | None:
-    """``<git dir>/verifygate/durations.json``; None outside a git repository."""
     state = git_state_dir(repo_root)
     return None if state is None else state / FILE_NAME
 
 
 def contract_key(contract: Contract) -> str:
-    """How the file names a contract: its path relative to the repository, as reports do."""
+    """How the file names a contract: its path relative to the repository."""
     from pytest_verifygate.contract import posix_relative
 
     return posix_relative(contract.path, contract.repo_root)
 
 
 def read_durations(repo_root: Path, contract: str) -> tuple[dict[str, float], str | None]:
-    """The durations recorded for ``contract`` (its path relative to ``repo_root``): gate
-    name -> seconds, and a warning when the file had to be ignored."""
+    """Gate name -> seconds recorded for ``contract`` (``contract_key``), and a warning when
+    the file had to be ignored."""
     entries, warning = _read(durations_path(repo_root))
     return _of_contract(entries, contract), warning
 
@@ -76,8 +68,7 @@ def _of_contract(entries: Iterable[Entry], contract: str) -> dict[str, float]:
 
 def record_durations(repo_root: Path, contract: str, measured: Mapping[str, float],
                      gate_names: Iterable[str] | None, warnings: list[str]) -> bool:
-    """Record ``measured`` (gate name -> seconds) for ``contract``, dropping gates not in
-    ``gate_names``; whether the file was written (not for durations within the tolerance)."""
+    """Record ``measured`` for ``contract`` (its gates: ``gate_names``); whether it was written."""
     path = durations_path(repo_root) if measured else None
     if path is None:
         return False
@@ -112,8 +103,8 @@ def record_durations(repo_root: Path, contract: str, measured: Mapping[str, floa
 
 
 def measured_seconds(gates: Iterable[Mapping[str, Any]]) -> dict[str, float]:
-    """The durations worth recording: gates that ran (not reused from the cache, not stopped
-    before their work), from report entries or ``GateResult._asdict()``."""
+    """The durations of gates that did their work (not cached, not stopped before it), from
+    report entries or ``GateResult._asdict()``."""
     measured: dict[str, float] = {}
     for gate in gates:
         outcome, code = gate.get("outcome"), gate.get("code")
@@ -127,31 +118,24 @@ def measured_seconds(gates: Iterable[Mapping[str, Any]]) -> dict[str, float]:
 
 
 def estimates(names: Iterable[str], recorded: Mapping[str, float]) -> dict[str, float]:
-    """Seconds for each of ``names``: the recorded value, else the median of the recorded
-    values (``DEFAULT_SECONDS`` when there are none)."""
-    values = sorted(recorded.values())
-    if not values:
-        fallback = DEFAULT_SECONDS
-    elif len(values) % 2:
-        fallback = values[len(values) // 2]
-    else:
-        fallback = (values[len(values) // 2 - 1] + values[len(values) // 2]) / 2
+    """Seconds for each of ``names``: the recorded value, else the median of those recorded."""
+    import statistics
+
+    fallback = statistics.median(recorded.values()) if recorded else DEFAULT_SECONDS
     return {name: recorded.get(name, fallback) for name in names}
 
 
 def longest_first(names: Sequence[str], recorded: Mapping[str, float],
                   needs: Mapping[str, Sequence[str]] | None = None) -> list[str]:
-    """``names`` (in contract order) reordered to start the longest first, a gate counting
-    as long as the longest chain of gates that ``needs`` it; equal estimates keep their order.
-    The scheduler still keeps ``needs`` and ``exclusive``, taking the first gate it may start."""
+    """``names`` (in contract order) longest first, a gate counting as long as the longest
+    chain of gates that ``needs`` it; equal estimates keep their order."""
     seconds = estimates(names, recorded)
     waiting_for: dict[str, list[str]] = {name: [] for name in names}
     for name in names:
         for need in (needs or {}).get(name, ()):
             if need in waiting_for and need != name:
                 waiting_for[need].append(name)
-    # A gate's seconds plus the longest chain waiting for it: the topological order gives the
-    # gates waiting for one first. In a circle (which the loader refuses) its seconds alone.
+    # In a circle (which the loader refuses) a gate counts its seconds alone.
     chains = dict(seconds)
     with contextlib.suppress(graphlib.CycleError):
         for name in graphlib.TopologicalSorter(waiting_for).static_order():
@@ -161,7 +145,6 @@ def longest_first(names: Sequence[str], recorded: Mapping[str, float],
 
 
 def planned_order(contract: Contract, names: Sequence[str], warnings: list[str]) -> list[str]:
-    """``names`` (gates of ``contract``) in ``longest_first`` order by its recorded durations."""
     entries = _read_or_warn(durations_path(contract.repo_root), warnings)
     recorded = _of_contract(entries, contract_key(contract))
     return longest_first(names, recorded, {gate.name: gate.needs for gate in contract.gates})
@@ -175,15 +158,13 @@ def _read_or_warn(path: Path | None, warnings: list[str]) -> list[Entry]:
 
 
 def _read(path: Path | None) -> tuple[list[Entry], str | None]:
-    """The file's entries, or none and a warning (none and no warning if there is no file)."""
+    """The file's entries, or none and a warning (none when there is no file)."""
     if path is None:
         return [], None
-    # Not sealed: CI shares the file between machines (actions/cache), and it only orders and
-    # balances gates, never passes one.
+    # Not sealed: CI shares the file between machines, and it never passes a gate.
     try:
         raw = read_state_file(path, MAX_FILE_BYTES)
-    except StateFileError as exc:
-        # A FIFO or a directory there stays: it is not rewritten.
+    except StateFileError as exc:  # a FIFO or a directory there is not rewritten
         return [], blocker(path) or _ignored(path, f"cannot be read ({exc})", "")
     if raw is None:
         return [], None
@@ -199,14 +180,13 @@ def _ignored(path: Path, problem: str, then: str = " and rewritten by the next r
 
 
 def _parse(raw: bytes) -> list[Entry]:
-    """The file's entries; ``ValueError`` saying what is wrong with it."""
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise ValueError("is not UTF-8 text") from None
     except ValueError as exc:
         raise ValueError(f"is not valid JSON ({exc})") from None
-    except RecursionError:  # nesting deeper than the parser goes: not a file of ours
+    except RecursionError:
         raise ValueError("is nested too deeply") from None
     if not isinstance(data, dict) or data.get("version") != VERSION:
         raise ValueError(f'is not of version {VERSION} (expected {{"version": {VERSION}, '
@@ -227,7 +207,7 @@ def _parse(raw: bytes) -> list[Entry]:
 
 
 def _shown(item: object) -> str:
-    """A bad entry, short, for the warning (its repr could be nested as deep as the file)."""
+    """A bad entry, short (its repr could be nested as deep as the file)."""
     try:
         return f"{item!r:.80}"
     except RecursionError:
@@ -235,6 +215,5 @@ def _shown(item: object) -> str:
 
 
 def render(entries: Sequence[Entry]) -> str:
-    """The file's text for ``entries``."""
     return json.dumps({"version": VERSION, "durations": [list(entry) for entry in entries]},
                       indent=1) + "\n"

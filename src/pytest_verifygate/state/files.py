@@ -1,9 +1,6 @@
-"""The one way into the tool's state directories: directories reached through no link, state
-files read bounded and without blocking, written atomically, pruned only by the tool's names.
-
-Anything that can write the work tree can write ``.git``: a link planted under a state root
-must never lead a write, a read or a removal elsewhere, and a FIFO, a device or a huge file
-in place of a state file must never hang or exhaust a run.
+"""The one way into the tool's state directories. Anything that can write the work tree can
+write ``.git``: a link planted under a state root never leads a write, read or removal
+elsewhere, and a FIFO, a device or a huge file in a state file's place never hangs a run.
 
 PYTEST_DONT_REWRITE
 """
@@ -19,23 +16,20 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-# The name of every state root: ``<git dir>/verifygate``, ``~/.local/state/verifygate``.
 STATE_DIR_NAME = "verifygate"
 DIRECTORY = os.O_RDONLY | os.O_DIRECTORY
-# A temp file of ``write_state`` (``.<name>.<pid>.<ns>.tmp``), and when one is left over.
+# A temp file of ``replace_in``, and when one is left over.
 _TEMP_NAME = re.compile(r"\..+\.[0-9]+\.[0-9]+\.tmp")
 STALE_TEMP_NS = 3600 * 10**9
 
 
 class StateFileError(Exception):
-    """A state file that is not to be read: what is wrong with it, for a warning."""
+    """A state file that is not to be read, and why."""
 
 
 def state_parts(path: Path) -> tuple[Path, tuple[str, ...]] | None:
-    """``path`` split into the directory that holds its state root (trusted: the git
-    directory, a directory checked to be this user's alone) and the names from the root down;
-    None for a path under no state root. The tool names no directory under a root
-    ``verifygate``, so the last such name is the root."""
+    """``path`` split into the trusted directory holding its state root and the names from the
+    root down (the last ``verifygate``: none is named so under a root); None outside one."""
     parts = path.parts
     for index in range(len(parts) - 1, -1, -1):
         if parts[index] == STATE_DIR_NAME:
@@ -44,9 +38,9 @@ def state_parts(path: Path) -> tuple[Path, tuple[str, ...]] | None:
 
 
 def open_state_dir(path: Path, *, create: bool = False) -> int:
-    """A descriptor (to close) of the directory ``path``: under a state root, every directory
-    from the root down is opened ``O_NOFOLLOW`` relative to the one before, so a planted link is
-    an ``OSError``; with ``create``, missing ones are made and all made private (0700)."""
+    """A descriptor of the directory ``path``: under a state root, each directory from the root
+    down is opened ``O_NOFOLLOW`` relative to the one before, so a planted link is an
+    ``OSError``; with ``create``, missing ones are made and all made private (0700)."""
     split = state_parts(Path(os.path.abspath(path)))
     if split is None:
         if create:
@@ -73,8 +67,7 @@ def open_state_dir(path: Path, *, create: bool = False) -> int:
 
 
 def _open_child(parent: int, name: str, create: bool, path: Path) -> int:
-    """The directory ``name`` in ``parent`` (at ``path``), opened; ``ELOOP`` for a link or
-    anything else there."""
+    """The directory ``name`` in ``parent``; ``ELOOP`` for a link or anything else there."""
     flags = DIRECTORY | os.O_NOFOLLOW
     try:
         try:
@@ -93,8 +86,8 @@ def _open_child(parent: int, name: str, create: bool, path: Path) -> int:
 
 
 def read_state_file(path: Path, limit: int) -> bytes | None:
-    """The content of a state file of at most ``limit`` bytes; None when there is none;
-    ``StateFileError`` for a link, a FIFO, a device, a directory, a larger or unreadable file."""
+    """The content of a state file of at most ``limit`` bytes, or None when there is none;
+    ``StateFileError`` for anything but a regular file within ``limit``."""
     try:
         dir_fd = open_state_dir(path.parent)
     except (FileNotFoundError, NotADirectoryError):
@@ -120,8 +113,7 @@ def read_state_file(path: Path, limit: int) -> bytes | None:
 
 
 def read_bounded(fd: int, limit: int) -> bytes:
-    """The content of the open regular file ``fd``; ``StateFileError`` if it is not one, or
-    larger than ``limit`` (also when it grows while it is read)."""
+    """The content of the open regular file ``fd`` of at most ``limit`` bytes, else an error."""
     _check(os.fstat(fd), limit)
     data = b""
     while chunk := os.read(fd, limit + 1 - len(data)):
@@ -140,9 +132,8 @@ def _check(info: os.stat_result, limit: int) -> None:
 
 def prune_own_files(directory: Path, is_own: Callable[[str], bool], keep: int, *,
                     companions: Callable[[str], Iterable[str]] = lambda name: ()) -> int:
-    """Remove the files whose name ``is_own`` recognises, all but the newest ``keep`` (by
-    mtime), with their ``companions``, and temp files a killed writer left; return how many
-    entries went. Nothing else is touched; safe while others prune the same directory."""
+    """Remove the files ``is_own`` names but the newest ``keep`` (by mtime), with their
+    ``companions``, and temp files a killed writer left; return how many went."""
     try:
         fd = open_state_dir(directory)
     except OSError:
@@ -177,8 +168,7 @@ def prune_own_files(directory: Path, is_own: Callable[[str], bool], keep: int, *
 
 
 def write_state(path: Path, data: str | bytes) -> None:
-    """Write a state file atomically (``replace_in``), its directory reached through no link
-    and made if missing."""
+    """Write a state file atomically, its directory reached through no link."""
     dir_fd = open_state_dir(path.parent, create=True)
     try:
         replace_in(dir_fd, path.name, data)
@@ -187,9 +177,8 @@ def write_state(path: Path, data: str | bytes) -> None:
 
 
 def replace_in(dir_fd: int, name: str, data: str | bytes, *, mode: int = 0o600) -> None:
-    """Write ``name`` in the directory ``dir_fd`` through a new temp file (``O_EXCL``: never
-    a planted link) and ``os.replace`` (a link at ``name`` is replaced, not followed): a reader
-    sees the old file or the whole new one. The file gets ``mode``, whatever the umask."""
+    """Write ``name`` in ``dir_fd`` through a new temp file (``O_EXCL``: never a planted link)
+    and ``os.replace`` (a link at ``name`` is replaced, not followed), with ``mode``."""
     temp = f".{name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
                  dir_fd=dir_fd)
@@ -208,7 +197,7 @@ def replace_in(dir_fd: int, name: str, data: str | bytes, *, mode: int = 0o600) 
 
 
 def remove_state_file(path: Path) -> None:
-    """Remove the state file ``path`` (a link itself, not its target); missing is no error."""
+    """Remove the state file ``path`` (a link, not its target); missing is no error."""
     try:
         dir_fd = open_state_dir(path.parent)
     except (FileNotFoundError, NotADirectoryError):

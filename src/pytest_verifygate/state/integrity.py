@@ -1,7 +1,6 @@
 """Sealed state files: whatever can write the work tree can write ``.git``, so a file that
-decides whether a gate runs or an agent may stop carries a keyed BLAKE2b MAC and is believed
-only if it is right. The key is a per-user secret outside every repository, in the user's
-private state directory; without it, sealed files are neither written nor read.
+decides whether a gate runs or an agent may stop carries a BLAKE2b MAC keyed by a per-user
+secret outside every repository; without the key, sealed files are neither written nor read.
 
 PYTEST_DONT_REWRITE
 """
@@ -26,9 +25,6 @@ from pytest_verifygate.state.files import (
 )
 from pytest_verifygate.state.storage import blocker
 
-__all__ = ["StateFileError", "is_signed", "read_sealed", "read_state_file", "seal", "signed",
-           "unseal", "user_key", "user_state_dir"]
-
 KEY_BYTES = 32
 MAC_BYTES = 32
 _SEAL = b"verifygate-sealed-1 "  # then the MAC in hex, a newline, and the data
@@ -36,7 +32,7 @@ _SEAL = b"verifygate-sealed-1 "  # then the MAC in hex, a newline, and the data
 
 def user_state_dir() -> Path | None:
     """``$XDG_STATE_HOME/verifygate`` (``~/.local/state/verifygate``), made private if
-    missing; None when there is no such directory of this user's."""
+    missing; None unless it is this user's."""
     base = os.environ.get("XDG_STATE_HOME", "")
     if not os.path.isabs(base):  # unset, or relative (which the XDG spec says to ignore)
         home = os.path.expanduser("~")
@@ -56,7 +52,7 @@ def user_state_dir() -> Path | None:
 
 
 def user_key() -> bytes | None:
-    """This user's key for sealing state files; made on first use. None when unusable."""
+    """This user's key for sealing state files, made on first use; None when unusable."""
     directory = user_state_dir()
     return None if directory is None else _key_in(str(directory))
 
@@ -134,8 +130,7 @@ def unseal(purpose: bytes, sealed: bytes) -> bytes | None:
 
 
 def read_sealed(path: Path, purpose: bytes, limit: int, warnings: list[str]) -> bytes | None:
-    """The sealed data in ``path``; None if missing, or unreadable or not sealed by this user
-    (then with a warning naming the file)."""
+    """The sealed data in ``path``; None if missing, or with a warning if not to be believed."""
     try:
         sealed = read_state_file(path, limit + len(_SEAL) + 2 * MAC_BYTES + 1)
     except StateFileError as exc:
@@ -154,10 +149,7 @@ def read_sealed(path: Path, purpose: bytes, limit: int, warnings: list[str]) -> 
 def signed(purpose: bytes, record: dict[str, object]) -> dict[str, object]:
     """``record`` (a JSON object) with the ``"mac"`` of this user's key, if there is one."""
     key = user_key()
-    if key is None:
-        return record
-    body = {name: value for name, value in record.items() if name != "mac"}
-    return {**body, "mac": _mac(key, purpose, _canonical(body)).hex()}
+    return record if key is None else {**_body(record), "mac": _record_mac(key, purpose, record)}
 
 
 def is_signed(purpose: bytes, record: dict[str, object]) -> bool:
@@ -169,10 +161,15 @@ def is_signed(purpose: bytes, record: dict[str, object]) -> bool:
     claimed = record.get("mac")
     if not isinstance(claimed, str):
         return False
-    body = {name: value for name, value in record.items() if name != "mac"}
-    expected = _mac(key, purpose, _canonical(body)).hex()
+    expected = _record_mac(key, purpose, record)
     return hmac.compare_digest(claimed.encode("utf-8", "surrogatepass"), expected.encode())
 
 
-def _canonical(record: dict[str, object]) -> bytes:
-    return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+def _body(record: dict[str, object]) -> dict[str, object]:
+    return {name: value for name, value in record.items() if name != "mac"}
+
+
+def _record_mac(key: bytes, purpose: bytes, record: dict[str, object]) -> str:
+    canonical = json.dumps(_body(record), sort_keys=True, separators=(",", ":"),
+                           ensure_ascii=True)
+    return _mac(key, purpose, canonical.encode()).hex()

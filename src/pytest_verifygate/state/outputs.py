@@ -1,8 +1,5 @@
-"""The package's own files in the work tree: reports, JUnit files and digests it writes there.
-
-They are never changes (``changes.without_own_files``): this run's outputs, and earlier runs'
-for as long as they stay byte for byte as written, remembered with their size and SHA-256 in a
-sealed record, ``<git dir>/verifygate/outputs``.
+"""The reports the package writes in the work tree, which are never changes: this run's, and
+earlier runs' while they stay as written (their size and SHA-256 in a sealed record).
 
 PYTEST_DONT_REWRITE
 """
@@ -19,32 +16,28 @@ from pytest_verifygate.state.files import write_state
 from pytest_verifygate.state.integrity import read_sealed, seal
 from pytest_verifygate.state.storage import git_state_dir, read_user_file
 
-# The record's name under the state directory, how many files it keeps (the newest), the most
-# it may hold, and what its MAC is for: a forged record would hide real changes.
 OUTPUTS_RECORD = "outputs"
 KEEP_OUTPUTS = 50
 MAX_RECORD_BYTES = KEEP_OUTPUTS * 4200
-OUTPUTS_SEAL = b"outputs"
+OUTPUTS_SEAL = b"outputs"  # sealed: a forged record would hide real changes
 # A larger output is not remembered: it stays a change (reading it back would cost too much).
 MAX_OUTPUT_BYTES = 64 << 20
 
 
 def own_files(root: Path, outputs: Iterable[str | os.PathLike[str]], cwd: Path,
               warnings: list[str]) -> set[str]:
-    """The package's own files under ``root``, as a change set spells them: this run's
-    ``outputs`` (relative to ``cwd``) and earlier runs' unedited ones."""
+    """The package's own files under ``root``: this run's ``outputs`` (relative to ``cwd``) and
+    earlier runs' unedited ones."""
     found = {_under_root(root, cwd / path) for path in outputs} | _remembered(root, warnings)
     return {path for path in found if path is not None}
 
 
 def in_git_dir(path: str) -> bool:
-    """Whether a change set's path lies in a ``.git`` directory (never a change)."""
     return path.startswith(".git/") or "/.git/" in path
 
 
 def remember_outputs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
-    """Remember files the package just wrote, best effort; return the warnings of reading
-    the record."""
+    """Remember files the package just wrote, best effort; return the record's warnings."""
     warnings: list[str] = []
     by_record: dict[Path, list[str]] = {}
     for path in paths:
@@ -65,13 +58,12 @@ def remember_outputs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
         sealed = seal(OUTPUTS_SEAL, data)
         if sealed is None or len(data) > MAX_RECORD_BYTES:
             continue  # no key to seal it with: an unsealed record would not be believed
-        with contextlib.suppress(OSError):  # best effort: see the docstring
+        with contextlib.suppress(OSError):
             write_state(record, sealed)
     return warnings
 
 
 def _under_root(root: Path, path: Path) -> str | None:
-    """``path`` relative to ``root`` as a change set spells it; None outside it."""
     relative = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
     if relative == ".." or relative.startswith("../") or os.path.isabs(relative):
         return None
@@ -79,7 +71,6 @@ def _under_root(root: Path, path: Path) -> str | None:
 
 
 def _record_path(start: Path) -> Path | None:
-    """Where the record of the repository holding ``start`` lives (None: no git)."""
     for directory in (start, *start.parents):
         if os.path.lexists(directory / ".git"):
             state = git_state_dir(directory)
@@ -88,15 +79,13 @@ def _record_path(start: Path) -> Path | None:
 
 
 def _content_stamp(path: str, limit: int = MAX_OUTPUT_BYTES) -> tuple[int, str] | None:
-    """The size and SHA-256 (hex) of the regular file ``path``, read bounded and never
-    blocking; None for anything else, or a file larger than ``limit`` (not read)."""
+    """The size and SHA-256 of the regular file ``path`` up to ``limit`` bytes, else None."""
     data = read_user_file(path, limit)
     return None if data is None else (len(data), hashlib.sha256(data).hexdigest())
 
 
 def _read_record(record: Path, warnings: list[str]) -> dict[str, tuple[int, str]]:
-    """The record's absolute paths, each with the size and SHA-256 of what was written;
-    believed only with this user's seal (a forged record would hide real changes)."""
+    """The record's absolute paths, each with the size and SHA-256 of what was written."""
     data = read_sealed(record, OUTPUTS_SEAL, MAX_RECORD_BYTES, warnings)
     if data is None:
         return {}

@@ -1,7 +1,6 @@
-"""The result cache (docs: how-to/cache.md): the key of a gate's definition, tools and inputs,
-and its entries in ``<git dir>/verifygate/cache``, one per key (``<key>.json``) and, for a
-``{files}`` gate, per file (``f-<key>.json``). An entry is believed only when its seal
-(``integrity.py``), size, key and fields are right; else the gate runs, with a warning.
+"""The result cache (docs: how-to/cache.md): a key of a gate's definition, tools and inputs,
+and its sealed entries in ``<git dir>/verifygate/cache``, per key and, for a ``{files}`` gate,
+per file. An entry not right in every way is not believed: the gate runs.
 
 PYTEST_DONT_REWRITE
 """
@@ -28,15 +27,14 @@ from pytest_verifygate.state.storage import state_dir
 
 CACHE_VERSION = 1
 KEEP_ENTRIES = 512
-KEEP_FILE_ENTRIES = 16384  # per-file entries: one per file and gate, a few hundred bytes each
-FILE_ENTRY_PREFIX = "f-"
-TAIL_BYTES = 4096  # of a cached pass's output, kept to show with the reused result
+KEEP_FILE_ENTRIES = 16384  # one per file and gate, a few hundred bytes each
+TAIL_BYTES = 4096  # of a cached pass's output, shown with the reused result
 MAX_TOOLS = 16
-# An entry holds at most TAIL_BYTES of output, JSON-escaped: anything much larger is not ours.
-MAX_ENTRY_BYTES = 64 * 1024
+MAX_ENTRY_BYTES = 64 * 1024  # TAIL_BYTES JSON-escaped and more: anything larger is not ours
 SEAL_PURPOSE = b"result-cache"
 
-_ENTRY_NAME = re.compile(r"(f-)?[0-9a-f]{64}\.json")
+_ENTRY_NAME = re.compile(r"[0-9a-f]{64}\.json")
+_FILE_ENTRY_NAME = re.compile(r"f-[0-9a-f]{64}\.json")
 _PROGRAM = re.compile(r"[\w./+-]+")
 _SHELL_WORDS = frozenset({
     "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for", "case", "esac",
@@ -45,12 +43,10 @@ _SHELL_WORDS = frozenset({
 
 
 def cache_dir(repo_root: Path) -> Path:
-    """``<git dir>/verifygate/cache``."""
     return state_dir(repo_root) / "cache"
 
 
 def _definition(contract: Contract, plan: GatePlan, **fields: Any) -> str:
-    """The gate's definition as it goes into a key: what it runs, where, and with what."""
     gate = plan.gate
     return json.dumps({
         "version": CACHE_VERSION,
@@ -66,21 +62,16 @@ def _definition(contract: Contract, plan: GatePlan, **fields: Any) -> str:
 
 
 def context_digest(gate: Gate, root: Path, files: RepoFiles) -> str:
-    """What a file checked alone is checked against: the content of the gate's ``inputs``,
-    else of every file it would not judge on its own (its configuration)."""
+    """What a file checked alone is checked against: the gate's ``inputs``, else every file it
+    would not judge on its own (its configuration)."""
     if gate.inputs is not None:
         return files.digest(gate.inputs)
-    judged = files_for_gate(gate, files.paths())
-    if gate.filters_files:
-        from pytest_verifygate.filetypes import files_of_gate
-
-        judged = files_of_gate(gate, root, judged)
-    return files.digest_except(frozenset(judged))
+    return files.digest_except(frozenset(files_for_gate(gate, files.paths(), root)))
 
 
 def tool_identities(plan: GatePlan) -> list[list[Any]]:
     """``[name, resolved path, size, mtime_ns]`` (``[name, None]``: not found) of each program
-    the gate names: they change on every install, without a spawn per tool."""
+    the gate names: they change on every install, and need no spawn."""
     names = [argv[0] for argv in plan.invocations if argv]
     if plan.gate.shell and plan.invocations:
         names += script_programs(plan.invocations[0][-1])
@@ -132,7 +123,7 @@ def _key(*parts: str) -> str:
 def attach(contract: Contract, plan: GatePlan, files: RepoFiles, *, read: bool,
            warnings: list[str]) -> GatePlan:
     """The plan with its cache slot; with ``read``, a stored pass for these inputs as ``hit``.
-    A gate whose inputs cannot be hashed gets no slot: it runs, with a warning saying why."""
+    A gate whose inputs cannot be hashed gets none: it runs, with a warning."""
     gate = plan.gate
     patterns = gate.inputs if gate.inputs is not None else gate.when_changed
     definition = _definition(contract, plan, inputs=patterns,
@@ -152,8 +143,7 @@ def attach(contract: Contract, plan: GatePlan, files: RepoFiles, *, read: bool,
 
 def _with_file_keys(slot: CacheSlot, contract: Contract, plan: GatePlan,
                     files: RepoFiles) -> CacheSlot:
-    """``slot`` with a key for each file the plan gives the gate (none for a file that cannot
-    be hashed), by the command with ``{files}`` unexpanded."""
+    """``slot`` with a key for each file the plan gives the gate, by its unexpanded command."""
     definition = _definition(contract, plan, per_file=True, command=plan.gate.command,
                              when_changed=plan.gate.when_changed, inputs=plan.gate.inputs)
     try:
@@ -168,12 +158,11 @@ def _with_file_keys(slot: CacheSlot, contract: Contract, plan: GatePlan,
 
 
 def _file_entry_path(slot: CacheSlot, key: str) -> Path:
-    return slot.directory / f"{FILE_ENTRY_PREFIX}{key}.json"
+    return slot.directory / f"f-{key}.json"
 
 
 def _read_entry(path: Path, key: str, gate: str, warnings: list[str]) -> dict[str, Any] | None:
-    """The entry sealed by this user in ``path`` for this key and gate (now the last used,
-    for pruning), or None."""
+    """The entry sealed by this user in ``path`` for this key and gate (touched), or None."""
     data = read_sealed(path, SEAL_PURPOSE, MAX_ENTRY_BYTES, warnings)
     try:
         entry = json.loads(data.decode("utf-8")) if data is not None else None
@@ -188,7 +177,7 @@ def _read_entry(path: Path, key: str, gate: str, warnings: list[str]) -> dict[st
 
 
 def _write_entry(path: Path, entry: dict[str, Any]) -> bool:
-    """Write ``entry`` sealed; False without a key to seal it with."""
+    """Write ``entry`` sealed; False without a key."""
     entry = {"version": CACHE_VERSION, **entry, "stored_at": round(time.time(), 3)}
     sealed = seal(SEAL_PURPOSE, (json.dumps(entry, ensure_ascii=True) + "\n").encode())
     if sealed is None:
@@ -205,17 +194,17 @@ def reused_files(slot: CacheSlot, gate: str, warnings: list[str]) -> frozenset[s
 
 def files_pass(plan: GatePlan, count: int) -> GateResult:
     """The ``cached`` pass of a gate whose every file passed before (``reused_files``)."""
-    return GateResult(name=plan.gate.name, outcome=codes.PASSED, command=plan.display_command,
-                      cwd=plan.gate.cwd, exit_code=0,
-                      output_tail=f"{count} file(s), each passed before with this configuration",
-                      cached=True)
+    tail = f"{count} file(s), each passed before with this configuration"
+    return _cached_pass(plan, {"output_tail": tail, "output_bytes": 0})
 
 
 def lookup(slot: CacheSlot, plan: GatePlan, warnings: list[str]) -> GateResult | None:
     """The stored pass for ``slot.key`` as a ``cached`` result, or None."""
     entry = _read_entry(slot.path, slot.key, plan.gate.name, warnings)
-    if entry is None:
-        return None
+    return None if entry is None else _cached_pass(plan, entry)
+
+
+def _cached_pass(plan: GatePlan, entry: dict[str, Any]) -> GateResult:
     tail = entry.get("output_tail")
     tail = tail if isinstance(tail, str) else ""
     size = entry.get("output_bytes")
@@ -273,10 +262,8 @@ def _store_files(slot: CacheSlot, files: RepoFiles, gate: str) -> None:
 
 
 def is_entry_name(name: str) -> bool:
-    """Whether ``name`` is an entry's: ``<SHA-256 of the key, in hex>.json``."""
-    return _ENTRY_NAME.fullmatch(name) is not None and not name.startswith(FILE_ENTRY_PREFIX)
+    return _ENTRY_NAME.fullmatch(name) is not None
 
 
 def is_file_entry_name(name: str) -> bool:
-    """Whether ``name`` is a per-file entry's: ``f-<SHA-256 in hex>.json``."""
-    return _ENTRY_NAME.fullmatch(name) is not None and name.startswith(FILE_ENTRY_PREFIX)
+    return _FILE_ENTRY_NAME.fullmatch(name) is not None

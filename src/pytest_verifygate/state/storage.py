@@ -1,6 +1,5 @@
-"""Where the tool keeps its files: the state directory under the git directory (a private temp
-directory without git), the per-run log directories and their pruning, and the writing and
-reading of files the user names.
+"""Where the tool keeps its files: the state directory, the per-run log directories and their
+pruning, and the writing and reading of files the user names.
 
 PYTEST_DONT_REWRITE
 """
@@ -31,20 +30,15 @@ from pytest_verifygate.state.files import (
 
 LOGS_DIR_NAME = "logs"
 KEEP_LOG_RUNS = 10
-# The logs of all kept runs together: past it, the oldest runs go (the newest always stays).
-KEEP_LOG_BYTES = 256 * 1024 * 1024
-# The most of ``.git`` (a file in submodules and worktrees) and ``commondir`` that is read.
-GIT_FILE_BYTES = 64 * 1024
-# The longest part of a gate's name kept in its log file's name (the name is any text).
+KEEP_LOG_BYTES = 256 * 1024 * 1024  # past it, the oldest runs go (the newest always stays)
+GIT_FILE_BYTES = 64 * 1024  # the most of ``.git`` (a file) and ``commondir`` that is read
 LOG_NAME_CHARS = 60
-# A run's log directory is named by its start (UTC, to the nanosecond) and its process.
 _RUN_DIR_NAME = re.compile(r"[0-9]{8}-[0-9]{6}\.[0-9]{9}-[1-9][0-9]*")
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def git_state_dir(repo_root: Path) -> Path | None:
-    """``<git dir>/verifygate``, following the ``gitdir:`` file of a submodule, and of a linked
-    worktree to the common git dir; None outside a git repository."""
+    """``<git dir>/verifygate`` (a linked worktree's in the common git dir); None without git."""
     dot_git = repo_root / ".git"
     if dot_git.is_dir():
         return dot_git / STATE_DIR_NAME
@@ -60,8 +54,7 @@ def git_state_dir(repo_root: Path) -> Path | None:
 
 
 def _first_line(path: Path) -> str | None:
-    """The first line of a small file git wrote, read as a state file is (a FIFO there never
-    blocks, a huge file is not read whole)."""
+    """The first line of a small file git wrote, read as a state file is (never blocking)."""
     try:
         raw = read_state_file(path, GIT_FILE_BYTES)
     except StateFileError:
@@ -84,9 +77,8 @@ def _temp_state_dir(repo_root: Path) -> Path:
 
 @functools.cache  # one directory per process, even when it has to be a fresh one
 def _private_temp_dir() -> Path:
-    """``<tmp>/verifygate-<uid>`` if it is a directory of this user's that nobody else can
-    write; else a fresh private one: anyone could create that name first, or a link there,
-    and plant logs or cached results."""
+    """``<tmp>/verifygate-<uid>`` if it is this user's alone; else a fresh private one: anyone
+    could create that name first and plant logs or cached results."""
     import tempfile
 
     path = Path(tempfile.gettempdir()) / f"verifygate-{os.getuid()}"
@@ -99,8 +91,8 @@ def _private_temp_dir() -> Path:
 
 
 def new_log_dir(repo_root: Path, warnings: list[str]) -> Path:
-    """A fresh private directory for one run's gate logs, older runs' pruned. A run never
-    fails for want of one: the temp directory serves instead, with a warning."""
+    """A fresh private directory for one run's gate logs, older runs' pruned; the temp
+    directory, with a warning, when there can be none there."""
     logs = state_dir(repo_root) / LOGS_DIR_NAME
     try:
         return _new_run_dir(logs)
@@ -121,9 +113,7 @@ def new_log_dir(repo_root: Path, warnings: list[str]) -> Path:
 
 
 def _new_run_dir(logs: Path) -> Path:
-    # Names sort in time order (pruning keeps the last ones): UTC, since time zones and daylight
-    # saving differ between runs, and nanoseconds, since several runs can start in one second.
-    # The pid says which process's run it is (see ``_in_use``).
+    # Names sort in time order (UTC, to the nanosecond) and end in the pid (``_in_use``).
     now = time.time_ns()
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now // 1_000_000_000))
     name = f"{stamp}.{now % 1_000_000_000:09d}-{os.getpid()}"
@@ -143,8 +133,7 @@ def make_private_dir(path: Path) -> None:
 
 
 def blocker(path: Path) -> str | None:
-    """The warning for a path that just failed because a file or a link sits where one of its
-    parents should be (naming that, for every path under it); None if nothing does."""
+    """The warning for a path that failed because a file or link is where a parent should be."""
     split = state_parts(path)
     depth = len(split[0].parts) if split is not None else len(path.parts)
     for parent in path.parents:
@@ -167,8 +156,8 @@ def blocker(path: Path) -> str | None:
 
 
 def claim_log_dir(run_dir: Path | None) -> Callable[[], None]:
-    """Keep ``run_dir`` from being pruned until the returned function is called: a shared
-    ``flock``, which the kernel drops when the process ends, however it ends."""
+    """Keep ``run_dir`` from being pruned until the returned function is called (a shared
+    ``flock``: the kernel drops it however the process ends)."""
     fds: list[int] = []
     with contextlib.suppress(OSError):  # no directory to keep: the logs say why, gate by gate
         if run_dir is not None:
@@ -183,19 +172,16 @@ def claim_log_dir(run_dir: Path | None) -> Callable[[], None]:
 
 
 def _locked_by_a_run(run_fd: int) -> bool:
-    """Whether a run claimed this directory (``claim_log_dir``); pruning never waits."""
     try:
         fcntl.flock(run_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        pass
+    except OSError as exc:
+        return isinstance(exc, BlockingIOError)
     return False
 
 
 def _in_use(logs_fd: int, run: str) -> bool:
     """Whether a run may still write into ``run``: it is claimed, or its process (the pid
-    ending the name; a reused pid only keeps it longer) is alive and has not claimed it yet."""
+    ending the name; a reused pid only keeps it longer) is alive."""
     try:
         fd = os.open(run, DIRECTORY | os.O_NOFOLLOW, dir_fd=logs_fd)
     except OSError:
@@ -206,31 +192,30 @@ def _in_use(logs_fd: int, run: str) -> bool:
     finally:
         os.close(fd)  # and with it the lock
     owner = int(run.rpartition("-")[2])
-    if owner == os.getpid():
-        return False
+    return owner != os.getpid() and process_alive(owner)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` may be running: another user's is, and so is a number too
+    large to be a pid (no directory named after it is removed)."""
     try:
-        os.kill(owner, 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:  # another user's process: alive
-        return True
-    except (OverflowError, ValueError):  # digits, but no pid
-        return False
+    except (PermissionError, OverflowError):
+        pass
     return True
 
 
 def _prune(logs_fd: int, current: str) -> None:
-    """Remove older runs' log directories; only directories named as runs are, and in them
-    only log files: whatever else is found stays."""
+    """Remove older runs' log directories, and in them only log files."""
     with os.scandir(logs_fd) as entries:
         # Only real directories: a link is not a run of ours, and is never followed.
         runs = sorted(entry.name for entry in entries if _RUN_DIR_NAME.fullmatch(entry.name)
                       and entry.is_dir(follow_symlinks=False))
-    # By name, which is the run's start time: a directory's mtime moves whenever a gate
-    # creates its log in there, so a long run would outlive the runs started after it.
+    # By name, the start time: a directory's mtime moves whenever a gate creates its log.
     removable = [run for run in runs if run != current and not _in_use(logs_fd, run)]
-    # The newest KEEP_LOG_RUNS always stay: a run kept for being in use is not made up for
-    # by removing a newer one (which another pruning, started earlier, might still list).
+    # The newest KEEP_LOG_RUNS always stay: a run in use is not made up for by a newer one.
     oldest = set(runs[: max(0, len(runs) - KEEP_LOG_RUNS)])
     doomed = {run for run in removable if run in oldest}
     kept = [run for run in runs if run not in doomed]
@@ -263,8 +248,7 @@ def _size(logs_fd: int, run: str) -> int:
 
 
 def _remove_run(logs_fd: int, run: str) -> None:
-    """Remove one run's log files, and its directory if nothing else is left; not if a run
-    claimed it meanwhile."""
+    """Remove one run's log files, and its directory if nothing else is left."""
     run_fd = os.open(run, DIRECTORY | os.O_NOFOLLOW, dir_fd=logs_fd)
     try:
         if _locked_by_a_run(run_fd):
@@ -280,17 +264,6 @@ def _remove_run(logs_fd: int, run: str) -> None:
         os.rmdir(run, dir_fd=logs_fd)  # not empty: someone else's files stay, and so does it
     finally:
         os.close(run_fd)
-
-
-def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
-    """Write the user's file ``path`` atomically (state files use ``write_state``)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    dir_fd = os.open(target.parent, DIRECTORY)
-    try:
-        replace_in(dir_fd, target.name, data)
-    finally:
-        os.close(dir_fd)
 
 
 def write_output(path: str | os.PathLike[str], data: str | bytes) -> None:
@@ -311,12 +284,17 @@ def write_output(path: str | os.PathLike[str], data: str | bytes) -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data.encode("utf-8") if isinstance(data, str) else data)
         return
-    write_atomic(os.path.realpath(text) if os.path.islink(text) else text, data)
+    target = Path(os.path.realpath(text) if os.path.islink(text) else text)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    dir_fd = os.open(target.parent, DIRECTORY)
+    try:
+        replace_in(dir_fd, target.name, data)
+    finally:
+        os.close(dir_fd)
 
 
 def log_file_name(gate_name: str) -> str:
-    """A gate's log file name, safe on any file system and unique per gate: ``lint.log``, or
-    for a name that is not short, lowercase and safe, ``Type_check_mypy-4f0c2a9e1b.log``."""
+    """``lint.log``, or for a name not short, lowercase and safe, ``Lint_me-4f0c2a9e1b.log``."""
     if (_UNSAFE_CHARS.search(gate_name) is None and len(gate_name) <= LOG_NAME_CHARS
             and gate_name == gate_name.lower() and not gate_name.startswith((".", "-"))):
         return f"{gate_name}.log"
@@ -328,8 +306,8 @@ def log_file_name(gate_name: str) -> str:
 
 
 def read_user_file(path: str | os.PathLike[str], limit: int) -> bytes | None:
-    """The regular file ``path`` of the user's (a link followed), up to ``limit`` bytes; None
-    for anything else. Opened non-blocking: a FIFO in a cloned repository never hangs us."""
+    """The regular file ``path`` (a link followed), up to ``limit`` bytes; None for anything
+    else. Non-blocking: a FIFO in a cloned repository never hangs us."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
