@@ -305,40 +305,47 @@ def workflow(args: argparse.Namespace, gates: Sequence[Gate], env: dict[str, str
     commits.reverse()
     per_tool = {tool: dict.fromkeys(STAGES, 0.0) for tool in tools}
     verdicts: dict[tuple[str, str], dict[str, str]] = {}  # (commit, stage) -> tool -> verdict
-    rerun: dict[str, float] = {}
+    # Each tool has its own clone and state, as a developer's machine would.
+    work = {tool: scratch / f"flow-{tool}" for tool in tools}
+    tool_env = {tool: {**env, "XDG_STATE_HOME": str(scratch / f"state-{tool}")}
+                for tool in tools}
     for tool in tools:
-        # Each tool has its own clone and state, as a developer's machine would.
-        work = scratch / f"flow-{tool}"
-        tool_env = {**env, "XDG_STATE_HOME": str(scratch / f"state-{tool}")}
-        prepare(source, work, gates, cache=True, env=tool_env)
-        git(work, "checkout", "-q", "-f", "--detach", f"{commits[0]}^")
-        for commit in commits:
-            git(work, "checkout", "-q", "-f", "--detach", f"{commit}^")
-            git(work, "checkout", "-q", commit, "--", ".")
-            git(work, "reset", "-q")  # the agent's edit: in the work tree, not staged
-            files = [name for name in git(work, "diff", "--name-only", "-z", "HEAD").split("\0")
-                     if name and (work / name).exists()]
+        prepare(source, work[tool], gates, cache=True, env=tool_env[tool])
+    ci_last, files = 0.0, []
+    for index, commit in enumerate(commits):
+        # The tools take turns, in an order that rotates from commit to commit, so that what
+        # else the machine does weighs on each alike.
+        for tool in tools[index % len(tools):] + tools[:index % len(tools)]:
+            root = work[tool]
+            git(root, "checkout", "-q", "-f", "--detach", f"{commit}^")
+            git(root, "checkout", "-q", commit, "--", ".")
+            git(root, "reset", "-q")  # the agent's edit: in the work tree, not staged
+            files = [name for name in git(root, "diff", "--name-only", "-z", "HEAD").split("\0")
+                     if name and (root / name).exists()]
             for step in STAGES:
                 if step == "commit":
-                    git(work, "read-tree", "-u", "--reset", commit)
+                    git(root, "read-tree", "-u", "--reset", commit)
                 elif step == "push":
-                    git(work, "checkout", "-q", "-f", "--detach", commit)
+                    git(root, "checkout", "-q", "-f", "--detach", commit)
                 if step == "ci":
                     seconds, verdict = ci_run(tool, commit, files, source, gates, env, scratch,
                                               args.ci)
-                    ci_last = seconds
+                    if tool == "verifygate":
+                        ci_last = seconds
                 else:
-                    seconds, verdict, _ = timed(stage_argv(tool, step, files), work, tool_env)
+                    seconds, verdict, _ = timed(stage_argv(tool, step, files), root,
+                                                tool_env[tool])
                 per_tool[tool][step] += seconds
                 verdicts.setdefault((commit, step), {})[tool] = verdict
-        if tool == "verifygate":
-            # CI run again on the same content, its result cache restored (as the project's
-            # action does with actions/cache): what a re-run or a merge-queue run costs.
-            rerun = {"first": ci_last,
-                     "again": ci_run(tool, commits[-1], files, source, gates, env, scratch,
-                                     args.ci)[0]}
-        print(f"{tool}: " + " ".join(f"{step} {per_tool[tool][step]:.1f}s" for step in STAGES),
-              file=sys.stderr)
+        print(f"{index + 1:3}/{len(commits)} {commit[:10]} " + " ".join(
+            f"{tool} {sum(per_tool[tool].values()):7.1f}s" for tool in tools), file=sys.stderr)
+    rerun: dict[str, float] = {}
+    if "verifygate" in tools:
+        # CI run again on the same content, its result cache restored (as the project's
+        # action does with actions/cache): what a re-run or a merge-queue run costs.
+        rerun = {"first": ci_last,
+                 "again": ci_run("verifygate", commits[-1], files, source, gates, env, scratch,
+                                 args.ci)[0]}
     totals = {tool: round(sum(stages.values()), 2) for tool, stages in per_tool.items()}
     peers = {tool: total for tool, total in totals.items() if tool != "verifygate"}
     best = min(peers, key=peers.__getitem__) if peers else None
