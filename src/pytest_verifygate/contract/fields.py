@@ -1,8 +1,5 @@
-"""Checking one contract file's values field by field: ``FieldReader``.
-
-Each check takes a raw value from the parsed file and returns it typed, or raises a
-``ContractError`` naming the file, the gate and the key, with a fix where one is known (a
-did-you-mean for a misspelt key or choice). Shared by every format's loader.
+"""``FieldReader``: every format's checks of a contract file's values, each returning the value
+typed or raising a ``ContractError`` that names the file, the gate and the key, with a fix.
 
 PYTEST_DONT_REWRITE
 """
@@ -30,14 +27,9 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
 
 def type_name(value: object) -> str:
     """What a parsed value is, in the words of a contract file ("a string", "a table")."""
-    return {
-        bool: "a boolean",
-        int: "an integer",
-        float: "a number",
-        str: "a string",
-        list: "a list",
-        dict: "a table",
-    }.get(type(value), type(value).__name__)
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+             list: "a list", dict: "a table"}
+    return names.get(type(value), type(value).__name__)
 
 
 def short_repr(value: object, limit: int = 40) -> str:
@@ -47,12 +39,8 @@ def short_repr(value: object, limit: int = 40) -> str:
 
 
 class FieldReader:
-    """Reads the values of one contract file, raising errors that name file, gate and key.
-
-    ``key_prefix`` is put before every key an error names (``tool.verifygate.`` in a
-    pyproject.toml), so that the key is the one the user sees in the file; a gate's key is
-    named as written in its table, which the message names (``[[tool.verifygate.gate]]``).
-    """
+    """Reads the values of one contract file. ``key_prefix`` (``tool.verifygate.``) goes before
+    every key outside a gate an error names, so that it is the key the user sees in the file."""
 
     def __init__(self, shown: str, root: Path, repo_root: Path, *, key_prefix: str = "") -> None:
         self.shown = shown
@@ -78,12 +66,9 @@ class FieldReader:
     ) -> None:
         for key in table:
             if key not in allowed:
-                raise self.error(
-                    f"unknown key in {where}",
-                    gate=gate,
-                    key=key,
-                    hint=did_you_mean(key, allowed) or f"known keys: {', '.join(allowed)}",
-                )
+                raise self.error(f"unknown key in {where}", gate=gate, key=key,
+                                 hint=did_you_mean(key, allowed)
+                                 or f"known keys: {', '.join(allowed)}")
 
     def string(
         self, value: object, *, gate: str | None, key: str, allow_empty: bool = False
@@ -107,19 +92,15 @@ class FieldReader:
         empty_hint: str | None = None,
     ) -> tuple[str, ...]:
         if not isinstance(value, list):
-            raise self.error(
-                f"must be a list of strings, not {type_name(value)}", gate=gate, key=key,
-                hint=f'write {key} = ["..."]',
-            )
+            raise self.error(f"must be a list of strings, not {type_name(value)}", gate=gate,
+                             key=key, hint=f'write {key} = ["..."]')
         if not value and not allow_empty:
             raise self.error("must not be an empty list", gate=gate, key=key, hint=empty_hint)
         items = []
         for item in value:
             if not isinstance(item, str):
-                raise self.error(
-                    f"must hold only strings, found {type_name(item)} {short_repr(item)}",
-                    gate=gate, key=key,
-                )
+                raise self.error(f"must hold only strings, found {type_name(item)} "
+                                 f"{short_repr(item)}", gate=gate, key=key)
             items.append(self.string(item, gate=gate, key=key))
         return tuple(items)
 
@@ -135,9 +116,8 @@ class FieldReader:
 
     def seconds(self, value: object, *, gate: str | None, key: str) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.error(
-                f"must be a number of seconds, not {type_name(value)}", gate=gate, key=key
-            )
+            raise self.error(f"must be a number of seconds, not {type_name(value)}", gate=gate,
+                             key=key)
         try:
             seconds = float(value)
         except OverflowError:  # an integer too large for a float: far past any sane limit
@@ -149,9 +129,7 @@ class FieldReader:
 
     def boolean(self, value: object, *, gate: str | None, key: str) -> bool:
         if not isinstance(value, bool):
-            raise self.error(
-                f"must be true or false, not {type_name(value)}", gate=gate, key=key
-            )
+            raise self.error(f"must be true or false, not {type_name(value)}", gate=gate, key=key)
         return value
 
     def choice(
@@ -167,10 +145,8 @@ class FieldReader:
     def patterns(
         self, patterns: tuple[str, ...], *, gate: str | None, key: str
     ) -> tuple[str, ...]:
-        """Check each pattern now, so a bad one is a contract error, not a traceback or a gate
-        that silently never runs: one pathspec rejects ("!", a trailing backslash, "[z-a]"),
-        one that can never match (``./src/**``, ``..``, the project's absolute path), one
-        beyond the bounds on length and wildcards (``patterns.check_pattern``)."""
+        """Each pattern checked now (``patterns.check_pattern``): a bad one is a contract error,
+        not a traceback or a gate that silently never runs."""
         roots = tuple(dict.fromkeys(str(path) for path in (
             self.root, self.repo_root, self.root.resolve(), self.repo_root.resolve())))
         for pattern in patterns:
@@ -214,9 +190,7 @@ class FieldReader:
         target = (self.root / text).resolve()
         repo = self.repo_root.resolve()
         if target != repo and repo not in target.parents:
-            raise self.error(
-                f"{text!r} resolves outside the repository ({repo})",
-                gate=gate, key=key, hint="use a directory inside the repository",
-            )
+            raise self.error(f"{text!r} resolves outside the repository ({repo})", gate=gate,
+                             key=key, hint="use a directory inside the repository")
         relative = os.path.relpath(target, self.root.resolve())
         return Path(relative).as_posix()

@@ -1,13 +1,6 @@
-"""The openTiger form (``.opentiger/verify.contract.json``): commands for everyone, per role and
-per rule of changed files, turned into gates.
-
-openTiger's globs are minimatch globs; they are translated into the gitignore-style patterns
-every other form uses (``minimatch_to_gitignore``). Its commands have no names, so each gate is
-named after its command, shortened readably. As openTiger does, a command chained with ``&&``
-runs as one gate per part, and a leading ``cd DIR &&`` sets the directory of the parts after it
-(``chained_parts``). A command listed in several places is one gate where one gate can say when
-it runs (see ``_merged``). Keys openTiger has and verifygate does not use become warnings; an
-optional ``"settings"`` object takes the keys of ``[settings]``.
+"""The openTiger form (``.opentiger/verify.contract.json``): its commands (for everyone, per
+role, per rule of changed files) as gates named after them, its minimatch globs as gitignore
+patterns.
 
 PYTEST_DONT_REWRITE
 """
@@ -33,8 +26,7 @@ ELLIPSIS = "\u2026"
 
 
 class _Use(NamedTuple):
-    """One place a command is listed: for every role (``roles`` None) or one role, on every
-    change (``when_changed`` None) or on a rule's globs."""
+    """One place a command is listed: for every role or one, on every change or a rule's."""
 
     command: str
     roles: tuple[str, ...] | None = None
@@ -50,11 +42,7 @@ class _Use(NamedTuple):
 def load_opentiger(
     data: object, reader: FieldReader
 ) -> tuple[Settings, list[Gate], list[str]]:
-    """The settings, gates and warnings of a parsed openTiger contract.
-
-    Settings start from openTiger's own behaviour (``SEED_SETTINGS``): one gate at a time in
-    declared order.
-    """
+    """The settings, gates and warnings (keys verifygate does not use) of a parsed contract."""
     if not isinstance(data, dict):
         raise reader.error(f"must be a JSON object, not {type_name(data)}")
     warnings = [
@@ -68,7 +56,6 @@ def load_opentiger(
                                  table_word="an object")
 
     def uses_of(commands: object, key: str, **when: Any) -> list[_Use]:
-        """Each part of each command of the list ``commands``, run ``when`` (``_Use``)."""
         return [_Use(part, cwd=cwd, **when) for command in _json_commands(commands, reader, key=key)
                 for part, cwd in chained_parts(command)]
 
@@ -99,38 +86,25 @@ def load_opentiger(
     if not uses:
         raise reader.error("defines no commands", key="commands",
                            hint='add "commands": ["..."]')
-    gates: list[Gate] = []
     used: set[str] = set()
-    for use in _merged(uses):
-        gates.append(
-            Gate(
-                name=_unique_name(name_from_command(use.command), used),
-                command=use.command,
-                roles=use.roles,
-                when_changed=use.when_changed,
-                when_changed_all=use.when_changed_all,
-                cwd=use.cwd,
-                timeout_seconds=settings.timeout_seconds,
-                on_missing=settings.on_missing,
-                cache=settings.cache,
-            )
-        )
+    gates = [Gate(name=_unique_name(name_from_command(use.command), used), command=use.command,
+                  roles=use.roles, when_changed=use.when_changed,
+                  when_changed_all=use.when_changed_all, cwd=use.cwd,
+                  timeout_seconds=settings.timeout_seconds, on_missing=settings.on_missing,
+                  cache=settings.cache)
+             for use in _merged(uses)]
     return settings, gates, warnings
 
 
 def _merged(uses: list[_Use]) -> list[_Use]:
-    """One use per gate to make, in the order the commands first appear.
-
-    openTiger runs a command once however many lists name it. Where one gate can say when
-    that is, the uses of a command become one gate: listed under ``commands`` (or under a rule
-    without globs) it runs always; under several roles, for any of them; under several rules
-    that only have ``whenChangedAny``, when any of their globs matches. What one gate cannot
-    say (a role or else a change; two ``whenChangedAll`` rules) stays one gate per condition.
-    """
+    """One use per gate, in the order the commands first appear: openTiger runs a command once
+    however many lists name it, so its uses become one gate where one gate can say when it
+    runs (always; for any of its roles; on any of its ``whenChangedAny`` globs). A role or
+    else a change, or two ``whenChangedAll`` rules, stay one gate per condition."""
     by_command: dict[tuple[str, str], list[tuple[int, _Use]]] = {}
     for position, use in enumerate(uses):
         by_command.setdefault((use.command.strip(), use.cwd), []).append((position, use))
-    # (position of the first use it stands for, the use): a gate runs where it is first listed.
+    # (where the first use it stands for is, the use): a gate runs where it is first listed.
     merged: list[tuple[int, _Use]] = []
     for group in by_command.values():
         command, cwd = group[0][1].command, group[0][1].cwd
@@ -157,14 +131,9 @@ def _merged(uses: list[_Use]) -> list[_Use]:
 
 
 def chained_parts(command: str) -> list[tuple[str, str]]:
-    """The parts of ``command`` split at each ``&&`` outside quotes, each with the directory
-    it runs in (relative to the project root), as openTiger runs a chained command.
-
-    A part that is exactly ``cd DIR``, with ``DIR`` inside the project, is not run: it sets the
-    directory of the parts after it. Any other ``cd`` (out of the project, with options) stays a
-    part and fails as the shell builtin it is. Unlike openTiger, a ``cd`` never reaches past its
-    own command: a gate's directory does not depend on which other gates were selected.
-    """
+    """The parts of ``command`` between ``&&`` outside quotes, each with the directory it runs
+    in. A plain ``cd DIR`` inside the project sets the directory of the parts after it (never
+    past its own command, unlike openTiger); any other ``cd`` is a part, failing as a builtin."""
     parts: list[tuple[str, str]] = []
     cwd = "."
     for part in _split_and_and(command):
@@ -251,27 +220,18 @@ class TooManyExpansions(ValueError):
 
 
 def minimatch_to_gitignore(glob: str) -> list[str]:
-    """Translate one minimatch glob (``dot: true``) into gitignore-style patterns.
-
-    Minimatch anchors every pattern at the root (``*.ts`` is top-level only) and expands
-    ``{a,b}`` braces; gitignore matches a slash-less pattern at any depth and has no braces.
-    Raises ``TooManyExpansions`` past ``MAX_EXPANSIONS`` patterns.
-    """
+    """One minimatch glob (``dot: true``) as gitignore patterns: anchored at the root as
+    minimatch's are (``*.ts`` is top-level only), its ``{a,b}`` braces expanded."""
     negated = glob.startswith("!")
-    body = glob[1:] if negated else glob
-    body = body.removeprefix("./")
-    patterns = []
-    for expanded in expand_braces(body):
-        anchored = expanded if expanded.startswith(("/", "**")) else "/" + expanded
-        patterns.append(("!" if negated else "") + anchored)
-    return patterns
+    body = (glob[1:] if negated else glob).removeprefix("./")
+    return [("!" if negated else "") + (part if part.startswith(("/", "**")) else "/" + part)
+            for part in expand_braces(body)]
 
 
 def expand_braces(glob: str) -> list[str]:
-    """``glob`` with each ``{a,b,...}`` group (innermost first) replaced by each option in
-    turn, in order, each pattern once. Every step makes a pattern into two or more, so at
-    most ``MAX_EXPANSIONS`` steps run before the bound stops them: the work is bounded
-    whatever the glob (no recursion, no pattern made past the bound)."""
+    """``glob`` with each ``{a,b,...}`` group (innermost first) replaced by each option in turn,
+    each pattern once. Each step makes two or more patterns of one and the bound stops them
+    all, so the work is bounded whatever the glob."""
     done: list[str] = []
     pending = [glob]  # a stack: the last item is expanded next, keeping the options' order
     while pending:
@@ -290,8 +250,7 @@ def expand_braces(glob: str) -> list[str]:
 
 
 def _innermost_group(glob: str) -> tuple[int, int] | None:
-    """Where the first ``{...}`` with a comma and no brace inside is (its two braces), in
-    one pass over ``glob``; None if there is none."""
+    """The two braces of the first ``{...}`` with a comma and no brace inside, or None."""
     start: int | None = None
     comma = False
     for index, char in enumerate(glob):
@@ -307,9 +266,8 @@ def _innermost_group(glob: str) -> tuple[int, int] | None:
 
 
 def name_from_command(command: str) -> str:
-    """A gate name that reads like the command: its words; when longer than
-    ``MAX_NAME_LENGTH``, its first and last words around "…" (where commands differ most:
-    the tool and the target), never cutting a word unless it is longer than a name may be."""
+    """The command's words; past ``MAX_NAME_LENGTH``, its first and last words (the tool and
+    the target) around "…", never cutting a word unless it is longer than a name may be."""
     words = command.split()
     text = " ".join(words)
     if len(text) <= MAX_NAME_LENGTH:
@@ -328,8 +286,7 @@ def name_from_command(command: str) -> str:
 
 
 def _unique_name(base: str, used: set[str]) -> str:
-    """``base``, or ``base (2)``, ``base (3)``... the first not in ``used``; then marks it
-    used."""
+    """``base``, or ``base (2)``, ``base (3)``... the first not in ``used``, marked used."""
     name, counter = base, 2
     while name in used:
         name = f"{base} ({counter})"
