@@ -8,7 +8,7 @@ import math
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pytest_verifygate.errors import ContractError
 from pytest_verifygate.patterns import PatternError, check_pattern
@@ -38,19 +38,14 @@ def short_repr(value: object, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-class FieldReader:
+class FieldReader(NamedTuple):
     """Reads the values of one contract file. ``key_prefix`` (``tool.verifygate.``) goes before
     every key outside a gate an error names, so that it is the key the user sees in the file."""
 
-    def __init__(self, shown: str, root: Path, repo_root: Path, *, key_prefix: str = "") -> None:
-        self.shown = shown
-        self.root = root
-        self.repo_root = repo_root
-        self.key_prefix = key_prefix
-
-    def within(self, key_prefix: str) -> "FieldReader":
-        """The same file's reader for a table nested under ``key_prefix``."""
-        return FieldReader(self.shown, self.root, self.repo_root, key_prefix=key_prefix)
+    shown: str
+    root: Path
+    repo_root: Path
+    key_prefix: str = ""
 
     def error(
         self, message: str, *, gate: str | None = None, key: str | None = None,
@@ -132,9 +127,7 @@ class FieldReader:
             raise self.error(f"must be true or false, not {type_name(value)}", gate=gate, key=key)
         return value
 
-    def choice(
-        self, value: object, choices: tuple[str, ...], *, gate: str | None, key: str
-    ) -> str:
+    def choice(self, value: object, choices: tuple[str, ...], *, gate: str | None, key: str) -> str:
         if not isinstance(value, str) or value not in choices:
             options = " or ".join(repr(c) for c in choices)
             hint = did_you_mean(value, choices) if isinstance(value, str) else None
@@ -142,9 +135,7 @@ class FieldReader:
                              hint=hint)
         return value
 
-    def patterns(
-        self, patterns: tuple[str, ...], *, gate: str | None, key: str
-    ) -> tuple[str, ...]:
+    def patterns(self, patterns: tuple[str, ...], *, gate: str | None, key: str) -> tuple[str, ...]:
         """Each pattern checked now (``patterns.check_pattern``): a bad one is a contract error,
         not a traceback or a gate that silently never runs."""
         roots = tuple(dict.fromkeys(str(path) for path in (

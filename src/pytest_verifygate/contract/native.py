@@ -27,16 +27,14 @@ _ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _CONTROL = r"[\x00-\x08\x0a-\x1f\x7f-\x9f]"  # C0 (but tab), DEL and C1
 
 
-def load_native(
-    data: dict[str, Any], reader: FieldReader, fmt: str
-) -> tuple[Settings, list[Gate]]:
+def load_native(data: dict[str, Any], reader: FieldReader, fmt: str) -> tuple[Settings, list[Gate]]:
     """The settings and gates of a parsed contract of format ``fmt`` (toml, pyproject, middle)."""
     if fmt == "pyproject":
         tool = data.get("tool")
         table = tool.get("verifygate") if isinstance(tool, dict) else None
         if not isinstance(table, dict):
             raise reader.error("has no [tool.verifygate] table")
-        reader = reader.within("tool.verifygate.")
+        reader = reader._replace(key_prefix="tool.verifygate.")
         data = table
     reader.check_keys(data, ("settings", "gate"), gate=None, where="the contract")
     settings = load_settings(data.get("settings", {}), reader, SEED_SETTINGS.get(fmt, Settings()))
@@ -116,8 +114,7 @@ def _load_gate(
         "shell": lambda: reader.boolean(raw["shell"], gate=name, key="shell"),
         "retries": lambda: reader.integer(raw["retries"], gate=name, key="retries", minimum=0,
                                           maximum=MAX_RETRIES),
-        "category": lambda: reader.choice(raw["category"], CATEGORIES, gate=name,
-                                          key="category"),
+        "category": lambda: reader.choice(raw["category"], CATEGORIES, gate=name, key="category"),
         "on_missing": lambda: reader.choice(raw["on_missing"], ON_MISSING, gate=name,
                                             key="on_missing"),
         "cache": lambda: reader.boolean(raw["cache"], gate=name, key="cache"),
@@ -145,8 +142,7 @@ def _command(
     if isinstance(value, list):
         command = reader.string_list(value, gate=name, key="command")
         if not command[0].strip():
-            raise reader.error("must not start with an empty program", gate=name,
-                               key="command")
+            raise reader.error("must not start with an empty program", gate=name, key="command")
         return command
     if isinstance(value, str):
         return reader.string(value, gate=name, key="command")

@@ -6,6 +6,7 @@ PYTEST_DONT_REWRITE
 """
 
 import posixpath
+import re
 from typing import Any, NamedTuple
 
 from pytest_verifygate.commands import UnsupportedCommand, split_words
@@ -39,9 +40,7 @@ class _Use(NamedTuple):
         return self.roles is None and self.when_changed is None and not self.when_changed_all
 
 
-def load_opentiger(
-    data: object, reader: FieldReader
-) -> tuple[Settings, list[Gate], list[str]]:
+def load_opentiger(data: object, reader: FieldReader) -> tuple[Settings, list[Gate], list[str]]:
     """The settings, gates and warnings (keys verifygate does not use) of a parsed contract."""
     if not isinstance(data, dict):
         raise reader.error(f"must be a JSON object, not {type_name(data)}")
@@ -84,8 +83,7 @@ def load_opentiger(
         uses += uses_of(rule.get("commands", []), f"{key}.commands",
                         when_changed=any_globs or None, when_changed_all=all_globs)
     if not uses:
-        raise reader.error("defines no commands", key="commands",
-                           hint='add "commands": ["..."]')
+        raise reader.error("defines no commands", key="commands", hint='add "commands": ["..."]')
     used: set[str] = set()
     gates = [Gate(name=_unique_name(name_from_command(use.command), used), command=use.command,
                   roles=use.roles, when_changed=use.when_changed,
@@ -210,9 +208,10 @@ def _json_globs(value: object, reader: FieldReader, key: str) -> tuple[str, ...]
 
 
 # The most patterns one glob's ``{a,b}`` groups may expand to: each group multiplies them
-# (five groups of ten options are 100,000 patterns), and each is matched against every
-# changed file.
+# (five groups of ten options are 100,000 patterns), each matched against every changed file.
 MAX_EXPANSIONS = 256
+# An innermost ``{...}`` group with a comma; linear (no backtracking) up to its first comma.
+BRACE_GROUP = re.compile(r"\{[^{},]*,[^{}]*\}")
 
 
 class TooManyExpansions(ValueError):
@@ -236,33 +235,16 @@ def expand_braces(glob: str) -> list[str]:
     pending = [glob]  # a stack: the last item is expanded next, keeping the options' order
     while pending:
         current = pending.pop()
-        group = _innermost_group(current)
+        group = BRACE_GROUP.search(current)
         if group is None:
             done.append(current)
             continue
-        start, end = group
-        options = current[start + 1:end].split(",")
+        options = group.group()[1:-1].split(",")
         if len(done) + len(pending) + len(options) > MAX_EXPANSIONS:
             raise TooManyExpansions(f"at least {len(done) + len(pending) + len(options)}")
-        head, tail = current[:start], current[end + 1:]
+        head, tail = current[:group.start()], current[group.end():]
         pending += [head + option + tail for option in reversed(options)]
     return list(dict.fromkeys(done))
-
-
-def _innermost_group(glob: str) -> tuple[int, int] | None:
-    """The two braces of the first ``{...}`` with a comma and no brace inside, or None."""
-    start: int | None = None
-    comma = False
-    for index, char in enumerate(glob):
-        if char == "{":
-            start, comma = index, False
-        elif char == "," and start is not None:
-            comma = True
-        elif char == "}" and start is not None:
-            if comma:
-                return start, index
-            start = None
-    return None
 
 
 def name_from_command(command: str) -> str:

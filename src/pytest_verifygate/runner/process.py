@@ -16,13 +16,14 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from pytest_verifygate.runner.tree import TREE_ENV, GateTree, Proc, describe
 
 if TYPE_CHECKING:
     import threading
 
+    from pytest_verifygate.report.redact import StreamMasker
     from pytest_verifygate.runner.logfile import GateLog
     from pytest_verifygate.runner.records import GatePlan
     from pytest_verifygate.runner.watchdog import Watchdog
@@ -43,20 +44,12 @@ HELD_OUTPUT_REASON = "a process it started was left running, out of reach (see i
 GATE_ENV = "VERIFYGATE_GATE"
 
 
-class OutputFilter(Protocol):
-    """The secret masker: ``feed`` returns what can be written now, ``flush`` the rest."""
-
-    def feed(self, data: bytes) -> bytes: ...
-
-    def flush(self) -> bytes: ...
-
-
 class OutputSink:
     """A gate's output, masked once as it comes: streamed to its log, the last ``tail_bytes``
     kept in memory."""
 
     def __init__(self, log: GateLog | None, tail_bytes: int,
-                 log_filter: OutputFilter | None = None) -> None:
+                 log_filter: StreamMasker | None = None) -> None:
         self.log = log
         self.log_filter = log_filter
         self.tail_bytes = tail_bytes
@@ -279,8 +272,7 @@ def _exited(process: subprocess.Popen[bytes]) -> bool:
     waitid = getattr(os, "waitid", None)
     if waitid is not None:
         try:
-            return waitid(os.P_PID, process.pid,
-                          os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+            return waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
         except ChildProcessError:
             pass
     return process.poll() is not None
@@ -299,8 +291,7 @@ def _wait_exit(process: subprocess.Popen[bytes], seconds: float) -> None:
         delay = min(delay * 2, 0.02)
 
 
-def _end_tree(process: subprocess.Popen[bytes], tree: GateTree,
-              watchdog: Watchdog) -> list[Proc]:
+def _end_tree(process: subprocess.Popen[bytes], tree: GateTree, watchdog: Watchdog) -> list[Proc]:
     """Kill what of the gate still runs, reap its first process; return what could not be killed."""
     survivors = tree.end(LEFTOVER_GRACE_SECONDS) if tree.traceable else []
     # Before the reap: once reaped, the first process's id may go to another process.

@@ -19,24 +19,16 @@ from typing import TYPE_CHECKING
 from pytest_verifygate import codes
 from pytest_verifygate.runner import fixers
 from pytest_verifygate.runner.logfile import DEFAULT_LOG_MAX_BYTES, GateLog
-from pytest_verifygate.runner.process import (
-    HELD_OUTPUT_REASON,
-    OutputFilter,
-    OutputSink,
-    run_commands,
-)
+from pytest_verifygate.runner.process import HELD_OUTPUT_REASON, OutputSink, run_commands
 from pytest_verifygate.runner.records import GatePlan, GateResult, bare_result
 from pytest_verifygate.runner.watchdog import Watchdog
-from pytest_verifygate.state.storage import (
-    claim_log_dir,
-    log_file_name,
-    make_private_dir,
-)
+from pytest_verifygate.state.storage import claim_log_dir, log_file_name, make_private_dir
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from pytest_verifygate.contract import Gate
+    from pytest_verifygate.report.redact import StreamMasker
 
 BACKOFF_BASE_SECONDS = 0.5
 BACKOFF_MAX_SECONDS = 8.0
@@ -63,7 +55,7 @@ class GateRunner:
         on_finished: GateCallback | None = None,
         log_max_bytes: int = DEFAULT_LOG_MAX_BYTES,
         start_order: Sequence[str] | None = None,
-        log_filter: Callable[[], OutputFilter] | None = None,
+        log_filter: Callable[[], StreamMasker] | None = None,
     ) -> None:
         self.plans = list(plans)  # in contract order: the order results are returned in
         self.start_order = start_order
@@ -106,8 +98,7 @@ class GateRunner:
         placed: set[str] = set()
         for plan in ordered:
             # Only needs placed before it: a circle can never hold a gate back for ever.
-            self._needs[plan.gate.name] = tuple(need for need in plan.gate.needs
-                                                if need in placed)
+            self._needs[plan.gate.name] = tuple(need for need in plan.gate.needs if need in placed)
             placed.add(plan.gate.name)
         # Announced before any worker looks at their needs; a Ctrl-C raised from a callback
         # leaves the rest to ``result``, as interrupted.

@@ -124,8 +124,7 @@ def main() -> None:
         pending += chunk
         *lines, pending = pending.split(b"\n")
         _apply(lines, gates, expected)
-    orphans = [GateTree(pid, mark) for mark in expected
-               if (pid := first_marked(mark)) is not None]
+    orphans = [GateTree(pid, mark) for mark in expected if (pid := first_marked(mark)) is not None]
     _end([*(tree for tree, _ in gates.values()), *orphans])
 
 
