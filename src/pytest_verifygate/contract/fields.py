@@ -47,27 +47,22 @@ class FieldReader(NamedTuple):
     repo_root: Path
     key_prefix: str = ""
 
-    def error(
-        self, message: str, *, gate: str | None = None, key: str | None = None,
-        hint: str | None = None,
-    ) -> ContractError:
+    def error(self, message: str, *, gate: str | None = None, key: str | None = None,
+              hint: str | None = None) -> ContractError:
         if key is not None and gate is None:
             key = self.key_prefix + key
         return ContractError(self.shown, message, gate=gate, key=key, hint=hint)
 
-    def check_keys(
-        self, table: dict[str, Any], allowed: tuple[str, ...], *, gate: str | None,
-        where: str,
-    ) -> None:
+    def check_keys(self, table: dict[str, Any], allowed: tuple[str, ...], *, gate: str | None,
+                   where: str) -> None:
         for key in table:
             if key not in allowed:
                 raise self.error(f"unknown key in {where}", gate=gate, key=key,
                                  hint=did_you_mean(key, allowed)
                                  or f"known keys: {', '.join(allowed)}")
 
-    def string(
-        self, value: object, *, gate: str | None, key: str, allow_empty: bool = False
-    ) -> str:
+    def string(self, value: object, *, gate: str | None, key: str,
+               allow_empty: bool = False) -> str:
         if not isinstance(value, str):
             raise self.error(f"must be a string, not {type_name(value)}", gate=gate, key=key)
         if not allow_empty and not value.strip():
@@ -82,10 +77,8 @@ class FieldReader(NamedTuple):
                              gate=gate, key=key, hint="write real Unicode characters") from None
         return value
 
-    def string_list(
-        self, value: object, *, gate: str | None, key: str, allow_empty: bool = False,
-        empty_hint: str | None = None,
-    ) -> tuple[str, ...]:
+    def string_list(self, value: object, *, gate: str | None, key: str, allow_empty: bool = False,
+                    empty_hint: str | None = None) -> tuple[str, ...]:
         if not isinstance(value, list):
             raise self.error(f"must be a list of strings, not {type_name(value)}", gate=gate,
                              key=key, hint=f'write {key} = ["..."]')
@@ -99,9 +92,8 @@ class FieldReader(NamedTuple):
             items.append(self.string(item, gate=gate, key=key))
         return tuple(items)
 
-    def integer(
-        self, value: object, *, gate: str | None, key: str, minimum: int, maximum: int | None = None
-    ) -> int:
+    def integer(self, value: object, *, gate: str | None, key: str, minimum: int,
+                maximum: int | None = None) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.error(f"must be an integer, not {type_name(value)}", gate=gate, key=key)
         if value < minimum or (maximum is not None and value > maximum):

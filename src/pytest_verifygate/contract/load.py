@@ -21,12 +21,8 @@ from pytest_verifygate.contract.parse import parse_json, parse_toml, read_text
 from pytest_verifygate.errors import ContractError
 
 
-def load_contract(
-    path: str | os.PathLike[str] | None = None,
-    start: Path | None = None,
-    *,
-    flag: str = "--contract",
-) -> Contract:
+def load_contract(path: str | os.PathLike[str] | None = None, start: Path | None = None, *,
+                  flag: str = "--contract") -> Contract:
     """Load and validate the contract at ``path``, or the one found from ``start``; ``flag``
     is how the calling front end names the contract option, for the hints."""
     if path is None:

@@ -58,9 +58,8 @@ def load_native(data: dict[str, Any], reader: FieldReader, fmt: str) -> tuple[Se
     return settings, list(gates.values())
 
 
-def _load_gate(
-    raw: object, position: int, settings: Settings, reader: FieldReader, *, middle: bool
-) -> Gate:
+def _load_gate(raw: object, position: int, settings: Settings, reader: FieldReader, *,
+               middle: bool) -> Gate:
     """One gate; ``middle``: with middle's defaults (a shell, category ``unit``)."""
     label = f"#{position}"
     if not isinstance(raw, dict):
@@ -129,9 +128,8 @@ def _load_gate(
     return Gate(name=name, command=command, kind=kind, env=env, **{**defaults, **given})
 
 
-def _command(
-    raw: dict[str, Any], kind: str, name: str, reader: FieldReader
-) -> str | tuple[str, ...]:
+def _command(raw: dict[str, Any], kind: str, name: str,
+             reader: FieldReader) -> str | tuple[str, ...]:
     """A string to split, an argv list, or "" for a manual gate without one."""
     if "command" not in raw:
         if kind != "manual":

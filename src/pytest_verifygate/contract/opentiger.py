@@ -35,20 +35,13 @@ class _Use(NamedTuple):
     when_changed_all: tuple[str, ...] = ()
     cwd: str = "."
 
-    @property
-    def always(self) -> bool:
-        return self.roles is None and self.when_changed is None and not self.when_changed_all
-
 
 def load_opentiger(data: object, reader: FieldReader) -> tuple[Settings, list[Gate], list[str]]:
     """The settings, gates and warnings (keys verifygate does not use) of a parsed contract."""
     if not isinstance(data, dict):
         raise reader.error(f"must be a JSON object, not {type_name(data)}")
-    warnings = [
-        f"{reader.shown}: key {key!r} is not used by verifygate and was ignored"
-        for key in data
-        if key not in OPENTIGER_KEYS
-    ]
+    warnings = [f"{reader.shown}: key {key!r} is not used by verifygate and was ignored"
+                for key in data if key not in OPENTIGER_KEYS]
     settings = SEED_SETTINGS["opentiger"]
     if "settings" in data:
         settings = load_settings(data["settings"], reader, settings, where='"settings"',
@@ -72,12 +65,8 @@ def load_opentiger(data: object, reader: FieldReader) -> tuple[Settings, list[Ga
         key = f"rules[{index}]"
         if not isinstance(rule, dict):
             raise reader.error(f"must be an object, not {type_name(rule)}", key=key)
-        for rule_key in rule:
-            if rule_key not in OPENTIGER_RULE_KEYS:
-                warnings.append(
-                    f"{reader.shown}: key {key}.{rule_key!r} is not used by verifygate and "
-                    "was ignored"
-                )
+        warnings += [f"{reader.shown}: key {key}.{rule_key!r} is not used by verifygate and "
+                     "was ignored" for rule_key in rule if rule_key not in OPENTIGER_RULE_KEYS]
         any_globs = _json_globs(rule.get("whenChangedAny"), reader, f"{key}.whenChangedAny")
         all_globs = _json_globs(rule.get("whenChangedAll"), reader, f"{key}.whenChangedAll")
         uses += uses_of(rule.get("commands", []), f"{key}.commands",
@@ -106,7 +95,8 @@ def _merged(uses: list[_Use]) -> list[_Use]:
     merged: list[tuple[int, _Use]] = []
     for group in by_command.values():
         command, cwd = group[0][1].command, group[0][1].cwd
-        always = [position for position, use in group if use.always]
+        always = [position for position, use in group
+                  if use.roles is None and use.when_changed is None and not use.when_changed_all]
         if always:
             merged.append((always[0], _Use(command, cwd=cwd)))
             continue

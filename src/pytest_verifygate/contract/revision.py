@@ -33,13 +33,8 @@ class NoContractError(ContractError):
     """No contract is found now, and none was there at the revision either."""
 
 
-def load_contract_since(
-    revision: str,
-    path: str | os.PathLike[str] | None = None,
-    start: Path | None = None,
-    *,
-    flag: str = "--contract",
-) -> Contract:
+def load_contract_since(revision: str, path: str | os.PathLike[str] | None = None,
+                        start: Path | None = None, *, flag: str = "--contract") -> Contract:
     """``load_contract(path, start)`` plus the gates the contract had at ``revision``, as they
     were then; a revision's contract that does not load binds nothing (a warning says so)."""
     here = (start or Path.cwd()).resolve()

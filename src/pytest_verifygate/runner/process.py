@@ -148,15 +148,9 @@ def clamp_timeout(seconds: float) -> float:
     return MAX_TIMEOUT_SECONDS if math.isnan(value) else min(max(0.0, value), MAX_TIMEOUT_SECONDS)
 
 
-def _run_command(
-    plan: GatePlan,
-    argv: Sequence[str],
-    sink: OutputSink,
-    deadline: float,
-    cancelled: threading.Event,
-    base_env: Mapping[str, str],
-    watchdog: Watchdog,
-) -> AttemptEnd:
+def _run_command(plan: GatePlan, argv: Sequence[str], sink: OutputSink, deadline: float,
+                 cancelled: threading.Event, base_env: Mapping[str, str],
+                 watchdog: Watchdog) -> AttemptEnd:
     """Spawn ``argv`` and supervise it until every process it started is gone. ``base_env`` is
     the runner thread's copy: ``os.environ`` read here races pytest setting it (a KeyError)."""
     if not plan.cwd.is_dir():
@@ -211,14 +205,8 @@ def _not_started(sink: OutputSink, message: str) -> AttemptEnd:
     return AttemptEnd(spawn_failed=True)
 
 
-def _watch(
-    process: subprocess.Popen[bytes],
-    sink: OutputSink,
-    deadline: float,
-    cancelled: threading.Event,
-    tree: GateTree,
-    end: AttemptEnd,
-) -> None:
+def _watch(process: subprocess.Popen[bytes], sink: OutputSink, deadline: float,
+           cancelled: threading.Event, tree: GateTree, end: AttemptEnd) -> None:
     """Read the pipe and watch the process; on a deadline, a cancel, or leftovers holding the
     pipe after the process exited, signal the tree."""
     assert process.stdout is not None
