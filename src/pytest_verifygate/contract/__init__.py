@@ -20,16 +20,8 @@ if TYPE_CHECKING:
     from pytest_verifygate.contract.load import load_contract as load_contract
 
 __all__ = [
-    "EMPTY_ENV",
-    "GATE_KEYS",
-    "SETTINGS_KEYS",
-    "Contract",
-    "Gate",
-    "display_path",
-    "find_contract",
-    "find_repo_root",
-    "load_contract",
-    "posix_relative",
+    "EMPTY_ENV", "GATE_KEYS", "SETTINGS_KEYS", "Contract", "Gate", "display_path", "find_contract",
+    "find_repo_root", "load_contract", "posix_relative",
 ]
 
 

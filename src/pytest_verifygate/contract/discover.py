@@ -11,12 +11,8 @@ from pytest_verifygate.contract.parse import parse_toml
 from pytest_verifygate.errors import ContractError
 
 # Looked for in this order in each directory (docs: The contract).
-CONTRACT_NAMES = (
-    "verify.toml",
-    "pyproject.toml",
-    ".middle/verify.toml",
-    ".opentiger/verify.contract.json",
-)
+CONTRACT_NAMES = ("verify.toml", "pyproject.toml", ".middle/verify.toml",
+                  ".opentiger/verify.contract.json")
 
 
 def find_repo_root(start: Path) -> Path | None:

@@ -52,16 +52,8 @@ def load_contract(path: str | os.PathLike[str] | None = None, start: Path | None
     fmt = contract_format(contract_path)
     text = read_text(contract_path, shown)
     settings, gates, warnings = load_text(text, fmt, FieldReader(shown, root, repo_root))
-    return Contract(
-        path=contract_path,
-        root=root,
-        repo_root=repo_root,
-        format=fmt,
-        settings=settings,
-        gates=tuple(gates),
-        warnings=tuple(warnings),
-        text=text,
-    )
+    return Contract(path=contract_path, root=root, repo_root=repo_root, format=fmt,
+                    settings=settings, gates=tuple(gates), warnings=tuple(warnings), text=text)
 
 
 def load_text(text: str, fmt: str, reader: FieldReader) -> tuple[Settings, list[Gate], list[str]]:

@@ -165,15 +165,9 @@ def _run_command(plan: GatePlan, argv: Sequence[str], sink: OutputSink, deadline
     }
     watchdog.expecting(mark)  # before the spawn: a run killed right after it is covered too
     try:
-        process = subprocess.Popen(
-            list(argv),
-            cwd=plan.cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        process = subprocess.Popen(list(argv), cwd=plan.cwd, env=env, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
     except FileNotFoundError:
         return _not_started(sink, f"cannot run {argv[0]!r}: program not found on PATH")
     except PermissionError:

@@ -89,12 +89,6 @@ class GatePlan(NamedTuple):
 
 def bare_result(plan: GatePlan, outcome: codes.Outcome, code: str | None,
                 output: str = "") -> GateResult:
-    return GateResult(
-        name=plan.gate.name,
-        outcome=outcome,
-        code=code,
-        command=plan.display_command,
-        cwd=plan.gate.cwd,
-        output_tail=output,
-        output_bytes=len(output.encode()),
-    )
+    return GateResult(name=plan.gate.name, outcome=outcome, code=code,
+                      command=plan.display_command, cwd=plan.gate.cwd, output_tail=output,
+                      output_bytes=len(output.encode()))

@@ -86,15 +86,10 @@ def _spawn() -> subprocess.Popen[bytes] | None:
     # the project checked); it needs only the standard library: no site, no PYTHON* variables.
     home = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     try:
-        return subprocess.Popen(
-            [sys.executable, "-S", "-E", "-m", __name__],
-            cwd=home,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            # Out of the run's process group: a Ctrl-C or a kill of that group spares it.
-            start_new_session=True,
-        )
+        # Out of the run's process group: a Ctrl-C or a kill of that group spares it.
+        return subprocess.Popen([sys.executable, "-S", "-E", "-m", __name__], cwd=home,
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError:
         return None
 
