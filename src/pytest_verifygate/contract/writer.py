@@ -27,10 +27,8 @@ def toml_string(text: str) -> str:
 
 
 def toml_value(value: Value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
+    if isinstance(value, (bool, int)):
+        return json.dumps(value)  # true, false or the integer, as TOML writes them
     if isinstance(value, str):
         return toml_string(value)
     return "[" + ", ".join(toml_string(item) for item in value) + "]"

@@ -56,13 +56,8 @@ def _processes(since: int) -> list[Proc]:
     except OSError:
         return []
     me = str(os.getpid())
-    found = []
-    for entry in entries:
-        if entry.isdigit() and entry != me:
-            proc = read_proc(entry)
-            if proc is not None and proc.start >= since:
-                found.append(proc)
-    return found
+    found = (read_proc(entry) for entry in entries if entry.isdigit() and entry != me)
+    return [proc for proc in found if proc is not None and proc.start >= since]
 
 
 def first_marked(mark: str) -> int | None:
