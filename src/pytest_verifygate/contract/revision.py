@@ -101,8 +101,8 @@ def _not_loaded(error: ContractError, revision: str, path: str | os.PathLike[str
 
 def _bind(current: Contract, settings: Settings, gates: Sequence[Gate], *, revision: str,
           earlier: str) -> Contract:
-    """``current`` with the gates it had at ``revision``, and a first warning saying what
-    changed; ``fail_when_unverified`` if either set it."""
+    """``current`` with the gates and plugins it had at ``revision``, and a first warning
+    saying what changed; ``fail_when_unverified`` if either set it."""
     now = {gate.name: gate for gate in current.gates}
     then = {gate.name for gate in gates}
     removed = [gate.name for gate in gates if gate.name not in now]
