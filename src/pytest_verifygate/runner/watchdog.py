@@ -59,8 +59,9 @@ class Watchdog:
         assert process.stdin is not None
         with contextlib.suppress(OSError):  # it is gone already
             process.stdin.close()
-        import threading  # the run does not wait for the watchdog to exit
+        import threading
 
+        # Reaped in the background: the run does not wait for the watchdog to exit.
         threading.Thread(target=process.wait, name=REAPER_THREAD, daemon=True).start()
 
     def _send(self, message: str, *, start: bool) -> None:
