@@ -48,8 +48,11 @@ def load_opentiger(data: object, reader: FieldReader) -> tuple[Settings, list[Ga
                                  table_word="an object")
 
     def uses_of(commands: object, key: str, **when: Any) -> list[_Use]:
-        return [_Use(part, cwd=cwd, **when) for command in _json_commands(commands, reader, key=key)
-                for part, cwd in chained_parts(command)]
+        if not isinstance(commands, list):
+            raise reader.error(f"must be a list of command strings, not {type_name(commands)}",
+                               key=key)
+        texts = [reader.string(command, gate=None, key=key) for command in commands]
+        return [_Use(part, cwd=cwd, **when) for text in texts for part, cwd in chained_parts(text)]
 
     uses = uses_of(data.get("commands", []), "commands")
     by_role = data.get("byRole", {})
@@ -168,12 +171,6 @@ def _cd_target(part: str, cwd: str) -> str | None:
         return None
     joined = posixpath.normpath(posixpath.join(cwd, target))
     return None if joined == ".." or joined.startswith("../") else joined
-
-
-def _json_commands(value: object, reader: FieldReader, *, key: str) -> list[str]:
-    if not isinstance(value, list):
-        raise reader.error(f"must be a list of command strings, not {type_name(value)}", key=key)
-    return [reader.string(item, gate=None, key=key) for item in value]
 
 
 def _json_globs(value: object, reader: FieldReader, key: str) -> tuple[str, ...]:

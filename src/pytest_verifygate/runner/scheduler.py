@@ -35,10 +35,6 @@ BACKOFF_MAX_SECONDS = 8.0
 # How long a wait for a result blocks at a time: short, so Ctrl-C reaches the main thread.
 WAIT_STEP_SECONDS = 0.5
 
-ClassifyHook = Callable[["Gate", GateResult], str | None]
-GateCallback = Callable[["Gate", GateResult], None]
-StartCallback = Callable[["Gate"], None]
-
 
 class GateRunner:
     """Runs planned gates concurrently; results can be awaited one by one or all together."""
@@ -50,9 +46,9 @@ class GateRunner:
         jobs: int,
         tail_bytes: int = 65536,
         log_dir: Path | None = None,
-        classify_hook: ClassifyHook | None = None,
-        on_started: StartCallback | None = None,
-        on_finished: GateCallback | None = None,
+        classify_hook: Callable[[Gate, GateResult], str | None] | None = None,
+        on_started: Callable[[Gate], None] | None = None,
+        on_finished: Callable[[Gate, GateResult], None] | None = None,
         log_max_bytes: int = DEFAULT_LOG_MAX_BYTES,
         start_order: Sequence[str] | None = None,
         log_filter: Callable[[], StreamMasker] | None = None,
