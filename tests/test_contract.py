@@ -11,12 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_verifygate.contract import (
-    EMPTY_ENV,
-    find_contract,
-    load_contract,
-    minimatch_to_gitignore,
-)
+from pytest_verifygate.contract import EMPTY_ENV, find_contract, load_contract
+from pytest_verifygate.contract.opentiger import minimatch_to_gitignore
 from pytest_verifygate.errors import ContractError
 
 from conftest import write

@@ -1,8 +1,5 @@
-"""Where a contract is: finding the file from a directory upwards, which format its name and
-place say it is, the project root its paths are relative to, and the repository around it.
-
-Also how paths are shown (``display_path``) and compared (``posix_relative``). Nothing here
-reads a contract's gates.
+"""Where a contract is: its file (found from a directory upwards), its format, its project root
+and repository, and how its paths are shown and compared.
 
 PYTEST_DONT_REWRITE
 """
@@ -14,12 +11,8 @@ from pytest_verifygate.contract.parse import parse_toml
 from pytest_verifygate.errors import ContractError
 
 # Looked for in this order in each directory (docs: The contract).
-CONTRACT_NAMES = (
-    "verify.toml",
-    "pyproject.toml",
-    ".middle/verify.toml",
-    ".opentiger/verify.contract.json",
-)
+CONTRACT_NAMES = ("verify.toml", "pyproject.toml", ".middle/verify.toml",
+                  ".opentiger/verify.contract.json")
 
 
 def find_repo_root(start: Path) -> Path | None:
@@ -31,46 +24,38 @@ def find_repo_root(start: Path) -> Path | None:
 
 
 def find_contract(start: Path | None = None) -> Path | None:
-    """The first contract file from ``start`` upwards to the git toplevel (in the order of the
-    the docs' The contract)."""
+    """The first contract file from ``start`` upwards to the git toplevel."""
     here = (start or Path.cwd()).resolve()
     top = find_repo_root(here)
     for directory in (here, *here.parents):
         for name in CONTRACT_NAMES:
             candidate = directory / name
-            if not candidate.is_file():
-                continue
-            if name == "pyproject.toml" and not _pyproject_has_table(candidate):
-                continue
-            return candidate
-        if top is not None and directory == top:
+            if candidate.is_file() and (name != "pyproject.toml" or _has_table(candidate)):
+                return candidate
+        if directory == top:
             break
     return None
 
 
-def _pyproject_has_table(path: Path) -> bool:
-    """Whether this pyproject.toml has a ``[tool.verifygate]`` table (or might: a broken one
-    that mentions us is a contract, so that loading reports what is wrong with it)."""
+def _has_table(path: Path) -> bool:
     try:
         raw = path.read_bytes()
     except OSError:
         return False
-    if b"verifygate" not in raw:  # cheap pre-check: most pyprojects never mention us
-        return False
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        return True  # a broken pyproject that mentions us is reported when loaded
-    return pyproject_has_table(text, str(path))
+        return b"verifygate" in raw  # a broken pyproject that mentions us is reported when loaded
+    return pyproject_has_table(text)
 
 
-def pyproject_has_table(text: str, shown: str) -> bool:
+def pyproject_has_table(text: str) -> bool:
     """Whether a pyproject.toml's ``text`` has a ``[tool.verifygate]`` table; a broken one
     that mentions us counts (it is reported when loaded, not skipped silently)."""
-    if "verifygate" not in text:
+    if "verifygate" not in text:  # most pyprojects never mention us: no parse
         return False
     try:
-        data = parse_toml(text, shown)
+        data = parse_toml(text, "pyproject.toml")
     except ContractError:
         return True
     tool = data.get("tool")
@@ -91,9 +76,7 @@ def contract_format(path: Path) -> str:
 def project_root_of(path: Path) -> Path:
     """The directory that ``when_changed`` and ``cwd`` are relative to."""
     parent = path.parent
-    if parent.name in (".middle", ".opentiger"):
-        return parent.parent
-    return parent
+    return parent.parent if parent.name in (".middle", ".opentiger") else parent
 
 
 def posix_relative(path: Path, start: Path) -> str:

@@ -1,8 +1,5 @@
-"""Checking one contract file's values field by field: ``FieldReader``.
-
-Each check takes a raw value from the parsed file and returns it typed, or raises a
-``ContractError`` naming the file, the gate and the key, with a fix where one is known (a
-did-you-mean for a misspelt key or choice). Shared by every format's loader.
+"""``FieldReader``: every format's checks of a contract file's values, each returning the value
+typed or raising a ``ContractError`` that names the file, the gate and the key, with a fix.
 
 PYTEST_DONT_REWRITE
 """
@@ -11,7 +8,7 @@ import math
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pytest_verifygate.errors import ContractError
 from pytest_verifygate.patterns import PatternError, check_pattern
@@ -30,14 +27,9 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
 
 def type_name(value: object) -> str:
     """What a parsed value is, in the words of a contract file ("a string", "a table")."""
-    return {
-        bool: "a boolean",
-        int: "an integer",
-        float: "a number",
-        str: "a string",
-        list: "a list",
-        dict: "a table",
-    }.get(type(value), type(value).__name__)
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+             list: "a list", dict: "a table"}
+    return names.get(type(value), type(value).__name__)
 
 
 def short_repr(value: object, limit: int = 40) -> str:
@@ -46,48 +38,31 @@ def short_repr(value: object, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-class FieldReader:
-    """Reads the values of one contract file, raising errors that name file, gate and key.
+class FieldReader(NamedTuple):
+    """Reads the values of one contract file. ``key_prefix`` (``tool.verifygate.``) goes before
+    every key outside a gate an error names, so that it is the key the user sees in the file."""
 
-    ``key_prefix`` is put before every key an error names (``tool.verifygate.`` in a
-    pyproject.toml), so that the key is the one the user sees in the file; a gate's key is
-    named as written in its table, which the message names (``[[tool.verifygate.gate]]``).
-    """
+    shown: str
+    root: Path
+    repo_root: Path
+    key_prefix: str = ""
 
-    def __init__(self, shown: str, root: Path, repo_root: Path, *, key_prefix: str = "") -> None:
-        self.shown = shown
-        self.root = root
-        self.repo_root = repo_root
-        self.key_prefix = key_prefix
-
-    def within(self, key_prefix: str) -> "FieldReader":
-        """The same file's reader for a table nested under ``key_prefix``."""
-        return FieldReader(self.shown, self.root, self.repo_root, key_prefix=key_prefix)
-
-    def error(
-        self, message: str, *, gate: str | None = None, key: str | None = None,
-        hint: str | None = None,
-    ) -> ContractError:
+    def error(self, message: str, *, gate: str | None = None, key: str | None = None,
+              hint: str | None = None) -> ContractError:
         if key is not None and gate is None:
             key = self.key_prefix + key
         return ContractError(self.shown, message, gate=gate, key=key, hint=hint)
 
-    def check_keys(
-        self, table: dict[str, Any], allowed: tuple[str, ...], *, gate: str | None,
-        where: str,
-    ) -> None:
+    def check_keys(self, table: dict[str, Any], allowed: tuple[str, ...], *, gate: str | None,
+                   where: str) -> None:
         for key in table:
             if key not in allowed:
-                raise self.error(
-                    f"unknown key in {where}",
-                    gate=gate,
-                    key=key,
-                    hint=did_you_mean(key, allowed) or f"known keys: {', '.join(allowed)}",
-                )
+                raise self.error(f"unknown key in {where}", gate=gate, key=key,
+                                 hint=did_you_mean(key, allowed)
+                                 or f"known keys: {', '.join(allowed)}")
 
-    def string(
-        self, value: object, *, gate: str | None, key: str, allow_empty: bool = False
-    ) -> str:
+    def string(self, value: object, *, gate: str | None, key: str,
+               allow_empty: bool = False) -> str:
         if not isinstance(value, str):
             raise self.error(f"must be a string, not {type_name(value)}", gate=gate, key=key)
         if not allow_empty and not value.strip():
@@ -102,30 +77,23 @@ class FieldReader:
                              gate=gate, key=key, hint="write real Unicode characters") from None
         return value
 
-    def string_list(
-        self, value: object, *, gate: str | None, key: str, allow_empty: bool = False,
-        empty_hint: str | None = None,
-    ) -> tuple[str, ...]:
+    def string_list(self, value: object, *, gate: str | None, key: str, allow_empty: bool = False,
+                    empty_hint: str | None = None) -> tuple[str, ...]:
         if not isinstance(value, list):
-            raise self.error(
-                f"must be a list of strings, not {type_name(value)}", gate=gate, key=key,
-                hint=f'write {key} = ["..."]',
-            )
+            raise self.error(f"must be a list of strings, not {type_name(value)}", gate=gate,
+                             key=key, hint=f'write {key} = ["..."]')
         if not value and not allow_empty:
             raise self.error("must not be an empty list", gate=gate, key=key, hint=empty_hint)
         items = []
         for item in value:
             if not isinstance(item, str):
-                raise self.error(
-                    f"must hold only strings, found {type_name(item)} {short_repr(item)}",
-                    gate=gate, key=key,
-                )
+                raise self.error(f"must hold only strings, found {type_name(item)} "
+                                 f"{short_repr(item)}", gate=gate, key=key)
             items.append(self.string(item, gate=gate, key=key))
         return tuple(items)
 
-    def integer(
-        self, value: object, *, gate: str | None, key: str, minimum: int, maximum: int | None = None
-    ) -> int:
+    def integer(self, value: object, *, gate: str | None, key: str, minimum: int,
+                maximum: int | None = None) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.error(f"must be an integer, not {type_name(value)}", gate=gate, key=key)
         if value < minimum or (maximum is not None and value > maximum):
@@ -135,9 +103,8 @@ class FieldReader:
 
     def seconds(self, value: object, *, gate: str | None, key: str) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.error(
-                f"must be a number of seconds, not {type_name(value)}", gate=gate, key=key
-            )
+            raise self.error(f"must be a number of seconds, not {type_name(value)}", gate=gate,
+                             key=key)
         try:
             seconds = float(value)
         except OverflowError:  # an integer too large for a float: far past any sane limit
@@ -149,14 +116,10 @@ class FieldReader:
 
     def boolean(self, value: object, *, gate: str | None, key: str) -> bool:
         if not isinstance(value, bool):
-            raise self.error(
-                f"must be true or false, not {type_name(value)}", gate=gate, key=key
-            )
+            raise self.error(f"must be true or false, not {type_name(value)}", gate=gate, key=key)
         return value
 
-    def choice(
-        self, value: object, choices: tuple[str, ...], *, gate: str | None, key: str
-    ) -> str:
+    def choice(self, value: object, choices: tuple[str, ...], *, gate: str | None, key: str) -> str:
         if not isinstance(value, str) or value not in choices:
             options = " or ".join(repr(c) for c in choices)
             hint = did_you_mean(value, choices) if isinstance(value, str) else None
@@ -164,13 +127,9 @@ class FieldReader:
                              hint=hint)
         return value
 
-    def patterns(
-        self, patterns: tuple[str, ...], *, gate: str | None, key: str
-    ) -> tuple[str, ...]:
-        """Check each pattern now, so a bad one is a contract error, not a traceback or a gate
-        that silently never runs: one pathspec rejects ("!", a trailing backslash, "[z-a]"),
-        one that can never match (``./src/**``, ``..``, the project's absolute path), one
-        beyond the bounds on length and wildcards (``patterns.check_pattern``)."""
+    def patterns(self, patterns: tuple[str, ...], *, gate: str | None, key: str) -> tuple[str, ...]:
+        """Each pattern checked now (``patterns.check_pattern``): a bad one is a contract error,
+        not a traceback or a gate that silently never runs."""
         roots = tuple(dict.fromkeys(str(path) for path in (
             self.root, self.repo_root, self.root.resolve(), self.repo_root.resolve())))
         for pattern in patterns:
@@ -214,9 +173,7 @@ class FieldReader:
         target = (self.root / text).resolve()
         repo = self.repo_root.resolve()
         if target != repo and repo not in target.parents:
-            raise self.error(
-                f"{text!r} resolves outside the repository ({repo})",
-                gate=gate, key=key, hint="use a directory inside the repository",
-            )
+            raise self.error(f"{text!r} resolves outside the repository ({repo})", gate=gate,
+                             key=key, hint="use a directory inside the repository")
         relative = os.path.relpath(target, self.root.resolve())
         return Path(relative).as_posix()

@@ -1,8 +1,5 @@
-"""The contract's records and vocabulary: ``Settings``, ``Gate``, ``Contract``, the keys each
-table may hold and the values a key may take.
-
-No loading and no validation here: the loaders (``native.py``, ``opentiger.py``) build these
-records from checked values.
+"""The contract's records (``Settings``, ``Gate``, ``Contract``), the keys each table may hold
+and the values a key may take; the loaders build these from checked values.
 
 PYTEST_DONT_REWRITE
 """
@@ -17,57 +14,25 @@ KINDS = ("command", "manual")
 ON_MISSING = ("fail", "skip")
 MAX_RETRIES = 20
 
-# An empty environment mapping, read-only because one instance is shared by every gate (and
-# every record elsewhere) that sets no variables.
+# Read-only: one instance is shared by every record that sets no variables.
 EMPTY_ENV: Mapping[str, str] = MappingProxyType({})
 
 SETTINGS_KEYS = (
-    "timeout_seconds",
-    "jobs",
-    "output_tail_bytes",
-    "on_missing",
-    "fail_when_unverified",
-    "changed_from",
-    "cache",
-    "log_max_bytes",
-    "plugins",
+    "timeout_seconds", "jobs", "output_tail_bytes", "on_missing", "fail_when_unverified",
+    "changed_from", "cache", "log_max_bytes", "plugins",
 )
 GATE_KEYS = (
-    "name",
-    "command",
-    "roles",
-    "when_changed",
-    "when_changed_all",
-    "cwd",
-    "env",
-    "timeout_seconds",
-    "shell",
-    "retries",
-    "category",
-    "phases",
-    "kind",
-    "on_missing",
-    "secret_env",
-    "cache",
-    "inputs",
-    "needs",
-    "exclusive",
-    "types",
-    "types_or",
-    "exclude_types",
-    "files_regex",
-    "exclude_regex",
+    "name", "command", "roles", "when_changed", "when_changed_all", "cwd", "env",
+    "timeout_seconds", "shell", "retries", "category", "phases", "kind", "on_missing",
+    "secret_env", "cache", "inputs", "needs", "exclusive", "types", "types_or", "exclude_types",
+    "files_regex", "exclude_regex",
 )
 OPENTIGER_KEYS = ("commands", "byRole", "rules", "settings")
 OPENTIGER_RULE_KEYS = ("whenChangedAny", "whenChangedAll", "commands")
 
 
 class Settings(NamedTuple):
-    """Contract-wide defaults (``[settings]``).
-
-    The defaults here are the native form's; the seed forms start from their home systems'
-    (``SEED_SETTINGS``).
-    """
+    """Contract-wide defaults (``[settings]``): the native form's; see ``SEED_SETTINGS``."""
 
     timeout_seconds: float = 300.0
     jobs: int = 0
@@ -80,14 +45,11 @@ class Settings(NamedTuple):
     plugins: tuple[str, ...] = ()  # modules whose hook implementations the run loads
 
 
-# What a seed format's file means where its settings say nothing: middle and openTiger run
-# their gates one at a time in declared order. A script that is not defined fails, as it does
-# under openTiger when nothing else verified the change; openTiger's skipping it when other
-# commands remain is not copied (a contract that names a missing script must not weaken itself).
-SEED_SETTINGS: Mapping[str, Settings] = MappingProxyType({
-    "middle": Settings(jobs=1),
-    "opentiger": Settings(jobs=1),
-})
+# Middle and openTiger run one gate at a time in declared order. A missing script fails (not
+# skipped as openTiger may: a contract that names a missing script must not weaken itself).
+SEED_SETTINGS: Mapping[str, Settings] = MappingProxyType(
+    {"middle": Settings(jobs=1), "opentiger": Settings(jobs=1)}
+)
 
 
 class Gate(NamedTuple):
@@ -107,18 +69,12 @@ class Gate(NamedTuple):
     phases: tuple[int, ...] | None = None
     kind: str = "command"
     on_missing: str = "fail"
-    # Environment variables whose values are replaced by "***" in reports (see redact.py).
     secret_env: tuple[str, ...] = ()
-    # The result cache (state/result_cache.py): whether a pass is reused, and which files it
-    # depends on (None: the when_changed patterns, or every file when there are none).
     cache: bool = False
-    inputs: tuple[str, ...] | None = None
-    # Ordering (runner/scheduler.py): gates that must pass before this one starts, and whether
-    # no other gate may run while this one does (a formatter rewriting files others read).
+    inputs: tuple[str, ...] | None = None  # None: when_changed's patterns, or every file
     needs: tuple[str, ...] = ()
     exclusive: bool = False
-    # Which files the gate takes, with pre-commit's meaning (filetypes.py): identify's tags,
-    # and Python regexes searched in the path (pre-commit's ``files`` / ``exclude``).
+    # pre-commit's types, types_or, exclude_types, files and exclude (``filetypes.py``).
     types: tuple[str, ...] = ()
     types_or: tuple[str, ...] = ()
     exclude_types: tuple[str, ...] = ()
@@ -151,8 +107,7 @@ class Contract(NamedTuple):
     settings: Settings
     gates: tuple[Gate, ...]
     warnings: tuple[str, ...] = ()
-    # The file's text as loaded: a shard's report carries its hash (``verifygate merge``).
-    text: str = ""
+    text: str = ""  # as loaded: a shard's report carries its hash (``verifygate merge``)
 
     def gate(self, name: str) -> Gate:
         for gate in self.gates:

@@ -1,11 +1,5 @@
-"""The native TOML form: ``verify.toml``, ``[tool.verifygate]`` in pyproject.toml and middle's
-``.middle/verify.toml``, each a ``[settings]`` table and ``[[gate]]`` tables.
-
-The three differ only in where the tables sit (under ``tool.verifygate`` in a pyproject) and
-in defaults: middle's commands run in a shell, one gate at a time in declared order, as middle
-runs them, and a gate without a category is a ``unit`` gate, as middle reads it. Settings
-supply each gate's defaults. Also checks ``needs`` across the gates (every name known, no
-circle).
+"""The TOML forms (``verify.toml``, ``[tool.verifygate]``, middle's ``.middle/verify.toml``):
+``[settings]`` and ``[[gate]]`` tables; middle's gates default to a shell and category ``unit``.
 
 PYTEST_DONT_REWRITE
 """
@@ -33,56 +27,46 @@ _ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _CONTROL = r"[\x00-\x08\x0a-\x1f\x7f-\x9f]"  # C0 (but tab), DEL and C1
 
 
-def load_native(
-    data: dict[str, Any], reader: FieldReader, fmt: str
-) -> tuple[Settings, list[Gate]]:
-    """The settings and gates of a parsed native contract of format ``fmt`` ("toml",
-    "pyproject" or "middle")."""
+def load_native(data: dict[str, Any], reader: FieldReader, fmt: str) -> tuple[Settings, list[Gate]]:
+    """The settings and gates of a parsed contract of format ``fmt`` (toml, pyproject, middle)."""
     if fmt == "pyproject":
         tool = data.get("tool")
         table = tool.get("verifygate") if isinstance(tool, dict) else None
         if not isinstance(table, dict):
             raise reader.error("has no [tool.verifygate] table")
-        reader = reader.within("tool.verifygate.")
+        reader = reader._replace(key_prefix="tool.verifygate.")
         data = table
     reader.check_keys(data, ("settings", "gate"), gate=None, where="the contract")
     settings = load_settings(data.get("settings", {}), reader, SEED_SETTINGS.get(fmt, Settings()))
     raw_gates = data.get("gate")
     if raw_gates is None:
-        raise reader.error(
-            "defines no gates", key="gate",
-            hint='add at least one [[gate]] with name = "..." and command = "..."',
-        )
+        raise reader.error("defines no gates", key="gate",
+                           hint='add at least one [[gate]] with name = "..." and command = "..."')
     if not isinstance(raw_gates, list):
-        raise reader.error(
-            f"must be an array of tables ([[gate]]), not {type_name(raw_gates)}", key="gate"
-        )
+        raise reader.error(f"must be an array of tables ([[gate]]), not {type_name(raw_gates)}",
+                           key="gate")
     if not raw_gates:
         raise reader.error("defines no gates", key="gate", hint="add at least one [[gate]]")
     gates: dict[str, Gate] = {}
     for position, raw in enumerate(raw_gates, start=1):
         gate = _load_gate(raw, position, settings, reader, middle=fmt == "middle")
         if gate.name in gates:
-            raise reader.error(
-                "duplicate gate name", gate=gate.name, key="name",
-                hint="gate names must be unique; rename one of them",
-            )
+            raise reader.error("duplicate gate name", gate=gate.name, key="name",
+                               hint="gate names must be unique; rename one of them")
         gates[gate.name] = gate
     _check_needs(gates, reader)
     return settings, list(gates.values())
 
 
-def _load_gate(
-    raw: object, position: int, settings: Settings, reader: FieldReader, *, middle: bool
-) -> Gate:
+def _load_gate(raw: object, position: int, settings: Settings, reader: FieldReader, *,
+               middle: bool) -> Gate:
     """One gate; ``middle``: with middle's defaults (a shell, category ``unit``)."""
     label = f"#{position}"
     if not isinstance(raw, dict):
         raise reader.error(f"must be a table, not {type_name(raw)}", gate=label, key="gate")
     if "name" not in raw:
         raise reader.error("is required", gate=label, key="name", hint='add name = "..."')
-    # Any text is a name, as in middle ("unit tests", "Type check (mypy)"); the spaces
-    # around it are not part of it.
+    # Any text is a name, as in middle ("Type check (mypy)"), without the spaces around it.
     name = reader.string(raw["name"], gate=label, key="name").strip()
     control = re.search(_CONTROL, name)
     if control is not None:
@@ -129,8 +113,7 @@ def _load_gate(
         "shell": lambda: reader.boolean(raw["shell"], gate=name, key="shell"),
         "retries": lambda: reader.integer(raw["retries"], gate=name, key="retries", minimum=0,
                                           maximum=MAX_RETRIES),
-        "category": lambda: reader.choice(raw["category"], CATEGORIES, gate=name,
-                                          key="category"),
+        "category": lambda: reader.choice(raw["category"], CATEGORIES, gate=name, key="category"),
         "on_missing": lambda: reader.choice(raw["on_missing"], ON_MISSING, gate=name,
                                             key="on_missing"),
         "cache": lambda: reader.boolean(raw["cache"], gate=name, key="cache"),
@@ -145,11 +128,9 @@ def _load_gate(
     return Gate(name=name, command=command, kind=kind, env=env, **{**defaults, **given})
 
 
-def _command(
-    raw: dict[str, Any], kind: str, name: str, reader: FieldReader
-) -> str | tuple[str, ...]:
-    """The gate's command: a string for a shell-like split, or an argv list; "" for a manual
-    gate without one."""
+def _command(raw: dict[str, Any], kind: str, name: str,
+             reader: FieldReader) -> str | tuple[str, ...]:
+    """A string to split, an argv list, or "" for a manual gate without one."""
     if "command" not in raw:
         if kind != "manual":
             raise reader.error("is required", gate=name, key="command",
@@ -159,19 +140,15 @@ def _command(
     if isinstance(value, list):
         command = reader.string_list(value, gate=name, key="command")
         if not command[0].strip():
-            raise reader.error("must not start with an empty program", gate=name,
-                               key="command")
+            raise reader.error("must not start with an empty program", gate=name, key="command")
         return command
     if isinstance(value, str):
         return reader.string(value, gate=name, key="command")
-    raise reader.error(
-        f"must be a string or a list of strings, not {type_name(value)}",
-        gate=name, key="command",
-    )
+    raise reader.error(f"must be a string or a list of strings, not {type_name(value)}",
+                       gate=name, key="command")
 
 
 def _env(env: object, name: str, reader: FieldReader) -> dict[str, str]:
-    """The gate's ``env`` table: variable names checked, values strings."""
     if not isinstance(env, dict):
         raise reader.error(f"must be a table, not {type_name(env)}", gate=name, key="env",
                            hint='write env = { NAME = "value" }')
@@ -191,7 +168,6 @@ def _env(env: object, name: str, reader: FieldReader) -> dict[str, str]:
 
 
 def _phases(value: object, name: str, reader: FieldReader) -> tuple[int, ...]:
-    """The gate's ``phases``: a non-empty list of positive integers."""
     if not isinstance(value, list):
         raise reader.error(f"must be a list of positive integers, not {type_name(value)}",
                            gate=name, key="phases", hint="write phases = [1, 2]")
@@ -206,8 +182,8 @@ MAX_CIRCLE_SHOWN = 12
 
 
 def _check_needs(gates: dict[str, Gate], reader: FieldReader) -> None:
-    """Every ``needs`` names another gate of this file, and no gate needs itself through
-    others: a gate that could never start is a contract error, not a hang."""
+    """Every ``needs`` names another gate, in no circle: a gate that could never start is a
+    contract error, not a hang."""
     for gate in gates.values():
         for need in gate.needs:
             if need == gate.name:
@@ -220,12 +196,10 @@ def _check_needs(gates: dict[str, Gate], reader: FieldReader) -> None:
     try:
         graphlib.TopologicalSorter({name: gate.needs for name, gate in gates.items()}).prepare()
     except graphlib.CycleError as error:
-        # The circle as graphlib walks it, from a gate to the gates that need it: reversed,
-        # each gate is followed by the one it needs.
+        # graphlib walks from a gate to those that need it: reversed, each needs the next.
         cycle = error.args[1][::-1]
         shown = [repr(name) for name in cycle]
         if len(shown) > MAX_CIRCLE_SHOWN:
-            # One readable line however long the circle: its start and its end.
             hidden = len(shown) - MAX_CIRCLE_SHOWN
             shown[MAX_CIRCLE_SHOWN // 2:-MAX_CIRCLE_SHOWN // 2] = [f"... ({hidden} more)"]
         path = " -> ".join(shown)

@@ -1,18 +1,12 @@
-"""The openTiger form (``.opentiger/verify.contract.json``): commands for everyone, per role and
-per rule of changed files, turned into gates.
-
-openTiger's globs are minimatch globs; they are translated into the gitignore-style patterns
-every other form uses (``minimatch_to_gitignore``). Its commands have no names, so each gate is
-named after its command, shortened readably. As openTiger does, a command chained with ``&&``
-runs as one gate per part, and a leading ``cd DIR &&`` sets the directory of the parts after it
-(``chained_parts``). A command listed in several places is one gate where one gate can say when
-it runs (see ``_merged``). Keys openTiger has and verifygate does not use become warnings; an
-optional ``"settings"`` object takes the keys of ``[settings]``.
+"""The openTiger form (``.opentiger/verify.contract.json``): its commands (for everyone, per
+role, per rule of changed files) as gates named after them, its minimatch globs as gitignore
+patterns.
 
 PYTEST_DONT_REWRITE
 """
 
 import posixpath
+import re
 from typing import Any, NamedTuple
 
 from pytest_verifygate.commands import UnsupportedCommand, split_words
@@ -33,8 +27,7 @@ ELLIPSIS = "\u2026"
 
 
 class _Use(NamedTuple):
-    """One place a command is listed: for every role (``roles`` None) or one role, on every
-    change (``when_changed`` None) or on a rule's globs."""
+    """One place a command is listed: for every role or one, on every change or a rule's."""
 
     command: str
     roles: tuple[str, ...] | None = None
@@ -42,35 +35,24 @@ class _Use(NamedTuple):
     when_changed_all: tuple[str, ...] = ()
     cwd: str = "."
 
-    @property
-    def always(self) -> bool:
-        return self.roles is None and self.when_changed is None and not self.when_changed_all
 
-
-def load_opentiger(
-    data: object, reader: FieldReader
-) -> tuple[Settings, list[Gate], list[str]]:
-    """The settings, gates and warnings of a parsed openTiger contract.
-
-    Settings start from openTiger's own behaviour (``SEED_SETTINGS``): one gate at a time in
-    declared order.
-    """
+def load_opentiger(data: object, reader: FieldReader) -> tuple[Settings, list[Gate], list[str]]:
+    """The settings, gates and warnings (keys verifygate does not use) of a parsed contract."""
     if not isinstance(data, dict):
         raise reader.error(f"must be a JSON object, not {type_name(data)}")
-    warnings = [
-        f"{reader.shown}: key {key!r} is not used by verifygate and was ignored"
-        for key in data
-        if key not in OPENTIGER_KEYS
-    ]
+    warnings = [f"{reader.shown}: key {key!r} is not used by verifygate and was ignored"
+                for key in data if key not in OPENTIGER_KEYS]
     settings = SEED_SETTINGS["opentiger"]
     if "settings" in data:
         settings = load_settings(data["settings"], reader, settings, where='"settings"',
                                  table_word="an object")
 
     def uses_of(commands: object, key: str, **when: Any) -> list[_Use]:
-        """Each part of each command of the list ``commands``, run ``when`` (``_Use``)."""
-        return [_Use(part, cwd=cwd, **when) for command in _json_commands(commands, reader, key=key)
-                for part, cwd in chained_parts(command)]
+        if not isinstance(commands, list):
+            raise reader.error(f"must be a list of command strings, not {type_name(commands)}",
+                               key=key)
+        texts = [reader.string(command, gate=None, key=key) for command in commands]
+        return [_Use(part, cwd=cwd, **when) for text in texts for part, cwd in chained_parts(text)]
 
     uses = uses_of(data.get("commands", []), "commands")
     by_role = data.get("byRole", {})
@@ -86,55 +68,38 @@ def load_opentiger(
         key = f"rules[{index}]"
         if not isinstance(rule, dict):
             raise reader.error(f"must be an object, not {type_name(rule)}", key=key)
-        for rule_key in rule:
-            if rule_key not in OPENTIGER_RULE_KEYS:
-                warnings.append(
-                    f"{reader.shown}: key {key}.{rule_key!r} is not used by verifygate and "
-                    "was ignored"
-                )
+        warnings += [f"{reader.shown}: key {key}.{rule_key!r} is not used by verifygate and "
+                     "was ignored" for rule_key in rule if rule_key not in OPENTIGER_RULE_KEYS]
         any_globs = _json_globs(rule.get("whenChangedAny"), reader, f"{key}.whenChangedAny")
         all_globs = _json_globs(rule.get("whenChangedAll"), reader, f"{key}.whenChangedAll")
         uses += uses_of(rule.get("commands", []), f"{key}.commands",
                         when_changed=any_globs or None, when_changed_all=all_globs)
     if not uses:
-        raise reader.error("defines no commands", key="commands",
-                           hint='add "commands": ["..."]')
-    gates: list[Gate] = []
+        raise reader.error("defines no commands", key="commands", hint='add "commands": ["..."]')
     used: set[str] = set()
-    for use in _merged(uses):
-        gates.append(
-            Gate(
-                name=_unique_name(name_from_command(use.command), used),
-                command=use.command,
-                roles=use.roles,
-                when_changed=use.when_changed,
-                when_changed_all=use.when_changed_all,
-                cwd=use.cwd,
-                timeout_seconds=settings.timeout_seconds,
-                on_missing=settings.on_missing,
-                cache=settings.cache,
-            )
-        )
+    gates = [Gate(name=_unique_name(name_from_command(use.command), used), command=use.command,
+                  roles=use.roles, when_changed=use.when_changed,
+                  when_changed_all=use.when_changed_all, cwd=use.cwd,
+                  timeout_seconds=settings.timeout_seconds, on_missing=settings.on_missing,
+                  cache=settings.cache)
+             for use in _merged(uses)]
     return settings, gates, warnings
 
 
 def _merged(uses: list[_Use]) -> list[_Use]:
-    """One use per gate to make, in the order the commands first appear.
-
-    openTiger runs a command once however many lists name it. Where one gate can say when
-    that is, the uses of a command become one gate: listed under ``commands`` (or under a rule
-    without globs) it runs always; under several roles, for any of them; under several rules
-    that only have ``whenChangedAny``, when any of their globs matches. What one gate cannot
-    say (a role or else a change; two ``whenChangedAll`` rules) stays one gate per condition.
-    """
+    """One use per gate, in the order the commands first appear: openTiger runs a command once
+    however many lists name it, so its uses become one gate where one gate can say when it
+    runs (always; for any of its roles; on any of its ``whenChangedAny`` globs). A role or
+    else a change, or two ``whenChangedAll`` rules, stay one gate per condition."""
     by_command: dict[tuple[str, str], list[tuple[int, _Use]]] = {}
     for position, use in enumerate(uses):
         by_command.setdefault((use.command.strip(), use.cwd), []).append((position, use))
-    # (position of the first use it stands for, the use): a gate runs where it is first listed.
+    # (where the first use it stands for is, the use): a gate runs where it is first listed.
     merged: list[tuple[int, _Use]] = []
     for group in by_command.values():
         command, cwd = group[0][1].command, group[0][1].cwd
-        always = [position for position, use in group if use.always]
+        always = [position for position, use in group
+                  if use.roles is None and use.when_changed is None and not use.when_changed_all]
         if always:
             merged.append((always[0], _Use(command, cwd=cwd)))
             continue
@@ -157,14 +122,9 @@ def _merged(uses: list[_Use]) -> list[_Use]:
 
 
 def chained_parts(command: str) -> list[tuple[str, str]]:
-    """The parts of ``command`` split at each ``&&`` outside quotes, each with the directory
-    it runs in (relative to the project root), as openTiger runs a chained command.
-
-    A part that is exactly ``cd DIR``, with ``DIR`` inside the project, is not run: it sets the
-    directory of the parts after it. Any other ``cd`` (out of the project, with options) stays a
-    part and fails as the shell builtin it is. Unlike openTiger, a ``cd`` never reaches past its
-    own command: a gate's directory does not depend on which other gates were selected.
-    """
+    """The parts of ``command`` between ``&&`` outside quotes, each with the directory it runs
+    in. A plain ``cd DIR`` inside the project sets the directory of the parts after it (never
+    past its own command, unlike openTiger); any other ``cd`` is a part, failing as a builtin."""
     parts: list[tuple[str, str]] = []
     cwd = "."
     for part in _split_and_and(command):
@@ -213,12 +173,6 @@ def _cd_target(part: str, cwd: str) -> str | None:
     return None if joined == ".." or joined.startswith("../") else joined
 
 
-def _json_commands(value: object, reader: FieldReader, *, key: str) -> list[str]:
-    if not isinstance(value, list):
-        raise reader.error(f"must be a list of command strings, not {type_name(value)}", key=key)
-    return [reader.string(item, gate=None, key=key) for item in value]
-
-
 def _json_globs(value: object, reader: FieldReader, key: str) -> tuple[str, ...]:
     if value is None:
         return ()
@@ -241,9 +195,10 @@ def _json_globs(value: object, reader: FieldReader, key: str) -> tuple[str, ...]
 
 
 # The most patterns one glob's ``{a,b}`` groups may expand to: each group multiplies them
-# (five groups of ten options are 100,000 patterns), and each is matched against every
-# changed file.
+# (five groups of ten options are 100,000 patterns), each matched against every changed file.
 MAX_EXPANSIONS = 256
+# An innermost ``{...}`` group with a comma; linear (no backtracking) up to its first comma.
+BRACE_GROUP = re.compile(r"\{[^{},]*,[^{}]*\}")
 
 
 class TooManyExpansions(ValueError):
@@ -251,65 +206,37 @@ class TooManyExpansions(ValueError):
 
 
 def minimatch_to_gitignore(glob: str) -> list[str]:
-    """Translate one minimatch glob (``dot: true``) into gitignore-style patterns.
-
-    Minimatch anchors every pattern at the root (``*.ts`` is top-level only) and expands
-    ``{a,b}`` braces; gitignore matches a slash-less pattern at any depth and has no braces.
-    Raises ``TooManyExpansions`` past ``MAX_EXPANSIONS`` patterns.
-    """
+    """One minimatch glob (``dot: true``) as gitignore patterns: anchored at the root as
+    minimatch's are (``*.ts`` is top-level only), its ``{a,b}`` braces expanded."""
     negated = glob.startswith("!")
-    body = glob[1:] if negated else glob
-    body = body.removeprefix("./")
-    patterns = []
-    for expanded in expand_braces(body):
-        anchored = expanded if expanded.startswith(("/", "**")) else "/" + expanded
-        patterns.append(("!" if negated else "") + anchored)
-    return patterns
+    body = (glob[1:] if negated else glob).removeprefix("./")
+    return [("!" if negated else "") + (part if part.startswith(("/", "**")) else "/" + part)
+            for part in expand_braces(body)]
 
 
 def expand_braces(glob: str) -> list[str]:
-    """``glob`` with each ``{a,b,...}`` group (innermost first) replaced by each option in
-    turn, in order, each pattern once. Every step makes a pattern into two or more, so at
-    most ``MAX_EXPANSIONS`` steps run before the bound stops them: the work is bounded
-    whatever the glob (no recursion, no pattern made past the bound)."""
+    """``glob`` with each ``{a,b,...}`` group (innermost first) replaced by each option in turn,
+    each pattern once. Each step makes two or more patterns of one and the bound stops them
+    all, so the work is bounded whatever the glob."""
     done: list[str] = []
     pending = [glob]  # a stack: the last item is expanded next, keeping the options' order
     while pending:
         current = pending.pop()
-        group = _innermost_group(current)
+        group = BRACE_GROUP.search(current)
         if group is None:
             done.append(current)
             continue
-        start, end = group
-        options = current[start + 1:end].split(",")
+        options = group.group()[1:-1].split(",")
         if len(done) + len(pending) + len(options) > MAX_EXPANSIONS:
             raise TooManyExpansions(f"at least {len(done) + len(pending) + len(options)}")
-        head, tail = current[:start], current[end + 1:]
+        head, tail = current[:group.start()], current[group.end():]
         pending += [head + option + tail for option in reversed(options)]
     return list(dict.fromkeys(done))
 
 
-def _innermost_group(glob: str) -> tuple[int, int] | None:
-    """Where the first ``{...}`` with a comma and no brace inside is (its two braces), in
-    one pass over ``glob``; None if there is none."""
-    start: int | None = None
-    comma = False
-    for index, char in enumerate(glob):
-        if char == "{":
-            start, comma = index, False
-        elif char == "," and start is not None:
-            comma = True
-        elif char == "}" and start is not None:
-            if comma:
-                return start, index
-            start = None
-    return None
-
-
 def name_from_command(command: str) -> str:
-    """A gate name that reads like the command: its words; when longer than
-    ``MAX_NAME_LENGTH``, its first and last words around "…" (where commands differ most:
-    the tool and the target), never cutting a word unless it is longer than a name may be."""
+    """The command's words; past ``MAX_NAME_LENGTH``, its first and last words (the tool and
+    the target) around "…", never cutting a word unless it is longer than a name may be."""
     words = command.split()
     text = " ".join(words)
     if len(text) <= MAX_NAME_LENGTH:
@@ -328,8 +255,7 @@ def name_from_command(command: str) -> str:
 
 
 def _unique_name(base: str, used: set[str]) -> str:
-    """``base``, or ``base (2)``, ``base (3)``... the first not in ``used``; then marks it
-    used."""
+    """``base``, or ``base (2)``, ``base (3)``... the first not in ``used``, marked used."""
     name, counter = base, 2
     while name in used:
         name = f"{base} ({counter})"

@@ -1,7 +1,5 @@
-"""Turning a contract file into data: reading its text, and parsing it as TOML or JSON.
-
-Every way a file can fail to read or parse becomes a ``ContractError``. Each parser is
-imported only when a file of its format is parsed.
+"""Reading a contract file's text and parsing it as TOML or JSON (each parser imported when
+used); every way that can fail is a ``ContractError``.
 
 PYTEST_DONT_REWRITE
 """
@@ -14,7 +12,6 @@ from pytest_verifygate.errors import ContractError
 
 
 def read_text(path: Path, shown: str) -> str:
-    """The contract file's text; ``shown`` is its path as messages show it."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -24,15 +21,11 @@ def read_text(path: Path, shown: str) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ContractError(
-            shown,
-            f"is not valid UTF-8 (byte {exc.start})",
-            hint="save the file as UTF-8",
-        ) from None
+        raise ContractError(shown, f"is not valid UTF-8 (byte {exc.start})",
+                            hint="save the file as UTF-8") from None
 
 
 def parse_toml(text: str, shown: str) -> dict[str, Any]:
-    """The TOML document ``text``: a table."""
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - exercised on Python 3.10 only

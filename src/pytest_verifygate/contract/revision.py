@@ -1,6 +1,5 @@
-"""A contract bound by its past: the gates the contract had at a git revision (the start of an
-agent's session) still run, as they were then, so that removing, weakening or moving a gate
-does not let work through (docs: Agent hooks).
+"""A contract bound by its past: the gates it had at a git revision (an agent session's start)
+still run as they were then, so removing, weakening or moving a gate lets nothing through.
 
 PYTEST_DONT_REWRITE
 """
@@ -22,12 +21,11 @@ from pytest_verifygate.contract.discover import (
     pyproject_has_table,
 )
 from pytest_verifygate.contract.fields import FieldReader
-from pytest_verifygate.contract.load import load_contract
+from pytest_verifygate.contract.load import load_contract, load_text
 from pytest_verifygate.contract.model import Contract, Gate, Settings
 from pytest_verifygate.errors import ChangeSetError, ContractError
 from pytest_verifygate.git.changes import git_output
 
-# How the warning that the contract changed starts (``change_note`` looks for it).
 CHANGE_NOTE_START = "the contract changed since "
 
 
@@ -35,16 +33,10 @@ class NoContractError(ContractError):
     """No contract is found now, and none was there at the revision either."""
 
 
-def load_contract_since(
-    revision: str,
-    path: str | os.PathLike[str] | None = None,
-    start: Path | None = None,
-    *,
-    flag: str = "--contract",
-) -> Contract:
-    """``load_contract(path, start)`` and the gates the contract at ``revision`` had: theirs
-    as they were then, then the ones added since; ``fail_when_unverified`` if either set it.
-    A revision's contract that does not load binds nothing (a warning says so)."""
+def load_contract_since(revision: str, path: str | os.PathLike[str] | None = None,
+                        start: Path | None = None, *, flag: str = "--contract") -> Contract:
+    """``load_contract(path, start)`` plus the gates the contract had at ``revision``, as they
+    were then; a revision's contract that does not load binds nothing (a warning says so)."""
     here = (start or Path.cwd()).resolve()
     try:
         current = load_contract(path, start=start, flag=flag)
@@ -64,7 +56,7 @@ def load_contract_since(
     if earlier is None or text is None:
         return current  # no contract then: the current one is all there is
     then_path = current.repo_root / earlier
-    if then_path == current.path and text == _current_text(current.path):
+    if then_path == current.path and text == current.text:
         return current
     if project_root_of(then_path) != current.root:
         raise ContractError(
@@ -73,10 +65,9 @@ def load_contract_since(
             "their gates' paths cannot be compared",
             hint=f"restore {earlier} (git checkout {revision[:12]} -- {earlier})",
         )
-    shown = f"{earlier} at {revision[:12]}"
+    reader = FieldReader(f"{earlier} at {revision[:12]}", current.root, current.repo_root)
     try:
-        settings, gates = _from_text(then_path, text, shown=shown, root=current.root,
-                                     repo_root=current.repo_root)
+        settings, gates, _ = load_text(text, contract_format(then_path), reader)
     except ContractError as exc:
         warning = f"{exc}; only the current contract's gates run"
         return current._replace(warnings=(*current.warnings, warning))
@@ -85,9 +76,8 @@ def load_contract_since(
 
 def _not_loaded(error: ContractError, revision: str, path: str | os.PathLike[str] | None,
                 here: Path) -> ContractError:
-    """What to raise when the current contract does not load: the error itself, one saying
-    the contract was removed since ``revision``, or ``NoContractError`` when there is none now
-    and was none then."""
+    """The error itself, one saying the contract was removed since ``revision``, or
+    ``NoContractError`` when there is none now and was none then."""
     if path is None:
         if find_contract(here) is not None:
             return error
@@ -109,26 +99,10 @@ def _not_loaded(error: ContractError, revision: str, path: str | os.PathLike[str
     )
 
 
-def _from_text(
-    contract_path: Path, text: str, *, shown: str, root: Path, repo_root: Path
-) -> tuple[Settings, list[Gate]]:
-    """The settings and gates of ``text``, read as the contract file ``contract_path``."""
-    from pytest_verifygate.contract.native import load_native
-    from pytest_verifygate.contract.opentiger import load_opentiger
-    from pytest_verifygate.contract.parse import parse_json, parse_toml
-
-    fmt = contract_format(contract_path)
-    reader = FieldReader(shown, root, repo_root)
-    if fmt == "opentiger":
-        settings, gates, _ = load_opentiger(parse_json(text, shown), reader)
-        return settings, gates
-    return load_native(parse_toml(text, shown), reader, fmt)
-
-
 def _bind(current: Contract, settings: Settings, gates: Sequence[Gate], *, revision: str,
           earlier: str) -> Contract:
-    """The union of ``current`` and the gates it had at ``revision``, with a note that says
-    what changed first among its warnings."""
+    """``current`` with the gates and plugins it had at ``revision``, and a first warning
+    saying what changed; ``fail_when_unverified`` if either set it."""
     now = {gate.name: gate for gate in current.gates}
     then = {gate.name for gate in gates}
     removed = [gate.name for gate in gates if gate.name not in now]
@@ -137,12 +111,10 @@ def _bind(current: Contract, settings: Settings, gates: Sequence[Gate], *, revis
     parts = [f"{_names(changed)} changed" if changed else "",
              f"{_names(removed)} removed" if removed else ""]
     what = " and ".join(part for part in parts if part)
-    relative = posix_relative(current.path, current.repo_root)
-    moved = f" (it was {earlier})" if earlier != relative else ""
-    if what:
-        detail = f"gate {what}: they run as they were then"
-    else:
-        detail = "no gate was removed or changed"
+    moved = f" (it was {earlier})" if earlier != posix_relative(current.path,
+                                                                 current.repo_root) else ""
+    detail = (f"gate {what}: they run as they were then" if what
+              else "no gate was removed or changed")
     if current.settings.plugins != settings.plugins:
         # A plugin can change a verdict: only the ones the binding commit named are loaded.
         detail += "; settings.plugins changed: the plugins of then are loaded"
@@ -157,7 +129,7 @@ def _bind(current: Contract, settings: Settings, gates: Sequence[Gate], *, revis
 
 
 def change_note(warnings: Sequence[str]) -> str | None:
-    """The warning ``load_contract_since`` adds when the contract changed, if there is one."""
+    """The warning ``load_contract_since`` adds when the contract changed, if any."""
     return next((w for w in warnings if w.startswith(CHANGE_NOTE_START)), None)
 
 
@@ -166,31 +138,18 @@ def _names(names: Sequence[str]) -> str:
     return shown + (f" and {len(names) - 10} more" if len(names) > 10 else "")
 
 
-def _current_text(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
 def _show(revision: str, repo_root: Path, relative: str) -> str | None:
     """The text of ``relative`` at ``revision``; None when it was not there (or not text).
-
-    A git that fails raises ``ChangeSetError``: never "no contract then", which would let
-    the gates the contract had go unchecked.
-    """
+    A git that fails raises: "no contract then" would let the gates it had go unchecked."""
     try:
         raw = git_output(repo_root, "show", f"{revision}:{relative}")
     except ChangeSetError:
-        # Absent then, or git failed: the revision's listing (which raises when git fails)
-        # tells which.
+        # Absent then, or git failed: the listing (which raises when git fails) tells which.
         if _present(revision, repo_root, [relative]):
             raise
         return None
-    if b"\0" in raw:
-        return None
     try:
-        return raw.decode("utf-8")
+        return None if b"\0" in raw else raw.decode("utf-8")
     except UnicodeDecodeError:
         return None
 
@@ -212,31 +171,25 @@ def _candidates(start: Path, repo_root: Path) -> list[str]:
 
 
 def _first_candidate(start: Path, repo_root: Path, relative: str, text: str) -> bool:
-    """Whether ``relative``, there at the revision with ``text``, is certainly what discovery
-    found then: the first place it looks (saves listing the revision's tree on most stops)."""
+    """Whether ``relative``, there at the revision with ``text``, is surely what discovery found
+    then: the first place it looks (saves listing the revision's tree on most stops)."""
     candidates = _candidates(start, repo_root)
     if not candidates or candidates[0] != relative:
         return False
-    return not relative.endswith("pyproject.toml") or _has_table(text)
+    return not relative.endswith("pyproject.toml") or pyproject_has_table(text)
 
 
 def _find_at(revision: str, repo_root: Path, start: Path) -> str | None:
-    """The contract ``find_contract(start)`` would have found at ``revision``: its path
-    relative to the repository (POSIX), or None."""
+    """The contract ``find_contract(start)`` would have found at ``revision`` (its path in the
+    repository), or None."""
     candidates = _candidates(start, repo_root)
-    if not candidates:
-        return None
-    present = _present(revision, repo_root, candidates)
+    present = _present(revision, repo_root, candidates) if candidates else set()
     for candidate in candidates:
         if candidate not in present:
             continue
-        if candidate.rsplit("/", 1)[-1] == "pyproject.toml" and not _has_table(
-                _show(revision, repo_root, candidate)):
-            continue
-        return candidate
+        if candidate.rsplit("/", 1)[-1] != "pyproject.toml":
+            return candidate
+        text = _show(revision, repo_root, candidate)
+        if text is not None and pyproject_has_table(text):
+            return candidate
     return None
-
-
-def _has_table(text: str | None) -> bool:
-    """Whether a pyproject.toml's text, if any, has a ``[tool.verifygate]`` table."""
-    return text is not None and pyproject_has_table(text, "pyproject.toml")

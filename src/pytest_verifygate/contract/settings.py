@@ -1,8 +1,5 @@
-"""The contract's settings: one reader for ``[settings]`` (verify.toml, middle's verify.toml),
-``[tool.verifygate.settings]`` (pyproject.toml) and openTiger's ``"settings"`` object.
-
-Every format takes the same keys with the same checks; only the values a file starts from
-differ (``model.SEED_SETTINGS``: middle and openTiger run one gate at a time, in order).
+"""The contract's settings: one reader for ``[settings]``, ``[tool.verifygate.settings]`` and
+openTiger's ``"settings"`` object, the same keys and checks in every format.
 
 PYTEST_DONT_REWRITE
 """
@@ -22,15 +19,11 @@ MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 def load_settings(raw: object, reader: FieldReader, defaults: Settings, *,
                   where: str = "[settings]", table_word: str = "a table") -> Settings:
-    """``defaults`` with the values of the settings table ``raw`` (checked) put in.
-
-    ``where`` is how the unknown-key message names the table and ``table_word`` what the
-    table is called in this format ("an object" in JSON).
-    """
+    """``defaults`` with the checked values of the settings table ``raw``; ``where`` and
+    ``table_word`` are how messages name the table and what a table is called ("an object")."""
     if not isinstance(raw, dict):
         raise reader.error(f"must be {table_word}, not {type_name(raw)}", key="settings")
     reader.check_keys(raw, SETTINGS_KEYS, gate=None, where=where)
-    # Each setting's check, given its value and its key as messages name it.
     checks: dict[str, Callable[[object, str], Any]] = {
         "timeout_seconds": lambda value, key: reader.seconds(value, gate=None, key=key),
         "jobs": lambda value, key: reader.integer(value, gate=None, key=key, minimum=0,

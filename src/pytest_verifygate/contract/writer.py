@@ -11,8 +11,7 @@ from pathlib import Path
 
 from pytest_verifygate.errors import UsageError
 
-# Where taplo and Even Better TOML find the contract's schema: the name it is submitted to
-# SchemaStore under (the same file ships in the package: contract/contract.schema.json).
+# Where taplo and Even Better TOML find the schema (it ships as contract/contract.schema.json).
 SCHEMA_URL = "https://json.schemastore.org/verifygate.json"
 
 Value = str | bool | int | Sequence[str]
@@ -22,18 +21,14 @@ _NOT_LITERAL = re.compile(r"['\x00-\x08\x0a-\x1f\x7f]")
 
 
 def toml_string(text: str) -> str:
-    """``text`` as a TOML string: literal ('...', a regex's backslashes kept as written)
-    where it can be, else basic, whose escapes JSON's are a subset of."""
-    if not _NOT_LITERAL.search(text):
-        return f"'{text}'"
-    return json.dumps(text, ensure_ascii=False)
+    """A literal TOML string (a regex's backslashes kept as written) where it can be, else a
+    basic one, whose escapes include all of JSON's."""
+    return json.dumps(text, ensure_ascii=False) if _NOT_LITERAL.search(text) else f"'{text}'"
 
 
 def toml_value(value: Value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
+    if isinstance(value, (bool, int)):
+        return json.dumps(value)  # true, false or the integer, as TOML writes them
     if isinstance(value, str):
         return toml_string(value)
     return "[" + ", ".join(toml_string(item) for item in value) + "]"
@@ -46,9 +41,8 @@ def toml_key(key: str) -> str:
 def contract_text(gates: Sequence[Mapping[str, Value]], *,
                   settings: Mapping[str, Value] | None = None, comments: Sequence[str] = (),
                   table: str = "", schema: bool = True) -> str:
-    """The text of a contract with these gates (each a mapping of gate keys in the order to
-    write them). ``table`` is ``tool.verifygate`` for a pyproject.toml's tables; ``comments``
-    open the text, one ``#`` line each."""
+    """A contract's text: ``comments`` as ``#`` lines, the settings and the gates (keys in the
+    order given), under ``table`` (``tool.verifygate`` in a pyproject.toml)."""
     lines = [f"#:schema {SCHEMA_URL}"] if schema else []
     lines += [f"# {line}".rstrip() for comment in comments for line in comment.splitlines()]
     prefix = f"{table}." if table else ""
@@ -62,8 +56,8 @@ def contract_text(gates: Sequence[Mapping[str, Value]], *,
 
 
 def check_contract_text(text: str, shown: str, root: Path, *, pyproject: bool = False) -> None:
-    """Load ``text`` as the contract it will be (raises ``ContractError`` as for the file
-    itself): what is written is always a contract the loader accepts."""
+    """Load ``text`` as the contract it will be (raising ``ContractError``): what is written is
+    always a contract the loader accepts."""
     from pytest_verifygate.contract.discover import find_repo_root
     from pytest_verifygate.contract.fields import FieldReader
     from pytest_verifygate.contract.native import load_native

@@ -1,5 +1,4 @@
-"""Running gates: the records (``records``, cheap to import: nothing is imported here), process
-supervision (``process``, ``tree``, ``watchdog``, ``logfile``) and the scheduler.
+"""Running gates: records, process supervision and the scheduler (nothing imported here).
 
 PYTEST_DONT_REWRITE
 """

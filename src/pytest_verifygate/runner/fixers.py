@@ -1,6 +1,5 @@
-"""Catching a gate that changes the files it was given (a formatter, ``--fix``), which fails it
-as pre-commit fails such a hook. A stamp is a file's size, mtime and inode (``os.lstat``), so a
-rewrite with the same bytes counts, and so does a file that appears or disappears.
+"""A gate that changes the files it was given fails, as in pre-commit; a stamp (``lstat``'s size,
+mtime and inode) also catches a rewrite of the same bytes.
 
 PYTEST_DONT_REWRITE
 """
@@ -13,14 +12,12 @@ Stamps = dict[str, tuple[int, int, int] | None]
 
 
 def stamps(root: Path | None, files: Sequence[str]) -> Stamps:
-    """Each file's stamp (None: missing), keyed by its path relative to ``root``."""
     if root is None:
         return {}
     return {path: _stamp(root / path) for path in files}
 
 
 def modified(root: Path | None, before: Stamps) -> tuple[str, ...]:
-    """The files whose stamp is not what it was."""
     if root is None:
         return ()
     return tuple(path for path, stamp in before.items() if _stamp(root / path) != stamp)

@@ -1,8 +1,5 @@
-"""A gate's log file: private (0600, reached through no link), capped, never a reason to fail.
-
-Past ``log_max_bytes`` per attempt it keeps the first quarter and the last three quarters,
-the tail as a ring inside the file (no copy in memory), put in order behind a line saying
-what was cut when the attempt ends. A failed write stops the log and is noted (``problem``).
+"""A gate's log file: private (0600, through no link), never a reason to fail; past
+``log_max_bytes`` an attempt keeps its first quarter and, as a ring in the file, its last three.
 
 PYTEST_DONT_REWRITE
 """
@@ -17,14 +14,13 @@ from typing import BinaryIO
 from pytest_verifygate.state.files import open_state_dir
 
 DEFAULT_LOG_MAX_BYTES = 16 * 1024 * 1024
-# Below this, the head, the notice and the tail would not fit in any useful way.
 MIN_LOG_MAX_BYTES = 4096
 COPY_CHUNK = 1 << 20
 
 
 class GateLog:
-    """One attempt's part of a gate's log file: attempt 0 starts the file afresh, a retry
-    appends to it under a header line."""
+    """One attempt's part of a gate's log: attempt 0 starts the file, a retry appends to it.
+    A failed write stops the log and is noted (``problem``)."""
 
     def __init__(self, path: Path, attempt: int, max_bytes: int = DEFAULT_LOG_MAX_BYTES) -> None:
         self.path = path
@@ -77,7 +73,7 @@ class GateLog:
             _write_at(self.fd, data[first:], ring_start)
 
     def close(self) -> None:
-        """Put the tail back in order behind a note of what was cut; close the file."""
+        """Put the ring in order behind a note of what was cut; close the file."""
         try:
             if self.fd is not None and self.written > self.max_bytes:
                 self._unroll()
@@ -95,7 +91,7 @@ class GateLog:
                 f"(log_max_bytes) ---\n").encode()
 
     def _unroll(self) -> None:
-        """Write prefix + head + notice + ring (oldest first) to a new file, and replace."""
+        """Write prefix, head, notice and ring (oldest first) to a new file, and replace."""
         assert self.fd is not None
         oldest = (self.written - self.head) % self.ring
         ring_start = self.base + self.head
@@ -129,7 +125,6 @@ class GateLog:
             self.fd = None
 
     def problem_note(self) -> str:
-        """A line for the gate's output saying why the log is missing or incomplete."""
         if not self.created:
             return (f"verifygate: no log file for this gate ({self.path}: {self.problem}); "
                     "only this output tail is kept\n")
@@ -138,10 +133,9 @@ class GateLog:
 
 
 def _open(path: Path, *, append: bool) -> int:
-    # Read and write: the tail is read back to be put in order.
-    # Descriptors are not inherited (PEP 446): no gate gets the log's.
+    # Read back to put the ring in order; not inherited by gates (PEP 446).
     flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | (0 if append else os.O_TRUNC)
-    # Made again if the run's directory vanished (removed by hand, or pruned).
+    # Made again if the run's directory vanished.
     dir_fd = open_state_dir(path.parent, create=True)
     try:
         fd = os.open(path.name, flags, 0o600, dir_fd=dir_fd)
@@ -160,7 +154,6 @@ def _write_at(fd: int, data: bytes | memoryview, offset: int) -> None:
 
 
 def _copy(source: int, target: BinaryIO, offset: int, count: int) -> None:
-    """Append ``count`` bytes of ``source`` from ``offset`` to ``target``, a chunk at a time."""
     while count > 0:
         chunk = os.pread(source, min(COPY_CHUNK, count), offset)
         if not chunk:

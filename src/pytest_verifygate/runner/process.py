@@ -1,8 +1,6 @@
-"""Process supervision: a gate's commands, from spawn to the last process they started.
-
-Each command runs in a session of its own, its output read without blocking into an
-``OutputSink``. A deadline, a cancel, or leftovers holding the pipe after the command exited
-end its whole tree (``runner.tree``): SIGTERM, a grace, SIGKILL; what survives is named.
+"""A gate's commands from spawn to the last process they started: each in a session of its own,
+its output read without blocking; a deadline, a cancel or leftovers holding the pipe end its
+whole tree (``runner.tree``), and what survives is named.
 
 PYTEST_DONT_REWRITE
 """
@@ -18,13 +16,14 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from pytest_verifygate.runner.tree import TREE_ENV, GateTree, Proc, describe
 
 if TYPE_CHECKING:
     import threading
 
+    from pytest_verifygate.report.redact import StreamMasker
     from pytest_verifygate.runner.logfile import GateLog
     from pytest_verifygate.runner.records import GatePlan
     from pytest_verifygate.runner.watchdog import Watchdog
@@ -33,36 +32,24 @@ READ_SIZE = 1 << 20
 TICK_SECONDS = 0.1
 KILL_GRACE_SECONDS = 2.0
 LEFTOVER_GRACE_SECONDS = 0.5
-# A deadline further away than this is no deadline (a year): any larger timeout, an infinite
-# or a 400-digit one included, is clamped, so no clock arithmetic can overflow.
+# A year: any larger timeout (inf, a 400-digit one) is clamped, so no clock arithmetic overflows.
 MAX_TIMEOUT_SECONDS = 365 * 24 * 3600.0
 # How long the gate's first process is waited for after SIGKILL before it counts as a survivor.
 REAP_SECONDS = 5.0
-# Something holds the gate's output open but is out of ``runner.tree``'s reach.
 HELD_OUTPUT_NOTE = ("verifygate: a process this gate started still holds its output open and "
                     "is out of reach (it left the process group, cleared its environment and "
                     "was orphaned); it was not killed and may still be running\n")
-# The same, in a word, for a passing gate's summary line.
 HELD_OUTPUT_REASON = "a process it started was left running, out of reach (see its output)"
-# Set in every gate's environment to the gate's name (so a gate can tell it runs under us).
+# Every gate's environment names the gate: a pytest it starts runs no gates of its own.
 GATE_ENV = "VERIFYGATE_GATE"
 
 
-class OutputFilter(Protocol):
-    """What a gate's output goes through as it is captured (the secret masker): ``feed``
-    returns what can be written now, ``flush`` the rest once the output has ended."""
-
-    def feed(self, data: bytes) -> bytes: ...
-
-    def flush(self) -> bytes: ...
-
-
 class OutputSink:
-    """Everything a gate prints, through ``log_filter`` (secrets masked) once, as it comes:
-    streamed to its log, the last ``tail_bytes`` kept in memory."""
+    """A gate's output, masked once as it comes: streamed to its log, the last ``tail_bytes``
+    kept in memory."""
 
     def __init__(self, log: GateLog | None, tail_bytes: int,
-                 log_filter: OutputFilter | None = None) -> None:
+                 log_filter: StreamMasker | None = None) -> None:
         self.log = log
         self.log_filter = log_filter
         self.tail_bytes = tail_bytes
@@ -81,7 +68,7 @@ class OutputSink:
         self._keep(data)
 
     def close_log(self) -> None:
-        """Pass on what the filter held back and close the log; a problem it met is noted."""
+        """Pass on what the filter held back and close the log, noting a problem it met."""
         if self.log_filter is not None:
             self._pass_on(self.log_filter.flush())
         if self.log is None:
@@ -113,8 +100,8 @@ class OutputSink:
             text = text.lstrip("\ufffd")
         encoded = text.encode("utf-8")
         if len(encoded) > self.tail_bytes:
-            # Each invalid byte became a 3-byte U+FFFD: cut again so the tail stays within
-            # tail_bytes as UTF-8 too (ignore drops only the one character split by the cut).
+            # Each invalid byte became a 3-byte U+FFFD: cut again to stay within tail_bytes
+            # (ignore drops only the one character split by the cut).
             text = encoded[-self.tail_bytes :].decode("utf-8", "ignore")
             truncated = True
         return text, truncated
@@ -122,7 +109,7 @@ class OutputSink:
 
 @dataclass
 class AttemptEnd:
-    """How one attempt (or one of its commands) ended, filled in while it is supervised."""
+    """How one attempt (or one of its commands) ended."""
 
     exit_code: int | None = None
     signal: int | None = None
@@ -139,14 +126,12 @@ class AttemptEnd:
 
 def run_commands(plan: GatePlan, sink: OutputSink, cancelled: threading.Event,
                  base_env: Mapping[str, str], watchdog: Watchdog) -> AttemptEnd:
-    """Run the plan's commands (its chunks of files) one after another within one deadline;
-    the first failure decides, and a timeout, a cancel or a command that cannot start stops
-    the rest."""
+    """Run the plan's commands (its chunks of files) in turn within one deadline; the first
+    failure decides, and a timeout, a cancel or a command that cannot start stops the rest."""
     deadline = time.monotonic() + clamp_timeout(plan.gate.timeout_seconds)
     end = AttemptEnd()
     for argv in plan.invocations:
         step = _run_command(plan, argv, sink, deadline, cancelled, base_env, watchdog)
-        # The first command that failed decides (a signal death counts as a failure).
         if not end.failed or step.timed_out or step.interrupted:
             end = step
         if step.timed_out or step.interrupted or step.spawn_failed:
@@ -163,41 +148,26 @@ def clamp_timeout(seconds: float) -> float:
     return MAX_TIMEOUT_SECONDS if math.isnan(value) else min(max(0.0, value), MAX_TIMEOUT_SECONDS)
 
 
-def _run_command(
-    plan: GatePlan,
-    argv: Sequence[str],
-    sink: OutputSink,
-    deadline: float,
-    cancelled: threading.Event,
-    base_env: Mapping[str, str],
-    watchdog: Watchdog,
-) -> AttemptEnd:
-    """Spawn ``argv`` in a session of its own and supervise it until it and every process it
-    started are gone. ``base_env`` is snapshotted by the runner's thread: ``os.environ`` read
-    in a worker races pytest setting ``PYTEST_CURRENT_TEST`` (a ``KeyError`` mid-copy)."""
+def _run_command(plan: GatePlan, argv: Sequence[str], sink: OutputSink, deadline: float,
+                 cancelled: threading.Event, base_env: Mapping[str, str],
+                 watchdog: Watchdog) -> AttemptEnd:
+    """Spawn ``argv`` and supervise it until every process it started is gone. ``base_env`` is
+    the runner thread's copy: ``os.environ`` read here races pytest setting it (a KeyError)."""
     if not plan.cwd.is_dir():
         return _not_started(sink, f"the gate's cwd {plan.gate.cwd!r} does not exist")
     mark = "vg" + os.urandom(12).hex()  # 96 random bits: no other gate command carries it
     env = {
         **base_env,
         **plan.env,
-        # Lets a pytest started by a gate know it runs inside one (no recursive gate runs).
         GATE_ENV: plan.gate.name,
-        # Finds the command's processes wherever they go (``runner.tree``); an outer run's
-        # marks are kept, so a run inside a gate stays findable by the run around it.
+        # An outer run's marks are kept: a run inside a gate stays findable by the one around it.
         TREE_ENV: " ".join([*base_env.get(TREE_ENV, "").split(), mark]),
     }
     watchdog.expecting(mark)  # before the spawn: a run killed right after it is covered too
     try:
-        process = subprocess.Popen(
-            list(argv),
-            cwd=plan.cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        process = subprocess.Popen(list(argv), cwd=plan.cwd, env=env, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
     except FileNotFoundError:
         return _not_started(sink, f"cannot run {argv[0]!r}: program not found on PATH")
     except PermissionError:
@@ -229,16 +199,10 @@ def _not_started(sink: OutputSink, message: str) -> AttemptEnd:
     return AttemptEnd(spawn_failed=True)
 
 
-def _watch(
-    process: subprocess.Popen[bytes],
-    sink: OutputSink,
-    deadline: float,
-    cancelled: threading.Event,
-    tree: GateTree,
-    end: AttemptEnd,
-) -> None:
-    """Read the pipe while it is open and watch the process while it runs; on a deadline, a
-    cancel, or leftovers holding the pipe after the process exited, signal the tree."""
+def _watch(process: subprocess.Popen[bytes], sink: OutputSink, deadline: float,
+           cancelled: threading.Event, tree: GateTree, end: AttemptEnd) -> None:
+    """Read the pipe and watch the process; on a deadline, a cancel, or leftovers holding the
+    pipe after the process exited, signal the tree."""
     assert process.stdout is not None
     fd = process.stdout.fileno()
     os.set_blocking(fd, False)
@@ -283,23 +247,22 @@ def _watch(
 
 
 def _exited(process: subprocess.Popen[bytes]) -> bool:
-    """Whether the gate's first process has exited, without reaping it where that can be
-    helped: unreaped, its pid (the group's id) cannot be reused while the tree is ended."""
+    """Whether the first process exited, not reaped where that can be helped: unreaped, its pid
+    (the group's id) cannot be reused while the tree is ended."""
     if process.returncode is not None:
         return True
     waitid = getattr(os, "waitid", None)
     if waitid is not None:
         try:
-            return waitid(os.P_PID, process.pid,
-                          os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+            return waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
         except ChildProcessError:
             pass
     return process.poll() is not None
 
 
 def _wait_exit(process: subprocess.Popen[bytes], seconds: float) -> None:
-    """Return when the process exits or ``seconds`` passed (checking often at first: a
-    process that closed its output usually exits within moments)."""
+    """Return when the process exits or ``seconds`` passed, checking often at first (one that
+    closed its output usually exits within moments)."""
     end = time.monotonic() + seconds
     delay = 0.0005
     while not _exited(process):
@@ -310,17 +273,15 @@ def _wait_exit(process: subprocess.Popen[bytes], seconds: float) -> None:
         delay = min(delay * 2, 0.02)
 
 
-def _end_tree(process: subprocess.Popen[bytes], tree: GateTree,
-              watchdog: Watchdog) -> list[Proc]:
-    """Kill whatever of the gate still runs and reap its first process; return the
-    processes that could not be killed."""
+def _end_tree(process: subprocess.Popen[bytes], tree: GateTree, watchdog: Watchdog) -> list[Proc]:
+    """Kill what of the gate still runs, reap its first process; return what could not be killed."""
     survivors = tree.end(LEFTOVER_GRACE_SECONDS) if tree.traceable else []
     # Before the reap: once reaped, the first process's id may go to another process.
     watchdog.ended(process.pid)
     reaped = _reap(process)
     if not tree.traceable:
-        # Without /proc the group is all there is; ended after the reap, since a zombie
-        # leader would keep the group alive through the whole grace.
+        # Without /proc the group is all there is; ended after the reap, or a zombie leader
+        # would keep it alive through the whole grace.
         tree.end(LEFTOVER_GRACE_SECONDS)
     elif not reaped:
         survivors = tree.members() or survivors
@@ -328,8 +289,8 @@ def _end_tree(process: subprocess.Popen[bytes], tree: GateTree,
 
 
 def _reap(process: subprocess.Popen[bytes]) -> bool:
-    """Wait for the first process (killed by now, unless it cannot be); False if it did not
-    end within ``REAP_SECONDS`` even after SIGKILL."""
+    """Wait for the first process; False if it did not end within ``REAP_SECONDS`` after a
+    SIGKILL."""
     try:
         process.wait(timeout=REAP_SECONDS)
     except subprocess.TimeoutExpired:
@@ -341,9 +302,8 @@ def _reap(process: subprocess.Popen[bytes]) -> bool:
 
 
 def _widen_pipe(fd: int) -> None:
-    """Ask Linux for a pipe as large as one read: a gigabyte of output then takes a thousand
-    wake-ups of the gate and of this reader instead of sixteen thousand (a pipe holds 64 KiB by
-    default)."""
+    """A pipe as large as one read (Linux): a gigabyte of output then takes a thousand wake-ups
+    instead of sixteen thousand (64 KiB pipes)."""
     import fcntl
 
     set_size = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only

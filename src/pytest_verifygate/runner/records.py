@@ -1,5 +1,5 @@
-"""The runner's records: ``GatePlan``, ``CacheSlot`` and ``GateResult``. Cheap to import: the
-cache, the reports and the front ends name them without loading process supervision.
+"""The runner's records (``GatePlan``, ``CacheSlot``, ``GateResult``), cheap to import without
+process supervision.
 
 PYTEST_DONT_REWRITE
 """
@@ -35,8 +35,7 @@ class GateResult(NamedTuple):
     started_at: float | None = None
     finished_at: float | None = None
     cached: bool = False  # a pass reused from the result cache: nothing was run
-    # Files the gate was given ({files}) that it changed: a fixer's work, which fails the gate
-    # (as pre-commit fails a hook that modifies files) so that nothing is committed unseen.
+    # Given files it changed: fails the gate (as in pre-commit), so nothing is committed unseen.
     modified_files: tuple[str, ...] = ()
 
     @property
@@ -52,9 +51,8 @@ def result_from_entry(entry: Mapping[str, Any]) -> GateResult:
 
 
 class CacheSlot(NamedTuple):
-    """Where a cacheable gate's pass is stored, and the stored pass if reading found one.
-    ``definition`` and ``patterns`` let the key be computed again after the gate ran (its
-    inputs must not have changed meanwhile for the pass to be stored)."""
+    """Where a cacheable gate's pass is stored, and the stored pass found, if any; the key is
+    computed again after the run (from ``definition`` and ``patterns``) before storing."""
 
     directory: Path
     key: str
@@ -62,9 +60,8 @@ class CacheSlot(NamedTuple):
     definition: str
     patterns: tuple[str, ...] | None
     hit: GateResult | None = None
-    # Per-file reuse (a ``{files}`` gate with ``when_changed`` or file types): the definition
-    # with ``{files}`` unexpanded, the gate (its context is computed again after the run),
-    # and each file this run checks with its per-file key.
+    # Per-file reuse ({files} with when_changed or file types): the unexpanded definition, the
+    # gate, and each file this run checks with its key.
     file_definition: str | None = None
     file_gate: Gate | None = None
     file_keys: tuple[tuple[str, str], ...] = ()
@@ -85,22 +82,13 @@ class GatePlan(NamedTuple):
     skip_reason: str | None = None
     pending_reason: str | None = None
     unsupported: str | None = None
-    # Set for gates with ``cache = true``: where a pass is stored, and the reused pass if any.
     cache: CacheSlot | None = None
-    # The files ``{files}`` gave the gate, relative to ``root`` (see ``runner/fixers.py``).
     given_files: tuple[str, ...] = ()
     root: Path | None = None
 
 
 def bare_result(plan: GatePlan, outcome: codes.Outcome, code: str | None,
                 output: str = "") -> GateResult:
-    """The result naming ``plan``'s gate, command and cwd; timings and attempts left unset."""
-    return GateResult(
-        name=plan.gate.name,
-        outcome=outcome,
-        code=code,
-        command=plan.display_command,
-        cwd=plan.gate.cwd,
-        output_tail=output,
-        output_bytes=len(output.encode()),
-    )
+    return GateResult(name=plan.gate.name, outcome=outcome, code=code,
+                      command=plan.display_command, cwd=plan.gate.cwd, output_tail=output,
+                      output_bytes=len(output.encode()))

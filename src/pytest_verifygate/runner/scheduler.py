@@ -1,8 +1,5 @@
-"""The scheduler: planned gates run on up to ``jobs`` threads, each result awaited by name.
-
-Owns the start order (``run_order``: ``needs`` first, ``exclusive`` gates alone) and what
-happens around each attempt: retries, the outcome and code, storing a cacheable pass, the
-start/finish callbacks and cancelling.
+"""The scheduler: planned gates on up to ``jobs`` threads in ``run_order``, with retries, each
+result's outcome and code, cached passes stored, callbacks and cancelling.
 
 PYTEST_DONT_REWRITE
 """
@@ -22,33 +19,21 @@ from typing import TYPE_CHECKING
 from pytest_verifygate import codes
 from pytest_verifygate.runner import fixers
 from pytest_verifygate.runner.logfile import DEFAULT_LOG_MAX_BYTES, GateLog
-from pytest_verifygate.runner.process import (
-    HELD_OUTPUT_REASON,
-    OutputFilter,
-    OutputSink,
-    run_commands,
-)
+from pytest_verifygate.runner.process import HELD_OUTPUT_REASON, OutputSink, run_commands
 from pytest_verifygate.runner.records import GatePlan, GateResult, bare_result
 from pytest_verifygate.runner.watchdog import Watchdog
-from pytest_verifygate.state.storage import (
-    claim_log_dir,
-    log_file_name,
-    make_private_dir,
-)
+from pytest_verifygate.state.storage import claim_log_dir, log_file_name, make_private_dir
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from pytest_verifygate.contract import Gate
+    from pytest_verifygate.report.redact import StreamMasker
 
 BACKOFF_BASE_SECONDS = 0.5
 BACKOFF_MAX_SECONDS = 8.0
 # How long a wait for a result blocks at a time: short, so Ctrl-C reaches the main thread.
 WAIT_STEP_SECONDS = 0.5
-
-ClassifyHook = Callable[["Gate", GateResult], str | None]
-GateCallback = Callable[["Gate", GateResult], None]
-StartCallback = Callable[["Gate"], None]
 
 
 class GateRunner:
@@ -61,15 +46,15 @@ class GateRunner:
         jobs: int,
         tail_bytes: int = 65536,
         log_dir: Path | None = None,
-        classify_hook: ClassifyHook | None = None,
-        on_started: StartCallback | None = None,
-        on_finished: GateCallback | None = None,
+        classify_hook: Callable[[Gate, GateResult], str | None] | None = None,
+        on_started: Callable[[Gate], None] | None = None,
+        on_finished: Callable[[Gate, GateResult], None] | None = None,
         log_max_bytes: int = DEFAULT_LOG_MAX_BYTES,
         start_order: Sequence[str] | None = None,
-        log_filter: Callable[[], OutputFilter] | None = None,
+        log_filter: Callable[[], StreamMasker] | None = None,
     ) -> None:
         self.plans = list(plans)  # in contract order: the order results are returned in
-        self.start_order = start_order  # gate names to prefer starting first (see run_order)
+        self.start_order = start_order
         self.jobs = max(1, jobs)
         self.tail_bytes = tail_bytes
         self.log_dir = log_dir
@@ -83,8 +68,8 @@ class GateRunner:
         # Taken here, in the thread that makes the runner: see ``process._run_command``.
         self.base_env = dict(os.environ)
         self._by_name = {plan.gate.name: plan for plan in self.plans}
-        # Guarded by ``_ready`` (notified whenever a gate ends): the gates waiting (in run order),
-        # running (name -> exclusive) and done (a result, or the exception that ended a worker).
+        # Guarded by ``_ready`` (notified whenever a gate ends). ``_running``: name -> exclusive;
+        # ``_done``: a result, or the exception that ended its worker.
         self._ready = threading.Condition()
         self._waiting: list[GatePlan] = []
         self._running: dict[str, bool] = {}
@@ -100,8 +85,7 @@ class GateRunner:
             return
         self._workers = []
         if self.log_dir is not None:
-            # Made once here; a directory that cannot be made fails each gate as it opens
-            # its log, where the error is handed to whoever waits for that gate.
+            # One that cannot be made fails each gate as it opens its log.
             with contextlib.suppress(OSError):
                 make_private_dir(self.log_dir)
             # No run prunes it while this one may still write there (released by close).
@@ -109,19 +93,16 @@ class GateRunner:
         ordered = run_order(self.plans, self.start_order)
         placed: set[str] = set()
         for plan in ordered:
-            # Only needs placed before this gate: a circle (which the contract loader refuses)
-            # can never hold a gate back for ever.
-            self._needs[plan.gate.name] = tuple(need for need in plan.gate.needs
-                                                if need in placed)
+            # Only needs placed before it: a circle can never hold a gate back for ever.
+            self._needs[plan.gate.name] = tuple(need for need in plan.gate.needs if need in placed)
             placed.add(plan.gate.name)
-        # The gates that run nothing are announced before any worker looks at their needs; a
-        # Ctrl-C raised from a callback leaves the rest to ``result``, as interrupted.
+        # Announced before any worker looks at their needs; a Ctrl-C raised from a callback
+        # leaves the rest to ``result``, as interrupted.
         for plan in self.plans:
             if not needs_process(plan):
                 self._deliver(plan, self._finish(plan, _static_result(plan)))
         self._waiting = [plan for plan in ordered if needs_process(plan)]
-        # Plain threads rather than a concurrent.futures executor: a worker picks the next
-        # gate by its needs (``_pick``), which an executor's queue cannot.
+        # Not an executor: a worker picks its next gate by needs (``_pick``), which a queue cannot.
         for index in range(min(self.jobs, len(self._waiting))):
             worker = threading.Thread(target=self._work, name=f"gate-{index}")
             self._workers.append(worker)
@@ -145,8 +126,8 @@ class GateRunner:
             self._deliver(plan, outcome)
 
     def _next_gate(self) -> tuple[GatePlan, GateResult | None] | None:
-        """The next gate this worker takes (None: no gate is left waiting), and the skip
-        result if a gate it needs did not pass. Blocks while every waiting gate must wait."""
+        """The next gate (None: none is left) and its skip result if a gate it needs did not
+        pass; blocks while every waiting gate must wait."""
         with self._ready:
             while self._waiting:
                 picked = self._pick()
@@ -161,7 +142,7 @@ class GateRunner:
             return None
 
     def _pick(self) -> tuple[int, GateResult | None] | None:
-        """Which waiting gate may start now (its index), called with ``_ready`` held."""
+        """Which waiting gate may start now (its index); called with ``_ready`` held."""
         if self.cancelled.is_set():
             return 0, None  # it ends as interrupted without starting
         if any(self._running.values()):
@@ -184,7 +165,7 @@ class GateRunner:
         return None
 
     def result(self, name: str) -> GateResult:
-        """Wait for one gate's result (starting the run if needed)."""
+        """Wait for one gate's result, starting the run if needed."""
         self.start()
         plan = self._by_name[name]
         while True:
@@ -207,8 +188,8 @@ class GateRunner:
     def cancel(self) -> None:
         """Stop everything: running gates are killed, waiting gates never start."""
         self.cancelled.set()
-        # Wake the workers waiting for a turn; never block here (this runs on Ctrl-C, maybe
-        # while this thread holds the lock): a worker re-checks within WAIT_STEP_SECONDS.
+        # Never blocks (on Ctrl-C this thread may hold the lock): a worker re-checks within
+        # WAIT_STEP_SECONDS anyway.
         if self._ready.acquire(blocking=False):
             try:
                 self._ready.notify_all()
@@ -242,23 +223,18 @@ class GateRunner:
                 self.on_started(gate)
         log_path = None if self.log_dir is None else self.log_dir / log_file_name(gate.name)
         started = time.time()
-        attempts = 0
         before = fixers.stamps(plan.root, plan.given_files)
-        while True:
-            attempts += 1
+        for attempts in itertools.count(1):
             result = self._attempt(plan, log_path, attempts - 1)
             changed = fixers.modified(plan.root, before)
             if changed:  # never retried: a second run would check what the first one fixed
                 result = _modified(result, changed)
                 break
-            if not result.failed:
-                break
-            if attempts > gate.retries or result.code in codes.NOT_RETRIED:
+            if not result.failed or attempts > gate.retries or result.code in codes.NOT_RETRIED:
                 break
             delay = min(BACKOFF_BASE_SECONDS * 2 ** (attempts - 1), BACKOFF_MAX_SECONDS)
             if self.cancelled.wait(delay):
-                # Cut short before the attempt it was owed: interrupted, not failed, as a
-                # gate cut short during an attempt is.
+                # Interrupted, not failed, as a gate cut short during an attempt is.
                 result = result._replace(code=codes.INTERRUPTED,
                                          reason="the run was interrupted between two attempts")
                 break
@@ -310,13 +286,12 @@ class GateRunner:
         return self._classified(plan, result)
 
     def _classified(self, plan: GatePlan, result: GateResult) -> GateResult:
-        """A failed command's result with its code: the classifier's, unless the hook names
-        another; a missing tool or target becomes a skip where the gate says so."""
+        """A failed command's result with its code (the classifier's, or the hook's); a missing
+        tool or target is a skip where the gate says so."""
         from pytest_verifygate.classify import Failure, classify  # only when a gate failed
 
         argv = plan.invocations[0] if plan.invocations else ()
-        # The gate declared just before: a clean step before an artifact check makes the
-        # check's silent failure a ``sequence_issue``.
+        # The gate declared before: a clean step makes an artifact check's failure a sequence_issue.
         index = self.plans.index(plan)
         previous = self.plans[index - 1].invocations if index else ()
         code = classify(Failure(result.exit_code, result.signal, result.output_tail, argv,
@@ -339,9 +314,8 @@ class GateRunner:
 
 def run_order(plans: Sequence[GatePlan],
               start_order: Sequence[str] | None = None) -> list[GatePlan]:
-    """``plans`` (in contract order) in the order they start: between two ``exclusive``
-    gates in ``start_order`` (names; unnamed gates after the named), else as given; then each
-    gate after the gates it needs, everything else (exclusive gates included) in its place."""
+    """``plans`` in the order they start: between two exclusive gates in ``start_order``
+    (unnamed gates last), else as given; then each gate after the gates it needs."""
     remaining = list(plans)
     if start_order:  # sorted within each stretch between exclusive gates (a stable sort)
         place = {name: index for index, name in enumerate(start_order)}
@@ -397,7 +371,7 @@ def _modified(result: GateResult, changed: tuple[str, ...]) -> GateResult:
 
 
 def needs_process(plan: GatePlan) -> bool:
-    """Whether the plan is for the runner to carry out (not skipped, pending or cached)."""
+    """Whether the plan runs anything (it is not skipped, pending or cached)."""
     cached = plan.cache is not None and plan.cache.hit is not None
     return plan.skip_reason is None and plan.pending_reason is None and not cached
 

@@ -1,8 +1,6 @@
-"""A gate's process tree: every process a gate command started, found and ended.
-
-Found by its process group and, with Linux's ``/proc``, by the random mark its environment
-inherits (``VERIFYGATE_TREE``) and by descent; a process is known by pid and start time, so a
-reused pid is never signalled. What reaches none of these is out of reach (docs: Security).
+"""A gate's process tree, found by process group and, with ``/proc``, by the mark its environment
+inherits and by descent; a process is known by pid and start time, so a reused pid is never
+signalled.
 
 PYTEST_DONT_REWRITE
 """
@@ -14,11 +12,10 @@ import time
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-# The marks of the gate command a process belongs to (space-separated: a run inside a gate
-# adds its mark to the outer run's, so the outer run still finds the inner run's gates).
+# Space-separated marks: a run inside a gate adds its own, so the outer run finds its gates.
 TREE_ENV = "VERIFYGATE_TREE"
 PROC = "/proc"
-# How long the processes of a gate get to go after SIGKILL before they count as survivors.
+# After SIGKILL, until the processes left count as survivors.
 KILL_WAIT_SECONDS = 1.0
 POLL_SECONDS = 0.02
 
@@ -59,13 +56,8 @@ def _processes(since: int) -> list[Proc]:
     except OSError:
         return []
     me = str(os.getpid())
-    found = []
-    for entry in entries:
-        if entry.isdigit() and entry != me:
-            proc = read_proc(entry)
-            if proc is not None and proc.start >= since:
-                found.append(proc)
-    return found
+    found = (read_proc(entry) for entry in entries if entry.isdigit() and entry != me)
+    return [proc for proc in found if proc is not None and proc.start >= since]
 
 
 def first_marked(mark: str) -> int | None:
@@ -84,12 +76,11 @@ def _carries(pid: int, mark: bytes) -> bool:
 
 
 def send_signal(pid: int, signum: int) -> None:
-    """``kill(pid, signum)``; errors are the caller's."""
     os.kill(pid, signum)
 
 
 def send_group_signal(pgid: int, signum: int) -> None:
-    """``killpg(pgid, signum)``; a group gone, or none of it ours to signal, is passed over."""
+    """``killpg``, passing over a group gone or none of it ours to signal."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signum)
 
@@ -109,16 +100,13 @@ class GateTree:
         self.leader = leader
         self.mark = mark.encode()
         found = read_proc(leader)
-        # Without /proc (not Linux) only the process group can be reached.
         self.traceable = found is not None
         self.since = found.start if found is not None else 0
         self.known: dict[int, int] = {}  # pid -> start of every process found so far
-        # The groups members made of their own, each signalled whole (see ``signal``).
-        self.groups: set[int] = set()
+        self.groups: set[int] = set()  # those members made of their own
 
     def members(self) -> list[Proc]:
-        """The gate's processes still running (zombies are dead; the leader's is reaped by
-        its ``Popen``)."""
+        """The gate's processes still running (not zombies)."""
         if not self.traceable:
             return []
         candidates = {proc.pid: proc for proc in _processes(self.since)}
@@ -142,25 +130,22 @@ class GateTree:
         return [candidates[pid] for pid in sorted(found) if candidates[pid].running]
 
     def signal(self, signum: int) -> list[Proc]:
-        """Send ``signum`` to the gate's group, to every group a member made (``setsid``) and
-        to every member found outside those; return the members found. A group is signalled
-        whole, so a process forking faster than ``/proc`` can be read is reached too."""
+        """Send ``signum`` to the gate's group, each group a member made, and each member; return
+        the members. A whole group reaches a process forking faster than ``/proc`` is read."""
         members = self.members()
         for group in (self.leader, *sorted(self.groups)):
             send_group_signal(group, signum)
         for proc in members:
-            # One in the gate's group was reached by killpg; one in a group of its own is
-            # signalled again by itself, which tells a process that refuses signals.
+            # Signalled again by itself: that tells a process that refuses signals.
             if proc.pgrp != self.leader:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     send_signal(proc.pid, signum)
         return members
 
     def end(self, grace: float) -> list[Proc]:
-        """End whatever of the gate still runs: SIGTERM, up to ``grace`` seconds to go, then
-        SIGKILL until nothing is left (new processes included), for ``KILL_WAIT_SECONDS`` at
-        most. Returns the processes still running after that."""
-        if not self.traceable:  # no /proc: the process group is what can be reached
+        """SIGTERM, ``grace`` seconds, then SIGKILL until nothing is left (for
+        ``KILL_WAIT_SECONDS`` at most); returns the processes still running."""
+        if not self.traceable:  # no /proc: only the process group can be reached
             if _group_alive(self.leader):
                 send_group_signal(self.leader, signal.SIGTERM)
                 if not wait_until(lambda: not _group_alive(self.leader), grace):

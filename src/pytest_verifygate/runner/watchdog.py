@@ -1,6 +1,5 @@
-"""The watchdog: one small process per run that ends a gate's process tree after the gate's
-deadline, or at once when the run is gone (killed with SIGKILL, stopped, ended by ``os._exit``):
-the run tells it on its stdin of each gate, and the kernel closes that pipe when the run dies.
+"""The watchdog: one process per run that ends a gate's tree after its deadline, or at once when
+the run dies (even by SIGKILL: the kernel closes the stdin the run tells it of each gate on).
 
 PYTEST_DONT_REWRITE
 """
@@ -21,29 +20,25 @@ if TYPE_CHECKING:
     import subprocess
     from collections.abc import Iterable
 
-# After the run's own SIGTERM, grace and SIGKILL (``process``, 3.5 s at most): a live run ends
-# a gate that timed out itself, and names what it could not kill.
+# Past the run's own SIGTERM, grace and SIGKILL (3.5 s): a live run ends its gates itself.
 AFTER_DEADLINE_SECONDS = 5.0
-# Between SIGTERM and SIGKILL when the watchdog ends a tree.
 GRACE_SECONDS = 1.0
-# The thread that reaps the watchdog process once the run has closed its stdin.
 REAPER_THREAD = "verifygate-watchdog-reaper"
 
 
 class Watchdog:
-    """The run's side: starts the watchdog process with the first gate, tells it of each
-    gate, and closes its stdin when the run ends (which ends the watchdog)."""
+    """The run's side: starts the watchdog with the first gate, tells it of each, and closes
+    its stdin when the run ends."""
 
     def __init__(self) -> None:
-        # The run's side only: the watchdog process itself starts without these imports.
-        import threading
+        import threading  # not in the watchdog process: it starts faster without
 
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
 
     def expecting(self, mark: str) -> None:
-        """A gate command carrying ``mark`` is about to be spawned: should the run die before
-        it says ``started``, the watchdog still finds the command's processes by their mark."""
+        """A command carrying ``mark`` is about to be spawned: should the run die before saying
+        ``started``, the watchdog finds its processes by the mark."""
         self._send(f"expect {mark}\n", start=True)
 
     def started(self, leader: int, mark: str, deadline: float) -> None:
@@ -51,12 +46,12 @@ class Watchdog:
         self._send(f"start {leader} {mark} {deadline!r}\n", start=True)
 
     def ended(self, leader: int) -> None:
-        """The run ended the gate of ``leader`` itself (said before its first process is
-        reaped, so that the watchdog never holds an id given to another process)."""
+        """The run ended the gate of ``leader`` (said before the reap, so that the watchdog
+        never holds an id given to another process)."""
         self._send(f"end {leader}\n", start=False)
 
     def close(self) -> None:
-        """No gate will start any more: the watchdog ends what is left and exits."""
+        """No gate will start: the watchdog ends what is left and exits."""
         with self._lock:
             process, self._process = self._process, None
         if process is None:
@@ -64,9 +59,9 @@ class Watchdog:
         assert process.stdin is not None
         with contextlib.suppress(OSError):  # it is gone already
             process.stdin.close()
-        # Reaped in the background: the run does not wait for the watchdog to exit.
         import threading
 
+        # Reaped in the background: the run does not wait for the watchdog to exit.
         threading.Thread(target=process.wait, name=REAPER_THREAD, daemon=True).start()
 
     def _send(self, message: str, *, start: bool) -> None:
@@ -85,37 +80,25 @@ class Watchdog:
 
 
 def _spawn() -> subprocess.Popen[bytes] | None:
-    """The watchdog process, or None when it cannot be started (the run then supervises its
-    gates alone, as it always does while it lives)."""
+    """The watchdog process, or None (the run still supervises its gates, as it always does)."""
     import subprocess
 
-    # Started where the package this run imported lives, so that ``-m`` finds that package
-    # (not one of the same name in the project the run checks); it needs nothing else than
-    # the standard library, so neither ``site`` nor the environment's PYTHON* variables.
+    # Started where this package lives, so that ``-m`` finds it (not one of the same name in
+    # the project checked); it needs only the standard library: no site, no PYTHON* variables.
     home = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     try:
-        return subprocess.Popen(
-            [sys.executable, "-S", "-E", "-m", __name__],
-            cwd=home,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            # Out of the run's process group: a Ctrl-C or a kill of the run's group does not
-            # reach it, so it is still there to end the gates.
-            start_new_session=True,
-        )
+        # Out of the run's process group: a Ctrl-C or a kill of that group spares it.
+        return subprocess.Popen([sys.executable, "-S", "-E", "-m", __name__], cwd=home,
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError:
         return None
 
 
-# -- the watchdog process ------------------------------------------------------------------
-
-
 def main() -> None:
-    """Read the run's messages until end of file, ending trees whose deadline has passed;
-    then end every tree still watched."""
+    """Read the run's messages, ending trees past their deadline; at end of file, end the rest."""
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        # Whoever stops the run must not stop the one that cleans up after it.
+        # Whoever stops the run must not stop what cleans up after it.
         signal.signal(signum, signal.SIG_IGN)
     gates: dict[int, tuple[GateTree, float]] = {}  # leader -> its tree, when to end it
     expected: set[str] = set()  # marks of commands being spawned, not yet said started
@@ -137,8 +120,7 @@ def main() -> None:
         pending += chunk
         *lines, pending = pending.split(b"\n")
         _apply(lines, gates, expected)
-    orphans = [GateTree(pid, mark) for mark in expected
-               if (pid := first_marked(mark)) is not None]
+    orphans = [GateTree(pid, mark) for mark in expected if (pid := first_marked(mark)) is not None]
     _end([*(tree for tree, _ in gates.values()), *orphans])
 
 
@@ -153,8 +135,7 @@ def _apply(lines: Iterable[bytes], gates: dict[int, tuple[GateTree, float]],
             expected.discard(mark)
             tree = GateTree(leader, mark)
             if not tree.traceable and read_proc(os.getpid()) is not None:
-                # /proc works but the first process is gone: the run has reaped it, and its
-                # "end" is on its way. Its id may already be another process's.
+                # Reaped by the run, its "end" on the way: the id may be another process's now.
                 continue
             gates[leader] = (tree, deadline + AFTER_DEADLINE_SECONDS)
         elif len(words) == 2 and words[0] == "end":
@@ -162,7 +143,7 @@ def _apply(lines: Iterable[bytes], gates: dict[int, tuple[GateTree, float]],
 
 
 def _end(trees: list[GateTree]) -> None:
-    """End ``trees`` together: SIGTERM to all, the grace, then SIGKILL until none is left."""
+    """SIGTERM to all ``trees``, the grace, then SIGKILL until none is left."""
     for tree in trees:
         tree.signal(signal.SIGTERM)
     wait_until(lambda: not any(tree.members() for tree in trees), GRACE_SECONDS)
