@@ -1,5 +1,5 @@
 """What ``verifygate check`` finds wrong before anything runs, in the contract's files, its
-gates and the installed hooks; an error makes the setup unsound, a warning is worth a look.
+gates and the installed hooks.
 
 PYTEST_DONT_REWRITE
 """
@@ -19,14 +19,13 @@ from pytest_verifygate.errors import UsageError, VerifyGateError
 ERROR = "error"
 WARNING = "warning"
 BOM = b"\xef\xbb\xbf"
-# The most of a contract, hook or agent configuration file ``check`` reads: more is no such
-# file.
+# The most of a contract, hook or agent configuration file ``check`` reads.
 MAX_FILE_BYTES = 4 << 20
 
 
 class Finding(NamedTuple):
-    level: str  # ERROR or WARNING
-    where: str  # the file (and gate) it is about
+    level: str  # ERROR (the setup is unsound) or WARNING
+    where: str  # the file (and gate)
     message: str  # what is wrong, and how to fix it
 
 
@@ -94,7 +93,6 @@ def _pattern_findings(where: str, gate: Gate, root: Path,
     for key in ("when_changed", "when_changed_all", "inputs"):
         includes = [pattern for pattern in getattr(gate, key) or ()
                     if not pattern.startswith("!")]
-        # One pass over the tracked files for all of them (patterns.py).
         for pattern in unmatched(list(dict.fromkeys(includes)), tracked):
             yield Finding(WARNING, where, f"{key} pattern {pattern!r} matches no tracked "
                           "file: a typo, or a path that moved?")
@@ -134,8 +132,8 @@ def hook_findings(repo_root: Path, environ: dict[str, str]) -> Iterator[Finding]
 
 
 def _hook_line(shown: str, line: str, environ: dict[str, str]) -> Iterator[Finding]:
-    """A hook script's line that starts a program of ours: ``INSTALL_PYTHON=...`` (what
-    pre-commit's hook runs) or a command naming verifygate."""
+    """A hook script's line that starts a program of ours: pre-commit's ``INSTALL_PYTHON=...``
+    or a command naming verifygate."""
     stripped = line.strip()
     assignment = re.match(r"INSTALL_PYTHON=(.+)", stripped)
     if assignment:

@@ -25,8 +25,7 @@ _PYTHON_VERSION_ENV = re.compile(r"py(py)?\d*(-.*)?$")
 class Starter(NamedTuple):
     gates: list[dict[str, Value]]
     found: list[str]  # what was detected, for the summary line
-    # What was found but is better added by hand (comments in the file): tox environments
-    # and nox sessions (often the same tools again, in a matrix), a pre-commit config.
+    # Better added by hand (comments in the file): tox, nox and pre-commit.
     suggestions: list[str]
 
 
@@ -46,14 +45,12 @@ def starter_gates(root: Path) -> Starter:
         gates.append({"name": name, "command": [*runner, *command], **keys})
         found.append(tool_name)
 
-    # ruff and black read only the files and their config (no plugins, no installed
-    # packages): their passes are cached. mypy, pyright and pytest read what is installed,
-    # which the cache key does not see (docs, "Result cache").
+    # ruff and black read only the files and their config: their passes are cached. mypy,
+    # pyright and pytest read what is installed, which the cache key does not see.
     ruff = "ruff" in tool or (root / "ruff.toml").is_file() or (root / ".ruff.toml").is_file()
     black = "black" in tool
     if ruff:
-        # --force-exclude: files named on the command line are still held to the config's
-        # exclude and extend-exclude (without it ruff checks them all).
+        # --force-exclude: files named on the command line still obey the config's excludes.
         add("ruff", "ruff", ["ruff", "check", "--force-exclude", "{files}"], types_or=_PYTHON,
             cache=True)
         if not black:
@@ -68,8 +65,7 @@ def starter_gates(root: Path) -> Starter:
     if mypy is None and ((root / "mypy.ini").is_file() or "mypy" in setup_cfg):
         mypy = {}
     if mypy is not None:
-        # With files = [...] in its config mypy checks the whole program it names, else the
-        # changed files (as pre-commit's mirrors-mypy does).
+        # With files = [...] mypy checks the program it names, else the changed files.
         command = ["mypy"] if mypy.get("files") else ["mypy", "{files}"]
         add("mypy", "mypy", command, when_changed=python_and_config)
     if "pyright" in tool or (root / "pyrightconfig.json").is_file():
@@ -100,8 +96,8 @@ def starter_gates(root: Path) -> Starter:
 
 
 def _any(root: Path, pattern: str, but: str = "") -> bool:
-    """Whether a file matching ``pattern`` is under ``root`` (hidden directories, virtualenvs'
-    and ``but`` left out)."""
+    """Whether a file matching ``pattern`` is under ``root``, outside hidden directories,
+    virtualenvs and ``but``."""
     import fnmatch
 
     for _directory, subdirs, names in os.walk(root):
@@ -137,8 +133,8 @@ def _uses_pytest(root: Path, tool: dict[str, Any], setup_cfg: configparser.Confi
 
 
 def _tox_envs(tox_ini: configparser.ConfigParser) -> list[str]:
-    """The envlist's named environments (lint, docs, type...): not the interpreter matrix
-    (py311, py3{10,11}), which is CI's job, nor generated names."""
+    """The envlist's named environments (lint, docs), not the interpreter matrix (py311) or
+    generated names."""
     if not tox_ini.has_option("tox", "envlist"):
         return []
     # Commas inside braces (py3{10,11}-django) belong to one generated name.
@@ -162,13 +158,12 @@ def _nox_sessions(path: Path) -> list[str]:
     return sessions
 
 
-# The most of a project file ``init`` reads to find its tools: more is no such file.
+# The most of a project file ``init`` reads to find its tools.
 MAX_FILE_BYTES = 4 << 20
 
 
 def _text(path: Path, encoding: str = "utf-8") -> str:
-    """The project file ``path`` as text; empty when it is not a regular file of a sane size
-    (read bounded and non-blocking: ``storage.read_user_file``)."""
+    """``path``'s text; empty unless a regular file of a sane size (read non-blocking)."""
     from pytest_verifygate.state.storage import read_user_file
 
     return (read_user_file(path, MAX_FILE_BYTES) or b"").decode(encoding)
