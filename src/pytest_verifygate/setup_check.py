@@ -34,8 +34,7 @@ def contract_file_findings(directory: Path) -> Iterator[Finding]:
     verify = directory / "verify.toml"
     pyproject = directory / "pyproject.toml"
     for path in (verify, pyproject):
-        head = _read(path)
-        if head is not None and head[:3] == BOM:
+        if (_read(path) or b"").startswith(BOM):
             yield Finding(ERROR, path.name, "starts with a UTF-8 byte-order mark: save it "
                           "as UTF-8 without one (TOML tools and taplo refuse or misread it)")
     tool = _pyproject_tool(pyproject)

@@ -112,15 +112,13 @@ def read_options(config: pytest.Config) -> VerifyOptions:
         raise pytest.UsageError(
             f"{' and '.join(sources)} cannot be combined: choose one source of changed files"
         )
-    changed_from = option("verify_changed_from")
-    if not sources:
-        changed_from = ini("verify_changed_from") or None
+    changed_from = option("verify_changed_from") if sources else ini("verify_changed_from")
     roles = option("verify_role")
     if roles is None and not os.environ.get(ROLE_ENV, "").strip():
         roles = ini("verify_role").split(",")
     report, digest = path("verify_report"), path("verify_digest")
     changes = ChangeRequest(files=option("verify_files"), staged=option("verify_staged"),
-                            changed_from=changed_from, all=option("verify_all"),
+                            changed_from=changed_from or None, all=option("verify_all"),
                             outputs=output_paths(config, report, digest))
     request = RunRequest(contract=path("verify_contract"), start=config.invocation_params.dir,
                          changes=changes, role=asked_roles(roles, os.environ),

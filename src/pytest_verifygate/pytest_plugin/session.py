@@ -169,8 +169,8 @@ class VerifyGateSession:
             raise
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.collected_names = _unique(
-            item.gate.name for item in session.items if isinstance(item, GateItem))
+        self.collected_names = list(dict.fromkeys(
+            item.gate.name for item in session.items if isinstance(item, GateItem)))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -187,7 +187,8 @@ class VerifyGateSession:
         if self.collected_names is None:
             gates = {f"{self.contract_nodeid}::{item}": gate
                      for gate, item in self.item_names.items()}
-            self.collected_names = _unique(gates[nodeid] for nodeid in ids if nodeid in gates)
+            self.collected_names = [gates[nodeid] for nodeid in dict.fromkeys(ids)
+                                    if nodeid in gates]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> None:
@@ -199,8 +200,8 @@ class VerifyGateSession:
         option = self.config.option
         if self.is_worker or option.setuponly or option.setupplan:
             return
-        names = _unique(item.gate.name for item in item.session.items
-                        if isinstance(item, GateItem) and item.selection.selected)
+        names = list(dict.fromkeys(item.gate.name for item in item.session.items
+                                   if isinstance(item, GateItem) and item.selection.selected))
         if names:
             self.runner_names = frozenset(names)
             self.runner = engine.start(self.plan, [self.gate_plans[name] for name in names],
@@ -284,9 +285,7 @@ class VerifyGateSession:
     def pytest_timeout_set_timer(self, item: pytest.Item) -> bool | None:
         return True if isinstance(item, GateItem) else None
 
-    @pytest.hookimpl(tryfirst=True, optionalhook=True)
-    def pytest_timeout_cancel_timer(self, item: pytest.Item) -> bool | None:
-        return True if isinstance(item, GateItem) else None
+    pytest_timeout_cancel_timer = pytest_timeout_set_timer
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.interruptible.hold()  # a signal from here on is noted, not raised: whole report
@@ -446,10 +445,6 @@ def _write_styled(reporter: pytest.TerminalReporter, lines: Iterable[Styled]) ->
         for text, style in line:
             reporter.write(text, **({style: True} if style else {}))
         reporter.line("")
-
-
-def _unique(names: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(names))
 
 
 def _pytest_view(path: Path, rootpath: Path) -> Path:
