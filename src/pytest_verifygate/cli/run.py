@@ -10,12 +10,12 @@ import sys
 import time
 from collections.abc import Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate import codes, option_checks
 from pytest_verifygate.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from pytest_verifygate.cli.request import prepare_from_args, write_outputs
-from pytest_verifygate.contract import Contract, display_path
+from pytest_verifygate.contract import display_path
 from pytest_verifygate.git.pushed import run_in_pushed_commit
 from pytest_verifygate.signals import Interruptible
 
@@ -91,9 +91,18 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
                                      report_path=report_path, color=color, timeouts=timeouts,
                                      fold=fold))
     sys.stdout.flush()
-    if option_checks.github_annotations(args.annotations, os.environ):
-        # On stdout where GitHub reads workflow commands, unless stdout is the report/digest.
-        _github_outputs(report, contract, stream, hook, stop, report_path)
+    if stop is not None:  # annotations, the step summary and outputs
+        from pytest_verifygate.report.github import github_outputs, write_step_outputs
+
+        lines, warnings = github_outputs(report, os.environ, repo_root=contract.repo_root,
+                                         project_root=contract.root, hook=hook)
+        warnings.append(write_step_outputs(report, os.environ, report_path=report_path) or "")
+        stop.resume()
+        for line in lines:  # on stdout where GitHub reads them, unless it is the report
+            print(line, file=stream)
+        for warning in filter(None, warnings):
+            print(f"verifygate: warning: {warning}", file=sys.stderr)
+        stream.flush()
     for problem in problems:
         print(f"verifygate: error: {problem}", file=sys.stderr)
     if problems:
@@ -119,21 +128,3 @@ def _junit_options(plan: Plan, report: Report, timeouts: Mapping[str, float], st
              for s in plan.selections if s.gate.name in entries or s.left_out_by == BY_CHANGES]
     return {"suite_seconds": seconds, "started_at": started, "timeouts": timeouts,
             "cases": cases, "names": item_names(gate.name for gate in plan.contract.gates)}
-
-
-def _github_outputs(report: Report, contract: Contract, stream: TextIO, hook: Any,
-                    stop: CommandStop | None, report_path: str | None) -> None:
-    """GitHub Actions: error annotations for failed gates, the step summary and outputs."""
-    from pytest_verifygate.report.github import github_outputs, write_step_outputs
-
-    lines, warnings = github_outputs(report, os.environ, repo_root=contract.repo_root,
-                                     project_root=contract.root, hook=hook)
-    warning = write_step_outputs(report, os.environ, report_path=report_path)
-    warnings += [warning] if warning else []
-    if stop is not None:
-        stop.resume()
-    for line in lines:
-        print(line, file=stream)
-    for warning in warnings:
-        print(f"verifygate: warning: {warning}", file=sys.stderr)
-    stream.flush()
