@@ -110,8 +110,7 @@ def hook_findings(repo_root: Path, environ: dict[str, str]) -> Iterator[Finding]
     except UsageError:  # git cannot say where its hooks are: none to check
         hooks = []
     for path in hooks:
-        raw = _read(path)
-        text = raw.decode("utf-8", errors="replace") if raw is not None else ""
+        text = (_read(path) or b"").decode("utf-8", errors="replace")
         if "verifygate" not in text and "pre-commit" not in text:
             continue
         shown = os.path.relpath(path, repo_root)
@@ -185,9 +184,8 @@ def _commands(data: Any) -> Iterable[str]:
 def _pyproject_tool(path: Path) -> dict[str, Any]:
     from pytest_verifygate.contract.parse import parse_toml
 
-    raw = _read(path)
     try:
-        data = parse_toml(raw.decode("utf-8-sig"), path.name) if raw is not None else {}
+        data = parse_toml((_read(path) or b"").decode("utf-8-sig"), path.name)
     except (UnicodeDecodeError, VerifyGateError):
         return {}
     tool = data.get("tool")
