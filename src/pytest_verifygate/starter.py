@@ -70,7 +70,9 @@ def starter_gates(root: Path) -> Starter:
         add("mypy", "mypy", command, when_changed=python_and_config)
     if "pyright" in tool or (root / "pyrightconfig.json").is_file():
         add("pyright", "pyright", ["pyright"], when_changed=python_and_config)
-    if _uses_pytest(root, tool, setup_cfg, tox_ini):
+    if ("pytest" in tool or (root / "pytest.ini").is_file() or "tool:pytest" in setup_cfg
+            or "pytest" in tox_ini or any((root / name / "conftest.py").is_file()
+                                          for name in ("", "tests", "test", "testing"))):
         add("pytest", "pytest", ["python", "-m", "pytest", "-q"], when_changed=python_and_config)
     for docs in ("docs", "doc"):
         if (root / docs / "conf.py").is_file():
@@ -84,14 +86,12 @@ def starter_gates(root: Path) -> Starter:
         suggestions.append("This project has a .pre-commit-config.yaml: verifygate migrate "
                            "turns its hooks into gates (or add a gate running "
                            "[\"pre-commit\", \"run\", \"--files\", \"{files}\"]).")
-    envs = _tox_envs(tox_ini)
-    if envs:
-        suggestions.append(f"tox environments: {', '.join(envs)}: a gate per environment to "
-                           'check, e.g. command = "tox -e ' + envs[0] + '".')
-    sessions = _nox_sessions(root / "noxfile.py")
-    if sessions:
-        suggestions.append(f"nox sessions: {', '.join(sessions)}: a gate per session to "
-                           'check, e.g. command = "nox -s ' + sessions[0] + '".')
+    for what, each, names, runs in (
+            ("tox environments", "environment", _tox_envs(tox_ini), "tox -e"),
+            ("nox sessions", "session", _nox_sessions(root / "noxfile.py"), "nox -s")):
+        if names:
+            suggestions.append(f"{what}: {', '.join(names)}: a gate per {each} to check, e.g. "
+                               f'command = "{runs} {names[0]}".')
     return Starter(gates, found, suggestions)
 
 
@@ -122,14 +122,6 @@ def _ini(path: Path) -> configparser.ConfigParser:
     with contextlib.suppress(configparser.Error, UnicodeDecodeError):  # unreadable: no tools
         parser.read_string(_text(path), str(path))
     return parser
-
-
-def _uses_pytest(root: Path, tool: dict[str, Any], setup_cfg: configparser.ConfigParser,
-                 tox_ini: configparser.ConfigParser) -> bool:
-    return ("pytest" in tool or (root / "pytest.ini").is_file() or "tool:pytest" in setup_cfg
-            or "pytest" in tox_ini or (root / "conftest.py").is_file()
-            or any((root / name / "conftest.py").is_file()
-                   for name in ("tests", "test", "testing")))
 
 
 def _tox_envs(tox_ini: configparser.ConfigParser) -> list[str]:
