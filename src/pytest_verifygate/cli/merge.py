@@ -292,11 +292,9 @@ def merged_verdict(gates: Sequence[Mapping[str, Any]], verdicts: Sequence[str]) 
         return codes.VERDICT_FAILED
     if codes.PENDING in outcomes:
         return codes.VERDICT_PENDING
-    if codes.PASSED not in outcomes:
-        if codes.VERDICT_FAILED in verdicts:
-            return codes.VERDICT_FAILED
-        return codes.VERDICT_UNVERIFIED
-    return codes.VERDICT_PASSED
+    if codes.PASSED in outcomes:
+        return codes.VERDICT_PASSED
+    return codes.VERDICT_FAILED if codes.VERDICT_FAILED in verdicts else codes.VERDICT_UNVERIFIED
 
 
 def _describe(value: object) -> str:
