@@ -1,11 +1,6 @@
-"""Which files a gate takes by their kind and name, with pre-commit's meaning: ``types``,
-``types_or`` and ``exclude_types`` (the tags of ``identify``, the library pre-commit uses) and
-``files_regex`` / ``exclude_regex`` (pre-commit's ``files`` / ``exclude``: Python regexes
+"""Which files a gate takes by kind and name, with pre-commit's meaning: ``types``, ``types_or``
+and ``exclude_types`` (``identify``'s tags), ``files_regex`` and ``exclude_regex`` (Python regexes
 searched in the path relative to the project root).
-
-A gate without these keys takes every file (``when_changed`` alone decides); this module is
-imported only for a gate with them (``Gate.filters_files``), ``identify`` only when one names a
-type.
 
 PYTEST_DONT_REWRITE
 """
@@ -21,28 +16,20 @@ from pytest_verifygate.contract.model import Gate
 def files_of_gate(gate: Gate, root: Path, paths: Sequence[str],
                   deleted: Collection[str] = ()) -> tuple[str, ...]:
     """The ``paths`` (relative to ``root``) that ``gate``'s types and regexes let through, in
-    order, as pre-commit's ``Classifier`` filters a hook's files.
-
-    A path in ``deleted`` has no file left to look at: its tags are those its name gives,
-    plus ``file`` (a deletion of ``a.py`` still concerns a gate with ``types = ["python"]``).
-    """
+    order; a path in ``deleted`` has the tags its name gives, plus ``file``."""
     if not gate.filters_files:
         return tuple(paths)
-    keep = _name_test(gate.files_regex, gate.exclude_regex)
+    include = _finder(gate.files_regex or "")
+    exclude = _finder(gate.exclude_regex) if gate.exclude_regex else None
     wanted = frozenset(gate.types), frozenset(gate.types_or), frozenset(gate.exclude_types)
     typed = any(wanted)
-    kept = []
-    for path in paths:
-        if not keep(path):
-            continue
-        if typed and not _tags_match(_tags(str(root / path), path in deleted), *wanted):
-            continue
-        kept.append(path)
-    return tuple(kept)
+    return tuple(path for path in paths if include(path)
+                 and not (exclude is not None and exclude(path))
+                 and (not typed or _tags_match(_tags(str(root / path), path in deleted), *wanted)))
 
 
 def describe_filter(gate: Gate) -> str:
-    """The gate's file filter in its own keys' words, for reasons ("types [text]")."""
+    """The gate's file filter in its own keys' words ("types [text]")."""
     parts = [f"{key} [{', '.join(value)}]" for key, value in (
         ("types", gate.types), ("types_or", gate.types_or),
         ("exclude_types", gate.exclude_types)) if value]
@@ -71,25 +58,13 @@ def _tags(path: str, deleted: bool) -> frozenset[str]:
     return frozenset(tags_from_path(path))
 
 
-def _name_test(files_regex: str | None, exclude_regex: str | None) -> Callable[[str], bool]:
-    include = _finder(files_regex or "")
-    exclude = _finder(exclude_regex) if exclude_regex else None
-    return lambda path: include(path) and (exclude is None or not exclude(path))
-
-
 def _finder(pattern: str) -> Callable[[str], bool]:
-    r"""Whether ``pattern`` (a Python regex) is found in a path, in time linear in the path's
-    length wherever that keeps Python's meaning.
+    r"""Whether ``pattern`` (a Python regex) is found in a path, through google-re2 (linear
+    time: Python's ``re`` takes minutes on ``^(a+)+$``) wherever re2 means what ``re`` means.
 
-    Python's ``re`` backtracks: ``^(a+)+$`` takes minutes on a name of 40 characters. re2
-    (google-re2, as ``patterns.py`` uses it) is linear, and means what ``re`` means for an
-    ASCII pattern it accepts (no lookaround, backreference or ``\Z``), but for POSIX classes
-    (``[[:alpha:]]``, a set in Python) and ``{,n}`` (literal in re2), on a printable ASCII
-    path (``\w``, ``\d``, ``\s`` and case folding are ASCII's there, and ``$`` has no
-    newline to stop before); on any other path without a newline, when the pattern has no
-    class escape (``\w``, ``\b``, ``\d``, ``\s`` and their negations) and no
-    case folding, each character matched as one (a lone surrogate, which re2 cannot take, as
-    U+FFFD, one for one). Anything else keeps Python's ``re``, with its costs."""
+    That is an ASCII pattern re2 accepts, without POSIX classes or ``{,n}``, on a printable
+    ASCII path; or on a path without a newline (a lone surrogate as U+FFFD), when the pattern
+    has no class escape (``\w``, ``\b``, ``\d``, ``\s``) and no case folding."""
     compiled = re.compile(pattern)
     python = compiled.search
     fast = _re2_search(pattern)
@@ -111,8 +86,8 @@ _SURROGATES = {code: "\ufffd" for code in range(0xD800, 0xE000)}
 
 
 def _class_escape(pattern: str) -> bool:
-    r"""Whether ``pattern`` holds ``\w``, ``\b``, ``\d`` or ``\s`` (or a negation), which
-    mean Unicode's classes in Python and ASCII's in re2."""
+    r"""Whether ``pattern`` holds ``\w``, ``\b``, ``\d`` or ``\s`` (or a negation): Unicode's
+    in Python, ASCII's in re2."""
     escaped = False
     for char in pattern:
         if escaped and char in "wWbBdDsS":

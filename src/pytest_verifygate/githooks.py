@@ -1,9 +1,6 @@
-"""Plain git hooks (``pre-commit``, ``pre-push``) that run the gates, written by ``verifygate
-install`` and removed by ``verifygate uninstall``, for teams without the pre-commit framework.
-
-As lefthook's, they go where git looks (``core.hooksPath``), and a hook already there is kept
-(``NAME.verifygate-chained``) and run first. They run this interpreter by its path: without it
-the hook fails, and the commit with it (``verifygate check`` says so beforehand).
+"""The plain git hooks (``pre-commit``, ``pre-push``) that ``verifygate install`` writes where git
+looks, chaining to a hook already there, and ``verifygate uninstall`` removes. They run this
+interpreter by its path: without it the hook, and the commit, fails.
 
 PYTEST_DONT_REWRITE
 """
@@ -30,9 +27,8 @@ fi
 exec {python} -m pytest_verifygate run --staged
 """
 
-# git gives a push's refs on stdin: "<local ref> <local sha> <remote ref> <remote sha>". Each
-# pushed ref is checked as pre-commit's pre-push stage checks it (its variables, the same
-# meaning): the pushed range, or every gate for history the remote has no base for.
+# Each pushed ref (on stdin) is checked as pre-commit's pre-push stage checks it, with its
+# variables: the pushed range, or every gate for history the remote has no base for.
 _PRE_PUSH = """\
 #!/bin/sh
 {marker}; verifygate uninstall removes it.
@@ -81,8 +77,8 @@ MAX_HOOK_BYTES = 1 << 20
 
 
 def is_ours(path: Path) -> bool:
-    """Whether the hook at ``path`` is one ``install`` wrote: a regular file carrying the
-    marker, read bounded and non-blocking (a FIFO planted there never hangs install)."""
+    """Whether the hook at ``path`` is a regular file carrying the marker (read bounded and
+    non-blocking: a FIFO planted there never hangs install)."""
     from pytest_verifygate.state.storage import read_user_file
 
     text = read_user_file(path, MAX_HOOK_BYTES)
@@ -139,9 +135,8 @@ def uninstall(directory: Path, names: Sequence[str]) -> list[str]:
 
 
 def _write(path: Path, text: str) -> None:
-    """Replace ``path`` atomically with an executable script (a link there is replaced, not
-    followed). The temp file is new (``O_EXCL``, no link followed): a name planted in the
-    hooks directory never leads the write, or the chmod, to a file of the user's."""
+    """Replace ``path`` atomically with an executable script, following no link: a name
+    planted in the hooks directory never leads the write, or the chmod, to a user's file."""
     from pytest_verifygate.state.files import DIRECTORY, replace_in
 
     dir_fd = os.open(path.parent, DIRECTORY)

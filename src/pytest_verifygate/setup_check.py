@@ -1,5 +1,5 @@
 """What ``verifygate check`` finds wrong before anything runs, in the contract's files, its
-gates and the installed hooks; an error makes the setup unsound, a warning is worth a look.
+gates and the installed hooks.
 
 PYTEST_DONT_REWRITE
 """
@@ -19,14 +19,13 @@ from pytest_verifygate.errors import UsageError, VerifyGateError
 ERROR = "error"
 WARNING = "warning"
 BOM = b"\xef\xbb\xbf"
-# The most of a contract, hook or agent configuration file ``check`` reads: more is no such
-# file.
+# The most of a contract, hook or agent configuration file ``check`` reads.
 MAX_FILE_BYTES = 4 << 20
 
 
 class Finding(NamedTuple):
-    level: str  # ERROR or WARNING
-    where: str  # the file (and gate) it is about
+    level: str  # ERROR (the setup is unsound) or WARNING
+    where: str  # the file (and gate)
     message: str  # what is wrong, and how to fix it
 
 
@@ -35,8 +34,7 @@ def contract_file_findings(directory: Path) -> Iterator[Finding]:
     verify = directory / "verify.toml"
     pyproject = directory / "pyproject.toml"
     for path in (verify, pyproject):
-        head = _read(path)
-        if head is not None and head[:3] == BOM:
+        if (_read(path) or b"").startswith(BOM):
             yield Finding(ERROR, path.name, "starts with a UTF-8 byte-order mark: save it "
                           "as UTF-8 without one (TOML tools and taplo refuse or misread it)")
     tool = _pyproject_tool(pyproject)
@@ -94,7 +92,6 @@ def _pattern_findings(where: str, gate: Gate, root: Path,
     for key in ("when_changed", "when_changed_all", "inputs"):
         includes = [pattern for pattern in getattr(gate, key) or ()
                     if not pattern.startswith("!")]
-        # One pass over the tracked files for all of them (patterns.py).
         for pattern in unmatched(list(dict.fromkeys(includes)), tracked):
             yield Finding(WARNING, where, f"{key} pattern {pattern!r} matches no tracked "
                           "file: a typo, or a path that moved?")
@@ -113,8 +110,7 @@ def hook_findings(repo_root: Path, environ: dict[str, str]) -> Iterator[Finding]
     except UsageError:  # git cannot say where its hooks are: none to check
         hooks = []
     for path in hooks:
-        raw = _read(path)
-        text = raw.decode("utf-8", errors="replace") if raw is not None else ""
+        text = (_read(path) or b"").decode("utf-8", errors="replace")
         if "verifygate" not in text and "pre-commit" not in text:
             continue
         shown = os.path.relpath(path, repo_root)
@@ -134,8 +130,8 @@ def hook_findings(repo_root: Path, environ: dict[str, str]) -> Iterator[Finding]
 
 
 def _hook_line(shown: str, line: str, environ: dict[str, str]) -> Iterator[Finding]:
-    """A hook script's line that starts a program of ours: ``INSTALL_PYTHON=...`` (what
-    pre-commit's hook runs) or a command naming verifygate."""
+    """A hook script's line that starts a program of ours: pre-commit's ``INSTALL_PYTHON=...``
+    or a command naming verifygate."""
     stripped = line.strip()
     assignment = re.match(r"INSTALL_PYTHON=(.+)", stripped)
     if assignment:
@@ -188,9 +184,8 @@ def _commands(data: Any) -> Iterable[str]:
 def _pyproject_tool(path: Path) -> dict[str, Any]:
     from pytest_verifygate.contract.parse import parse_toml
 
-    raw = _read(path)
     try:
-        data = parse_toml(raw.decode("utf-8-sig"), path.name) if raw is not None else {}
+        data = parse_toml((_read(path) or b"").decode("utf-8-sig"), path.name)
     except (UnicodeDecodeError, VerifyGateError):
         return {}
     tool = data.get("tool")

@@ -25,8 +25,7 @@ _PYTHON_VERSION_ENV = re.compile(r"py(py)?\d*(-.*)?$")
 class Starter(NamedTuple):
     gates: list[dict[str, Value]]
     found: list[str]  # what was detected, for the summary line
-    # What was found but is better added by hand (comments in the file): tox environments
-    # and nox sessions (often the same tools again, in a matrix), a pre-commit config.
+    # Better added by hand (comments in the file): tox, nox and pre-commit.
     suggestions: list[str]
 
 
@@ -46,14 +45,12 @@ def starter_gates(root: Path) -> Starter:
         gates.append({"name": name, "command": [*runner, *command], **keys})
         found.append(tool_name)
 
-    # ruff and black read only the files and their config (no plugins, no installed
-    # packages): their passes are cached. mypy, pyright and pytest read what is installed,
-    # which the cache key does not see (docs, "Result cache").
+    # ruff and black read only the files and their config: their passes are cached. mypy,
+    # pyright and pytest read what is installed, which the cache key does not see.
     ruff = "ruff" in tool or (root / "ruff.toml").is_file() or (root / ".ruff.toml").is_file()
     black = "black" in tool
     if ruff:
-        # --force-exclude: files named on the command line are still held to the config's
-        # exclude and extend-exclude (without it ruff checks them all).
+        # --force-exclude: files named on the command line still obey the config's excludes.
         add("ruff", "ruff", ["ruff", "check", "--force-exclude", "{files}"], types_or=_PYTHON,
             cache=True)
         if not black:
@@ -68,13 +65,14 @@ def starter_gates(root: Path) -> Starter:
     if mypy is None and ((root / "mypy.ini").is_file() or "mypy" in setup_cfg):
         mypy = {}
     if mypy is not None:
-        # With files = [...] in its config mypy checks the whole program it names, else the
-        # changed files (as pre-commit's mirrors-mypy does).
+        # With files = [...] mypy checks the program it names, else the changed files.
         command = ["mypy"] if mypy.get("files") else ["mypy", "{files}"]
         add("mypy", "mypy", command, when_changed=python_and_config)
     if "pyright" in tool or (root / "pyrightconfig.json").is_file():
         add("pyright", "pyright", ["pyright"], when_changed=python_and_config)
-    if _uses_pytest(root, tool, setup_cfg, tox_ini):
+    if ("pytest" in tool or (root / "pytest.ini").is_file() or "tool:pytest" in setup_cfg
+            or "pytest" in tox_ini or any((root / name / "conftest.py").is_file()
+                                          for name in ("", "tests", "test", "testing"))):
         add("pytest", "pytest", ["python", "-m", "pytest", "-q"], when_changed=python_and_config)
     for docs in ("docs", "doc"):
         if (root / docs / "conf.py").is_file():
@@ -88,20 +86,18 @@ def starter_gates(root: Path) -> Starter:
         suggestions.append("This project has a .pre-commit-config.yaml: verifygate migrate "
                            "turns its hooks into gates (or add a gate running "
                            "[\"pre-commit\", \"run\", \"--files\", \"{files}\"]).")
-    envs = _tox_envs(tox_ini)
-    if envs:
-        suggestions.append(f"tox environments: {', '.join(envs)}: a gate per environment to "
-                           'check, e.g. command = "tox -e ' + envs[0] + '".')
-    sessions = _nox_sessions(root / "noxfile.py")
-    if sessions:
-        suggestions.append(f"nox sessions: {', '.join(sessions)}: a gate per session to "
-                           'check, e.g. command = "nox -s ' + sessions[0] + '".')
+    for what, each, names, runs in (
+            ("tox environments", "environment", _tox_envs(tox_ini), "tox -e"),
+            ("nox sessions", "session", _nox_sessions(root / "noxfile.py"), "nox -s")):
+        if names:
+            suggestions.append(f"{what}: {', '.join(names)}: a gate per {each} to check, e.g. "
+                               f'command = "{runs} {names[0]}".')
     return Starter(gates, found, suggestions)
 
 
 def _any(root: Path, pattern: str, but: str = "") -> bool:
-    """Whether a file matching ``pattern`` is under ``root`` (hidden directories, virtualenvs'
-    and ``but`` left out)."""
+    """Whether a file matching ``pattern`` is under ``root``, outside hidden directories,
+    virtualenvs and ``but``."""
     import fnmatch
 
     for _directory, subdirs, names in os.walk(root):
@@ -128,17 +124,9 @@ def _ini(path: Path) -> configparser.ConfigParser:
     return parser
 
 
-def _uses_pytest(root: Path, tool: dict[str, Any], setup_cfg: configparser.ConfigParser,
-                 tox_ini: configparser.ConfigParser) -> bool:
-    return ("pytest" in tool or (root / "pytest.ini").is_file() or "tool:pytest" in setup_cfg
-            or "pytest" in tox_ini or (root / "conftest.py").is_file()
-            or any((root / name / "conftest.py").is_file()
-                   for name in ("tests", "test", "testing")))
-
-
 def _tox_envs(tox_ini: configparser.ConfigParser) -> list[str]:
-    """The envlist's named environments (lint, docs, type...): not the interpreter matrix
-    (py311, py3{10,11}), which is CI's job, nor generated names."""
+    """The envlist's named environments (lint, docs), not the interpreter matrix (py311) or
+    generated names."""
     if not tox_ini.has_option("tox", "envlist"):
         return []
     # Commas inside braces (py3{10,11}-django) belong to one generated name.
@@ -162,13 +150,12 @@ def _nox_sessions(path: Path) -> list[str]:
     return sessions
 
 
-# The most of a project file ``init`` reads to find its tools: more is no such file.
+# The most of a project file ``init`` reads to find its tools.
 MAX_FILE_BYTES = 4 << 20
 
 
 def _text(path: Path, encoding: str = "utf-8") -> str:
-    """The project file ``path`` as text; empty when it is not a regular file of a sane size
-    (read bounded and non-blocking: ``storage.read_user_file``)."""
+    """``path``'s text; empty unless a regular file of a sane size (read non-blocking)."""
     from pytest_verifygate.state.storage import read_user_file
 
     return (read_user_file(path, MAX_FILE_BYTES) or b"").decode(encoding)

@@ -1,7 +1,5 @@
-"""The ``verifygate`` command: parse the arguments, run one subcommand, exit.
-
-Each subcommand is a module of this package (``parser.COMMANDS``), a thin front end over the
-engine. It never imports pytest: pre-commit and coding agents call it, so start-up time matters.
+"""The ``verifygate`` command: parse the arguments, run one subcommand (a module of this
+package, ``parser.COMMANDS``), exit. It never imports pytest: start-up time matters.
 
 PYTEST_DONT_REWRITE
 """
@@ -27,8 +25,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser(named).parse_args(arguments)  # a usage error exits, as argparse does
     command = importlib.import_module(f"pytest_verifygate.cli.{COMMANDS[args.command]}")
     for stream in (sys.stdout, sys.stderr):
-        # A file name that is not valid in the output's encoding is shown escaped (as
-        # ``\udcff`` or ``\xff``), never a UnicodeEncodeError halfway through a run.
+        # A file name the output's encoding cannot hold is shown escaped, never a
+        # UnicodeEncodeError halfway through a run.
         if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
             stream.reconfigure(errors="backslashreplace")
     stdout = sys.stdout
@@ -49,10 +47,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 class QuietPipe:
     """stdout that ends quietly when its reader goes away (``verifygate list | head``).
 
-    The first write or flush that meets a closed pipe points the descriptor at /dev/null
-    (what Python's documentation advises for SIGPIPE), so that neither later writes, nor a
-    progress line written by a gate's thread, nor the flush at exit raise ``BrokenPipeError``:
-    the gates still finish, reports are still written and the exit status is the verdict's.
+    The first write or flush that meets a closed pipe points the descriptor at /dev/null, as
+    Python's documentation advises for SIGPIPE: the gates still finish, reports are still
+    written and the exit status is the verdict's.
     """
 
     def __init__(self, stream: TextIO) -> None:
@@ -76,13 +73,9 @@ class QuietPipe:
 
 
 def open_closed_streams() -> None:
-    """Give stdout and stderr, when they were closed before the command started (``>&-``:
-    Python then has None for them), a /dev/null of their own.
-
-    What the command prints then goes nowhere instead of raising, and the descriptor stays
-    taken: a file opened later (a report, a log) never becomes descriptor 1 or 2, where a
-    program started without redirecting its output (a plugin's) would write into it.
-    """
+    """Give stdout and stderr closed before the command started (``>&-``) a /dev/null of
+    their own, on their descriptor: a report or log opened later must never become fd 1 or 2,
+    where a program started without redirecting its output would write into it."""
     for name, fd in (("stdout", 1), ("stderr", 2)):
         if getattr(sys, name) is None:
             setattr(sys, name, _discarding(fd))
@@ -91,19 +84,13 @@ def open_closed_streams() -> None:
 def _discarding(fd: int) -> TextIO:
     """A text stream into /dev/null, on descriptor ``fd`` if that is still closed."""
     devnull = os.open(os.devnull, os.O_WRONLY)
-    if devnull != fd and not _is_open(fd):
+    try:
+        os.fstat(fd)
+    except OSError:  # closed: take it
         os.dup2(devnull, fd)
         os.close(devnull)
         devnull = fd
     return open(devnull, "w", encoding="utf-8", errors="backslashreplace")
-
-
-def _is_open(fd: int) -> bool:
-    try:
-        os.fstat(fd)
-    except OSError:
-        return False
-    return True
 
 
 def silence(stream: TextIO) -> None:
@@ -119,14 +106,14 @@ def silence(stream: TextIO) -> None:
 
 
 def console_main() -> NoReturn:
-    """The ``verifygate`` console script: ``main``, then exit with its status once stdout
-    and stderr are flushed (a reader that went away is not an error; lost output is)."""
+    """The console script: ``main``, then exit once stdout and stderr are flushed (a reader
+    that went away is not an error; lost output is)."""
     status = main()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except BrokenPipeError:  # the reader went away: nothing is left to deliver
-            silence(stream)  # nor left to fail again at the interpreter's exit
+        except BrokenPipeError:  # nothing is left to deliver, nor to fail again at exit
+            silence(stream)
         except (OSError, ValueError):  # output lost (a full disk): the status says so
             status = status or EXIT_FLUSH_FAILED
     sys.exit(status)

@@ -1,9 +1,5 @@
 """``verifygate agent-hook``: the coding-agent stop hook's front end over ``agents/stop_hook``.
-
-Whatever goes wrong on the way (a crash, a signal, the ``--budget`` running out) is a blocked
-stop, never an allowed one (``stop_hook.fail_closed``). A block for a payload of no known agent
-is exit status 2 with the reason on stderr: Claude Code, Codex CLI and Gemini CLI all read
-that as a block.
+A crash, a signal or the ``--budget`` running out is a blocked stop, never an allowed one.
 
 PYTEST_DONT_REWRITE
 """
@@ -20,15 +16,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pytest_verifygate.agents.protocol import Decision, HookPayload
 
-# The exit status that blocks where the agent is not known.
+# Blocks for a payload of no known agent: Claude Code, Codex CLI and Gemini CLI all read exit
+# status 2, with the reason on stderr, as a block.
 EXIT_BLOCK_UNKNOWN_AGENT = 2
-# The hook's own time budget ends with SIGALRM, taken as an interruption (where it exists).
-_ALARM = (signal.SIGALRM,) if hasattr(signal, "SIGALRM") else ()
 
 
 def main(args: argparse.Namespace) -> int:
-    """Read the payload, judge the stop, answer in the agent's format on stdout and record the
-    outcome for ``verifygate agent-status``."""
     from pytest_verifygate.agents.detect import ADAPTERS, UnreadPayload, read_payload
     from pytest_verifygate.agents.protocol import Adapter, read_input
     from pytest_verifygate.agents.stop_hook import (
@@ -47,8 +40,8 @@ def main(args: argparse.Namespace) -> int:
     payload: HookPayload | None = None
     budget = args.budget
     # Every terminating signal, and the budget's alarm, ends the gates cleanly, like Ctrl-C.
-    with Interruptible(TERMINATING_SIGNALS + _ALARM) as guard:
-        _alarm(budget)
+    with Interruptible((*TERMINATING_SIGNALS, signal.SIGALRM)) as guard:
+        signal.setitimer(signal.ITIMER_REAL, budget)
         try:
             try:
                 adapter, payload = read_payload(read_input(sys.stdin.buffer), args.agent)
@@ -73,7 +66,7 @@ def main(args: argparse.Namespace) -> int:
                                        f"({type(exc).__name__}: {one_line(exc)}); please "
                                        "report it")
         finally:
-            _alarm(0)
+            signal.setitimer(signal.ITIMER_REAL, 0)
     _record(payload, decision)
     if decision.system_message is not None and decision.block_reason is None:
         print(decision.system_message, file=sys.stderr)
@@ -87,22 +80,16 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _alarm(seconds: float) -> None:
-    """Start (or, with 0, stop) the hook's time budget."""
-    if _ALARM:
-        signal.setitimer(signal.ITIMER_REAL, seconds)
-
-
 def _interruption(received: int | None, budget: float, gates: tuple[str, ...], *,
                   read: bool) -> str:
     """Why the check ended early: the budget (before or after the input arrived), or a
-    signal; ``gates``: those cut short."""
+    signal; ``gates`` were cut short."""
     from pytest_verifygate.agents.stop_hook import gate_names
 
     running = f" (cut short: {gate_names(gates)})" if gates else ""
-    if _ALARM and received == signal.SIGALRM and not read:
+    if received == signal.SIGALRM and not read:
         return f"the hook's input did not arrive within its time budget of {budget:g} s"
-    if _ALARM and received == signal.SIGALRM:
+    if received == signal.SIGALRM:
         return (f"the gates did not finish within the hook's time budget of {budget:g} s, and "
                 f"were stopped{running}. A gate that hangs or became slow is the likely cause; "
                 "the budget stays below the agent's hook timeout (`--budget`)")

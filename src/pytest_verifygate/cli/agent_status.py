@@ -1,6 +1,5 @@
 """``verifygate agent-status``: whether the agent hook's last stop in this repository was
-verified (``agents/status.py``), for callers of headless agent runs, which exit 0 whatever the
-hook decided.
+verified, for callers of headless agent runs (which exit 0 whatever the hook decided).
 
 PYTEST_DONT_REWRITE
 """

@@ -1,5 +1,5 @@
 """``verifygate check``: the setup's problems found before running (``setup_check``), one
-line each; the exit status says whether it is sound.
+line each.
 
 PYTEST_DONT_REWRITE
 """
@@ -46,8 +46,7 @@ def main(args: argparse.Namespace) -> int:
     for finding in findings:
         print(f"verifygate check: {finding.level}: {finding.where}: {finding.message}")
     errors = sum(finding.level == ERROR for finding in findings)
-    warnings = len(findings) - errors
-    verdict = "not sound" if errors else "sound"
-    print(f"verifygate check: {checked}: {errors} error(s), {warnings} warning(s): the setup "
-          f"is {verdict}", file=sys.stderr if errors else sys.stdout)
+    print(f"verifygate check: {checked}: {errors} error(s), {len(findings) - errors} "
+          f"warning(s): the setup is {'not sound' if errors else 'sound'}",
+          file=sys.stderr if errors else sys.stdout)
     return EXIT_FAILED if errors else EXIT_OK

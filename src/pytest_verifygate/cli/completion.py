@@ -1,5 +1,4 @@
-"""``verifygate completion SHELL``: the shell completion script, made by shtab from the one
-parser.
+"""``verifygate completion SHELL``: the shell completion script, made by shtab from the parser.
 
 PYTEST_DONT_REWRITE
 """

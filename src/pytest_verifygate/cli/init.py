@@ -48,7 +48,6 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _refuse_existing(root: Path) -> None:
-    """A contract here already (``verify.toml`` or ``[tool.verifygate]``): left as it is."""
     if (root / "verify.toml").exists():
         raise UsageError("verify.toml already exists: not overwritten (verifygate list shows "
                          "its gates)")

@@ -1,9 +1,6 @@
-"""``verifygate install-agent-hook --agent NAME`` (deprecated name: ``install-hook``): merge
-``verifygate agent-hook`` into a coding agent's project configuration (``agents/config.py``)
-and say what that agent needs before the hook runs.
-
-Every existing entry is kept and a second run changes nothing; a file that is not the agent's
-JSON configuration is refused with one line and left as it was.
+"""``verifygate install-agent-hook --agent NAME`` (deprecated: ``install-hook``): merge
+``verifygate agent-hook`` into a coding agent's project configuration, keeping every entry, and
+say what that agent needs before the hook runs.
 
 PYTEST_DONT_REWRITE
 """
@@ -66,8 +63,8 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _read(path: Path, shown: str) -> tuple[Any, int | None]:
-    """The parsed configuration ({} when there is none) and the file's permissions (None:
-    no file yet). Anything that cannot be read as JSON is refused, never overwritten."""
+    """The parsed configuration ({} when there is none) and the file's permissions (None: no
+    file yet); anything that is not JSON is refused, never overwritten."""
     def refuse(problem: str) -> UsageError:
         return UsageError(f"{NAME}: {shown}: {problem}; fix or move it, then run "
                           f"{NAME} again (the file was left unchanged)")

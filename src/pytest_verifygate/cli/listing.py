@@ -1,5 +1,5 @@
-"""``verifygate list``: every gate of the contract, selected or not, and why: what ``verifygate
-run`` would do for the same change, taken from the engine's plan.
+"""``verifygate list``: every gate of the contract, selected or not, and why, from the plan
+``verifygate run`` would follow.
 
 PYTEST_DONT_REWRITE
 """
@@ -16,39 +16,35 @@ from pytest_verifygate.git.pushed import run_in_pushed_commit
 
 def main(args: argparse.Namespace) -> int:
     with run_in_pushed_commit(args):
-        return _show(args)
+        plan = prepare_from_args(args)
+        contract, changes, selections = plan.contract, plan.changes, plan.selections
+        warnings: list[str] = []
+        rows = listed_gates(plan, warnings)
+        for warning in dict.fromkeys(warnings):
+            print(f"verifygate: {warning}", file=sys.stderr)
+        if args.format == "json":
+            detected = {"detected_by": changes.detected_by} if changes.detected_by else {}
+            payload = {
+                "contract": display_path(contract.path),
+                "changes": {"source": changes.source, "ref": changes.ref,
+                            "count": len(changes.files), **detected},
+                "gates": [{key: row[key] for key in ("name", "selected", "runs", "reason",
+                                                     *(("argv",) if args.verbose else ()))}
+                          for row in rows],
+            }
+            import json
 
+            sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+            return EXIT_OK
+        width = max((len(s.gate.name) for s in selections), default=4)
+        print(f"verifygate: {display_path(contract.path)}: {len(plan.selected)} of "
+              f"{len(selections)} gate(s) selected (changes: {changes.describe()})")
+        for row in rows:
+            print(f"  {row['mark']:<4}  {row['name']:<{width}}  {row['reason']}")
+            if args.verbose:
+                from pytest_verifygate.commands import command_text
 
-def _show(args: argparse.Namespace) -> int:
-    plan = prepare_from_args(args)
-    contract, changes, selections = plan.contract, plan.changes, plan.selections
-    warnings: list[str] = []
-    rows = listed_gates(plan, warnings)
-    for warning in dict.fromkeys(warnings):
-        print(f"verifygate: {warning}", file=sys.stderr)
-    if args.format == "json":
-        payload = {
-            "contract": display_path(contract.path),
-            "changes": {"source": changes.source, "ref": changes.ref,
-                        "count": len(changes.files),
-                        **({"detected_by": changes.detected_by} if changes.detected_by else {})},
-            "gates": [{key: row[key] for key in ("name", "selected", "runs", "reason",
-                                                 *(("argv",) if args.verbose else ()))}
-                      for row in rows],
-        }
-        import json
-
-        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+                # Each invocation as a line sh would read alike (more than one: {files} chunked).
+                for argv in row["argv"]:
+                    print(f"  {'':<4}  {'':<{width}}  $ {command_text(argv)}")
         return EXIT_OK
-    width = max((len(s.gate.name) for s in selections), default=4)
-    print(f"verifygate: {display_path(contract.path)}: {len(plan.selected)} of "
-          f"{len(selections)} gate(s) selected (changes: {changes.describe()})")
-    for row in rows:
-        print(f"  {row['mark']:<4}  {row['name']:<{width}}  {row['reason']}")
-        if args.verbose:
-            from pytest_verifygate.commands import command_text
-
-            # Each invocation as a line sh would read alike (more than one: {files} chunked).
-            for argv in row["argv"]:
-                print(f"  {'':<4}  {'':<{width}}  $ {command_text(argv)}")
-    return EXIT_OK

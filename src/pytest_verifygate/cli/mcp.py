@@ -1,5 +1,5 @@
-"""``verifygate mcp``: serve the gates as MCP tools over stdio (``agents/mcp_server.py``); the
-MCP SDK, an optional extra, is imported only here.
+"""``verifygate mcp``: serve the gates as MCP tools over stdio; the MCP SDK, an optional extra,
+is imported only here.
 
 PYTEST_DONT_REWRITE
 """

@@ -1,8 +1,5 @@
-"""``verifygate merge``: one report, with one verdict, from the JSON reports of a run's shards.
-
-The reports must be every shard of one run, once each (one commit, contract and change set);
-a gate no shard ran means the shards split differently, an error, since the merged verdict
-would not cover it. The gates' durations are recorded for the next build's split.
+"""``verifygate merge``: one report, with one verdict, from the JSON reports of every shard of
+one run (a gate no shard ran is an error: the verdict would not cover it).
 
 PYTEST_DONT_REWRITE
 """
@@ -13,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 from pytest_verifygate import codes
 from pytest_verifygate.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
@@ -30,7 +27,7 @@ _SPLIT_HINT = ("the shards split the gates differently: give every shard the sam
 
 def main(args: argparse.Namespace) -> int:
     from pytest_verifygate.contract import find_repo_root
-    from pytest_verifygate.report.document import dumps, write_report
+    from pytest_verifygate.report.document import dumps
     from pytest_verifygate.report.terminal import verdict_line
     from pytest_verifygate.state.durations import measured_seconds, record_durations
 
@@ -38,34 +35,18 @@ def main(args: argparse.Namespace) -> int:
     for warning in warnings:
         print(f"verifygate: warning: {warning}", file=sys.stderr)
     root = find_repo_root(Path.cwd())
-    if root is not None:  # a CI job merging the shards can save them for the next split
+    if root is not None:  # recorded for the next build's split
         order = [entry["name"] for entry in (*merged["gates"], *merged["not_selected"])]
         said: list[str] = []  # what was recorded before could not be read
         record_durations(root, merged["contract"], measured_seconds(merged["gates"]), order,
                          said)
         for warning in said:
             print(f"verifygate: {warning}", file=sys.stderr)
-    problems = []
-    if args.json:
-        try:
-            write_report(args.json, merged)
-        except OSError as exc:
-            problems.append(f"cannot write the JSON report {args.json}: {exc.strerror or exc}")
-    if args.junit:
-        from pytest_verifygate.report.junit import write_junit
-
-        try:
-            write_junit(args.junit, merged, timeouts=_junit_timeouts(merged, root),
-                        family=args.junit_family)
-        except OSError as exc:
-            problems.append(f"cannot write the JUnit file {args.junit}: {exc.strerror or exc}")
+    problems: list[str] = []
     if args.json or args.junit:
-        from pytest_verifygate.cli.request import output_paths
-        from pytest_verifygate.state.outputs import remember_outputs
+        from pytest_verifygate.cli.request import write_outputs
 
-        # Not changes for the next run, as run's own.
-        for warning in remember_outputs(output_paths(args)):
-            print(f"verifygate: {warning}", file=sys.stderr)
+        problems, _ = write_outputs(args, merged, timeouts=_junit_timeouts(merged, root))
     if args.format == "json":
         sys.stdout.write(dumps(merged))
     else:
@@ -85,12 +66,8 @@ def main(args: argparse.Namespace) -> int:
 
 
 def load_report(path: str) -> Report:
-    """A shard's JSON report, checked to be one; ``UsageError`` (one line) otherwise.
-
-    Every field merge and the sinks read is checked here, where the file comes in: a report
-    can be anything (hand-edited, cut short, from another tool), and a wrong type must be one
-    line naming the file and the key, not a traceback later.
-    """
+    """A shard's JSON report, every field merge and the sinks read checked where the file
+    comes in (it can be anything): ``UsageError``, one line naming the file and key."""
     import json
 
     def no_constant(name: str) -> object:
@@ -117,8 +94,8 @@ def load_report(path: str) -> Report:
         raise UsageError(f'{path} is not the report of a shard (no "shard" key): write each '
                          "shard's report with verifygate run --shard K/N --json PATH")
     index, total, order = shard.get("index"), shard.get("total"), shard.get("order")
-    if not (isinstance(index, int) and isinstance(total, int) and _is_int(index)
-            and _is_int(total) and 1 <= index <= total and _is_list_of(order, str)):
+    if not (_is_int(index) and _is_int(total) and 1 <= index <= total
+            and _is_list_of(order, str)):
         raise UsageError(f'{path}: its "shard" is not {{"index": K, "total": N, "order": '
                          "[gate names]}} with 1 <= K <= N")
     commit, digest = shard.get("commit"), shard.get("contract_sha256")
@@ -126,23 +103,22 @@ def load_report(path: str) -> Report:
             and (commit is None or isinstance(commit, str))):
         raise UsageError(f'{path}: its "shard" does not say which commit and contract it '
                          "checked (a report of an older verifygate): run the shard again")
-    return cast("Report", report)  # its shape checked above, where the file comes in
+    return cast("Report", report)
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _is_count(value: object) -> bool:
-    return _is_int(value) and value >= 0  # type: ignore[operator]
+    return _is_int(value) and value >= 0
 
 
 def _is_list_of(value: object, kind: type) -> bool:
     return isinstance(value, list) and all(isinstance(item, kind) for item in value)
 
 
-# What each key of a gate's entry must be (report.schema.json); NaN and infinity were refused
-# when the file was read.
+# What each key must be (report.schema.json); NaN and infinity were refused on reading.
 _GATE_KEYS: dict[str, Callable[[object], bool]] = {
     "name": lambda value: isinstance(value, str),
     "outcome": lambda value: value in codes.OUTCOMES,
@@ -200,7 +176,7 @@ def _report_problem(report: Mapping[str, Any]) -> str | None:
 
 
 def _json_type(value: object) -> str:
-    """How a JSON value is named in a message (never its possibly huge text)."""
+    """A JSON value's kind, for a message (never its possibly huge text)."""
     names = {bool: "a boolean", int: "a number", float: "a number", str: "a string",
              list: "a list", dict: "an object", type(None): "null"}
     return names.get(type(value), type(value).__name__)
@@ -247,9 +223,8 @@ def merge_reports(
 
 
 def _reason_left_out(name: str, reasons: Mapping[str, Mapping[int, str]]) -> str:
-    """Why no shard ran gate ``name``: the reason of the shard it was left to (deselected
-    there, say), or of every shard (not for this change set). ``UsageError`` when the shard
-    it was left to left it to yet another: the shards did not compute one split."""
+    """Why no shard ran gate ``name``: the reason of the shard it was left to, or of every
+    shard; ``UsageError`` when that shard left it to yet another (not one split)."""
     by_shard = reasons.get(name, {})
     own = {number: reason for number, reason in by_shard.items()
            if not reason.startswith(SHARD_REASON_PREFIX)}
@@ -263,8 +238,8 @@ def _reason_left_out(name: str, reasons: Mapping[str, Mapping[int, str]]) -> str
 
 
 def _check_one_run(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
-    """The reports are every shard of one split, once each, of one run (one commit, contract
-    and change set): one line naming what is not."""
+    """``UsageError`` unless the reports are every shard of one split, once each, of one run
+    (one commit, contract and change set)."""
     first_path, first = reports[0]
     total = first["shard"]["total"]
     seen: dict[int, str] = {}
@@ -310,22 +285,16 @@ def _short(commit: object) -> str:
 
 
 def merged_verdict(gates: Sequence[Mapping[str, Any]], verdicts: Sequence[str]) -> str:
-    """The verdict (docs: Outcomes, verdict and failure codes) over the gates of every shard:
-    failed > pending > unverified > passed.
-
-    With no gate passed anywhere, a shard's ``failed`` verdict with no failed gate is
-    ``fail_when_unverified`` speaking: the merged run is failed too.
-    """
+    """failed > pending > unverified > passed over every shard's gates; with no gate passed,
+    a shard's ``failed`` verdict is ``fail_when_unverified`` speaking: failed too."""
     outcomes = {gate.get("outcome") for gate in gates}
     if codes.FAILED in outcomes:
         return codes.VERDICT_FAILED
     if codes.PENDING in outcomes:
         return codes.VERDICT_PENDING
-    if codes.PASSED not in outcomes:
-        if codes.VERDICT_FAILED in verdicts:
-            return codes.VERDICT_FAILED
-        return codes.VERDICT_UNVERIFIED
-    return codes.VERDICT_PASSED
+    if codes.PASSED in outcomes:
+        return codes.VERDICT_PASSED
+    return codes.VERDICT_FAILED if codes.VERDICT_FAILED in verdicts else codes.VERDICT_UNVERIFIED
 
 
 def _describe(value: object) -> str:
@@ -336,9 +305,8 @@ def _describe(value: object) -> str:
 
 
 def _junit_timeouts(merged: Report, root: Path | None) -> dict[str, float]:
-    """Each timed-out gate's ``timeout_seconds``, from the contract the shards ran (when this
-    repository has it), so that the JUnit headline says ``timed out after N s`` as ``run``'s
-    does. Without a readable contract the headline says ``timed out``: nothing is guessed."""
+    """Each timed-out gate's ``timeout_seconds`` for JUnit's headline, from the contract when
+    this repository has it (without, the headline says ``timed out``: nothing is guessed)."""
     from pytest_verifygate import engine
     from pytest_verifygate.errors import VerifyGateError
 

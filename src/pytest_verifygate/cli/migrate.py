@@ -59,8 +59,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _source(path: str | None) -> Path:
-    """The config to read: ``path``, else the first config found in it (a directory) or in
-    the current directory."""
+    """``path``, else the first config found in it (a directory) or the current directory."""
     given = Path(path if path is not None else ".")
     if not given.is_dir():
         if not given.is_file():

@@ -1,12 +1,11 @@
-"""The ``verifygate`` command line's argparse parser: every subcommand and its options.
-
-Each subcommand names the module of ``pytest_verifygate.cli`` whose ``main(args)`` carries it
-out (``COMMANDS``, as pre-commit's ``commands/``); ``main`` imports only that one.
+"""The ``verifygate`` command line's argparse parser: every subcommand and its options, each
+subcommand carried out by the ``main(args)`` of the module ``COMMANDS`` names.
 
 PYTEST_DONT_REWRITE
 """
 
 import argparse
+from functools import partial
 from typing import Any
 
 from pytest_verifygate import __version__, option_checks
@@ -21,8 +20,6 @@ COMMANDS = {"run": "run", "list": "listing", "agent-hook": "agent_hook", "merge"
 AGENTS = ("claude", "codex", "cursor", "gemini")
 ROLE_HELP = ("select the gates for role R (repeatable; default: $VERIFYGATE_ROLE, "
              "comma-separated); gates with roles run only for one of theirs")
-_RUN_EXITS = ("0 passed, pending or unverified; 1 a gate failed; 2 contract or usage error; "
-              "130 interrupted")
 _INSTALL_AGENT_HOOK = (
     "Add verifygate agent-hook to a coding agent's project configuration, keeping everything "
     "else in it. (verifygate install writes git hooks.)",
@@ -36,7 +33,9 @@ _TEXTS = {
     "run": ("run the selected gates",
             "Run the gates that apply to the change set (staged, since a ref, the files named, "
             "or all) and report the verdict. NAME... runs only those gates.",
-            "verifygate run --changed-from origin/main lint", _RUN_EXITS),
+            "verifygate run --changed-from origin/main lint",
+            "0 passed, pending or unverified; 1 a gate failed; 2 contract or usage error; "
+            "130 interrupted"),
     "list": ("show every gate, selected or not, and why",
              "Show every gate of the contract, whether run would start it and why; -v adds the "
              "argv run would spawn.", "verifygate list -v --staged",
@@ -99,8 +98,8 @@ _TEXTS = {
     "migrate": ("write a contract from .pre-commit-config.yaml or lefthook.yml",
                 "Write verify.toml from a .pre-commit-config.yaml or lefthook.yml: local hooks "
                 "and well-known hook repositories become gates running the same programs over "
-                "the same files; what does not carry over is listed, with what to do. Reading "
-                "YAML needs PyYAML (pip install 'pytest-verifygate[migrate]').",
+                "the same files; what does not carry over is listed, with what to do. Needs "
+                "PyYAML (pip install 'pytest-verifygate[migrate]').",
                 "verifygate migrate && verifygate run --all",
                 "0 written; 2 nothing to migrate, a bad config, or the output exists"),
 }
@@ -115,26 +114,21 @@ class Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", _HelpFormatter)
         super().__init__(*args, **kwargs)
 
-    def error(self, message: str) -> Any:  # one line, like every usage error here
+    def error(self, message: str) -> Any:
         self.exit(self.error_status, f"verifygate: error: {message} (see verifygate --help)\n")
 
 
 class _HelpFormatter(argparse.HelpFormatter):
-    """argparse's formatter, keeping paragraphs (a description, an example, the exit
-    statuses) apart."""
+    """argparse's formatter, keeping paragraphs (description, example, exit statuses) apart."""
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         return "\n\n".join(super(_HelpFormatter, self)._fill_text(paragraph, width, indent)
-                             for paragraph in text.split("\n\n"))
+                           for paragraph in text.split("\n\n"))
 
 
 def build_parser(command: str | None = None) -> Parser:
-    """The command line's parser; with ``command``, only that subcommand's.
-
-    Without one (``--help``, ``--version``, a mistyped name) every subcommand is there. With
-    one, the others are not built at all: building them is a noticeable share of a commit's
-    start-up, and a usage error names only the subcommand given.
-    """
+    """The command line's parser; with ``command``, only that subcommand's (building the
+    others is a noticeable share of a commit's start-up)."""
     parser = Parser(prog="verifygate", description="Run the verify contract's gates.")
     parser.add_argument("--version", action="version", version=f"verifygate {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
@@ -150,134 +144,107 @@ def build_parser(command: str | None = None) -> Parser:
 
 
 def _add_options(name: str, command: Parser) -> None:
+    add = command.add_argument
+    contract = partial(add, "--contract", metavar="PATH",
+                       help="the contract file (default: found from the current directory up)")
+    role = partial(add, "--role", metavar="R", action="append", help=ROLE_HELP)
+    jobs = partial(add, "--jobs", type=option_checks.jobs, metavar="N",
+                   help="gates run at once (0 = one per CPU; default from the contract)")
+    # pytest's junit_family names: xunit2 (its default, valid against junit-10.xsd) has no
+    # testcase properties.
+    junit_family = partial(add, "--junit-family", choices=("xunit2", "xunit1"),
+                           default="xunit2", help="the JUnit family, as pytest's junit_family: "
+                           "xunit2 (default) or xunit1 (adds each gate's verifygate.* "
+                           "properties)")
     if name in ("run", "list"):
-        _add_selection_flags(command)
+        add("names", nargs="*", metavar="NAME",
+            help="only these gates (as pre-commit run ID); default: every gate")
+        contract()
+        role()
+        add("--phase", metavar="N", type=option_checks.positive_int,
+            help="select the gates for this phase")
+        add("--shard", metavar="K/N", help="only shard K of N of the selected gates, balanced "
+            "by earlier durations (default: $CI_NODE_INDEX/$CI_NODE_TOTAL when set)")
+        source = command.add_mutually_exclusive_group()
+        source.add_argument("--staged", action="store_true",
+                            help="the change set is the index against HEAD")
+        source.add_argument("--changed-from", metavar="REF",
+                            help="the change set is everything since merge-base(REF, HEAD)")
+        source.add_argument("--files", metavar="F", nargs="+",
+                            help="the change set is these files")
+        source.add_argument("--files-from", metavar="PATH", help="read the change set from a "
+                            "file (newline- or NUL-separated; - for stdin)")
+        source.add_argument("--all", action="store_true",
+                            help="no change filtering: every gate applies")
     if name == "run":
-        _add_run_options(command)
+        jobs()
+        add("--json", metavar="PATH", help="write the JSON report here")
+        add("--format", choices=("text", "json", "agent"), default="text",
+            help="what to print: text (default), the JSON report, or the agent digest")
+        add("--junit", metavar="PATH",
+            help="write JUnit XML here (what pytest --junitxml writes for the gates)")
+        junit_family()
+        add("--annotations", choices=option_checks.ANNOTATION_CHOICES,
+            help="github: print GitHub Actions error annotations for failed gates and append "
+            "a table to $GITHUB_STEP_SUMMARY (default: when GITHUB_ACTIONS is true); none: "
+            "never")
+        add("--no-cache", action="store_true", help="run gates with cache = true even if they "
+            "passed on these inputs (a pass is still stored)")
+        add("--color", choices=("auto", "yes", "no"), default="auto",
+            help="color the text output: auto (default) on a terminal, as pytest does: "
+            "PY_COLORS=1/0 and NO_COLOR/FORCE_COLOR (non-empty) decide first")
     elif name == "list":
-        command.add_argument("--format", choices=("text", "json"), default="text",
-                             help="what to print: text (default) or JSON "
-                             '({"gates": [{"name", "selected", "reason"}]})')
-        command.add_argument("-v", "--verbose", action="store_true",
-                             help="also show each selected gate's final argv, after {files} "
-                             "expansion (what run would spawn)")
+        add("--format", choices=("text", "json"), default="text", help="what to print: text "
+            '(default) or JSON ({"gates": [{"name", "selected", "reason"}]})')
+        add("-v", "--verbose", action="store_true", help="also show each selected gate's "
+            "final argv, after {files} expansion (what run would spawn)")
     elif name == "agent-hook":
+        from pytest_verifygate.agents.protocol import DEFAULT_BUDGET, STOP_TIMEOUT
+
         command.error_status = HOOK_USAGE_STATUS
-        _add_agent_hook_options(command)
+        add("--max-rounds", type=option_checks.positive_int, default=3, metavar="N",
+            help="failing rounds per session before it stops blocking (default 3)")
+        contract()
+        add("--agent", choices=AGENTS,
+            help="the agent whose protocol to speak (default: told by the payload)")
+        role()
+        jobs()
+        add("--changed-from", metavar="REF",
+            help="judge the changes since REF instead of the session's starting point")
+        add("--no-cache", action="store_true",
+            help="run gates with cache = true even if they passed on these inputs")
+        add("--budget", type=option_checks.positive_int, metavar="SECONDS",
+            default=DEFAULT_BUDGET, help=f"stop the gates and block after this long (default "
+            f"{DEFAULT_BUDGET}: below the {STOP_TIMEOUT} s timeout the installer writes; keep "
+            "it below the agent's hook timeout)")
     elif name == "merge":
-        _add_merge_options(command)
+        add("reports", nargs="+", metavar="REPORT.json",
+            help="the JSON reports of every shard (verifygate run --shard K/N --json)")
+        add("--json", metavar="PATH", help="write the merged JSON report here")
+        add("--junit", metavar="PATH", help="write JUnit XML of the merged report here")
+        junit_family()
+        add("--format", choices=("text", "json"), default="text",
+            help="what to print: text (default) or the merged JSON report")
     elif name in ("install-agent-hook", "install-hook"):
-        command.add_argument("--agent", choices=AGENTS, required=True,
-                             help="the agent whose project configuration to write or merge")
-        command.add_argument("--max-rounds", type=option_checks.positive_int, metavar="N",
-                             help="failing rounds before the hook stops blocking (default 3)")
+        add("--agent", choices=AGENTS, required=True,
+            help="the agent whose project configuration to write or merge")
+        add("--max-rounds", type=option_checks.positive_int, metavar="N",
+            help="failing rounds before the hook stops blocking (default 3)")
     elif name == "agent-status":
-        command.add_argument("--clear", action="store_true",
-                             help="forget the last stop (before a new agent run)")
+        add("--clear", action="store_true", help="forget the last stop (before a new agent run)")
     elif name in ("mcp", "check"):
-        _add_contract(command)
+        contract()
     elif name in ("install", "uninstall"):
-        command.add_argument("--hook", choices=("pre-commit", "pre-push"), action="append",
-                             help="only this git hook (repeatable; default: both)")
+        add("--hook", choices=("pre-commit", "pre-push"), action="append",
+            help="only this git hook (repeatable; default: both)")
     elif name == "init":
-        command.add_argument("--pyproject", action="store_true",
-                             help="append [tool.verifygate] to pyproject.toml instead")
+        add("--pyproject", action="store_true",
+            help="append [tool.verifygate] to pyproject.toml instead")
     elif name == "completion":
-        command.add_argument("shell", choices=("bash", "zsh", "fish", "tcsh"),
-                             help="the shell to complete for")
+        add("shell", choices=("bash", "zsh", "fish", "tcsh"), help="the shell to complete for")
     elif name == "migrate":
-        command.add_argument("path", nargs="?", metavar="PATH",
-                             help="the config, or a directory holding one (default: the "
-                             "current directory's .pre-commit-config.yaml, else lefthook.yml)")
-        command.add_argument("--output", "-o", metavar="PATH",
-                             help="where to write the contract (default: verify.toml beside "
-                             "the config; - for stdout); an existing file is never overwritten")
-
-
-def _add_contract(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--contract", metavar="PATH",
-                         help="the contract file (default: found from the current directory up)")
-
-
-def _add_selection_flags(command: argparse.ArgumentParser) -> None:
-    command.add_argument("names", nargs="*", metavar="NAME",
-                         help="only these gates (as pre-commit run ID); default: every gate")
-    _add_contract(command)
-    command.add_argument("--role", metavar="R", action="append", help=ROLE_HELP)
-    command.add_argument("--phase", metavar="N", type=option_checks.positive_int,
-                         help="select the gates for this phase")
-    command.add_argument("--shard", metavar="K/N",
-                         help="only shard K of N of the selected gates, balanced by earlier "
-                         "durations (default: $CI_NODE_INDEX/$CI_NODE_TOTAL when set)")
-    source = command.add_mutually_exclusive_group()
-    source.add_argument("--staged", action="store_true",
-                        help="the change set is the index against HEAD")
-    source.add_argument("--changed-from", metavar="REF",
-                        help="the change set is everything since merge-base(REF, HEAD)")
-    source.add_argument("--files", metavar="F", nargs="+", help="the change set is these files")
-    source.add_argument("--files-from", metavar="PATH",
-                        help="read the change set from a file (newline- or NUL-separated; - "
-                        "for stdin)")
-    source.add_argument("--all", action="store_true",
-                        help="no change filtering: every gate applies")
-
-
-def _add_run_options(run: argparse.ArgumentParser) -> None:
-    run.add_argument("--jobs", type=option_checks.jobs, metavar="N",
-                     help="gates run at once (0 = one per CPU; default from the contract)")
-    run.add_argument("--json", metavar="PATH", help="write the JSON report here")
-    run.add_argument("--format", choices=("text", "json", "agent"), default="text",
-                     help="what to print: text (default), the JSON report, or the agent digest")
-    run.add_argument("--junit", metavar="PATH",
-                     help="write JUnit XML here (what pytest --junitxml writes for the gates)")
-    _add_junit_family(run)
-    run.add_argument("--annotations", choices=option_checks.ANNOTATION_CHOICES,
-                     help="github: print GitHub Actions error annotations for failed gates and "
-                     "append a table to $GITHUB_STEP_SUMMARY (default: when GITHUB_ACTIONS is "
-                     "true); none: never")
-    run.add_argument("--no-cache", action="store_true",
-                     help="run gates with cache = true even if they passed on these inputs "
-                     "(a pass is still stored)")
-    run.add_argument("--color", choices=("auto", "yes", "no"), default="auto",
-                     help="color the text output: auto (default) on a terminal, as pytest "
-                     "does: PY_COLORS=1/0 and NO_COLOR/FORCE_COLOR (non-empty) decide first")
-
-
-def _add_agent_hook_options(hook: argparse.ArgumentParser) -> None:
-    from pytest_verifygate.agents.protocol import DEFAULT_BUDGET, STOP_TIMEOUT
-
-    hook.add_argument("--max-rounds", type=option_checks.positive_int, default=3, metavar="N",
-                      help="failing rounds per session before it stops blocking (default 3)")
-    _add_contract(hook)
-    hook.add_argument("--agent", choices=AGENTS,
-                      help="the agent whose protocol to speak (default: told by the payload)")
-    hook.add_argument("--role", metavar="R", action="append", help=ROLE_HELP)
-    hook.add_argument("--jobs", type=option_checks.jobs, metavar="N",
-                      help="gates run at once (0 = one per CPU; default from the contract)")
-    hook.add_argument("--changed-from", metavar="REF",
-                      help="judge the changes since REF instead of the session's starting point")
-    hook.add_argument("--no-cache", action="store_true",
-                      help="run gates with cache = true even if they passed on these inputs")
-    hook.add_argument("--budget", type=option_checks.positive_int, metavar="SECONDS",
-                      default=DEFAULT_BUDGET,
-                      help="stop the gates and block after this long (default "
-                      f"{DEFAULT_BUDGET}: below the {STOP_TIMEOUT} s timeout the installer "
-                      "writes; keep it below the agent's hook timeout)")
-
-
-def _add_junit_family(command: argparse.ArgumentParser) -> None:
-    # pytest's junit_family names: xunit2 (pytest's default, valid against junit-10.xsd) has
-    # no testcase properties; xunit1 carries each gate's verifygate.* properties.
-    command.add_argument("--junit-family", choices=("xunit2", "xunit1"), default="xunit2",
-                         help="the JUnit family, as pytest's junit_family: xunit2 (default) "
-                         "or xunit1 (adds each gate's verifygate.* properties)")
-
-
-def _add_merge_options(merge: argparse.ArgumentParser) -> None:
-    merge.add_argument("reports", nargs="+", metavar="REPORT.json",
-                       help="the JSON reports of every shard (verifygate run --shard K/N --json)")
-    merge.add_argument("--json", metavar="PATH", help="write the merged JSON report here")
-    merge.add_argument("--junit", metavar="PATH", help="write JUnit XML of the merged report here")
-    _add_junit_family(merge)
-    merge.add_argument("--format", choices=("text", "json"), default="text",
-                       help="what to print: text (default) or the merged JSON report")
+        add("path", nargs="?", metavar="PATH", help="the config, or a directory holding one "
+            "(default: the current directory's .pre-commit-config.yaml, else lefthook.yml)")
+        add("--output", "-o", metavar="PATH", help="where to write the contract (default: "
+            "verify.toml beside the config; - for stdout); an existing file is never "
+            "overwritten")

@@ -1,4 +1,5 @@
-"""The selection flags of ``run`` and ``list``, translated into the engine's ``RunRequest``.
+"""What ``run``, ``list`` and ``merge`` share: the selection flags as the engine's
+``RunRequest``, and the report files they write.
 
 PYTEST_DONT_REWRITE
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate.engine import Plan, RunRequest, prepare
 from pytest_verifygate.errors import UsageError
@@ -18,6 +19,9 @@ from pytest_verifygate.shards import requested_shard
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Collection
+
+    from pytest_verifygate.report.model import Report
 
 
 def prepare_from_args(args: argparse.Namespace, *, jobs: int | None = None,
@@ -44,6 +48,34 @@ def output_paths(args: argparse.Namespace) -> list[str]:
     """The files this command writes (``--json``, ``--junit``): never changes themselves."""
     return [path for path in (getattr(args, "json", None), getattr(args, "junit", None))
             if path]
+
+
+def write_outputs(args: argparse.Namespace, report: Report, said: Collection[str] = (),
+                  **junit_options: Any) -> tuple[list[str], str | None]:
+    """Write ``--json`` and ``--junit`` and remember them (not changes for the next run while
+    unedited): the problems (exit status 2), and the JSON report's path once written."""
+    from pytest_verifygate.report.document import write_report
+    from pytest_verifygate.state.outputs import remember_outputs
+
+    problems: list[str] = []
+    written = None
+    if args.json:
+        try:
+            write_report(args.json, report)
+            written = args.json
+        except OSError as exc:
+            problems.append(f"cannot write the JSON report {args.json}: {exc.strerror or exc}")
+    if args.junit:
+        from pytest_verifygate.report.junit import write_junit
+
+        try:
+            write_junit(args.junit, report, family=args.junit_family, **junit_options)
+        except OSError as exc:
+            problems.append(f"cannot write the JUnit file {args.junit}: {exc.strerror or exc}")
+    for warning in remember_outputs(output_paths(args)):
+        if warning not in said:
+            print(f"verifygate: {warning}", file=sys.stderr)
+    return problems, written
 
 
 def read_files_from(source: str) -> list[str]:

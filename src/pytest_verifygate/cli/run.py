@@ -8,23 +8,23 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate import codes, option_checks
 from pytest_verifygate.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from pytest_verifygate.cli.request import output_paths, prepare_from_args
-from pytest_verifygate.contract import Contract, display_path
+from pytest_verifygate.cli.request import prepare_from_args, write_outputs
+from pytest_verifygate.contract import display_path
 from pytest_verifygate.git.pushed import run_in_pushed_commit
 from pytest_verifygate.signals import Interruptible
 
 if TYPE_CHECKING:
     import argparse
 
+    from pytest_verifygate.engine import Plan
     from pytest_verifygate.report.github import CommandStop
     from pytest_verifygate.report.model import Report
-    from pytest_verifygate.selection import Selection
 
 
 def main(args: argparse.Namespace) -> int:
@@ -41,7 +41,7 @@ def main(args: argparse.Namespace) -> int:
 def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
     from pytest_verifygate import engine
     from pytest_verifygate.plugins import plugin_hook
-    from pytest_verifygate.report.document import dumps, write_report
+    from pytest_verifygate.report.document import dumps
     from pytest_verifygate.report.terminal import Progress, color_wanted, run_summary
 
     started, clock = time.time(), time.monotonic()
@@ -70,24 +70,10 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
             print(f"verifygate: {warning}", file=sys.stderr)
         report = engine.report(run, hook)
         timeouts = {gate.name: gate.timeout_seconds for gate in contract.gates}
-        if args.json:
-            try:
-                write_report(args.json, report)
-                report_path = args.json
-            except OSError as exc:
-                problems.append(f"cannot write the JSON report {args.json}: "
-                                f"{exc.strerror or exc}")
-        if args.junit:
-            problems += _write_junit(args, report, contract, timeouts, started,
-                                     time.monotonic() - clock, plan.selections)
         if args.json or args.junit:
-            from pytest_verifygate.state.outputs import remember_outputs
-
-            # Not changes for the next run (an agent's stop, the next commit) while unedited.
-            said = {*plan.warnings, *run.warnings}
-            for warning in remember_outputs(output_paths(args)):
-                if warning not in said:
-                    print(f"verifygate: {warning}", file=sys.stderr)
+            problems, report_path = write_outputs(
+                args, report, {*plan.warnings, *run.warnings},
+                **_junit_options(plan, report, timeouts, started, time.monotonic() - clock))
     if args.format == "json":
         sys.stdout.write(stop.inert_json(dumps(report)) if stop else dumps(report))
     elif args.format == "agent":
@@ -105,9 +91,18 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
                                      report_path=report_path, color=color, timeouts=timeouts,
                                      fold=fold))
     sys.stdout.flush()
-    if option_checks.github_annotations(args.annotations, os.environ):
-        # On stdout where GitHub reads workflow commands, unless stdout is the report/digest.
-        _github_outputs(report, contract, stream, hook, stop, report_path)
+    if stop is not None:  # annotations, the step summary and outputs
+        from pytest_verifygate.report.github import github_outputs, write_step_outputs
+
+        lines, warnings = github_outputs(report, os.environ, repo_root=contract.repo_root,
+                                         project_root=contract.root, hook=hook)
+        warnings.append(write_step_outputs(report, os.environ, report_path=report_path) or "")
+        stop.resume()
+        for line in lines:  # on stdout where GitHub reads them, unless it is the report
+            print(line, file=stream)
+        for warning in filter(None, warnings):
+            print(f"verifygate: warning: {warning}", file=sys.stderr)
+        stream.flush()
     for problem in problems:
         print(f"verifygate: error: {problem}", file=sys.stderr)
     if problems:
@@ -118,45 +113,18 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
     return EXIT_FAILED if report["verdict"] == codes.VERDICT_FAILED else EXIT_OK
 
 
-def _write_junit(args: argparse.Namespace, report: Report, contract: Contract,
-                 timeouts: Mapping[str, float], started: float, seconds: float,
-                 selections: Sequence[Selection]) -> list[str]:
-    """Write the JUnit XML; a problem to report (exit status 2) instead of a traceback.
-
-    Its cases are what pytest's would be: the selected gates, and the gates left out because
-    nothing they watch changed as skipped cases, in contract order, under their item names.
-    """
+def _junit_options(plan: Plan, report: Report, timeouts: Mapping[str, float], started: float,
+                   seconds: float) -> dict[str, Any]:
+    """JUnit's cases are what pytest's would be: the selected gates, and the gates left out
+    because nothing they watch changed as skipped cases, in contract order, under their item
+    names."""
     from pytest_verifygate.names import item_names
-    from pytest_verifygate.report.junit import unchanged_entry, write_junit
+    from pytest_verifygate.report.junit import unchanged_entry
     from pytest_verifygate.selection import BY_CHANGES
 
     entries = {gate["name"]: gate for gate in report["gates"]}
     cases = [entries[s.gate.name] if s.gate.name in entries else
              unchanged_entry(s.gate.name, s.reason)
-             for s in selections if s.gate.name in entries or s.left_out_by == BY_CHANGES]
-    try:
-        write_junit(args.junit, report, suite_seconds=seconds, started_at=started,
-                    timeouts=timeouts, cases=cases,
-                    names=item_names(gate.name for gate in contract.gates),
-                    family=args.junit_family)
-    except OSError as exc:
-        return [f"cannot write the JUnit file {args.junit}: {exc.strerror or exc}"]
-    return []
-
-
-def _github_outputs(report: Report, contract: Contract, stream: TextIO, hook: Any,
-                    stop: CommandStop | None, report_path: str | None) -> None:
-    """GitHub Actions: error annotations for failed gates, the step summary and outputs."""
-    from pytest_verifygate.report.github import github_outputs, write_step_outputs
-
-    lines, warnings = github_outputs(report, os.environ, repo_root=contract.repo_root,
-                                     project_root=contract.root, hook=hook)
-    warning = write_step_outputs(report, os.environ, report_path=report_path)
-    warnings += [warning] if warning else []
-    if stop is not None:
-        stop.resume()
-    for line in lines:
-        print(line, file=stream)
-    for warning in warnings:
-        print(f"verifygate: warning: {warning}", file=sys.stderr)
-    stream.flush()
+             for s in plan.selections if s.gate.name in entries or s.left_out_by == BY_CHANGES]
+    return {"suite_seconds": seconds, "started_at": started, "timeouts": timeouts,
+            "cases": cases, "names": item_names(gate.name for gate in plan.contract.gates)}

@@ -1,9 +1,5 @@
-"""The pytest plugin (entry point ``pytest11: verifygate``): ``pytest --verify-contract`` makes
-every selected gate a pytest item.
-
-The wiring only: the hookspecs, the options (``options.py``), and with ``--verify-contract`` the
-run's ``VerifyGateSession`` (``session.py``) registered as a plugin. Without the flag the engine
-is not imported and nothing is collected.
+"""The pytest plugin's wiring: the hookspecs, the options, and with ``--verify-contract`` the
+run's ``VerifyGateSession``; without the flag the engine is not imported.
 
 PYTEST_DONT_REWRITE
 """
@@ -16,9 +12,8 @@ import pytest
 
 from pytest_verifygate.pytest_plugin.options import add_options
 
-# The header of a pytest run nested in a gate: the runner sets VERIFYGATE_GATE in every gate's
-# environment, and a pytest run inside a gate ignores --verify-contract (with
-# `addopts = --verify-contract` and a gate running pytest, gates would run gates forever).
+# A pytest run inside a gate ignores --verify-contract (with `addopts = --verify-contract` and a
+# gate running pytest, gates would run gates forever) and says so in its header.
 _NESTED_KEY = pytest.StashKey[str]()
 
 
@@ -36,13 +31,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_load_initial_conftests(
     early_config: pytest.Config, parser: pytest.Parser, args: list[str]
 ) -> None:
-    # argparse hands an optional-value option the next word, so `--verify-contract tests/`
-    # would read `tests/` as the contract. A word that cannot be a contract file is a test
-    # path: rewrite the flag to its explicit empty form so the word stays positional. A
-    # contract file named on the command line (`pytest --verify-contract ci/gates.toml`) is
-    # both the contract and a path to collect, as pytest collects any file it is given: its
-    # gates, and no other tests unless other paths are named. In addopts it only chooses the
-    # contract, as `--verify-contract=PATH` does anywhere.
+    # argparse would read `--verify-contract tests/` as the contract tests/: a word that cannot
+    # be a contract file stays positional. A contract file named on the command line is also
+    # a path to collect, as pytest collects any file it is given; in addopts it only chooses
+    # the contract, as `--verify-contract=PATH` does anywhere.
     command_line = len(args) - len(early_config.invocation_params.args)
     for index, word in enumerate(args[:-1]):
         if word == "--":

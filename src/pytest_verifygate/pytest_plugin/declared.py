@@ -1,8 +1,5 @@
-"""Where each gate is declared in its contract file: the line pytest reports for its item.
-
-The line of the gate's ``[[gate]]`` table (``[[tool.verifygate.gate]]`` in a pyproject); in an
-openTiger contract, the first line that lists the gate's command. The contract is already
-loaded and valid: this only reads its text as loaded, and a gate it cannot place is at line 1.
+"""Where each gate is declared in its contract file (its ``[[gate]]`` table; in an openTiger
+contract, the first line listing its command): the line pytest reports for its item.
 
 PYTEST_DONT_REWRITE
 """
@@ -35,8 +32,7 @@ def _json_lines(contract: Contract, lines: list[str]) -> dict[str, int]:
     found: dict[str, int] = {}
     for gate in contract.gates:
         command = gate.command if isinstance(gate.command, str) else " ".join(gate.command)
-        # The command as JSON spells it, without its quotes: openTiger splits ``A && B`` into
-        # two gates, each a part of the string the file lists.
+        # Without its quotes: openTiger splits ``A && B`` into two gates, each a part of it.
         needles = (json.dumps(gate.name, ensure_ascii=False),
                    json.dumps(command, ensure_ascii=False)[1:-1])
         for number, line in enumerate(lines, start=1):

@@ -1,6 +1,5 @@
-"""The contract as a pytest ``File`` collector, one ``GateItem`` per gate, and how a failed gate
-reads in pytest. An item does not run its gate: it waits for the result of the gate the session
-started (``session.py``).
+"""The contract as a pytest ``File``, one ``GateItem`` per gate (waiting for the result of the
+gate the session started), and how a failed gate reads in pytest.
 
 PYTEST_DONT_REWRITE
 """
@@ -32,13 +31,12 @@ if TYPE_CHECKING:
     from pytest_verifygate.report.model import GateEntry
 
 SESSION_KEY: pytest.StashKey[VerifyGateSession] = pytest.StashKey()
-# Why a gate the run stopped before it finished did not pass (-x, --maxfail, a worker lost).
 INTERRUPTED_REASON = "the run stopped (-x, --maxfail or Ctrl-C) before this gate finished"
 
 
 class ContractFile(pytest.File):
-    """The contract file: one ``GateItem`` per selected gate, and per gate left out by the
-    change set (skipped: a change no gate watches is not "no tests"), in file order."""
+    """One ``GateItem`` per selected gate, and per gate left out by the change set (skipped:
+    a change no gate watches is not "no tests"), in file order."""
 
     def collect(self) -> Iterator[GateItem]:
         session = self.config.stash[SESSION_KEY]
@@ -49,7 +47,7 @@ class ContractFile(pytest.File):
 
 
 class GateFailed(Exception):
-    """A gate's result was ``failed``; carries its report entry for ``repr_failure``."""
+    """A gate failed; carries its report entry for ``repr_failure``."""
 
     def __init__(self, entry: Mapping[str, Any], headline: str) -> None:
         super().__init__(headline)
@@ -57,8 +55,8 @@ class GateFailed(Exception):
 
 
 class GateItem(pytest.Item):
-    """One gate: passed, failed or skipped as the gate was (pending and interrupted gates are
-    skips); a gate left out by the change set is skipped."""
+    """One gate: passed, failed or skipped as the gate was (pending, interrupted and
+    unchanged gates are skips)."""
 
     def __init__(self, *, selection: Selection, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -66,7 +64,7 @@ class GateItem(pytest.Item):
         self.gate = gate = selection.gate
         self.gate_entry: GateEntry | None = None
         self.line = self.config.stash[SESSION_KEY].declared_lines.get(gate.name, 1)
-        # The item's name is made safe for a node id (names.item_name); -k finds the gate's own.
+        # The item's name is made safe for a node id; -k finds the gate's own.
         self.extra_keyword_matches.add(gate.name)
         self.add_marker("verifygate")
         if gate.category is not None:
@@ -77,13 +75,11 @@ class GateItem(pytest.Item):
     def runtest(self) -> None:
         # The same properties, messages and reasons as ``verifygate run --junit`` writes.
         if not self.selection.selected:
-            # Stays in the report's not_selected, as ``verifygate run`` reports it.
             self._record_properties(unchanged_entry(self.gate.name, self.selection.reason))
             pytest.skip(self.selection.reason)
         session = self.config.stash[SESSION_KEY]
         previous = self.gate_entry
-        # Run again by a rerun plugin (pytest-rerunfailures): the gate runs again for real,
-        # never a replay of the result it already had.
+        # Run again by pytest-rerunfailures: the gate runs again, never a replay.
         result = session.result_for(self.gate.name, again=previous is not None)
         if previous is not None:
             # Every attempt counts, and a pass after a failure is flaky.
@@ -92,8 +88,8 @@ class GateItem(pytest.Item):
             result = result._replace(attempts=previous["attempts"] + result.attempts,
                                      flaky=bool(flaky))
         entry = self.gate_entry = gate_entry(result, session.contract, session.redactor)
-        # Shown from the report entry, not the raw result: JUnit XML and CI logs leave the
-        # machine like the report does, so they get the same redaction of secrets.
+        # From the report entry, not the raw result: JUnit and CI logs leave the machine like
+        # the report, with the same redaction of secrets.
         self._record_properties(entry)
         if entry["outcome"] == codes.FAILED and entry["code"] == codes.INTERRUPTED:
             # Cut short (-x, --maxfail): not a failure of its own; the report says interrupted.
@@ -101,16 +97,14 @@ class GateItem(pytest.Item):
         if entry["outcome"] == codes.FAILED:
             raise GateFailed(entry, failure_message(entry, self.gate.timeout_seconds))
         if entry["outcome"] == codes.PASSED and entry["output_tail"]:
-            # A passing gate's output (its end) where pytest users look for a passing test's:
-            # -rP's "Captured stdout call", JUnit's <system-out> with junit_logging=all.
+            # Where a passing test's output is shown: -rP, JUnit's <system-out>.
             self.add_report_section("call", "stdout", terminal_safe(entry["output_tail"]))
         if entry["outcome"] in (codes.SKIPPED, codes.PENDING):
-            # The session's makereport hook moves the location to the contract.
             pytest.skip(skip_message(entry))
 
     def _record_properties(self, entry: Mapping[str, Any]) -> None:
-        """The ``verifygate.*`` properties, for JUnit families that allow them in a testcase: pytest
-        writes every user property there, and its default family, xunit2, forbids them."""
+        """The ``verifygate.*`` properties, for JUnit families that allow them in a testcase
+        (pytest writes every user property there; xunit2 forbids them)."""
         try:
             family = str(self.config.getini("junit_family"))
         except ValueError:  # pytest's junitxml plugin is disabled: nothing reads the family
@@ -129,26 +123,23 @@ class GateItem(pytest.Item):
                             lineno=self.line, verbosity=self.config.get_verbosity())
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        # pytest's line numbers are 0-based here, as a function's are.
         return self.path, self.line - 1, f"gate {self.gate.name}"
 
 
 def failure_repr(entry: Mapping[str, Any], head: str, *, path: str, verbosity: int,
                  lineno: int = 1) -> Any:
-    """The failure as pytest shows it: the headline, then ``report.junit.failure_text`` (as
-    much output as pytest's verbosity asks for; the whole output is in the gate's log).
+    """The failure as pytest shows it: the headline, then as much output as the verbosity
+    asks for.
 
-    An exception-style repr rather than a plain string: its ``reprcrash`` message (the
-    headline) becomes the short summary line and JUnit's ``message=``, and it survives
-    pytest-xdist's report serialisation. pytest builds such reprs only from Python
-    tracebacks and exports no public constructor for them, so this is the one place the
-    package uses pytest's private ``_pytest._code.code``; ``test_plugin.py`` fails loudly if
-    those classes change (a plain string would be the fallback, losing the short headline).
+    An exception-style repr, so that the headline becomes the short summary line and JUnit's
+    ``message=`` and survives xdist. pytest has no public constructor for one: this is the
+    package's one use of pytest's private ``_pytest._code.code`` (``test_plugin.py`` fails
+    loudly if it changes).
     """
     from _pytest._code.code import ExceptionChainRepr, ReprFileLocation, ReprTracebackNative
 
     # Gate output is untrusted: no escape sequence, control or bidi character reaches the
-    # terminal (an OSC 52 clipboard write, a title, a query answered into the input).
+    # terminal (an OSC 52 clipboard write, a query answered into the input).
     head = terminal_safe(head)
     text = terminal_safe(failure_text(entry, head, verbosity=verbosity))
     crash = ReprFileLocation(path=path, lineno=lineno, message=head)

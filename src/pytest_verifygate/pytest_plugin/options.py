@@ -1,5 +1,5 @@
-"""The ``--verify-*`` command-line options and ``verify_*`` ini options of the pytest plugin:
-registered, and read back as the engine's request with the same checks as ``verifygate run``.
+"""The pytest plugin's ``--verify-*`` and ``verify_*`` ini options, read back as the engine's
+request with the same checks as ``verifygate run``.
 
 PYTEST_DONT_REWRITE
 """
@@ -17,7 +17,6 @@ if TYPE_CHECKING:
 
 
 def add_options(parser: pytest.Parser) -> None:
-    """Register the ``--verify-*`` options and their ini defaults."""
     from pytest_verifygate import option_checks  # argparse types shared with the CLI
 
     group = parser.getgroup("verifygate", "verify contract gates (pytest-verifygate)")
@@ -67,8 +66,7 @@ def add_options(parser: pytest.Parser) -> None:
 
 
 class VerifyOptions(NamedTuple):
-    """The ``--verify-*`` options with their ini defaults applied: the engine's request, and
-    the files to write."""
+    """The engine's request and the files to write, ini defaults applied."""
 
     request: RunRequest
     report: Path | None
@@ -114,15 +112,13 @@ def read_options(config: pytest.Config) -> VerifyOptions:
         raise pytest.UsageError(
             f"{' and '.join(sources)} cannot be combined: choose one source of changed files"
         )
-    changed_from = option("verify_changed_from")
-    if not sources:
-        changed_from = ini("verify_changed_from") or None
+    changed_from = option("verify_changed_from") if sources else ini("verify_changed_from")
     roles = option("verify_role")
     if roles is None and not os.environ.get(ROLE_ENV, "").strip():
         roles = ini("verify_role").split(",")
     report, digest = path("verify_report"), path("verify_digest")
     changes = ChangeRequest(files=option("verify_files"), staged=option("verify_staged"),
-                            changed_from=changed_from, all=option("verify_all"),
+                            changed_from=changed_from or None, all=option("verify_all"),
                             outputs=output_paths(config, report, digest))
     request = RunRequest(contract=path("verify_contract"), start=config.invocation_params.dir,
                          changes=changes, role=asked_roles(roles, os.environ),
@@ -136,7 +132,6 @@ def read_options(config: pytest.Config) -> VerifyOptions:
 
 
 def output_paths(config: pytest.Config, *paths: Path | None) -> list[str | Path]:
-    """The files this run writes: never changes themselves (``--junitxml`` is pytest's,
-    relative to the current directory as pytest takes it)."""
+    """The files this run writes, never changes themselves (with pytest's ``--junitxml``)."""
     xmlpath = getattr(config.option, "xmlpath", None)
     return [path for path in (*paths, xmlpath) if path]

@@ -1,6 +1,5 @@
-"""The pytest run with ``--verify-contract``: one ``VerifyGateSession``, registered as a plugin,
-that prepares the run, has the contract collected once, starts the gates when pytest knows its
-items, hands each item its gate's result, and reports at the end (also under pytest-xdist).
+"""The pytest run with ``--verify-contract``: a ``VerifyGateSession`` plugin that prepares the
+run, starts the gates once pytest knows its items, hands each item its result and reports.
 
 PYTEST_DONT_REWRITE
 """
@@ -60,8 +59,8 @@ class VerifyGateSession:
     received, and the report."""
 
     def __init__(self, config: pytest.Config) -> None:
-        """Prepare the run; on a pytest-xdist worker, for the change set, roles and phase its
-        controller used (workers must collect the same items)."""
+        # An xdist worker takes its controller's change set, roles and phase: workers must
+        # collect the same items.
         self.config = config
         self.options = read_options(config)
         request = self.options.request
@@ -105,21 +104,14 @@ class VerifyGateSession:
             config.addinivalue_line("markers", f"{category}: verify contract gates with "
                                     f"category = \"{category}\"")
         for role in sorted({role for gate in contract.gates for role in gate.roles or ()}):
-            # The marker is a safe form of the role; the description names the role itself.
             config.addinivalue_line("markers", f"{role_marker(role)}: verify contract gates "
                                     f"for role {role!r}")
         self.arrange_collection()
 
-    # -- collection ----------------------------------------------------------------------
-
     def arrange_collection(self) -> None:
-        """Make sure the contract is collected exactly once, whatever the paths given.
-
-        A path argument naming the contract is used as given (``verify.toml::lint``). A
-        directory argument that contains it would walk to it, but ``norecursedirs`` (``.*``)
-        or ``--ignore`` may skip ``.middle/``: those directories are let through. Otherwise
-        (``testpaths = tests``, or test files named) the contract is added as an argument.
-        """
+        """Have the contract collected exactly once: as named (``verify.toml::lint``), through
+        a directory argument (its directories let past ``norecursedirs`` and ``--ignore``), or
+        else added as an argument."""
         rootpath = self.config.rootpath
         if not self.contract_path.is_relative_to(rootpath):
             # Node ids are relative to the rootdir; a contract outside it would get none.
@@ -171,16 +163,14 @@ class VerifyGateSession:
         try:
             return (yield)
         except BaseException:
-            # Cut short (Ctrl-C, SIGTERM): pytest still calls collection_finish, but what would
-            # have been collected is unknown: every selected gate counts (interrupted).
+            # Cut short: pytest still calls collection_finish, but what would have been
+            # collected is unknown: every selected gate counts (interrupted).
             self.collected_names = None
             raise
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.collected_names = _unique(
-            item.gate.name for item in session.items if isinstance(item, GateItem))
-
-    # -- xdist ---------------------------------------------------------------------------
+        self.collected_names = list(dict.fromkeys(
+            item.gate.name for item in session.items if isinstance(item, GateItem)))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -197,22 +187,21 @@ class VerifyGateSession:
         if self.collected_names is None:
             gates = {f"{self.contract_nodeid}::{item}": gate
                      for gate, item in self.item_names.items()}
-            self.collected_names = _unique(gates[nodeid] for nodeid in ids if nodeid in gates)
-
-    # -- running -------------------------------------------------------------------------
+            self.collected_names = [gates[nodeid] for nodeid in dict.fromkeys(ids)
+                                    if nodeid in gates]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> None:
-        """With the first item, start every gate this process will run, ``jobs`` at once. An
-        xdist worker does not know its items in advance: its gates run with their items."""
+        """With the first item, start every gate this process will run (an xdist worker's
+        gates run with their items: it does not know them in advance)."""
         if self.started:
             return
         self.started = True
         option = self.config.option
         if self.is_worker or option.setuponly or option.setupplan:
             return
-        names = _unique(item.gate.name for item in item.session.items
-                        if isinstance(item, GateItem) and item.selection.selected)
+        names = list(dict.fromkeys(item.gate.name for item in item.session.items
+                                   if isinstance(item, GateItem) and item.selection.selected))
         if names:
             self.runner_names = frozenset(names)
             self.runner = engine.start(self.plan, [self.gate_plans[name] for name in names],
@@ -220,8 +209,8 @@ class VerifyGateSession:
                                        warnings=self.warnings)
 
     def result_for(self, name: str, *, again: bool = False) -> GateResult:
-        """The gate's result: from the running runner, or by running it now (``again``: a
-        rerun plugin runs the item once more, so the gate runs once more)."""
+        """The gate's result: from the runner, or by running it now (``again``: a rerun
+        plugin runs the item once more)."""
         if not again and self.runner is not None and name in self.runner_names:
             return self.runner.result(name)
         with engine.start(self.plan, [self.gate_plans[name]], jobs=1, hook=self.config.hook,
@@ -253,21 +242,17 @@ class VerifyGateSession:
         if not isinstance(item, GateItem):
             return report
         if call.when != "call" and item.selection.selected:
-            # Setup and teardown do nothing for a gate; their few milliseconds would make
-            # JUnit's time= (pytest adds the three phases) differ from the gate's duration_s.
+            # JUnit's time= adds the three phases: it is the gate's duration_s.
             report.duration = 0.0
         entry = item.gate_entry
         if call.when == "call" and entry is not None:
             # Basic types only: the entry travels to the xdist controller on the report.
             setattr(report, REPORT_ATTRIBUTE, entry)
             if entry["attempts"] and not entry.get("cached"):
-                # The gate's own time, not the item's wait for it: gates run at once, and
-                # an item whose gate finished while another item waited took no time.
-                # JUnit's time= and --durations read this.
+                # The gate's own time, not the item's wait for it (JUnit, --durations).
                 report.duration = float(entry["duration_s"])
         if call.when == "call" and report.skipped and isinstance(report.longrepr, tuple):
-            # A skipped gate is reported at its location (the contract), not at the line
-            # of this package that skipped it (what -rs and JUnit show).
+            # -rs and JUnit show the gate's place in the contract, not this package's line.
             report.longrepr = (os.fspath(item.path), item.line, report.longrepr[2])
         return report
 
@@ -293,26 +278,20 @@ class VerifyGateSession:
         ):
             self.runner.cancel()  # -x / --maxfail: kill the gates still running now
 
-    # A gate item runs under its gate's own timeout_seconds, which the runner enforces on the
-    # gate's whole process tree; pytest-timeout's --timeout is for Python tests (a gate allowed
-    # 300 s must not be killed after --timeout 1). True: pytest-timeout sets no timer.
+    # A gate runs under its own timeout_seconds; pytest-timeout's --timeout is for Python
+    # tests (a gate allowed 300 s must not be killed after --timeout 1): it sets no timer.
 
     @pytest.hookimpl(tryfirst=True, optionalhook=True)
     def pytest_timeout_set_timer(self, item: pytest.Item) -> bool | None:
         return True if isinstance(item, GateItem) else None
 
-    @pytest.hookimpl(tryfirst=True, optionalhook=True)
-    def pytest_timeout_cancel_timer(self, item: pytest.Item) -> bool | None:
-        return True if isinstance(item, GateItem) else None
-
-    # -- the end -------------------------------------------------------------------------
+    pytest_timeout_cancel_timer = pytest_timeout_set_timer
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.interruptible.hold()  # a signal from here on is noted, not raised: whole report
         if self.runner is not None:
             self.runner.close()  # kill the gates still running (-x, Ctrl-C), join its threads
-        # A usage error (a test path that does not exist, a bad option) ends pytest before
-        # any gate starts: there is no run to report, and no verdict (none was reached).
+        # A usage error before any gate started: no run to report, no verdict reached.
         usage_error = exitstatus == pytest.ExitCode.USAGE_ERROR and not self.started
         if not self.is_worker and not self.config.option.collectonly and not usage_error:
             self.finish(session, exitstatus)
@@ -325,8 +304,7 @@ class VerifyGateSession:
         if self.runner is not None:
             self.runner.close()
         if not self.is_worker and self.report is not None:
-            # Every file is written now (pytest's JUnit at its session finish too): the next
-            # run does not take them for changes while they stay as written.
+            # Every file is written now (pytest's JUnit too): not changes for the next run.
             said = {*self.plan.warnings, *self.warnings}
             paths = output_paths(self.config, self.options.report, self.options.digest)
             for warning in remember_outputs(paths):
@@ -336,7 +314,6 @@ class VerifyGateSession:
         self.end_interrupted_if_signalled()  # a signal during the summary counts too
 
     def end_interrupted_if_signalled(self) -> None:
-        """A signal noted while the report was written ends the session as interrupted."""
         if self.interruptible.fired and self.session is not None:
             self.session.exitstatus = pytest.ExitCode.INTERRUPTED
 
@@ -365,19 +342,16 @@ class VerifyGateSession:
             return
         if report["verdict"] == codes.VERDICT_FAILED:
             if not any(result.failed for result in results):
-                # fail_when_unverified: changes present but no gate ran is a failure, not "no
-                # tests" (the verdict line in the summary says why).
+                # fail_when_unverified: changes but no gate ran is a failure, not "no tests".
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
         elif session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
-            # Nothing collected because no gate applies (roles, phases, a shard): the contract
-            # was checked, and `verifygate run` exits 0 for the same change. Exit status 5
-            # would fail a CI job that asked for no role.
+            # No gate applies (roles, phases, a shard): `verifygate run` exits 0 for the same
+            # change; exit status 5 would fail a CI job.
             session.exitstatus = pytest.ExitCode.OK
 
     def final_results(self) -> tuple[list[GateResult], list[Selection]]:
-        """Every gate this run was to run, once, in contract order; the rest as not selected. A
-        gate whose item never reported (-x, Ctrl-C, a lost worker) is the runner's or else
-        interrupted."""
+        """Every gate this run was to run, in contract order, the rest not selected; a gate
+        whose item never reported (-x, Ctrl-C, a lost worker) is the runner's or interrupted."""
         results: list[GateResult] = []
         selections: list[Selection] = []
         for selection in self.plan.selections:
@@ -417,8 +391,7 @@ class VerifyGateSession:
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.results is None or self.report is None:
             return
-        # pytest's markup: colored as pytest's --color, PY_COLORS, NO_COLOR... decide.
-        reporter = terminalreporter
+        reporter = terminalreporter  # colored as pytest's --color, NO_COLOR... decide
         reporter.write_sep("=", "verifygate")
         if self.results:
             _write_styled(reporter, table_lines(self.results))
@@ -447,8 +420,7 @@ class VerifyGateSession:
             reporter.write_line(f"verifygate: {notice}", yellow=True)
 
     def suite_twice(self) -> str | None:
-        """When a collected gate runs pytest and this run collects tests too (the suite runs
-        twice): a notice naming both ways out."""
+        """A notice when a collected gate runs pytest and this run collects tests too."""
         import shlex
 
         items: Sequence[pytest.Item] = getattr(self.session, "items", ())
@@ -473,10 +445,6 @@ def _write_styled(reporter: pytest.TerminalReporter, lines: Iterable[Styled]) ->
         for text, style in line:
             reporter.write(text, **({style: True} if style else {}))
         reporter.line("")
-
-
-def _unique(names: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(names))
 
 
 def _pytest_view(path: Path, rootpath: Path) -> Path:
