@@ -166,6 +166,17 @@ def test_an_internal_error_blocks_until_the_cap(agent: str, project: Path,
     assert "Traceback" not in capped.stderr
 
 
+def test_a_plugin_that_cannot_load_is_a_contract_error(project: Path) -> None:
+    """Not an internal error: the contract names what the environment lacks."""
+    contract = project / "verify.toml"
+    write(contract, contract.read_text() + '\n[settings]\nplugins = ["vg_missing"]\n')
+    commit_all(project)
+    write(project / "calc.py", BAD)
+    text = reason("codex", stop("codex", project))
+    assert "cannot load plugin 'vg_missing'" in text and "settings.plugins" in text
+    assert "internal error" not in text
+
+
 def test_a_git_error_blocks(project: Path) -> None:
     """One bad line in .git/config: every git command fails, and so does the check."""
     write(project / "calc.py", BAD)

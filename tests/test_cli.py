@@ -189,10 +189,8 @@ def test_the_plugins_the_contract_names_are_loaded_and_no_others(
     repo: Path, tmp_path: Path
 ) -> None:
     site = tmp_path / "site"
+    # Unmarked, as pytest takes a plugin's hook functions: the same plugin means the same here.
     write(site / "vg_extra.py", """
-import pytest
-
-@pytest.hookimpl
 def pytest_verifygate_modifyreport(report):
     report["extra"] = "from a named plugin"
 """)
@@ -216,18 +214,30 @@ def pytest_verifygate_modifyreport(report):
                       "RuntimeError: broken at import"),
     ('["not a module"]', "key 'settings.plugins': 'not a module' is not a module name"),
     ('"vg_extra"', "key 'settings.plugins': must be a list of strings, not a string"),
+    ('["vg_skipping"]', "key 'settings.plugins': cannot load plugin 'vg_skipping': Skipped: "
+                        "not here"),
 ])
 def test_a_plugin_that_cannot_load_is_a_contract_error(
     repo: Path, tmp_path: Path, plugins: str, message: str
 ) -> None:
     """Run without it, the gates would not be the ones the contract declares."""
     write(tmp_path / "site" / "vg_broken.py", "raise RuntimeError('broken at import')\n")
+    write(tmp_path / "site" / "vg_skipping.py",
+          "import pytest\npytest.skip('not here', allow_module_level=True)\n")
     write(repo / "verify.toml", f'[settings]\nplugins = {plugins}\n\n'
                                 '[[gate]]\nname = "ok"\ncommand = "true"\n')
     done = verifygate("run", "--all", cwd=repo, env={"PYTHONPATH": str(tmp_path / "site")})
     assert done.returncode == 2
     assert message in done.stderr
     assert "Traceback" not in done.stderr and "PASS" not in done.stdout
+
+
+def test_a_plugin_error_names_the_key_as_pyproject_spells_it(repo: Path) -> None:
+    write(repo / "pyproject.toml", '[tool.verifygate.settings]\nplugins = ["vg_missing"]\n\n'
+                                   '[[tool.verifygate.gate]]\nname = "ok"\ncommand = "true"\n')
+    done = verifygate("run", "--all", cwd=repo)
+    assert done.returncode == 2
+    assert "pyproject.toml: key 'tool.verifygate.settings.plugins': cannot load plugin" in done.stderr
 
 
 def test_an_unwritable_report_path_is_one_line_and_status_2(repo: Path) -> None:

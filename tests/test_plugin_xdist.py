@@ -174,6 +174,23 @@ def test_hooks(project: pytest.Pytester, xdist: bool, where: str) -> None:
     assert (project.path / "modifyreport.log").read_text().splitlines() == ["called"]
 
 
+@pytest.mark.parametrize(("plugins", "args", "message"), [
+    (["vg_missing"], (), "cannot load plugin 'vg_missing': ModuleNotFoundError"),
+    (["house_hooks"], ("-p", "no:house_hooks"),
+     "cannot load plugin 'house_hooks': ValueError: it is blocked"),
+])
+def test_a_contract_plugin_pytest_cannot_load_stops_the_session(
+    project: pytest.Pytester, plugins: list[str], args: tuple[str, ...], message: str
+) -> None:
+    """Never a session without it: the gates would not be the ones the contract declares."""
+    write_contract(project.path, {"name": "ok", "command": passing()},
+                   settings={"plugins": plugins})
+    project.makepyfile(house_hooks=HOOKS_CONFTEST)
+    result = project.runpytest_subprocess("--verify-contract", "-p", "no:cacheprovider", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*key 'settings.plugins': {message}*"])
+
+
 def test_gates_on_different_workers_overlap(project: pytest.Pytester) -> None:
     write_contract(
         project.path,

@@ -12,23 +12,52 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import TYPE_CHECKING, cast
 
 from pytest_verifygate.contract.discover import display_path
 from pytest_verifygate.errors import ContractError
 
 if TYPE_CHECKING:
+    import pluggy
+
     from pytest_verifygate.contract import Contract
     from pytest_verifygate.hookspecs import GateHooks
 
 
-def plugin_error(contract: Contract, name: str, exc: Exception) -> ContractError:
+def plugin_error(contract: Contract, name: str, exc: BaseException) -> ContractError:
     """A plugin of the contract that cannot be loaded: the run would not be the one the
     contract declares, so it is a contract error, never a run without it."""
+    table = "tool.verifygate." if contract.format == "pyproject" else ""
     return ContractError(display_path(contract.path),
                          f"cannot load plugin {name!r}: {type(exc).__name__}: {exc}",
-                         key="settings.plugins",
+                         key=f"{table}settings.plugins",
                          hint="install it where verifygate runs, or remove it")
+
+
+def register_plugins(contract: Contract, manager: pluggy.PluginManager) -> None:
+    """Import the contract's plugins and register them with ``manager`` (ours, or pytest's,
+    which may hold one already). A plugin that cannot be imported, is blocked (``-p no:``)
+    or clashes with a plugin of its name is a contract error."""
+    import pluggy
+
+    mark = pluggy.HookimplMarker("pytest")
+    for name in contract.settings.plugins:
+        try:
+            module = importlib.import_module(name)
+            if manager.is_registered(module):
+                continue
+            # Unmarked hook functions count, as pytest counts them: one plugin, one meaning.
+            for attribute, value in vars(module).items():
+                if (attribute.startswith("pytest_verifygate_") and inspect.isroutine(value)
+                        and manager.parse_hookimpl_opts(module, attribute) is None):
+                    mark(value)
+            if manager.register(module, name) is None:
+                raise ValueError("it is blocked (-p no:...)")
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # a plugin's import may raise anything, pytest.skip too
+            raise plugin_error(contract, name, exc) from None
 
 
 def plugin_hook(contract: Contract) -> GateHooks | None:
@@ -42,9 +71,5 @@ def plugin_hook(contract: Contract) -> GateHooks | None:
 
     manager = pluggy.PluginManager("pytest")
     manager.add_hookspecs(hookspecs)
-    for name in contract.settings.plugins:
-        try:  # a plugin's import, or pluggy checking its hooks, may raise anything
-            manager.register(importlib.import_module(name), name)
-        except Exception as exc:
-            raise plugin_error(contract, name, exc) from None
+    register_plugins(contract, manager)
     return cast("GateHooks", manager.hook)

@@ -22,10 +22,12 @@ from pytest_verifygate.contract.revision import NoContractError, change_note
 from pytest_verifygate.engine import Plan, RunRequest
 from pytest_verifygate.errors import ContractError, VerifyGateError
 from pytest_verifygate.git.changes import ChangeRequest, empty_tree
+from pytest_verifygate.plugins import plugin_hook
 from pytest_verifygate.state.files import write_state
 from pytest_verifygate.state.storage import blocker
 
 if TYPE_CHECKING:
+    from pytest_verifygate.hookspecs import GateHooks
     from pytest_verifygate.report.model import Report
 
 # Rounds of payloads that cannot be read are counted under this key, one per repository.
@@ -72,6 +74,7 @@ def judge(args: argparse.Namespace, payload: HookPayload) -> Decision:
             if warning is not None:
                 _warn(warning)
         plan = engine.prepare(_request(args, payload, start))
+        hook = plugin_hook(plan.contract)  # a plugin that cannot load is a contract error
     except NoContractError as exc:
         return allow(f"{exc}: no gate applies", status.VERIFIED)
     except ContractError as exc:
@@ -85,7 +88,7 @@ def judge(args: argparse.Namespace, payload: HookPayload) -> Decision:
         return fail_closed(args, payload, one_line(exc))
     for warning in plan.warnings:
         _warn(warning)
-    return _check(args, payload, plan, start)
+    return _check(args, payload, plan, start, hook)
 
 
 def in_project(payload: HookPayload) -> HookPayload:
@@ -261,7 +264,7 @@ def _block(args: argparse.Namespace, payload: HookPayload | None, *, signature: 
 
 
 def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
-           start: StartPoint | None) -> Decision:
+           start: StartPoint | None, hook: "GateHooks | None") -> Decision:
     rounds = _rounds(payload)
     stored = rounds.load()
     if plan.changes.filtering and not plan.changes.files:
@@ -270,10 +273,8 @@ def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
             rounds.save(SessionState())
         return Decision(status=status.VERIFIED)
     # Imported once there is something to run: most stops change nothing.
-    from pytest_verifygate.plugins import plugin_hook
     from pytest_verifygate.report.digest import to_digest
 
-    hook = plugin_hook(plan.contract)
     run = engine.run(plan, hook=hook)
     for warning in run.warnings:
         _warn(warning)

@@ -22,7 +22,7 @@ from pytest_verifygate.contract import posix_relative
 from pytest_verifygate.engine import prepare
 from pytest_verifygate.git.changes import ChangeSet
 from pytest_verifygate.names import item_names, role_marker
-from pytest_verifygate.plugins import plugin_error
+from pytest_verifygate.plugins import register_plugins
 from pytest_verifygate.pytest_plugin.declared import declared_lines
 from pytest_verifygate.pytest_plugin.items import INTERRUPTED_REASON, ContractFile, GateItem
 from pytest_verifygate.pytest_plugin.options import output_paths, read_options
@@ -73,11 +73,7 @@ class VerifyGateSession:
             self.shared_log_dir = Path(shared["log_dir"])
         self.plan = plan = prepare(request)
         self.contract = contract = plan.contract
-        for name in contract.settings.plugins:  # the contract's plugins run under pytest too
-            try:
-                config.pluginmanager.import_plugin(name)
-            except Exception as exc:
-                raise plugin_error(contract, name, exc) from None
+        register_plugins(contract, config.pluginmanager)  # the contract's, under pytest too
         self.item_names = item_names(gate.name for gate in contract.gates)  # gate -> item name
         self.declared_lines = declared_lines(contract)
         self.is_worker = hasattr(config, "workerinput")
