@@ -96,11 +96,13 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
 
         lines, warnings = github_outputs(report, os.environ, repo_root=contract.repo_root,
                                          project_root=contract.root, hook=hook)
-        warnings.append(write_step_outputs(report, os.environ, report_path=report_path) or "")
+        output_warning = write_step_outputs(report, os.environ, report_path=report_path)
+        if output_warning:
+            warnings.append(output_warning)
         stop.resume()
         for line in lines:  # on stdout where GitHub reads them, unless it is the report
             print(line, file=stream)
-        for warning in filter(None, warnings):
+        for warning in warnings:
             print(f"verifygate: warning: {warning}", file=sys.stderr)
         stream.flush()
     for problem in problems:

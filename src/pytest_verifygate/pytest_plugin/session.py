@@ -281,7 +281,9 @@ class VerifyGateSession:
     def pytest_timeout_set_timer(self, item: pytest.Item) -> bool | None:
         return True if isinstance(item, GateItem) else None
 
-    pytest_timeout_cancel_timer = pytest_timeout_set_timer
+    @pytest.hookimpl(tryfirst=True, optionalhook=True)
+    def pytest_timeout_cancel_timer(self, item: pytest.Item) -> bool | None:
+        return True if isinstance(item, GateItem) else None
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.interruptible.hold()  # a signal from here on is noted, not raised: whole report
