@@ -237,7 +237,8 @@ def test_a_plugin_error_names_the_key_as_pyproject_spells_it(repo: Path) -> None
                                    '[[tool.verifygate.gate]]\nname = "ok"\ncommand = "true"\n')
     done = verifygate("run", "--all", cwd=repo)
     assert done.returncode == 2
-    assert "pyproject.toml: key 'tool.verifygate.settings.plugins': cannot load plugin" in done.stderr
+    assert ("pyproject.toml: key 'tool.verifygate.settings.plugins': cannot load plugin"
+            in done.stderr)
 
 
 def test_an_unwritable_report_path_is_one_line_and_status_2(repo: Path) -> None:
