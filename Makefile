@@ -65,13 +65,16 @@ FLAGS ?=
 # The replay's environment holds the project's own test tools (hypothesis among them), so it is
 # not the one `make bench` measures pytest start-up in.
 REPLAY_VENV := .venv-replay
+# The checkers at the versions pypa/packaging's .pre-commit-config.yaml pins at the replayed
+# head: a newer ruff finds what the project's own did not, and every commit would fail on it.
+REPLAY_TOOLS ?= ruff==0.16.0 mypy==2.3.0
 
 bench-replay:
 	@test -n "$(REPO)" || { echo "make bench-replay: set REPO=path/to/a/clone" >&2; exit 2; }
 	$(PYTHON) -m venv $(REPLAY_VENV)
 	$(REPLAY_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(REPLAY_VENV)/bin/python -m pip install --quiet lefthook pre-commit prek '.[xdist]' \
-		ruff mypy pytest pretend hypothesis tomli_w codespell
+		$(REPLAY_TOOLS) pytest pretend hypothesis tomli_w codespell
 	$(REPLAY_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall .
 	$(REPLAY_VENV)/bin/python bench/replay.py --repo "$(REPO)" --suite "$(SUITE)" \
 		--commits $(COMMITS) $(FLAGS)
