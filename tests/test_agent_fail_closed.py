@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from pytest_verifygate.agents.protocol import DEFAULT_BUDGET, MAX_PAYLOAD_BYTES, STOP_TIMEOUT
+from pytest_verifygate.agents import DEFAULT_BUDGET, STOP_TIMEOUT
+from pytest_verifygate.agents.protocol import MAX_PAYLOAD_BYTES
 from pytest_verifygate.cli.parser import build_parser
 from test_agent_hook import (
     BAD,

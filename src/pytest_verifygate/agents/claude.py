@@ -6,7 +6,7 @@ PYTEST_DONT_REWRITE
 
 from typing import Any
 
-from pytest_verifygate.agents import protocol
+from pytest_verifygate.agents import SESSION_START_TIMEOUT, STOP_TIMEOUT, protocol
 
 EVENTS = {"SessionStart": protocol.SESSION_START, "Stop": protocol.STOP,
           "SubagentStop": protocol.SUBAGENT_STOP}
@@ -41,8 +41,8 @@ def entries(command: str, max_rounds: int) -> list[protocol.HookEntry]:
     # No SubagentStop hook: a subagent's stop is not gated (``stop_hook.py``).
     return [
         ("SessionStart",
-         {"hooks": [protocol.command_hook(command, protocol.SESSION_START_TIMEOUT)]}),
-        ("Stop", {"hooks": [protocol.command_hook(command, protocol.STOP_TIMEOUT)]}),
+         {"hooks": [protocol.command_hook(command, SESSION_START_TIMEOUT)]}),
+        ("Stop", {"hooks": [protocol.command_hook(command, STOP_TIMEOUT)]}),
     ]
 
 

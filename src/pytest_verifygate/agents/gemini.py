@@ -7,7 +7,7 @@ PYTEST_DONT_REWRITE
 import re
 from typing import Any
 
-from pytest_verifygate.agents import claude, protocol
+from pytest_verifygate.agents import SESSION_START_TIMEOUT, STOP_TIMEOUT, claude, protocol
 
 EVENTS = {"SessionStart": protocol.SESSION_START, "AfterAgent": protocol.STOP}
 # The first line of every block reason (``stop_hook.block_round``).
@@ -36,8 +36,8 @@ def entries(command: str, max_rounds: int) -> list[protocol.HookEntry]:
         return {"matcher": "*", "hooks": [hook]}
 
     return [
-        ("SessionStart", group("verifygate-session-start", protocol.SESSION_START_TIMEOUT)),
-        ("AfterAgent", group("verifygate", protocol.STOP_TIMEOUT)),
+        ("SessionStart", group("verifygate-session-start", SESSION_START_TIMEOUT)),
+        ("AfterAgent", group("verifygate", STOP_TIMEOUT)),
     ]
 
 

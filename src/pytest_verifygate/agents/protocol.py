@@ -21,12 +21,6 @@ STOP = "stop"
 SUBAGENT_STOP = "subagent_stop"
 SESSION_START = "session_start"
 
-# Seconds: the timeouts the installer writes, and the stop hook's own budget below the stop's
-# (its answer still needs time after the gates are stopped: killing them, the report).
-SESSION_START_TIMEOUT = 30  # recording HEAD takes one git call
-STOP_TIMEOUT = 900  # above the slowest gate
-BUDGET_MARGIN = 60
-DEFAULT_BUDGET = STOP_TIMEOUT - BUDGET_MARGIN
 
 
 class PayloadError(Exception):

@@ -199,7 +199,7 @@ def _add_options(name: str, command: Parser) -> None:
         add("-v", "--verbose", action="store_true", help="also show each selected gate's "
             "final argv, after {files} expansion (what run would spawn)")
     elif name == "agent-hook":
-        from pytest_verifygate.agents.protocol import DEFAULT_BUDGET, STOP_TIMEOUT
+        from pytest_verifygate.agents import DEFAULT_BUDGET, STOP_TIMEOUT
 
         command.error_status = HOOK_USAGE_STATUS
         add("--max-rounds", type=option_checks.positive_int, default=3, metavar="N",
