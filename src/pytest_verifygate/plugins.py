@@ -16,6 +16,7 @@ import inspect
 from typing import TYPE_CHECKING, cast
 
 from pytest_verifygate.contract.discover import display_path
+from pytest_verifygate.contract.model import PYPROJECT_KEY_PREFIX
 from pytest_verifygate.errors import ContractError
 
 if TYPE_CHECKING:
@@ -25,10 +26,10 @@ if TYPE_CHECKING:
     from pytest_verifygate.hookspecs import GateHooks
 
 
-def plugin_error(contract: Contract, name: str, exc: BaseException) -> ContractError:
+def _plugin_error(contract: Contract, name: str, exc: BaseException) -> ContractError:
     """A plugin of the contract that cannot be loaded: the run would not be the one the
     contract declares, so it is a contract error, never a run without it."""
-    table = "tool.verifygate." if contract.format == "pyproject" else ""
+    table = PYPROJECT_KEY_PREFIX if contract.format == "pyproject" else ""
     return ContractError(display_path(contract.path),
                          f"cannot load plugin {name!r}: {type(exc).__name__}: {exc}",
                          key=f"{table}settings.plugins",
@@ -57,7 +58,7 @@ def register_plugins(contract: Contract, manager: pluggy.PluginManager) -> None:
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # a plugin's import may raise anything, pytest.skip too
-            raise plugin_error(contract, name, exc) from None
+            raise _plugin_error(contract, name, exc) from None
 
 
 def plugin_hook(contract: Contract) -> GateHooks | None:

@@ -50,6 +50,7 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
     with Interruptible() as guard, run_in_pushed_commit(args):  # a push: the pushed commit's files
         plan = prepare_from_args(args, jobs=args.jobs, read_cache=not args.no_cache)
         contract, selected = plan.contract, plan.selected
+        hook = plugin_hook(contract)  # a plugin that cannot load stops here, before any output
         text = args.format == "text"
         stream = sys.stdout if text else sys.stderr
         live = stream.isatty()
@@ -61,7 +62,6 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
                   f"(changes: {plan.changes.describe()})")
         progress = Progress(stream, [s.gate.name for s in selected], live=live, color=color)
         quiet = not text and not live
-        hook = plugin_hook(contract)
         run = engine.run(plan, hook=hook,
                          on_started=None if quiet else progress.started,
                          on_finished=None if quiet else progress.finished)

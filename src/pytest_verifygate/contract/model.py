@@ -17,6 +17,9 @@ MAX_RETRIES = 20
 # Read-only: one instance is shared by every record that sets no variables.
 EMPTY_ENV: Mapping[str, str] = MappingProxyType({})
 
+# How a key of a pyproject.toml contract is named in messages: the table it lives under.
+PYPROJECT_KEY_PREFIX = "tool.verifygate."
+
 SETTINGS_KEYS = (
     "timeout_seconds", "jobs", "output_tail_bytes", "on_missing", "fail_when_unverified",
     "changed_from", "cache", "log_max_bytes", "plugins",

@@ -17,6 +17,7 @@ from pytest_verifygate.contract.model import (
     KINDS,
     MAX_RETRIES,
     ON_MISSING,
+    PYPROJECT_KEY_PREFIX,
     SEED_SETTINGS,
     Gate,
     Settings,
@@ -34,7 +35,7 @@ def load_native(data: dict[str, Any], reader: FieldReader, fmt: str) -> tuple[Se
         table = tool.get("verifygate") if isinstance(tool, dict) else None
         if not isinstance(table, dict):
             raise reader.error("has no [tool.verifygate] table")
-        reader = reader._replace(key_prefix="tool.verifygate.")
+        reader = reader._replace(key_prefix=PYPROJECT_KEY_PREFIX)
         data = table
     reader.check_keys(data, ("settings", "gate"), gate=None, where="the contract")
     settings = load_settings(data.get("settings", {}), reader, SEED_SETTINGS.get(fmt, Settings()))
