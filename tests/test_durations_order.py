@@ -158,3 +158,20 @@ def test_longest_first_puts_a_gate_before_the_long_gates_that_need_it() -> None:
     # Without needs: by their own durations alone.
     assert durations.longest_first(["a", "b", "e2e", "build"], recorded) == [
         "e2e", "b", "a", "build"]
+
+
+def test_a_run_answered_from_the_cache_reads_no_durations(repo: Path) -> None:
+    # Gates that start no process have no order to choose: a cached run does not read the
+    # file (a garbage one is warned about only by a run that starts two gates).
+    contract(repo, *(gate(name, 0, cache=True, inputs=["logging.py"]) for name in "ab"))
+    commit_all(repo)
+    verifygate(repo, "--jobs", "2")
+    path = durations.durations_path(repo)
+    assert path is not None
+    path.write_text("not json")
+    ran = verifygate(repo, "--jobs", "2", "--no-cache")
+    assert "this file of gate durations" in ran.stdout + ran.stderr, ran.stdout + ran.stderr
+    path.write_text("not json")
+    cached = verifygate(repo, "--jobs", "2")
+    assert cached.stdout.count("cached") == 2, cached.stdout
+    assert "gate durations" not in cached.stdout + cached.stderr, cached.stdout + cached.stderr

@@ -272,11 +272,16 @@ def start_order(contract: Contract, gate_plans: Sequence[GatePlan], jobs: int,
     start when the others are done. None (declared order) with one job: then the order is
     all a contract says (middle's and openTiger's files run that way by default), and the
     total time is the same in any order."""
-    if jobs <= 1 or len(gate_plans) < 2:
+    from pytest_verifygate.runner.scheduler import needs_process
+
+    # Gates answered from the cache, skipped or pending start nothing: a run of one process
+    # or none has no order to choose, and reads no durations.
+    running = [gate_plan.gate.name for gate_plan in gate_plans if needs_process(gate_plan)]
+    if jobs <= 1 or len(running) < 2:
         return None
     from pytest_verifygate.state.durations import planned_order
 
-    return planned_order(contract, [gate_plan.gate.name for gate_plan in gate_plans], warnings)
+    return planned_order(contract, running, warnings)
 
 
 def in_contract_order(gate_plans: Sequence[GatePlan], contract: Contract) -> list[GatePlan]:
