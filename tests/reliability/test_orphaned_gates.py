@@ -156,3 +156,23 @@ def test_a_command_whose_run_died_before_saying_it_started_is_ended_by_its_mark(
     finally:
         kill_all([gate.pid])
         gate.wait()
+
+
+def test_a_command_that_could_not_be_spawned_is_not_looked_for() -> None:
+    """A spawn that failed is forgotten: at the end the watchdog looks for no process by
+    that mark (a scan of every process, for nothing)."""
+    mark = "vg" + uuid.uuid4().hex
+    bystander = subprocess.Popen(["sleep", "300"], env={**os.environ, tree.TREE_ENV: mark},
+                                 start_new_session=True)
+    dog = Watchdog()
+    try:
+        dog.expecting(mark)
+        dog.forget(mark)
+        process = dog._process
+        assert process is not None
+        dog.close()
+        assert process.wait(10) == 0
+        assert bystander.poll() is None, "a forgotten mark was looked for"
+    finally:
+        kill_all([bystander.pid])
+        bystander.wait()

@@ -168,12 +168,12 @@ def _run_command(plan: GatePlan, argv: Sequence[str], sink: OutputSink, deadline
         process = subprocess.Popen(list(argv), cwd=plan.cwd, env=env, stdin=subprocess.DEVNULL,
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                    start_new_session=True)
-    except FileNotFoundError:
-        return _not_started(sink, f"cannot run {argv[0]!r}: program not found on PATH")
-    except PermissionError:
-        return _not_started(sink, f"cannot run {argv[0]!r}: permission denied (not executable)")
     except OSError as exc:
-        return _not_started(sink, f"cannot run {argv[0]!r}: {exc.strerror or exc}")
+        watchdog.forget(mark)  # nothing started: no process carries the mark
+        reason = ("program not found on PATH" if isinstance(exc, FileNotFoundError)
+                  else "permission denied (not executable)" if isinstance(exc, PermissionError)
+                  else exc.strerror or exc)
+        return _not_started(sink, f"cannot run {argv[0]!r}: {reason}")
     assert process.stdout is not None
     watchdog.started(process.pid, mark, deadline)
     tree = GateTree(process.pid, mark)

@@ -45,6 +45,10 @@ class Watchdog:
         """A gate's first process started, its tree to end at ``deadline`` (monotonic)."""
         self._send(f"start {leader} {mark} {deadline!r}\n", start=True)
 
+    def forget(self, mark: str) -> None:
+        """The command carrying ``mark`` could not be spawned: there is nothing to look for."""
+        self._send(f"forget {mark}\n", start=False)
+
     def ended(self, leader: int) -> None:
         """The run ended the gate of ``leader`` (said before the reap, so that the watchdog
         never holds an id given to another process)."""
@@ -130,6 +134,8 @@ def _apply(lines: Iterable[bytes], gates: dict[int, tuple[GateTree, float]],
         words = line.decode("ascii", "replace").split()
         if len(words) == 2 and words[0] == "expect":
             expected.add(words[1])
+        elif len(words) == 2 and words[0] == "forget":
+            expected.discard(words[1])
         elif len(words) == 4 and words[0] == "start":
             leader, mark, deadline = int(words[1]), words[2], float(words[3])
             expected.discard(mark)
