@@ -34,7 +34,9 @@ FILES = {"claude": ".claude/settings.json", "codex": ".codex/hooks.json",
 
 
 # What the installed command starts with: this interpreter, by its absolute path.
-PROGRAM = shlex.join([sys.executable, "-m", "pytest_verifygate"])
+# -P (3.11+): the project's directory, where agents run hooks, is not searched first.
+PROGRAM = shlex.join([sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []), "-m",
+                      "pytest_verifygate"])
 # A PATH without the virtualenv: what an agent started outside it has.
 BARE_PATH = "/usr/bin:/bin"
 

@@ -27,10 +27,15 @@ class Merged(NamedTuple):
 MODULES = ("pytest_verifygate", "pytest_verifygate.cli")
 
 
+SAFE_PATH = ["-P"] if sys.version_info >= (3, 11) else []
+
+
 def program() -> list[str]:
     """This interpreter running ``verifygate``: the agent's PATH may lack the virtualenv, and
-    every agent lets a hook that exits 127 pass."""
-    return [sys.executable, "-m", MODULES[0]]
+    every agent lets a hook that exits 127 pass. With ``-P`` (Python 3.11+) the project's
+    directory, where agents run hooks, is not searched first: a file the agent writes there
+    cannot stand in for this package or a contract's plugin."""
+    return [sys.executable, *SAFE_PATH, "-m", MODULES[0]]
 
 
 def join(words: list[str]) -> str:
@@ -65,8 +70,9 @@ def _split(command: object) -> tuple[list[str], list[str], list[str]] | None:
     assignments, words = words[:count], words[count:]
     if words[:1] and os.path.basename(words[0]) == "verifygate":
         return assignments, words[:1], words[1:]
-    if len(words) >= 3 and words[1] == "-m" and words[2] in MODULES:
-        return assignments, words[:3], words[3:]
+    flags = 2 if words[1:2] == ["-P"] else 1
+    if len(words) >= flags + 2 and words[flags] == "-m" and words[flags + 1] in MODULES:
+        return assignments, words[:flags + 2], words[flags + 2:]
     return None
 
 
