@@ -4,6 +4,7 @@ with a PATH that has no virtualenv on it."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -46,14 +47,19 @@ def test_install_is_idempotent_chains_and_uninstall_restores(repo: Path) -> None
            "(pre-commit.verifygate-chained)" in first.stdout
     second = verifygate("install", cwd=repo)
     assert second.stdout.count("already installed") == 2
-    assert f"exec {sys.executable} -m pytest_verifygate run --staged" in \
+    safe_path = " -P" if sys.version_info >= (3, 11) else ""
+    assert f"exec {sys.executable}{safe_path} -m pytest_verifygate run --staged" in \
         (hooks / "pre-commit").read_text()
 
+    if safe_path:  # a package of that name at the work tree's top, where git runs hooks
+        write(repo / "pytest_verifygate" / "__init__.py", "")
+        write(repo / "pytest_verifygate" / "__main__.py", "raise SystemExit(0)\n")
     write(repo / "a.txt", "bad\n")
     git(repo, "add", "a.txt")
     blocked = _git(repo, "commit", "-qm", "bad")
     assert blocked.returncode == 1, blocked.stdout + blocked.stderr
     assert "FAIL  no-bad" in blocked.stderr  # git shows a commit hook's output on stderr
+    shutil.rmtree(repo / "pytest_verifygate", ignore_errors=True)
     write(repo / "a.txt", "good\n")
     git(repo, "add", "a.txt")
     allowed = _git(repo, "commit", "-qm", "good")

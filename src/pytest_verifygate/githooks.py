@@ -68,8 +68,13 @@ def hooks_dir(start: Path) -> Path:
 
 
 def hook_text(name: str, python: str) -> str:
+    """The hook's script. git runs hooks at the work tree's top, which ``python -m`` would
+    search first: ``-P`` keeps a ``pytest_verifygate`` written there from running instead."""
+    from pytest_verifygate.agents.config import SAFE_PATH
+
     template = _PRE_COMMIT if name == "pre-commit" else _PRE_PUSH
-    return template.format(marker=MARKER, chained=CHAINED, python=shlex.quote(python))
+    return template.format(marker=MARKER, chained=CHAINED,
+                           python=shlex.join([python, *SAFE_PATH]))
 
 
 # A hook larger than this is not ours (ours is a few hundred bytes).
