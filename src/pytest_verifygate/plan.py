@@ -16,7 +16,7 @@ from pytest_verifygate.commands import (
     parse_command,
     shell_words,
 )
-from pytest_verifygate.contract import Contract
+from pytest_verifygate.contract import Contract, Gate
 from pytest_verifygate.git.changes import all_files
 from pytest_verifygate.runner.records import GatePlan
 from pytest_verifygate.selection import Selection, files_for_gate
@@ -44,14 +44,14 @@ def plan_gates(
             continue
         gate = selection.gate
         cwd = (contract.root / gate.cwd).resolve()
-        unspawned = GatePlan(gate, cwd, display_command=_display(gate.command_text))
         if gate.kind == "manual":
-            plans.append(unspawned._replace(pending_reason="manual gate: awaits human sign-off"))
+            plans.append(_unspawned(gate, cwd)._replace(
+                pending_reason="manual gate: awaits human sign-off"))
             continue
         try:
             parsed = parse_command(gate.command, shell=gate.shell)
         except UnsupportedCommand as exc:
-            plans.append(unspawned._replace(unsupported=str(exc)))
+            plans.append(_unspawned(gate, cwd)._replace(unsupported=str(exc)))
             continue
         files: list[str] = []
         given: list[str] = []
@@ -65,7 +65,8 @@ def plan_gates(
             given = [path for path in candidates if os.path.lexists(contract.root / path)]
             files = [_relative_to_cwd(path, contract.root, cwd) for path in given]
             if not files:
-                plans.append(unspawned._replace(skip_reason="no matching files for {files}"))
+                plans.append(_unspawned(gate, cwd)._replace(
+                    skip_reason="no matching files for {files}"))
                 continue
         invocations = tuple(tuple(argv) for argv in expand(parsed, files))
         env = {**gate.env, **parsed.env}
@@ -121,6 +122,12 @@ def _relative_to_cwd(path: str, root: Path, cwd: Path) -> str:
     relative = os.path.relpath(root / path, cwd) if cwd != root else path
     # A file named "-rf" must never read as an option, wherever {files} stands.
     return "./" + relative if relative.startswith("-") else relative
+
+
+def _unspawned(gate: Gate, cwd: Path) -> GatePlan:
+    """The plan of a gate that starts nothing (pending, unsupported, skipped): its command as
+    declared."""
+    return GatePlan(gate, cwd, display_command=_display(gate.command_text))
 
 
 def _display(command: str) -> tuple[str, ...]:
