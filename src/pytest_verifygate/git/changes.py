@@ -305,10 +305,9 @@ def _range(root: Path, from_ref: str, to_ref: str) -> ChangeSet:
 def worktree_changes(root: Path, base: str) -> tuple[list[str], set[str]]:
     """The work tree's files that differ from commit or tree ``base`` (untracked ones, hidden
     edits, submodules' files), and the deleted ones of them."""
-    top = git_output(root, *TOP_LEVEL)
+    check_work_tree(root, git_output(root, *TOP_LEVEL))  # before git walks a foreign tree
     out = git_output(root, *DIFF, base, "--")
     listing = git_output(root, *LISTING, *UNTRACKED)
-    check_work_tree(root, top)
     entries = _parse_raw(out)
     _, untracked, flagged = _read_listing(listing)
     hidden, removed = hidden_edits(root, flagged)
