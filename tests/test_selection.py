@@ -150,7 +150,7 @@ when_changed_all = ["src/app/", "*.json"]
     selections = select_gates(contract, ChangeSet("files", files=files))
     assert [s.gate.name for s in selections if s.selected] == ["lint", "both"]
     assert selections[0].matched_files == ("src/app/main.py",)
-    assert {g.name: list(files_for_gate(g, files[:3])) for g in contract.gates} == {
+    assert {g.name: list(files_for_gate(g, files[:3], repo)) for g in contract.gates} == {
         "lint": ["src/app/main.py"], "docs": [],
         "both": ["src/app/main.py", "src/vendored/v.py", "src/app/data.json"]}
 

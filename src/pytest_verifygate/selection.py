@@ -191,13 +191,12 @@ def pattern_warnings(contract: Contract, gates: Iterable[Gate] | None = None,
             for name, key, pattern in places if pattern in missing]
 
 
-def files_for_gate(gate: Gate, candidates: Sequence[str], root: Path | None = None
-                   ) -> tuple[str, ...]:
-    """``candidates`` filtered by the gate's ``when_changed``, and with ``root`` (where they
-    are) by the kinds and names it takes."""
+def files_for_gate(gate: Gate, candidates: Sequence[str], root: Path) -> tuple[str, ...]:
+    """``candidates`` (paths under ``root``) filtered by the gate's ``when_changed`` and by the
+    kinds and names it takes."""
     files = tuple(candidates if gate.when_changed is None
                   else match_files(gate.when_changed, candidates))
-    if root is None or not gate.filters_files:
+    if not gate.filters_files:
         return files
     from pytest_verifygate.filetypes import files_of_gate
 
