@@ -46,7 +46,8 @@ def main(args: argparse.Namespace) -> int:
     if args.json or args.junit:
         from pytest_verifygate.cli.request import write_outputs
 
-        problems, _ = write_outputs(args, merged, timeouts=_junit_timeouts(merged, root))
+        problems, _ = write_outputs(
+            args, merged, junit_options=lambda: {"timeouts": _junit_timeouts(merged, root)})
     if args.format == "json":
         sys.stdout.write(dumps(merged))
     else:

@@ -19,7 +19,7 @@ from pytest_verifygate.shards import requested_shard
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Collection
+    from collections.abc import Callable, Collection
 
     from pytest_verifygate.report.model import Report
 
@@ -51,9 +51,11 @@ def output_paths(args: argparse.Namespace) -> list[str]:
 
 
 def write_outputs(args: argparse.Namespace, report: Report, said: Collection[str] = (),
-                  **junit_options: Any) -> tuple[list[str], str | None]:
-    """Write ``--json`` and ``--junit`` and remember them (not changes for the next run while
-    unedited): the problems (exit status 2), and the JSON report's path once written."""
+                  junit_options: Callable[[], dict[str, Any]] = dict,
+                  ) -> tuple[list[str], str | None]:
+    """Write ``--json`` and ``--junit`` (with ``junit_options()``, made only for JUnit) and
+    remember them (not changes for the next run while unedited): the problems (exit status
+    2), and the JSON report's path once written."""
     from pytest_verifygate.report.document import write_report
     from pytest_verifygate.state.outputs import remember_outputs
 
@@ -69,7 +71,7 @@ def write_outputs(args: argparse.Namespace, report: Report, said: Collection[str
         from pytest_verifygate.report.junit import write_junit
 
         try:
-            write_junit(args.junit, report, family=args.junit_family, **junit_options)
+            write_junit(args.junit, report, family=args.junit_family, **junit_options())
         except OSError as exc:
             problems.append(f"cannot write the JUnit file {args.junit}: {exc.strerror or exc}")
     for warning in remember_outputs(output_paths(args)):

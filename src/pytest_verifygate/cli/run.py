@@ -71,9 +71,10 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
         report = engine.report(run, hook)
         timeouts = {gate.name: gate.timeout_seconds for gate in contract.gates}
         if args.json or args.junit:
+            seconds = time.monotonic() - clock
             problems, report_path = write_outputs(
                 args, report, {*plan.warnings, *run.warnings},
-                **_junit_options(plan, report, timeouts, started, time.monotonic() - clock))
+                lambda: _junit_options(plan, report, timeouts, started, seconds))
     if args.format == "json":
         sys.stdout.write(stop.inert_json(dumps(report)) if stop else dumps(report))
     elif args.format == "agent":
