@@ -60,12 +60,10 @@ def check_contract_text(text: str, shown: str, root: Path, *, pyproject: bool = 
     always a contract the loader accepts."""
     from pytest_verifygate.contract.discover import find_repo_root
     from pytest_verifygate.contract.fields import FieldReader
-    from pytest_verifygate.contract.native import load_native
-    from pytest_verifygate.contract.parse import parse_toml
+    from pytest_verifygate.contract.load import load_text
 
-    data = parse_toml(text, shown)
-    load_native(data, FieldReader(shown, root, find_repo_root(root) or root),
-                "pyproject" if pyproject else "toml")
+    load_text(text, "pyproject" if pyproject else "toml",
+              FieldReader(shown, root, find_repo_root(root) or root))
 
 
 def write_new(path: Path, text: str) -> None:
