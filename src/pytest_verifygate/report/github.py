@@ -394,13 +394,16 @@ def write_step_outputs(report: Report, environ: Mapping[str, str], *,
     """Append ``verdict``, ``failed-gates`` (JSON) and ``report`` (its path) to ``$GITHUB_OUTPUT``
     when set; a warning if it cannot. A random ``name<<DELIMITER`` for each value keeps a gate
     name from ending it early or adding an output."""
-    failed = [str(gate.get("name")) for gate in report.get("gates", [])
-              if gate.get("outcome") == codes.FAILED]
-    outputs = {"verdict": str(report.get("verdict")),
-               "failed-gates": json.dumps(failed, ensure_ascii=False),
-               "report": report_path or ""}
-    text = ""
-    for name, value in outputs.items():
-        delimiter = "verifygate_" + secrets.token_hex(16)
-        text += f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
-    return _append(environ, OUTPUT_ENV, lambda: text)
+    def text() -> str:
+        failed = [str(gate.get("name")) for gate in report.get("gates", [])
+                  if gate.get("outcome") == codes.FAILED]
+        outputs = {"verdict": str(report.get("verdict")),
+                   "failed-gates": json.dumps(failed, ensure_ascii=False),
+                   "report": report_path or ""}
+        written = ""
+        for name, value in outputs.items():
+            delimiter = "verifygate_" + secrets.token_hex(16)
+            written += f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
+        return written
+
+    return _append(environ, OUTPUT_ENV, text)
