@@ -363,11 +363,11 @@ def workflow(args: argparse.Namespace, gates: Sequence[Gate], env: dict[str, str
                                         if best and "verifygate" in totals else None)}
 
 
-def check_programs(gates: Sequence[Gate], env: dict[str, str]) -> None:
+def check_programs(gates: Sequence[Gate], tools: Sequence[str], env: dict[str, str]) -> None:
     """Stop unless every gate's program and every tool answers ``--version``: a gate whose
     program cannot start fails alike for every tool, and the replay would time nothing."""
     programs = {shlex.split(gate.bare_command)[0] for gate in gates if not gate.shell}
-    for program in sorted(programs | {argv[0] for argv in TOOLS.values()}):
+    for program in sorted(programs | {TOOLS[tool][0] for tool in tools if tool in TOOLS}):
         try:
             done = subprocess.run([program, "--version"], env=env, capture_output=True,
                                   text=True)
@@ -400,7 +400,7 @@ def main() -> int:
     # The tools and the gates' programs come from this environment, first on PATH.
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
            "PRE_COMMIT_COLOR": "never", "NO_COLOR": "1", "LEFTHOOK_QUIET": "meta,summary"}
-    check_programs(gates, env)
+    check_programs(gates, args.tools, env)
     with tempfile.TemporaryDirectory(prefix="verifygate-replay-") as scratch:
         env["XDG_STATE_HOME"] = str(Path(scratch) / "state")
         env["PRE_COMMIT_HOME"] = str(Path(scratch) / "pre-commit-home")
