@@ -117,6 +117,8 @@ def test_each_json_snippet_is_a_contract_or_a_hook_configuration(text: str, repo
         assert commands
         for command in commands:
             words = shlex.split(command)
+            if words[1:2] == ["-P"]:  # python -P: the project's directory is not searched
+                del words[1]
             if words[1:3] == ["-m", "pytest_verifygate"]:  # an interpreter's path, -m
                 words = ["verifygate", *words[3:]]
             parses(words)
