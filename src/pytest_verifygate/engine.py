@@ -115,10 +115,13 @@ class RunResult(NamedTuple):
     # What the user should know that the run found (its state files, its logs), each once and
     # none of the plan's: for the front end to show as it shows the plan's warnings.
     warnings: tuple[str, ...] = ()
+    # What fails the run beside its gates: a commit's files or index changed while they ran.
+    errors: tuple[str, ...] = ()
 
     @property
     def verdict(self) -> codes.Verdict:
-        return verdict_of(self.results, self.changes, self.contract.settings.fail_when_unverified)
+        return verdict_of(self.results, self.changes, self.contract.settings.fail_when_unverified,
+                          self.errors)
 
 
 def prepare(request: RunRequest) -> Plan:
@@ -369,12 +372,13 @@ def run_gates(
 
 
 def verdict_of(
-    results: Sequence[GateResult], changes: ChangeSet, fail_when_unverified: bool = False
+    results: Sequence[GateResult], changes: ChangeSet, fail_when_unverified: bool = False,
+    errors: Sequence[str] = (),
 ) -> codes.Verdict:
-    """The verdict (docs: Outcomes, verdict and failure codes): failed > pending >
-    unverified (no gate ran) > passed."""
+    """The verdict (docs: Outcomes, verdict and failure codes): failed (a gate, or one of the
+    run's ``errors``) > pending > unverified (no gate ran) > passed."""
     outcomes = {result.outcome for result in results}
-    if codes.FAILED in outcomes:
+    if codes.FAILED in outcomes or errors:
         return codes.VERDICT_FAILED
     if codes.PENDING in outcomes:
         return codes.VERDICT_PENDING
@@ -400,6 +404,8 @@ def report(run: RunResult, hook: GateHooks | None = None, *,
                             verdict=run.verdict, interrupted=run.interrupted, redactor=redactor)
     # What the run itself found (its state files, its logs) is for every reader of the report.
     document["warnings"] = list(dict.fromkeys([*document["warnings"], *run.warnings]))
+    if run.errors:
+        document["errors"] = list(run.errors)
     if run.shard is not None:
         from pytest_verifygate.report.document import shard_entry
 

@@ -30,9 +30,8 @@ def prepare_from_args(args: argparse.Namespace, *, jobs: int | None = None,
     files = args.files
     if args.files_from is not None:
         files = read_files_from(args.files_from)
-    # index_apart: run and list go through pushed.run_in_pushed_commit.
     changes = ChangeRequest(files=files, staged=args.staged, changed_from=args.changed_from,
-                            all=args.all, outputs=output_paths(args), index_apart=True)
+                            all=args.all, outputs=output_paths(args))
     plan = prepare(RunRequest(contract=args.contract, changes=changes,
                               role=asked_roles(args.role, os.environ), phase=args.phase,
                               jobs=jobs, read_cache=read_cache,

@@ -111,8 +111,6 @@ class ChangeRequest(NamedTuple):
     all: bool = False
     # The files this run will write (reports, JUnit, digest): never changes.
     outputs: Sequence[str | os.PathLike[str]] = ()
-    # The gates run on the index itself (``pushed.run_in_pushed_commit``): nothing to warn of.
-    index_apart: bool = False
 
 
 def compute_changes(root: Path, request: ChangeRequest | None = None, *,
@@ -133,8 +131,7 @@ def _compute(root: Path, request: ChangeRequest, settings_changed_from: str,
     if request.all:
         return ChangeSet(SOURCE_ALL)
     if request.staged:
-        return _staged(root, warn_partial=env.get("PRE_COMMIT") != "1"
-                       and not request.index_apart)
+        return _staged(root)
     if request.changed_from:
         return _since_ref(root, request.changed_from)
     if request.worktree:
@@ -146,7 +143,7 @@ def _compute(root: Path, request: ChangeRequest, settings_changed_from: str,
         if env.get("PRE_COMMIT_REMOTE_BRANCH"):
             # A first push has no range and means every file: "staged" would let it through.
             return ChangeSet(SOURCE_ALL)
-        staged = _staged(root, warn_partial=False)
+        staged = _staged(root)
         if staged.files:
             return staged
         # ``pre-commit run --all-files`` says nothing of "all files": the empty staged change
@@ -261,19 +258,10 @@ def _explicit(root: Path, paths: Sequence[str], cwd: Path) -> ChangeSet:
     return ChangeSet(SOURCE_FILES, files=_unique(files))
 
 
-def _staged(root: Path, *, warn_partial: bool) -> ChangeSet:
-    files, deleted = _commit_changes(root, _parse_raw(git_output(root, *STAGED_DIFF)))
-    warnings: tuple[str, ...] = ()
-    if warn_partial and files:
-        partial = sorted(set(files) & set(unstaged_files(root)))
-        if partial:
-            shown = ", ".join(partial[:5]) + (" ..." if len(partial) > 5 else "")
-            warnings = (
-                f"warning: {len(partial)} staged file(s) also have unstaged changes ({shown}); "
-                "gates see the working tree, not the index. Stage or stash them to check "
-                "exactly what will be committed.",
-            )
-    return ChangeSet(SOURCE_STAGED, _unique(files), frozenset(deleted), warnings=warnings)
+def _staged(root: Path) -> ChangeSet:
+    """The index against HEAD (the gates see the index: ``set_aside``)."""
+    files, deleted = _commit_changes(root, parse_raw(git_output(root, *STAGED_DIFF)))
+    return ChangeSet(SOURCE_STAGED, _unique(files), frozenset(deleted))
 
 
 def _since_ref(root: Path, ref: str, *, source: str = SOURCE_REF,
@@ -298,7 +286,7 @@ def _range(root: Path, from_ref: str, to_ref: str) -> ChangeSet:
     _verify_ref(root, from_ref)
     _verify_ref(root, to_ref)
     out = git_output(root, *DIFF, f"{from_ref}...{to_ref}", "--")
-    files, deleted = _commit_changes(root, _parse_raw(out))
+    files, deleted = _commit_changes(root, parse_raw(out))
     return ChangeSet(SOURCE_RANGE, _unique(files), frozenset(deleted), f"{from_ref}...{to_ref}")
 
 
@@ -308,8 +296,8 @@ def worktree_changes(root: Path, base: str) -> tuple[list[str], set[str]]:
     check_work_tree(root, git_output(root, *TOP_LEVEL))  # before git walks a foreign tree
     out = git_output(root, *DIFF, base, "--")
     listing = git_output(root, *LISTING, *UNTRACKED)
-    entries = _parse_raw(out)
-    _, untracked, flagged = _read_listing(listing)
+    entries = parse_raw(out)
+    _, untracked, flagged = read_listing(listing)
     hidden, removed = hidden_edits(root, flagged)
     files = [*(entry.path for entry in entries), *untracked, *hidden]
     # Deleted for git but on the disk (``git rm --cached``): there for the gates to read.
@@ -324,16 +312,6 @@ def worktree_changes(root: Path, base: str) -> tuple[list[str], set[str]]:
     return files, deleted
 
 
-def unstaged_files(root: Path, top: bytes | None = None) -> list[str]:
-    """The tracked files whose content in the work tree differs from the index, hidden edits
-    included and submodules aside, as pre-commit's stash leaves them (``top``: what
-    ``TOP_LEVEL`` printed in ``root``, if read)."""
-    check_work_tree(root, git_output(root, *TOP_LEVEL) if top is None else top)
-    listing = git_output(root, *LISTING, "--modified")
-    modified, _, flagged = _read_listing(listing)
-    return [*modified, *hidden_edits(root, flagged)[0]]
-
-
 class _Flagged(NamedTuple):
     """An index entry git is told not to look at (``LISTING``'s record)."""
 
@@ -342,7 +320,7 @@ class _Flagged(NamedTuple):
     oid: str
 
 
-def _read_listing(listing: bytes) -> tuple[list[str], list[str], dict[str, _Flagged]]:
+def read_listing(listing: bytes) -> tuple[list[str], list[str], dict[str, _Flagged]]:
     """Of a ``LISTING``: the modified files (submodules aside), the untracked ones and the
     flagged entries; records tagged "H" are skipped unparsed (there may be 100,000)."""
     modified: list[str] = []
@@ -428,7 +406,7 @@ def _commit_changes(root: Path, entries: "list[_Entry]") -> tuple[list[str], set
         except ChangeSetError as exc:
             raise ChangeSetError(f"submodule {entry.path}: {exc} (its commits are not "
                                  "here: git submodule update --init --recursive)") from None
-        _add_inner(files, deleted, entry.path, _commit_changes(inner, _parse_raw(out)))
+        _add_inner(files, deleted, entry.path, _commit_changes(inner, parse_raw(out)))
     return files, deleted
 
 
@@ -544,7 +522,7 @@ def _merge_base(root: Path, ref: str, *, fetch_hint: str | None = None) -> str |
     return None
 
 
-def _parse_raw(out: bytes) -> list[_Entry]:
+def parse_raw(out: bytes) -> list[_Entry]:
     """``git diff --raw -z``: ``:<modes> <ids> <status>`` and the path alternate."""
     fields = out.split(b"\0")
     entries: list[_Entry] = []
