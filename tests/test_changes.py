@@ -45,21 +45,6 @@ def test_staged_in_a_repository_without_commits(repo: Path) -> None:
     assert compute_changes(repo, ChangeRequest(staged=True)).files == ("first.py",)
 
 
-def test_partially_staged_files_warn_outside_pre_commit(
-    repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    write(repo / "a.py", "1\n")
-    commit_all(repo)
-    write(repo / "a.py", "2\n")
-    git(repo, "add", "a.py")
-    write(repo / "a.py", "3\n")
-    changes = compute_changes(repo, ChangeRequest(staged=True))
-    assert len(changes.warnings) == 1 and "a.py" in changes.warnings[0]
-    assert "working tree, not the index" in changes.warnings[0]
-    monkeypatch.setenv("PRE_COMMIT", "1")
-    assert compute_changes(repo, ChangeRequest(staged=True)).warnings == ()
-
-
 def test_changed_from_uses_the_merge_base_and_untracked_files(repo: Path) -> None:
     write(repo / "base.py", "0\n")
     commit_all(repo, "base")
@@ -261,9 +246,10 @@ def test_files_the_package_writes_are_never_changes(repo: Path) -> None:
 
 
 def test_a_staged_run_asks_git_once_for_each_answer(repo: Path, tmp_path: Path) -> None:
-    # A commit waits for these: the work tree's place, what differs from the index (hidden
-    # edits included) and the staged diff. Each answer is one git call; the tracked files a
-    # left-out gate's patterns are checked against are listed only when the contract changed.
+    # A commit waits for these: the work tree's place and its index, what differs from the
+    # index (untracked files and hidden edits included), the staged diff, and at the end what
+    # the gates changed. Each answer is one git call; the tracked files a left-out gate's
+    # patterns are checked against are listed only when the contract changed.
     import shutil
     import sys
 
@@ -289,4 +275,4 @@ def test_a_staged_run_asks_git_once_for_each_answer(repo: Path, tmp_path: Path) 
     commands = [line.split(" -c ")[-1].split(" ", 1)[1] for line in
                 calls.read_text().splitlines()]
     assert [command.split(" ")[0] for command in commands] == [
-        "rev-parse", "ls-files", "diff"], commands
+        "rev-parse", "diff-files", "ls-files", "diff", "diff-files"], commands

@@ -304,23 +304,29 @@ def test_install_and_uninstall_never_block_on_a_fifo_hook(repo: Path) -> None:
     assert stat.S_ISFIFO(os.lstat(hooks / "pre-push.verifygate-chained").st_mode)
 
 
-def test_a_planted_worktree_entry_never_removes_a_directory_of_the_user(
-    repo: Path, tmp_path: Path
-) -> None:
-    """An agent can write ``.git/worktrees``: an entry naming a directory of the user's with a
-    name like the temp checkouts of killed runs (``verifygate-push-<dead pid>-``) must not be
-    removed when the next push cleans up after killed runs. Only a private directory (0700,
-    this user's, no link) right in the temp directory is one the tool made."""
-    from pytest_verifygate.git.pushed import temporary_worktree
+def test_a_planted_journal_never_moves_a_file_outside_the_work_tree(repo: Path,
+                                                                   tmp_path: Path) -> None:
+    """An agent can write ``.git``: a journal of work set aside that names paths out of the
+    work tree (``..``, absolute, under ``.git``) is refused whole, and says so; nothing moves."""
+    import hashlib
+    import json
 
+    write(repo / "verify.toml", '[[gate]]\nname = "ok"\ncommand = ["true"]\n')
     write(repo / "a.py", "1\n")
     commit_all(repo)
-    users = tmp_path / "verifygate-push-999999999-mine"
-    users.mkdir(mode=0o700)
-    git(repo, "worktree", "add", "-q", "--detach", str(users / "project"))
-    precious = write(users / "project" / "notes.txt", "keep me\n")
-    head = git(repo, "rev-parse", "HEAD").strip()
-    with temporary_worktree(repo, head) as checkout:
-        assert (checkout / "a.py").read_text() == "1\n"
-    assert precious.read_text() == "keep me\n"
-    assert users.is_dir()
+    precious = write(tmp_path / "precious.txt", "keep me\n")
+    tag = hashlib.sha256(os.fsencode(os.path.realpath(repo))).hexdigest()[:16]
+    run_dir = repo / ".git" / "verifygate" / "aside" / tag / "run-1-1"
+    for path in ("../precious.txt", str(precious), ".git/config"):
+        write(run_dir / "000000", "planted\n")
+        write(run_dir / "journal.json", json.dumps({
+            "version": 1, "pid": 1, "top": str(repo), "removed_dirs": [], "made_dirs": [],
+            "entries": [[path, "000000", None, None, None]]}))
+        done = verifygate("run", "--staged", cwd=repo)
+        assert done.returncode == 0, done
+        assert "cannot read what an earlier run set aside" in done.stderr
+        assert precious.read_text() == "keep me\n"
+        assert (run_dir / "000000").read_text() == "planted\n"
+    assert "planted" not in (repo / ".git" / "config").read_text()
+
+

@@ -198,6 +198,11 @@ class SetAside:
     def __enter__(self) -> SetAside:
         try:
             self._enter()
+        except OSError as exc:
+            self.close()
+            where = f"{exc.filename}: " if exc.filename else ""
+            raise ChangeSetError(f"cannot set aside what {self.target.what} lacks ({where}"
+                                 f"{exc.strerror or exc}); nothing was checked") from None
         except BaseException:
             self.close()
             raise
@@ -211,19 +216,11 @@ class SetAside:
         state = git_state_dir(top)
         if state is None:
             raise ChangeSetError(f"{top} has no git directory to set work aside in")
-        tag = hashlib.sha256(os.fsencode(os.path.realpath(top))).hexdigest()[:16]
-        self.home = state / "aside" / tag
-        home_fd = open_state_dir(self.home, create=True)
-        try:
-            self.lock = os.open("lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600,
-                                dir_fd=home_fd)
-        finally:
-            os.close(home_fd)
-        try:
-            fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        self.home = _home(state, top)
+        self.lock = _lock(self.home)
+        if self.lock is None:
             raise ChangeSetError("another verifygate run is checking a commit in this work "
-                                 "tree: wait for it to finish, then try again") from None
+                                 "tree: wait for it to finish, then try again")
         recover(self.home, top, self.say)
         if self.target.index_file is not None:
             self.index_stamp = _stamp(self.target.index_file)
@@ -323,20 +320,66 @@ class SetAside:
                 problems.append("the index changed while the gates ran (a `git add` "
                                 "meanwhile?): what would be committed is not what was "
                                 "checked; commit again")
-        self.close()
-        return problems
+        failure = self.close()
+        return [*problems, *([failure] if failure else [])]
 
-    def close(self) -> None:
-        """Put back whatever is set aside, once, keeping what was written over it meanwhile."""
+    def close(self) -> str | None:
+        """Put back whatever is set aside, once, keeping what was written over it meanwhile;
+        why not, if it cannot be (it stays where the next run puts it back from). Front ends
+        call it under ``signals.Interruptible``, whose first signal ends the gates and whose
+        later ones are ignored, so no signal cuts it short."""
+        failure = None
         try:
             if self.run_dir is not None and self.home is not None:
                 run_dir, self.run_dir = self.run_dir, None
-                _restore(self.target.top, run_dir, self.entries, self.removed_dirs,
-                         self.made_dirs, self.home, self.say)
+                try:
+                    _restore(self.target.top, run_dir, self.entries, self.removed_dirs,
+                             self.made_dirs, self.home, self.say)
+                except OSError as exc:
+                    failure = (f"cannot put back what was set aside ({exc}): it is in "
+                               f"{run_dir}, and the next verifygate run puts it back")
+                    self.say(f"error: {failure}")
         finally:
             if self.lock is not None:
                 os.close(self.lock)  # and with it the lock
                 self.lock = None
+        return failure
+
+
+def put_back(top: Path, say: Say) -> None:
+    """Put back what a killed run set aside in the work tree at ``top``, if any: every run
+    does this first (one ``stat`` when there is nothing)."""
+    state = git_state_dir(top)
+    home = _home(state, top) if state is not None else None
+    if home is None or not home.is_dir():
+        return
+    lock = _lock(home)
+    if lock is not None:  # else a run is at work there: what it set aside is its own
+        try:
+            recover(home, top, say)
+        finally:
+            os.close(lock)
+
+
+def _home(state: Path, top: Path) -> Path:
+    """The work tree's own place under the git directory (worktrees share one)."""
+    return state / "aside" / hashlib.sha256(os.fsencode(os.path.realpath(top))).hexdigest()[:16]
+
+
+def _lock(home: Path) -> int | None:
+    """``home``'s lock, taken (the kernel drops it however the process ends); None when
+    another run holds it."""
+    home_fd = open_state_dir(home, create=True)
+    try:
+        lock = os.open("lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600, dir_fd=home_fd)
+    finally:
+        os.close(home_fd)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(lock)
+        return None
+    return lock
 
 
 def recover(home: Path, top: Path, say: Say) -> None:
@@ -400,7 +443,8 @@ def _restore(top: Path, run_dir: Path, entries: list[_Entry],
         shown = ", ".join(kept[:5]) + (" ..." if len(kept) > 5 else "")
         say(f"warning: {len(kept)} file(s) were written while set aside ({shown}): yours are "
             f"back, and what was written is kept in {keep_dir}")
-    os.unlink(run_dir / JOURNAL)
+    with contextlib.suppress(FileNotFoundError):  # none: killed before anything was moved
+        os.unlink(run_dir / JOURNAL)
     os.rmdir(run_dir)
 
 

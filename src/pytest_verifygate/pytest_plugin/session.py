@@ -75,6 +75,9 @@ class VerifyGateSession:
         # A commit's check sees the work tree as the commit records it (docs: pre-commit and git
         # hooks), from before anything is read to the end of the gates; xdist's controller
         # sets it up for its workers.
+        self.interruptible = Interruptible(keep_others=True)  # pytest keeps its own SIGINT
+        # SIGTERM, SIGHUP, SIGQUIT end the session like Ctrl-C, from before work is set aside.
+        self.interruptible.__enter__()
         self.aside_lines: list[str] = []
         self.aside_stack = contextlib.ExitStack()
         self.aside: SetAside | None = None
@@ -86,6 +89,7 @@ class VerifyGateSession:
             self.plan = plan = prepare(request)
         except BaseException:
             self.aside_stack.close()
+            self.interruptible.__exit__()
             raise
         self.contract = contract = plan.contract
         register_plugins(contract, config.pluginmanager)  # the contract's, under pytest too
@@ -108,7 +112,6 @@ class VerifyGateSession:
         self.report_path: str | None = None  # named in the summary only once written
         self.messages: list[str] = []
         self.warnings: list[str] = []  # what the run found (state files, logs): shown once
-        self.interruptible = Interruptible(keep_others=True)  # pytest keeps its own SIGINT
         self.command_stop: CommandStop | None = None
         # Markers registered before collection, so --strict-markers accepts what items carry.
         for category in ("unit", "integration"):
@@ -164,7 +167,6 @@ class VerifyGateSession:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.session = session
-        self.interruptible.__enter__()  # SIGTERM, SIGHUP, SIGQUIT end the session like Ctrl-C
         if not self.is_worker and self.annotate:
             from pytest_verifygate.report.github import CommandStop
 
@@ -301,6 +303,7 @@ class VerifyGateSession:
     def pytest_timeout_cancel_timer(self, item: pytest.Item) -> bool | None:
         return True if isinstance(item, GateItem) else None
 
+    @pytest.hookimpl(tryfirst=True)  # the work is back before any plugin writes its files
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.interruptible.hold()  # a signal from here on is noted, not raised: whole report
         if self.runner is not None:
