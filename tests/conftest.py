@@ -138,3 +138,28 @@ def read_output_file(path: Path) -> dict[str, str]:
             name, value_text = line.split("=", 1)
             outputs[name] = value_text
     return outputs
+
+
+def work_state(repo: Path) -> dict[str, object]:
+    """Everything of the user's a check must leave as it found it: each path of the work tree
+    (``.git`` aside) with its kind, mode and bytes or link target, empty directories included;
+    the index's entries; the stash list."""
+    import stat
+
+    files: dict[str, object] = {}
+    for directory, subdirs, names in os.walk(repo):
+        subdirs[:] = sorted(d for d in subdirs if not (directory == str(repo) and d == ".git"))
+        for name in [*subdirs, *names]:
+            path = os.path.join(directory, name)
+            info = os.lstat(path)
+            key = os.path.relpath(path, repo)
+            if stat.S_ISLNK(info.st_mode):
+                files[key] = ("link", os.readlink(path))
+            elif stat.S_ISDIR(info.st_mode):
+                files[key] = ("dir", stat.S_IMODE(info.st_mode))
+            else:
+                files[key] = ("file", stat.S_IMODE(info.st_mode), Path(path).read_bytes())
+    # What the index holds and how each entry is flagged; ``git commit`` itself rewrites its
+    # bytes (refreshed file stamps), even when a hook refuses the commit.
+    return {"files": files, "index": git(repo, "ls-files", "-s", "-v"),
+            "stash": git(repo, "stash", "list")}
