@@ -14,11 +14,8 @@ import contextlib
 import errno
 import fcntl
 import hashlib
-import json
 import os
-import shutil
 import stat
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -42,6 +39,8 @@ from pytest_verifygate.git.changes import (
 )
 from pytest_verifygate.state.files import open_state_dir, replace_in
 from pytest_verifygate.state.storage import git_state_dir
+
+# json, shutil and tempfile are imported where they are used: most runs set nothing aside.
 
 JOURNAL = "journal.json"
 JOURNAL_VERSION = 1
@@ -133,6 +132,8 @@ def _revision(top: Path, revision: str) -> str | None:
 def _index_tree(top: Path, index: bytes) -> str:
     """The tree of the ``index`` file's content (written from a copy: git would take the lock
     the ``git commit`` running this holds)."""
+    import tempfile
+
     if not index:
         return empty_tree(top)
     with tempfile.TemporaryDirectory(prefix="verifygate-index-") as private:
@@ -246,6 +247,8 @@ class SetAside:
 
     def _save(self) -> None:
         """The journal a later run restores from, should this one be killed."""
+        import json
+
         assert self.run_dir is not None
         record = {"version": JOURNAL_VERSION, "pid": os.getpid(),
                   "top": os.fsdecode(self.target.top), "entries": self.entries,
@@ -276,6 +279,8 @@ class SetAside:
     def _write_tree_content(self) -> None:
         """What the tree holds at the differing paths, written by git (filters, line endings,
         modes and links as a checkout writes them) from an index of those paths alone."""
+        import tempfile
+
         top = self.target.top
         wanted = [entry for entry in self.entries if entry.oid is not None]
         made: dict[str, None] = {}
@@ -384,6 +389,9 @@ def _lock(home: Path) -> int | None:
 
 def recover(home: Path, top: Path, say: Say) -> None:
     """Put back what runs that were killed set aside (their journals are still there)."""
+    import json
+    import shutil
+
     with os.scandir(home) as found:
         runs = sorted(entry.name for entry in found
                       if entry.name.startswith("run-") and entry.is_dir(follow_symlinks=False))
@@ -493,6 +501,8 @@ def _move(source: Path, target: Path) -> None:
     except OSError as exc:
         if exc.errno != errno.EXDEV:
             raise
+    import shutil
+
     if os.path.isdir(source) and not os.path.islink(source):
         shutil.copytree(source, target, symlinks=True)
         shutil.rmtree(source)
