@@ -193,3 +193,25 @@ def test_a_planted_link_for_the_aside_directory_is_never_followed(repo: Path,
     assert "nothing was checked" in done.stderr and "Traceback" not in done.stderr
     assert work_state(repo) == state
     assert list(elsewhere.iterdir()) == []
+
+
+def test_an_untracked_virtualenv_the_check_runs_in_is_never_moved(repo: Path,
+                                                                  tmp_path: Path) -> None:
+    write(repo / "verify.toml", '[[gate]]\nname = "ok"\ncommand = ["true"]\n')
+    commit_all(repo)
+    venv = repo / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    # This package and what it needs, in the virtualenv of the repository's own project.
+    here = [str(Path(__file__).resolve().parents[2] / "src"),
+            *(path for path in sys.path if path.endswith("site-packages"))]
+    (venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+     / "here.pth").write_text("\n".join(here) + "\n")
+    write(repo / "a.txt", "x\n")
+    git(repo, "add", "a.txt")
+    state = work_state(repo)
+    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pytest_verifygate", "run",
+                           "--staged"], cwd=repo, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr == ("verifygate: error: the virtualenv .venv/ this runs in is neither "
+                           "committed nor ignored: add it to .gitignore, then try again\n")
+    assert work_state(repo) == state

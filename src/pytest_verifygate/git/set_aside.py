@@ -229,6 +229,7 @@ class SetAside:
         found = differences(self.target)
         if not found:
             return  # nothing differs: nothing is touched
+        _check_environment(top, found)
         self.run_dir = self.home / f"run-{os.getpid()}-{time.time_ns()}"
         os.mkdir(self.run_dir, 0o700)
         self.entries = [_Entry(path, f"{number:06d}" if os.path.lexists(top / path) else None,
@@ -385,6 +386,20 @@ def _lock(home: Path) -> int | None:
         os.close(lock)
         return None
     return lock
+
+
+def _check_environment(top: Path, found: dict[str, tuple[str, str] | None]) -> None:
+    """Refuse to move the virtualenv this runs in: untracked and not ignored, it would be set
+    aside with the tools the gates run (``python -m venv`` writes no ``.gitignore`` in it)."""
+    import sys
+
+    where = os.path.relpath(os.path.realpath(sys.prefix), os.path.realpath(top))
+    if where == ".." or where.startswith(("../", "/")) or where == ".":
+        return
+    inside = f"{where}/"
+    if any(found[path] is None and (path == where or path.startswith(inside)) for path in found):
+        raise ChangeSetError(f"the virtualenv {inside} this runs in is neither committed nor "
+                             "ignored: add it to .gitignore, then try again")
 
 
 def recover(home: Path, top: Path, say: Say) -> None:
