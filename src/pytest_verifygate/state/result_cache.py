@@ -32,6 +32,12 @@ TAIL_BYTES = 4096  # of a cached pass's output, shown with the reused result
 MAX_TOOLS = 16
 MAX_ENTRY_BYTES = 64 * 1024  # TAIL_BYTES JSON-escaped and more: anything larger is not ours
 SEAL_PURPOSE = b"result-cache"
+# Judged files a tool may read as its configuration count in every file's context.
+_CONFIG_SUFFIXES = (".toml", ".ini", ".cfg", ".conf", ".yaml", ".yml", ".json", ".jsonc",
+                    ".json5")
+MAX_CONFIG_FILES = 500
+MAX_CONFIG_BYTES = 64 * 1024
+_WORDS = re.compile(rb"[^\s\"'`=,:;()\[\]{}<>]+")
 
 _ENTRY_NAME = re.compile(r"[0-9a-f]{64}\.json")
 _FILE_ENTRY_NAME = re.compile(r"f-[0-9a-f]{64}\.json")
@@ -62,11 +68,34 @@ def _definition(contract: Contract, plan: GatePlan, **fields: Any) -> str:
 
 
 def context_digest(gate: Gate, root: Path, files: RepoFiles) -> str:
-    """What a file checked alone is checked against: the gate's ``inputs``, else every file it
-    would not judge on its own (its configuration)."""
+    """What a file checked alone is checked against: the gate's ``inputs``, else every file but
+    those it judges on its own, whose names alone count (docs: how-to/cache.md, "Per file")."""
     if gate.inputs is not None:
         return files.digest(gate.inputs)
-    return files.digest_except(frozenset(files_for_gate(gate, files.paths(), root)))
+    judged = files_for_gate(gate, files.paths(), root)
+    named = _configuration_names(gate, root, files)
+    return files.digest_except(frozenset(path for path in judged if not (
+        _looks_like_configuration(path) or path.rsplit("/", 1)[-1] in named)))
+
+
+def _looks_like_configuration(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return name.startswith(".") or name.endswith("rc") or name.lower().endswith(_CONFIG_SUFFIXES)
+
+
+def _configuration_names(gate: Gate, root: Path, files: RepoFiles) -> frozenset[str]:
+    """The file names the gate's command and the project's configuration files mention: a
+    file a tool is told to read (codespell's ``dictionary = words.txt``) is configuration too."""
+    from pytest_verifygate.state.storage import read_user_file
+
+    texts = [gate.command_text.encode()]
+    found = [path for path in files.paths() if _looks_like_configuration(path)]
+    if len(found) > MAX_CONFIG_FILES:  # cannot be read on every run: no reuse file by file
+        raise OSError(f"more than {MAX_CONFIG_FILES} configuration files")
+    # Larger ones are lock files and data, not what a person writes to name a file.
+    texts += filter(None, (read_user_file(root / path, MAX_CONFIG_BYTES) for path in found))
+    return frozenset(os.fsdecode(word.rstrip(b"/").rsplit(b"/", 1)[-1])
+                     for text in texts for word in _WORDS.findall(text))
 
 
 def tool_identities(plan: GatePlan) -> list[list[Any]]:
@@ -136,6 +165,7 @@ def attach(contract: Contract, plan: GatePlan, files: RepoFiles, *, read: bool,
     slot = CacheSlot(cache_dir(contract.repo_root), key, contract.root, definition, patterns)
     if plan.given_files and (gate.when_changed or gate.filters_files):
         slot = _with_file_keys(slot, contract, plan, files)
+    slot = slot._replace(stamps=files.stamps(_stamped(slot)))
     if read:
         slot = slot._replace(hit=lookup(slot, plan, warnings))
     return plan._replace(cache=slot)
@@ -222,8 +252,14 @@ def store(slot: CacheSlot, result: GateResult) -> bool:
         return False
     try:
         files = RepoFiles(slot.root)
-        _store_files(slot, files, result.name)
-        if _key(slot.definition, files.digest(slot.patterns)) != slot.key:
+        unchanged = _key(slot.definition, files.digest(slot.patterns)) == slot.key
+        passed = _unchanged_files(slot, files)
+        # Read after the content: a file swapped while the gate read it, then put back, has
+        # the same content and a new ctime or inode.
+        if files.stamps(_stamped(slot)) != slot.stamps:
+            return False
+        _store_files(slot, passed, result.name)
+        if not unchanged:
             return False  # the inputs changed while the gate ran: the pass proves neither
         tail, truncated = result.output_tail, result.output_truncated  # masked as captured
         encoded = tail.encode("utf-8", "replace")
@@ -241,24 +277,35 @@ def store(slot: CacheSlot, result: GateResult) -> bool:
     return True
 
 
-def _store_files(slot: CacheSlot, files: RepoFiles, gate: str) -> None:
-    """An entry for each file the pass checked whose key is the same after the run."""
+def _stamped(slot: CacheSlot) -> tuple[str, ...] | None:
+    """The files whose stamps must hold while the gate runs: all for a per-file slot (each
+    file's context is nearly every file), else its inputs."""
+    return None if slot.file_keys else slot.patterns
+
+
+def _unchanged_files(slot: CacheSlot, files: RepoFiles) -> list[tuple[str, str]]:
+    """The ``(path, key)`` of the files the pass checked whose key is the same after it."""
     if slot.file_definition is None or slot.file_gate is None or not slot.file_keys:
-        return
+        return []
     try:
         context = context_digest(slot.file_gate, slot.root, files)
     except OSError:
-        return
+        return []
+    unchanged = []
     for path, key in slot.file_keys:
-        try:
-            now = _key(slot.file_definition, context, path, files.identity(path))
-        except OSError:
-            continue
-        # A file or context changed while the gate ran is not stored.
-        entry = {"key": key, "gate": gate, "path": path}
-        if now == key and not _write_entry(_file_entry_path(slot, key), entry):
+        with contextlib.suppress(OSError):
+            if _key(slot.file_definition, context, path, files.identity(path)) == key:
+                unchanged.append((path, key))
+    return unchanged
+
+
+def _store_files(slot: CacheSlot, passed: list[tuple[str, str]], gate: str) -> None:
+    """An entry for each file of ``passed``."""
+    for path, key in passed:
+        if not _write_entry(_file_entry_path(slot, key), {"key": key, "gate": gate, "path": path}):
             return
-    prune_own_files(slot.directory, is_file_entry_name, KEEP_FILE_ENTRIES)
+    if passed:
+        prune_own_files(slot.directory, is_file_entry_name, KEEP_FILE_ENTRIES)
 
 
 def is_entry_name(name: str) -> bool:
