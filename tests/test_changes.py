@@ -241,14 +241,15 @@ def test_files_the_package_writes_are_never_changes(repo: Path) -> None:
     assert compute_changes(repo, ChangeRequest(worktree=True)).files == ()
     listed = verifygate("list", "--changed-from", "HEAD", "--format", "json")
     assert json.loads(listed.stdout)["gates"][0]["selected"] is False
-    git(repo, "add", "-A")
-    assert selected(staged=True) == []
+    git(repo, "add", "-A")  # staged, the reports are part of the commit: a change
+    assert selected(staged=True) == ["everything"]
+    assert selected(changed_from="HEAD") == ["everything"]
+    git(repo, "reset", "-q")
     # The current run's own outputs are left out even before they exist.
     assert selected(files=["out/next.json"], outputs=[repo / "out" / "next.json"]) == []
     # Nothing under .git/ is a change, even when named.
     assert selected(files=[".git/config", "nested/.git/HEAD"]) == []
     # So are the files verifygate merge writes from shard reports.
-    git(repo, "reset", "-q")
     shard = verifygate("run", "--all", "--shard", "1/1", "--json", str(repo.parent / "s1.json"))
     assert shard.returncode == 0, shard.stderr
     merged = verifygate("merge", str(repo.parent / "s1.json"), "--json", "merged/report.json",
@@ -258,6 +259,55 @@ def test_files_the_package_writes_are_never_changes(repo: Path) -> None:
     # Edited since it was written, a report is a change like any file.
     write(repo / "out" / "report.json", "{}\n")
     assert selected(worktree=True) == ["everything"]
+
+
+TRACKED_REPORT = ("{} is a file git tracks: write the report elsewhere (a git-ignored path, "
+                  "or outside the work tree)")
+
+
+def test_a_report_over_a_tracked_or_staged_file_is_refused(repo: Path,
+                                                           pytester: pytest.Pytester) -> None:
+    """Written over a tracked file, a report would replace the user's file and, as the tool's
+    own output, be no change for the stop, --changed-from or the commit: the gate judging it
+    would never run again."""
+    import json
+    import sys
+
+    write(repo / "verify.toml", '[[gate]]\nname = "json"\nwhen_changed = ["*.json", "*.xml"]\n'
+                                'command = ["true"]\n')
+    write(repo / "config.json", '{"a": 1}\n')
+    write(repo / "docs" / "junit.xml", "<x/>\n")
+    commit_all(repo)
+    write(repo / "staged.json", "{}\n")
+    git(repo, "add", "staged.json")
+    contents = {path: path.read_bytes() for path in repo.glob("**/*.*") if ".git" not in path.parts}
+
+    def verifygate(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pytest_verifygate.cli", *args],
+                              cwd=repo, capture_output=True, text=True, check=False)
+
+    for args, named in (
+            (("run", "--all", "--json", "config.json"), "config.json"),
+            (("run", "--all", "--json", "staged.json"), "staged.json"),
+            (("run", "--all", "--junit", "docs/junit.xml"), "docs/junit.xml")):
+        done = verifygate(*args)
+        assert (done.returncode, done.stdout) == (2, ""), done
+        assert done.stderr.splitlines() == ["verifygate: error: " + TRACKED_REPORT.format(named)]
+    shard = verifygate("run", "--all", "--shard", "1/1", "--json", str(repo.parent / "s1.json"))
+    assert shard.returncode == 0, shard.stderr
+    for option in ("--json", "--junit"):
+        merged = verifygate("merge", str(repo.parent / "s1.json"), option, "config.json")
+        assert (merged.returncode, merged.stderr.splitlines()) == (
+            2, ["verifygate: error: " + TRACKED_REPORT.format("config.json")])
+    pytester.chdir()
+    for option in ("--verify-report", "--verify-digest"):
+        result = pytester.runpytest_subprocess(
+            "--verify-contract", str(repo / "verify.toml"), "--verify-all", "-p",
+            "no:cacheprovider", f"{option}={repo / 'config.json'}")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["*" + TRACKED_REPORT.format(repo / "config.json")])
+    assert {path: path.read_bytes() for path in contents} == contents
+    assert json.loads((repo / "config.json").read_text()) == {"a": 1}
 
 
 def test_a_staged_run_asks_git_once_for_each_answer(repo: Path, tmp_path: Path) -> None:

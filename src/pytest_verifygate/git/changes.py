@@ -122,6 +122,7 @@ def compute_changes(root: Path, request: ChangeRequest | None = None, *,
     request = request or ChangeRequest()
     env = os.environ if environ is None else environ
     cwd = cwd or Path.cwd()
+    refuse_tracked_outputs(request.outputs, cwd)
     changes = _compute(root, request, settings_changed_from, env, cwd)
     return without_own_files(changes, root, request.outputs, cwd)
 
@@ -191,7 +192,12 @@ def without_own_files(changes: ChangeSet, root: Path, outputs: Iterable[str | os
     from pytest_verifygate.state.outputs import in_git_dir, own_files
 
     warnings: list[str] = []
-    own = own_files(root, outputs, cwd, warnings)
+    own = own_files(root, outputs, cwd, warnings) & set(changes.files)
+    if own and changes.source != SOURCE_FILES:
+        # Staged (``git add -A``), a report is part of what is committed: a change.
+        listed = git_output(root, "ls-files", "-z", "--cached", "--",
+                            *(f":(literal){path}" for path in own))
+        own -= {os.fsdecode(item) for item in listed.split(b"\0")}
     changes = changes._replace(warnings=(*changes.warnings, *warnings))
     # Git never lists its own directory: only paths the user names can be in it.
     named = changes.source == SOURCE_FILES and ".git/" in "\0".join(changes.files)
@@ -200,6 +206,28 @@ def without_own_files(changes: ChangeSet, root: Path, outputs: Iterable[str | os
     kept = tuple(path for path in changes.files
                  if path not in own and not (named and in_git_dir(path)))
     return changes._replace(files=kept, deleted=changes.deleted.intersection(kept))
+
+
+def refuse_tracked_outputs(outputs: Iterable[str | os.PathLike[str]], cwd: Path) -> None:
+    """``UsageError`` for an output path (a report, a JUnit file) git tracks or has staged:
+    writing it would replace the user's file, and as the package's own output it would no
+    longer be a change, so the gates that judge it would never run again."""
+    from pytest_verifygate.errors import UsageError
+
+    for output in outputs:
+        path = cwd / output
+        if not path.parent.is_dir():
+            continue  # a directory still to be made holds no tracked file
+        try:
+            listed = git_output(path.parent, "ls-files", "-z", "--cached", "--",
+                                f":(literal){path.name}")
+        except ChangeSetError as exc:
+            if "not in a git repository" in str(exc):
+                continue
+            raise
+        if listed:
+            raise UsageError(f"{os.fspath(output)} is a file git tracks: write the report "
+                             "elsewhere (a git-ignored path, or outside the work tree)")
 
 
 class ChangeBase(NamedTuple):
