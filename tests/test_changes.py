@@ -132,13 +132,54 @@ def test_non_utf8_file_names(repo: Path) -> None:
 def test_explicit_files_relative_to_cwd_and_root(repo: Path) -> None:
     project = repo / "proj"
     write(project / "src" / "a.py", "x\n")
+    write(project / "b.py", "x\n")
     changes = compute_changes(
         project,
-        ChangeRequest(files=["proj/src/a.py", "./proj/missing.py", "outside.py",
+        ChangeRequest(files=["proj/src/a.py", "./proj/b.py", "outside.py",
                              str(project / "src" / "a.py")]),
         cwd=repo,
     )
-    assert changes.files == ("missing.py", "src/a.py")
+    assert changes.files == ("b.py", "src/a.py")
+
+
+def test_a_named_file_neither_on_disk_nor_in_the_index_is_an_error(
+        repo: Path, pytester: pytest.Pytester) -> None:
+    """From a subdirectory, a path written from the project root named nothing: nothing ran
+    and the verdict said passed."""
+    import sys
+
+    write(repo / "verify.toml", '[[gate]]\nname = "lint"\nwhen_changed = ["src/**"]\n'
+                                f'command = ["{sys.executable}", "-c", "raise SystemExit(1)"]\n')
+    write(repo / "src" / "attr" / "_make.py", "x = 1\n")
+    write(repo / "src" / "attr" / "gone.py", "x = 1\n")
+    write(repo / "src" / "attr" / "unstaged.py", "x = 1\n")
+    commit_all(repo)
+    git(repo, "rm", "-q", "src/attr/gone.py")  # a staged deletion
+    (repo / "src" / "attr" / "unstaged.py").unlink()  # deleted, still in the index
+    here = repo / "src"
+
+    def verifygate(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pytest_verifygate.cli", *args],
+                              cwd=here, input=stdin, capture_output=True, text=True)
+
+    fix = ("named files are relative to the current directory; a deletion is found by "
+           "--changed-from REF)")
+    meant = f"src/attr/_make.py: no such file in the work tree or the index (did you mean " \
+            f"attr/_make.py? {fix}"
+    for done in (verifygate("run", "--files", "src/attr/_make.py"),
+                 verifygate("run", "--files-from", "-", stdin="src/attr/_make.py\n")):
+        assert (done.returncode, done.stdout) == (2, ""), done
+        assert done.stderr.splitlines() == [f"verifygate: error: {meant}"]
+    gone = verifygate("list", "--files", "attr/gone.py")
+    assert gone.returncode == 2 and gone.stderr.splitlines() == [
+        f"verifygate: error: attr/gone.py: no such file in the work tree or the index ({fix}"]
+    for named in ("attr/_make.py", "attr/unstaged.py"):  # on disk, or in the index
+        assert verifygate("run", "--files", named).returncode == 1
+    pytester.chdir()
+    result = pytester.runpytest_subprocess("--verify-contract", str(repo / "verify.toml"),
+                                           "--verify-files", str(repo / "src" / "x.py"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*src/x.py: no such file in the work tree or the index*"])
 
 
 def test_paths_are_relative_to_a_project_in_a_subdirectory(repo: Path) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pytest_verifygate.errors import ChangeSetError
+from pytest_verifygate.errors import ChangeSetError, UsageError
 
 # Whatever the repository's configuration says, git answers from the objects and files: no
 # replace refs or grafts (a commit swapped for one with the current tree), no fsmonitor (a
@@ -124,7 +124,29 @@ def compute_changes(root: Path, request: ChangeRequest | None = None, *,
     cwd = cwd or Path.cwd()
     refuse_tracked_outputs(request.outputs, cwd)
     changes = _compute(root, request, settings_changed_from, env, cwd)
-    return without_own_files(changes, root, request.outputs, cwd)
+    changes = without_own_files(changes, root, request.outputs, cwd)
+    if changes.source == SOURCE_FILES:
+        _refuse_unknown_files(root, changes.files, cwd)
+    return changes
+
+
+def _refuse_unknown_files(root: Path, files: Sequence[str], cwd: Path) -> None:
+    """``UsageError`` for a named file neither in the work tree nor in the index: it names
+    nothing a gate could check, and a run for nothing says ``passed``."""
+    missing = [path for path in files if not os.path.lexists(root / path)]
+    if not missing:
+        return
+    indexed = set(all_files(root))
+    unknown = next((path for path in missing if path not in indexed), None)
+    if unknown is None:
+        return
+    typed = os.path.relpath(root / unknown, cwd)
+    meant = os.path.relpath(root / typed, cwd)  # a path from the project root, typed elsewhere
+    hint = (f"did you mean {meant}? " if not typed.startswith("..") and (
+        os.path.lexists(root / typed) or Path(typed).as_posix() in indexed) else "")
+    raise UsageError(f"{typed}: no such file in the work tree or the index ({hint}named files "
+                     "are relative to the current directory; a deletion is found by "
+                     "--changed-from REF)")
 
 
 def _compute(root: Path, request: ChangeRequest, settings_changed_from: str,
@@ -212,8 +234,6 @@ def refuse_tracked_outputs(outputs: Iterable[str | os.PathLike[str]], cwd: Path)
     """``UsageError`` for an output path (a report, a JUnit file) git tracks or has staged:
     writing it would replace the user's file, and as the package's own output it would no
     longer be a change, so the gates that judge it would never run again."""
-    from pytest_verifygate.errors import UsageError
-
     for output in outputs:
         path = cwd / output
         if not path.parent.is_dir():
