@@ -399,3 +399,68 @@ def test_pytest_items_reuse_cached_passes(project: pytest.Pytester, counter: Pat
         assert junit_properties(case)["verifygate.cached"] == "true"
     project.runpytest_subprocess(*args, "--verify-no-cache").assert_outcomes(passed=2)
     assert runs(counter) == 4
+
+
+# --------------------------------------------------------------------------------------------
+# What a tool reads from outside the repository
+
+
+STRICT_TOOL = """\
+import os, pathlib, sys
+places = [pathlib.Path('..', 'pyproject.toml'),
+          pathlib.Path(os.environ['XDG_CONFIG_HOME'], 'lint-tool', 'config')]
+strict = os.environ.get('LINT_TOOL_STRICT') or any(
+    place.exists() and 'strict' in place.read_text() for place in places)
+open(sys.argv[1], 'a').write('ran\\n')
+sys.exit(1 if strict else 0)
+"""
+
+
+@pytest.mark.parametrize("where", ["parent directory", "user configuration", "environment"])
+def test_a_configuration_outside_the_repository_is_part_of_the_key(
+        tmp_path: Path, counter: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    repo = tmp_path / "outer" / "repo"
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q")
+    tool = write(tmp_path / "bin" / "lint-tool", f"#!{sys.executable}\n{STRICT_TOOL}")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tool.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("LINT_TOOL_STRICT", raising=False)
+    write_contract(repo, {"name": "lint", "command": ["lint-tool", str(counter)],
+                          "cache": True})
+    commit_all(repo)
+    run_report(repo)
+    assert run_report(repo)["lint"]["cached"] is True
+    if where == "parent directory":
+        write(repo.parent / "pyproject.toml", "[tool.lint-tool]\nmode = 'strict'\n")
+    elif where == "user configuration":
+        write(tmp_path / "config" / "lint-tool" / "config", "strict\n")
+    else:
+        monkeypatch.setenv("LINT_TOOL_STRICT", "1")
+    failed = run_report(repo, status=1)["lint"]
+    assert (failed["outcome"], failed["cached"]) == ("failed", False)
+    assert runs(counter) == 2
+
+
+def test_a_package_installed_in_the_tools_environment_is_part_of_the_key(
+        repo: Path, tmp_path: Path, counter: Path) -> None:
+    """``python -m tool``: the program is the interpreter, which an upgrade of the tool (or a
+    plugin added beside it) does not change; its environment's site-packages does."""
+    env = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    site = next(env.glob("lib/python3*/site-packages"))
+    write(site / "checker.py", "import sys; open(sys.argv[1], 'a').write('ran\\n')\n")
+    (site / "checker-1.0.dist-info").mkdir()
+    write_contract(repo, {"name": "lint", "command": [str(env / "bin" / "python"), "-m",
+                                                      "checker", str(counter)],
+                          "cache": True})
+    commit_all(repo)
+    run_report(repo)
+    assert run_report(repo)["lint"]["cached"] is True
+    # As pip upgrades it: the old version's metadata goes, the new one's comes.
+    write(site / "checker.py", "raise SystemExit('checker 2.0: stricter')\n")
+    (site / "checker-1.0.dist-info").rmdir()
+    (site / "checker-2.0.dist-info").mkdir()
+    failed = run_report(repo, status=1)["lint"]
+    assert (failed["outcome"], failed["cached"]) == ("failed", False)

@@ -6,11 +6,14 @@ PYTEST_DONT_REWRITE
 """
 
 import contextlib
+import glob
 import hashlib
+import itertools
 import json
 import os
 import re
 import shlex
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -39,6 +42,16 @@ MAX_CONFIG_FILES = 500
 MAX_CONFIG_BYTES = 64 * 1024
 _WORDS = re.compile(rb"[^\s\"'`=,:;()\[\]{}<>]+")
 
+# What a tool may read from outside the repository (docs: how-to/cache.md, "What a pass
+# depends on"): configuration files of these names in the directories above it, the user's.
+_CONFIG_NAMES = ("pyproject.toml", "setup.cfg", "tox.ini", ".editorconfig", "ruff.toml",
+                 ".ruff.toml", ".codespellrc", ".isort.cfg", "typos.toml", "_typos.toml",
+                 ".typos.toml", "Cargo.toml", ".flake8", ".pylintrc", "mypy.ini", ".mypy.ini")
+_USER_CONFIG_ENDS = ("", "rc", ".cfg", ".toml", ".ini")
+_PYTHON_VARIABLES = frozenset({"PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONNOUSERSITE",
+                               "PYTHONSAFEPATH", "PYTHONSTARTUP", "XDG_CONFIG_HOME"})
+_RUNNERS = frozenset({"uv", "uvx", "poetry", "pdm", "pipenv", "hatch", "rye"})
+_SITE_PACKAGES = "lib/python3*/*-packages"  # site-packages, and Debian's dist-packages
 _ENTRY_NAME = re.compile(r"[0-9a-f]{64}\.json")
 _FILE_ENTRY_NAME = re.compile(r"f-[0-9a-f]{64}\.json")
 _PROGRAM = re.compile(r"[\w./+-]+")
@@ -63,6 +76,7 @@ def _definition(contract: Contract, plan: GatePlan, **fields: Any) -> str:
         "timeout_seconds": gate.timeout_seconds,
         "shell": gate.shell,
         "tools": tool_identities(plan),
+        "outside": outside_identities(plan, contract.repo_root),
         **fields,
     }, sort_keys=True, ensure_ascii=True)
 
@@ -98,17 +112,32 @@ def _configuration_names(gate: Gate, root: Path, files: RepoFiles) -> frozenset[
                      for text in texts for word in _WORDS.findall(text))
 
 
+def program_names(plan: GatePlan) -> list[str]:
+    """The programs a gate runs: its first word, the module of ``python -m`` and the tool of
+    ``uv run`` (and the like), and for ``shell = true`` the first word of each command."""
+    names = []
+    if plan.invocations:
+        argv = plan.invocations[0]
+        names.append(argv[0])
+        runner = os.path.basename(argv[0]) in _RUNNERS
+        for word, after in itertools.pairwise(argv[1:]):
+            if (word == "-m" or (runner and word == "run")) and _PROGRAM.fullmatch(after):
+                names.append(after)
+                break
+        if plan.gate.shell:
+            names += script_programs(argv[-1])
+    return list(dict.fromkeys(names))[:MAX_TOOLS]
+
+
 def tool_identities(plan: GatePlan) -> list[list[Any]]:
-    """``[name, resolved path, size, mtime_ns]`` (``[name, None]``: not found) of each program
-    the gate names: they change on every install, and need no spawn."""
-    names = [argv[0] for argv in plan.invocations if argv]
-    if plan.gate.shell and plan.invocations:
-        names += script_programs(plan.invocations[0][-1])
+    """``[name, resolved path, size, mtime_ns, site directories' mtime_ns]`` (``[name, None]``:
+    not found) of each program the gate names: they change on every install, of the program or
+    of a package (a plugin) in its environment, and need no spawn."""
     import shutil  # for which(); kept off the start-up of runs where nothing caches
 
     search_path = plan.env.get("PATH", os.environ.get("PATH", os.defpath))
     identities: list[list[Any]] = []
-    for name in list(dict.fromkeys(names))[:MAX_TOOLS]:
+    for name in program_names(plan):
         found = plan.cwd / name if "/" in name else shutil.which(name, path=search_path)
         try:
             info = os.stat(found) if found is not None else None
@@ -117,8 +146,45 @@ def tool_identities(plan: GatePlan) -> list[list[Any]]:
         if found is None or info is None:
             identities.append([name, None])
         else:
-            identities.append([name, os.path.realpath(found), info.st_size, info.st_mtime_ns])
+            # The environment a program lives in: <prefix>/bin/<name> beside <prefix>/lib.
+            prefix = os.path.dirname(os.path.dirname(os.path.abspath(found)))
+            identities.append([name, os.path.realpath(found), info.st_size, info.st_mtime_ns,
+                               _stamps(glob.glob(os.path.join(prefix, _SITE_PACKAGES)))])
     return identities
+
+
+def outside_identities(plan: GatePlan, repo_root: Path) -> list[list[Any]]:
+    """What a tool may read from outside the repository: configuration files of known names in
+    the directories above it, the user's configuration of each program, the environment
+    variables named after it and Python's own (docs: how-to/cache.md)."""
+    names = [os.path.basename(name) for name in program_names(plan)]
+    home = Path(os.environ.get("HOME") or os.path.expanduser("~"))
+    config_home = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    user_site = Path(os.environ.get("PYTHONUSERBASE") or home / ".local")
+    paths = [str(parent / file) for parent in repo_root.resolve().parents
+             for file in _CONFIG_NAMES]
+    paths += [str(place) for name in names for place in (
+        config_home / name, *(home / f".{name}{end}" for end in _USER_CONFIG_ENDS))]
+    prefixes = tuple(f"{name.upper().replace('-', '_')}_" for name in names)
+    return [_stamps([*paths, *glob.glob(str(user_site / _SITE_PACKAGES))], into=True),
+            sorted((key, value) for key, value in os.environ.items()
+                   if key in _PYTHON_VARIABLES or key.startswith(prefixes))]
+
+
+def _stamps(paths: list[str], *, into: bool = False) -> list[list[Any]]:
+    """``[path, size, mtime_ns]`` of those of ``paths`` that exist; ``into``: with the entries
+    of a directory (``~/.config/ruff/``), one level down."""
+    found: list[list[Any]] = []
+    for path in paths:
+        try:
+            info = os.stat(path)
+        except OSError:
+            continue
+        found.append([path, info.st_size, info.st_mtime_ns])
+        if into and stat.S_ISDIR(info.st_mode) and not path.endswith("-packages"):
+            with contextlib.suppress(OSError):
+                found += _stamps(sorted(os.path.join(path, name) for name in os.listdir(path)))
+    return found
 
 
 def script_programs(script: str) -> list[str]:
