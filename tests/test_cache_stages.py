@@ -240,50 +240,62 @@ def test_a_new_judged_file_checks_every_file_again(repo: Path, record: Path) -> 
 
 
 @pytest.fixture
-def codespell() -> str:
+def codespell(monkeypatch: pytest.MonkeyPatch) -> None:
+    """codespell on PATH, as a project's environment has it."""
     found = shutil.which("codespell", path=os.path.dirname(sys.executable))
     if found is None:
         pytest.skip("codespell is not installed (pip install -e '.[test]')")
-    return found
+    monkeypatch.setenv("PATH", f"{os.path.dirname(found)}{os.pathsep}{os.environ['PATH']}")
 
 
-def codespell_project(repo: Path, codespell: str, config: str) -> None:
+CODESPELL_HOOK = """\
+repos:
+  - repo: https://github.com/codespell-project/codespell
+    rev: v2.4.1
+    hooks:
+      - id: codespell
+"""
+
+
+def codespell_project(repo: Path, config: str) -> None:
+    """codespell's gate as ``verifygate migrate`` writes it: ``types = ["text"]``, cached."""
     write(repo / "pyproject.toml", f"[tool.codespell]\n{config}\n")
-    write_contract(repo, {"name": "codespell", "command": [codespell, "{files}"],
-                          "types": ["text"], "cache": True})
+    write(repo / ".pre-commit-config.yaml", CODESPELL_HOOK)
+    assert verifygate(repo, "migrate").returncode == 0
+    assert 'cache = true' in (repo / "verify.toml").read_text()
     write(repo / "notes.txt", "teh cat\n")
     for index in range(3):
         write(repo / "docs" / f"page{index}.md", f"page {index}\n")
     commit_all(repo)
 
 
-def test_a_configuration_the_gate_also_judges_checks_every_file_again(repo: Path,
-                                                                      codespell: str) -> None:
-    codespell_project(repo, codespell, 'ignore-words-list = "teh"')
+@pytest.mark.usefixtures("codespell")
+def test_a_configuration_the_gate_also_judges_checks_every_file_again(repo: Path) -> None:
+    codespell_project(repo, 'ignore-words-list = "teh"')
     assert gate_report(repo, "--all")["outcome"] == "passed"
     write(repo / "pyproject.toml", '[tool.codespell]\nignore-words-list = "zzz"\n')
     failed = gate_report(repo, "--all", status=1)
     assert "notes.txt:1: teh ==> the" in failed["output_tail"]
 
 
-def test_a_file_the_configuration_names_checks_every_file_again(repo: Path,
-                                                                codespell: str) -> None:
+@pytest.mark.usefixtures("codespell")
+def test_a_file_the_configuration_names_checks_every_file_again(repo: Path) -> None:
     write(repo / "words.txt", "teh\n")  # a text file codespell judges, and its word list
-    codespell_project(repo, codespell, 'ignore-words = "words.txt"')
+    codespell_project(repo, 'ignore-words = "words.txt"')
     assert gate_report(repo, "--all")["outcome"] == "passed"
     write(repo / "words.txt", "zzz\n")
     failed = gate_report(repo, "--all", status=1)
     assert "notes.txt:1: teh ==> the" in failed["output_tail"]
 
 
+@pytest.mark.usefixtures("codespell")
 def test_pytest_items_see_a_changed_configuration(pytester: pytest.Pytester,
-                                                  monkeypatch: pytest.MonkeyPatch,
-                                                  codespell: str) -> None:
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     init_repo(pytester.path, monkeypatch)
     monkeypatch.setenv("PYTEST_ADDOPTS", QUIET_PLUGINS)
     # pytester's own output, written into the project while it runs
     write(pytester.path / ".gitignore", "runpytest-*\nstdout\nstderr\n")
-    codespell_project(pytester.path, codespell, 'ignore-words-list = "teh"')
+    codespell_project(pytester.path, 'ignore-words-list = "teh"')
     args = ("--verify-contract", "-p", "no:cacheprovider", "-v")
     pytester.runpytest_subprocess(*args).assert_outcomes(passed=1)
     pytester.runpytest_subprocess(*args).stdout.fnmatch_lines(["*PASSED (cached)*"])
