@@ -354,7 +354,7 @@ def test_a_report_over_a_tracked_or_staged_file_is_refused(repo: Path,
 def test_a_staged_run_asks_git_once_for_each_answer(repo: Path, tmp_path: Path) -> None:
     # A commit waits for these: the work tree's place, what differs from the index (hidden
     # edits included) and the staged diff. Each answer is one git call; the tracked files a
-    # left-out gate's patterns are checked against are listed only when the contract changed.
+    # left-out gate's patterns are checked against are listed once per contract and commit.
     import shutil
     import sys
 
@@ -369,15 +369,19 @@ def test_a_staged_run_asks_git_once_for_each_answer(repo: Path, tmp_path: Path) 
     write(repo / "verify.toml", gates)
     write(repo / "a.py", "1\n")
     write(repo / "b.md", "b\n")
+    write(repo / "c.js", "c\n")
     commit_all(repo)
     write(repo / "a.py", "2\n")
     git(repo, "add", "a.py")
-    done = subprocess.run([sys.executable, "-m", "pytest_verifygate", "run", "--staged"],
-                          cwd=repo, capture_output=True, text=True,
-                          env={**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"})
-    assert done.returncode == 0, done.stderr
-    assert "1 of 3 gate(s) selected" in done.stderr + done.stdout
+    for _ in range(2):
+        calls.unlink(missing_ok=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest_verifygate", "run", "--staged"], cwd=repo,
+            capture_output=True, text=True,
+            env={**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"})
+        assert done.returncode == 0, done.stderr
+        assert "1 of 3 gate(s) selected" in done.stderr + done.stdout
     commands = [line.split(" -c ")[-1].split(" ", 1)[1] for line in
                 calls.read_text().splitlines()]
     assert [command.split(" ")[0] for command in commands] == [
-        "rev-parse", "ls-files", "diff"], commands
+        "rev-parse", "ls-files", "diff", "rev-parse"], commands
