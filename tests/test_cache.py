@@ -416,12 +416,17 @@ sys.exit(1 if strict else 0)
 """
 
 
-@pytest.mark.parametrize("where", ["parent directory", "user configuration", "environment"])
-def test_a_configuration_outside_the_repository_is_part_of_the_key(
+@pytest.mark.parametrize("where", ["parent directory", "repository above the project",
+                                   "user configuration", "environment"])
+def test_a_configuration_outside_the_project_is_part_of_the_key(
         tmp_path: Path, counter: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
     repo = tmp_path / "outer" / "repo"
     repo.mkdir(parents=True)
     git(repo, "init", "-q")
+    if where == "repository above the project":  # a monorepo's project in sub/
+        write(repo / "pyproject.toml", "[tool.lint-tool]\nmode = 'lax'\n")
+        commit_all(repo)
+        repo = repo / "sub"
     tool = write(tmp_path / "bin" / "lint-tool", f"#!{sys.executable}\n{STRICT_TOOL}")
     tool.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tool.parent}{os.pathsep}{os.environ['PATH']}")
@@ -432,7 +437,7 @@ def test_a_configuration_outside_the_repository_is_part_of_the_key(
     commit_all(repo)
     run_report(repo)
     assert run_report(repo)["lint"]["cached"] is True
-    if where == "parent directory":
+    if where in ("parent directory", "repository above the project"):
         write(repo.parent / "pyproject.toml", "[tool.lint-tool]\nmode = 'strict'\n")
     elif where == "user configuration":
         write(tmp_path / "config" / "lint-tool" / "config", "strict\n")

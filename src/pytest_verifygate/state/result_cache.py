@@ -76,7 +76,7 @@ def _definition(contract: Contract, plan: GatePlan, **fields: Any) -> str:
         "timeout_seconds": gate.timeout_seconds,
         "shell": gate.shell,
         "tools": tool_identities(plan),
-        "outside": outside_identities(plan, contract.repo_root),
+        "outside": outside_identities(plan, contract.root),
         **fields,
     }, sort_keys=True, ensure_ascii=True)
 
@@ -153,15 +153,16 @@ def tool_identities(plan: GatePlan) -> list[list[Any]]:
     return identities
 
 
-def outside_identities(plan: GatePlan, repo_root: Path) -> list[list[Any]]:
-    """What a tool may read from outside the repository: configuration files of known names in
-    the directories above it, the user's configuration of each program, the environment
-    variables named after it and Python's own (docs: how-to/cache.md)."""
+def outside_identities(plan: GatePlan, root: Path) -> list[list[Any]]:
+    """What a tool may read from outside the project: configuration files of known names in
+    the directories above ``root`` (the repository's too), the user's configuration of each
+    program, the environment variables named after it and Python's own (docs:
+    how-to/cache.md)."""
     names = [os.path.basename(name) for name in program_names(plan)]
     home = Path(os.environ.get("HOME") or os.path.expanduser("~"))
     config_home = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
     user_site = Path(os.environ.get("PYTHONUSERBASE") or home / ".local")
-    paths = [str(parent / file) for parent in repo_root.resolve().parents
+    paths = [str(parent / file) for parent in root.resolve().parents
              for file in _CONFIG_NAMES]
     paths += [str(place) for name in names for place in (
         config_home / name, *(home / f".{name}{end}" for end in _USER_CONFIG_ENDS))]
