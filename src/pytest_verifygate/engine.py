@@ -69,8 +69,6 @@ class RunRequest(NamedTuple):
     # it had run as they were there, with those added since (``contract/revision.py``).
     bound_by: str | None = None
     names: tuple[str, ...] = ()  # only these gates (``verifygate run NAME...``); empty: all
-    # Warn of patterns that match no tracked file even when the contract did not change.
-    warn_unmatched_patterns: bool = False
 
 
 class Plan(NamedTuple):
@@ -149,8 +147,7 @@ def prepare(request: RunRequest) -> Plan:
         from pytest_verifygate.contract import display_path
 
         selections = only_named(selections, request.names, display_path(contract.path))
-    pattern_warnings = tuple(unmatched_pattern_warnings(contract, changes, selections,
-                                                        always=request.warn_unmatched_patterns))
+    pattern_warnings = tuple(unmatched_pattern_warnings(contract, selections))
     shard_warnings: tuple[str, ...] = ()
     if request.shard is not None:
         from pytest_verifygate.shards import shard_selections

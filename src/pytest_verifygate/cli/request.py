@@ -36,8 +36,7 @@ def prepare_from_args(args: argparse.Namespace, *, jobs: int | None = None,
                               role=asked_roles(args.role, os.environ), phase=args.phase,
                               jobs=jobs, read_cache=read_cache,
                               shard=requested_shard(args.shard, os.environ),
-                              names=tuple(dict.fromkeys(getattr(args, "names", None) or ())),
-                              warn_unmatched_patterns=args.command == "list"))
+                              names=tuple(dict.fromkeys(getattr(args, "names", None) or ()))))
     for warning in plan.warnings:
         print(f"verifygate: {warning}", file=sys.stderr)
     return plan

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pytest_verifygate.errors import ChangeSetError
+from pytest_verifygate.errors import ChangeSetError, UsageError
 
 # Whatever the repository's configuration says, git answers from the objects and files: no
 # replace refs or grafts (a commit swapped for one with the current tree), no fsmonitor (a
@@ -120,8 +120,31 @@ def compute_changes(root: Path, request: ChangeRequest | None = None, *,
     request = request or ChangeRequest()
     env = os.environ if environ is None else environ
     cwd = cwd or Path.cwd()
+    refuse_tracked_outputs(request.outputs, cwd)
     changes = _compute(root, request, settings_changed_from, env, cwd)
-    return without_own_files(changes, root, request.outputs, cwd)
+    changes = without_own_files(changes, root, request.outputs, cwd)
+    if changes.source == SOURCE_FILES:
+        _refuse_unknown_files(root, changes.files, cwd)
+    return changes
+
+
+def _refuse_unknown_files(root: Path, files: Sequence[str], cwd: Path) -> None:
+    """``UsageError`` for a named file neither in the work tree nor in the index: it names
+    nothing a gate could check, and a run for nothing says ``passed``."""
+    missing = [path for path in files if not os.path.lexists(root / path)]
+    if not missing:
+        return
+    indexed = set(all_files(root))
+    unknown = next((path for path in missing if path not in indexed), None)
+    if unknown is None:
+        return
+    typed = os.path.relpath(root / unknown, cwd)
+    meant = os.path.relpath(root / typed, cwd)  # a path from the project root, typed elsewhere
+    hint = (f"did you mean {meant}? " if not typed.startswith("..") and (
+        os.path.lexists(root / typed) or Path(typed).as_posix() in indexed) else "")
+    raise UsageError(f"{typed}: no such file in the work tree or the index ({hint}named files "
+                     "are relative to the current directory; a deletion is found by "
+                     "--changed-from REF)")
 
 
 def _compute(root: Path, request: ChangeRequest, settings_changed_from: str,
@@ -188,7 +211,12 @@ def without_own_files(changes: ChangeSet, root: Path, outputs: Iterable[str | os
     from pytest_verifygate.state.outputs import in_git_dir, own_files
 
     warnings: list[str] = []
-    own = own_files(root, outputs, cwd, warnings)
+    own = own_files(root, outputs, cwd, warnings) & set(changes.files)
+    if own and changes.source != SOURCE_FILES:
+        # Staged (``git add -A``), a report is part of what is committed: a change.
+        listed = git_output(root, "ls-files", "-z", "--cached", "--",
+                            *(f":(literal){path}" for path in own))
+        own -= {os.fsdecode(item) for item in listed.split(b"\0")}
     changes = changes._replace(warnings=(*changes.warnings, *warnings))
     # Git never lists its own directory: only paths the user names can be in it.
     named = changes.source == SOURCE_FILES and ".git/" in "\0".join(changes.files)
@@ -197,6 +225,26 @@ def without_own_files(changes: ChangeSet, root: Path, outputs: Iterable[str | os
     kept = tuple(path for path in changes.files
                  if path not in own and not (named and in_git_dir(path)))
     return changes._replace(files=kept, deleted=changes.deleted.intersection(kept))
+
+
+def refuse_tracked_outputs(outputs: Iterable[str | os.PathLike[str]], cwd: Path) -> None:
+    """``UsageError`` for an output path (a report, a JUnit file) git tracks or has staged:
+    writing it would replace the user's file, and as the package's own output it would no
+    longer be a change, so the gates that judge it would never run again."""
+    for output in outputs:
+        path = cwd / output
+        if not path.parent.is_dir():
+            continue  # a directory still to be made holds no tracked file
+        try:
+            listed = git_output(path.parent, "ls-files", "-z", "--cached", "--",
+                                f":(literal){path.name}")
+        except ChangeSetError as exc:
+            if "not in a git repository" in str(exc):
+                continue
+            raise
+        if listed:
+            raise UsageError(f"{os.fspath(output)} is a file git tracks: write the report "
+                             "elsewhere (a git-ignored path, or outside the work tree)")
 
 
 class ChangeBase(NamedTuple):
