@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate import codes, option_checks
 from pytest_verifygate.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from pytest_verifygate.cli.request import prepare_from_args, write_outputs
+from pytest_verifygate.cli.request import output_paths, prepare_from_args, write_outputs
 from pytest_verifygate.contract import display_path
 from pytest_verifygate.git.changes import ChangeRequest
 from pytest_verifygate.git.set_aside import put_back, set_aside_for
@@ -51,7 +51,8 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
     report_path: str | None = None  # named in the summary only once the report is written
     # A commit's or a push's check: the gates see the work tree as the commit records it.
     changes = ChangeRequest(files=[] if args.files_from else args.files, staged=args.staged,
-                            changed_from=args.changed_from, all=args.all)
+                            changed_from=args.changed_from, all=args.all,
+                            outputs=output_paths(args))
     with Interruptible() as guard, set_aside_for(changes, Path.cwd(), _say) as aside:
         if aside is None:  # a commit's check does it first too
             _put_back_killed_runs()

@@ -17,7 +17,7 @@ import hashlib
 import os
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -38,6 +38,7 @@ from pytest_verifygate.git.changes import (
     read_listing,
 )
 from pytest_verifygate.state.files import open_state_dir, replace_in
+from pytest_verifygate.state.outputs import own_files
 from pytest_verifygate.state.storage import git_state_dir
 
 # json, shutil and tempfile are imported where they are used: most runs set nothing aside.
@@ -121,7 +122,7 @@ def set_aside_for(changes: ChangeRequest, here: Path, say: Say
     if changes.files is not None or changes.changed_from or changes.all:
         return contextlib.nullcontext()
     target = commit_target(here, staged=changes.staged)
-    return contextlib.nullcontext() if target is None else SetAside(target, say)
+    return contextlib.nullcontext() if target is None else SetAside(target, say, changes.outputs)
 
 
 def _revision(top: Path, revision: str) -> str | None:
@@ -184,9 +185,11 @@ class SetAside:
     ``finish`` checks that the run changed nothing of it (nor of the index, for a commit) and
     puts everything back. ``say`` gets the lines the user should read."""
 
-    def __init__(self, target: Target, say: Say) -> None:
+    def __init__(self, target: Target, say: Say,
+                 outputs: Sequence[str | os.PathLike[str]] = ()) -> None:
         self.target = target
         self.say = say
+        self.outputs = outputs  # the files this run writes (reports): never set aside
         self.entries: list[_Entry] = []
         self.removed_dirs: list[tuple[str, int]] = []  # emptied by the moves: made again after
         self.made_dirs: list[str] = []  # made for the written files: removed after
@@ -203,7 +206,8 @@ class SetAside:
             self.close()
             where = f"{exc.filename}: " if exc.filename else ""
             raise ChangeSetError(f"cannot set aside what {self.target.what} lacks ({where}"
-                                 f"{exc.strerror or exc}); nothing was checked") from None
+                                 f"{exc.strerror or exc}); nothing was checked: fix that "
+                                 "path, or stage or stash the work first") from None
         except BaseException:
             self.close()
             raise
@@ -218,17 +222,22 @@ class SetAside:
         if state is None:
             raise ChangeSetError(f"{top} has no git directory to set work aside in")
         self.home = _home(state, top)
-        self.lock = _lock(self.home)
-        if self.lock is None:
-            raise ChangeSetError("another verifygate run is checking a commit in this work "
-                                 "tree: wait for it to finish, then try again")
-        recover(self.home, top, self.say)
+        if self.home.is_dir():  # another run may be at work: never two at once
+            self._take_lock()
+            recover(self.home, top, self.say)
         if self.target.index_file is not None:
             self.index_stamp = _stamp(self.target.index_file)
             self.index = _read_index(self.target)
         found = differences(self.target)
+        # This run's reports, and earlier runs' as they wrote them, are the tool's own files
+        # (what is wrong with their record, the change set says: it reads it too).
+        own = own_files(top, self.outputs, Path.cwd(), [])
+        found = {path: recorded for path, recorded in found.items()
+                 if recorded is not None or path not in own}
         if not found:
             return  # nothing differs: nothing is touched
+        if self.lock is None:
+            self._take_lock()
         _check_environment(top, found)
         self.run_dir = self.home / f"run-{os.getpid()}-{time.time_ns()}"
         os.mkdir(self.run_dir, 0o700)
@@ -245,6 +254,13 @@ class SetAside:
         moved = sum(entry.slot is not None for entry in self.entries)
         self.say(f"checking {self.target.what} in place: {moved} file(s) that differ from it "
                  "are set aside until the gates are done")
+
+    def _take_lock(self) -> None:
+        assert self.home is not None
+        self.lock = _lock(self.home)
+        if self.lock is None:
+            raise ChangeSetError("another verifygate run is checking a commit in this work "
+                                 "tree: wait for it to finish, then try again")
 
     def _save(self) -> None:
         """The journal a later run restores from, should this one be killed."""
