@@ -19,12 +19,14 @@ import pytest
 
 from pytest_verifygate.agents import DEFAULT_BUDGET, STOP_TIMEOUT, config
 from pytest_verifygate.agents.protocol import MAX_PAYLOAD_BYTES
+from pytest_verifygate.agents.status import status_path
 from pytest_verifygate.cli.parser import build_parser
 from test_agent_hook import (
     BAD,
     CHECK_GATE,
     GOOD,
     assert_gone,
+    begun,
     checked_project,
     contract,
     hook_process,
@@ -62,6 +64,7 @@ class Stop:
 
 def stop(agent: str, repo: Path, *args: str, session: str = "s-1",
          env: dict[str, str] | None = None, **fields: Any) -> Stop:
+    begun(repo, session)
     return Stop(PAYLOADS[agent](repo, session, **fields), *args, cwd=repo, env=env)
 
 
@@ -182,6 +185,7 @@ def test_a_plugin_that_cannot_load_is_a_contract_error(project: Path) -> None:
 def test_a_git_error_blocks(project: Path) -> None:
     """One bad line in .git/config: every git command fails, and so does the check."""
     write(project / "calc.py", BAD)
+    begun(project, "s-1")
     with (project / ".git" / "config").open("a") as config:
         config.write("[broken\n")
     text = reason("codex", stop("codex", project))
@@ -214,9 +218,8 @@ def test_a_payload_too_large_to_read_is_no_escape(project: Path) -> None:
 
 
 def nothing_writable(project: Path, tmp_path: Path) -> dict[str, str]:
-    """No place at all for the rounds: a file where ``.git/verifygate`` goes, and one where
-    the user's state directory would be made."""
-    (project / ".git" / "verifygate").write_text("in the way\n")
+    """No place at all for the rounds (nor the session's start): a file where the user's
+    state directory would be made."""
     blocker = write(tmp_path / "state-blocker", "a file\n")
     return {"XDG_STATE_HOME": str(blocker / "state")}
 
@@ -232,7 +235,8 @@ def test_gemini_retries_that_quote_the_round_keep_the_cap(project: Path,
         answer = stop("gemini", project, env=env, prompt=prompt, active=False)
         prompt = reason("gemini", answer)
         assert f"round {round_number} of 3" in prompt
-    assert "gates still fail after 3 round(s)" in handed_over(
+    # Nothing could record the session's start either: each round says so.
+    assert "cannot be checked after 3 round(s) (no start was recorded" in handed_over(
         stop("gemini", project, env=env, prompt=prompt, active=False))
 
 
@@ -283,12 +287,14 @@ def test_agent_status_tells_how_the_last_stop_ended(project: Path) -> None:
     assert agent_status(project).returncode == 1  # a run whose hook never ran is not verified
 
 
-def test_agent_status_believes_no_record_it_did_not_write(project: Path) -> None:
+def test_agent_status_believes_no_record_of_another_repository(project: Path) -> None:
     write(project / "calc.py", BAD)
     reason("claude", stop("claude", project))
-    path = project / ".git" / "verifygate" / "agent-status.json"
+    path = status_path(project)
+    assert path is not None
     record = json.loads(path.read_text())
     record["outcome"] = "verified"
+    record["repository"] = "/elsewhere"
     path.write_text(json.dumps(record))
     assert agent_status(project).returncode == 1
 
@@ -312,6 +318,7 @@ def test_sigterm_blocks_even_while_git_runs(project: Path, tmp_path: Path) -> No
     slow_git.chmod(0o755)
     write(project / "calc.py", BAD)
     git(project, "status")
+    begun(project, "sig")
     payload = json.dumps(PAYLOADS["claude"](project, "sig")).encode()
     hook = subprocess.Popen([*VERIFYGATE, "agent-hook"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=project,

@@ -17,38 +17,15 @@ import time
 from pathlib import Path
 
 from pytest_verifygate.state.files import (
-    STATE_DIR_NAME,
     StateFileError,
-    open_state_dir,
     read_bounded,
     read_state_file,
 )
-from pytest_verifygate.state.storage import blocker
+from pytest_verifygate.state.storage import blocker, user_state_dir
 
 KEY_BYTES = 32
 MAC_BYTES = 32
 _SEAL = b"verifygate-sealed-1 "  # then the MAC in hex, a newline, and the data
-
-
-def user_state_dir() -> Path | None:
-    """``$XDG_STATE_HOME/verifygate`` (``~/.local/state/verifygate``), made private if
-    missing; None unless it is this user's."""
-    base = os.environ.get("XDG_STATE_HOME", "")
-    if not os.path.isabs(base):  # unset, or relative (which the XDG spec says to ignore)
-        home = os.path.expanduser("~")
-        if not os.path.isabs(home):
-            return None
-        base = os.path.join(home, ".local", "state")
-    directory = Path(base, STATE_DIR_NAME)
-    try:
-        fd = open_state_dir(directory, create=True)
-    except OSError:
-        return None
-    try:
-        owner = os.fstat(fd).st_uid
-    finally:
-        os.close(fd)
-    return directory if owner == os.getuid() else None
 
 
 def user_key() -> bytes | None:

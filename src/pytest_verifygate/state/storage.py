@@ -90,6 +90,27 @@ def _private_temp_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="verifygate-"))
 
 
+def user_state_dir() -> Path | None:
+    """``$XDG_STATE_HOME/verifygate`` (``~/.local/state/verifygate``), made private if
+    missing; None unless it is this user's."""
+    base = os.environ.get("XDG_STATE_HOME", "")
+    if not os.path.isabs(base):  # unset, or relative (which the XDG spec says to ignore)
+        home = os.path.expanduser("~")
+        if not os.path.isabs(home):
+            return None
+        base = os.path.join(home, ".local", "state")
+    directory = Path(base, STATE_DIR_NAME)
+    try:
+        fd = open_state_dir(directory, create=True)
+    except OSError:
+        return None
+    try:
+        owner = os.fstat(fd).st_uid
+    finally:
+        os.close(fd)
+    return directory if owner == os.getuid() else None
+
+
 def new_log_dir(repo_root: Path, warnings: list[str]) -> Path:
     """A fresh private directory for one run's gate logs, older runs' pruned; the temp
     directory, with a warning, when there can be none there."""
