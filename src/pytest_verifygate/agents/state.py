@@ -19,7 +19,7 @@ from pytest_verifygate.state.files import (
     read_state_file,
     write_state,
 )
-from pytest_verifygate.state.storage import user_state_dir
+from pytest_verifygate.state.storage import private_dir
 
 STATE_VERSION = 1
 MAX_STATE_BYTES = 64 * 1024
@@ -53,13 +53,9 @@ def is_state_name(name: str) -> bool:
 
 
 def private_path(folder: str, project: Path | str, name: str) -> Path | None:
-    """``<user state dir>/<folder>/<project, hashed>/<name>``: out of reach of an agent
-    confined to the project. None when the user has no state directory."""
-    base = user_state_dir()
-    if base is None:
-        return None
-    tag = hashlib.sha256(str(project).encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    return base / folder / tag / name
+    """``name`` in the private directory of ``project`` (``storage.private_dir``)."""
+    directory = private_dir(folder, project)
+    return None if directory is None else directory / name
 
 
 class Rounds(NamedTuple):
