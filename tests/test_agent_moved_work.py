@@ -149,6 +149,31 @@ def test_broken_work_committed_in_another_worktree_blocks(project: Path, tmp_pat
     assert "the HEAD of the worktree" in cannot_check("codex", elsewhere)
 
 
+def test_a_worktree_removed_after_a_blocked_stop_still_blocks(project: Path,
+                                                              tmp_path: Path) -> None:
+    """The worktree's HEAD and its reflog go with it; the stop that saw the commit keeps it."""
+    begun(project, "s-1")
+    elsewhere = tmp_path / "elsewhere"
+    git(project, "worktree", "add", "-q", "--detach", str(elsewhere))
+    write(elsewhere / "calc.py", BAD)
+    commit_all(elsewhere, "broken, on a detached HEAD elsewhere")
+    work = head(elsewhere)
+    cannot_check("claude", project)
+    git(project, "worktree", "remove", "--force", str(elsewhere))
+    assert f"the session's commits ({work[:12]})" in cannot_check("claude", project)
+
+
+def test_a_tag_on_broken_work_reset_away_blocks_and_notes_do_not(project: Path) -> None:
+    work = committed_broken_work(project, branch=None)
+    git(project, "notes", "add", "-m", "reviewed")  # notes are no work checked out
+    assert "calc.py:1: error: bug found" in blocking_reason("codex", stop("codex", project))
+    git(project, "tag", "keep")
+    reset_to_start(project)
+    assert f"refs/tags/keep ({work[:12]})" in cannot_check("codex", project)
+    git(project, "tag", "-d", "keep")
+    assert "are on nothing checked out" in cannot_check("codex", project)
+
+
 def test_a_replaced_commit_is_seen_as_it_is(project: Path) -> None:
     """``git replace`` makes git show the start in place of the broken commit; the hook reads
     the objects as recorded."""

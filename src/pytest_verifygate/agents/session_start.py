@@ -27,8 +27,9 @@ RECORD_VERSION = 2
 KEEP_SESSIONS = 200
 MAX_RECORD_BYTES = 16 << 20  # every ref of a large repository
 KEEP_SEEN = 50
-# Refs that move without the session: fetched commits are no work of the agent's.
-FOREIGN_REFS = ("refs/remotes/", "refs/prefetch/")
+# Refs that move without the session's work: fetched commits, and notes (no file of them is
+# ever checked out).
+FOREIGN_REFS = ("refs/remotes/", "refs/prefetch/", "refs/notes/")
 WORKTREE = "worktree "  # the key of a worktree's HEAD among the refs
 
 
@@ -138,13 +139,14 @@ def _not_in(repo_root: Path, tips: list[str], record: SessionRecord, *, limit: i
     return out.decode().split()
 
 
-def moved_work(record: SessionRecord, repo_root: Path) -> str | None:
+def moved_work(record: SessionRecord, repo_root: Path) -> tuple[str | None, str | None]:
     """Why the session's work is not (all) in what is checked out, else None: its start was
-    rewritten away, or a ref or a worktree holds commits of the session that HEAD does not."""
+    rewritten away, or a ref or a worktree holds commits of the session that HEAD does not;
+    and that tip, if any."""
     if record.commit is not None and not _exists(repo_root, record.commit):
         return (f"the commit the session began at ({record.short}) is no longer in the "
                 "repository: history was rewritten (an amend or rebase of it, then its "
-                "reflog expired and pruned), so what the session changed cannot be told")
+                "reflog expired and pruned), so what the session changed cannot be told"), None
     for name, tip in sorted(snapshot(repo_root).items()):
         if record.refs.get(name) == tip or name.startswith(FOREIGN_REFS):
             continue
@@ -153,8 +155,8 @@ def moved_work(record: SessionRecord, repo_root: Path) -> str | None:
                     if name.startswith(WORKTREE) else name)
             return (f"your commits on {what} ({tip[:12]}) are not checked out here: check "
                     "out (or merge) the branch that holds your work, so that it can be "
-                    "verified, or delete what you do not mean to keep")
-    return None
+                    "verified, or delete what you do not mean to keep"), tip
+    return None, None
 
 
 def discarded(record: SessionRecord, repo_root: Path) -> list[str]:
@@ -164,14 +166,15 @@ def discarded(record: SessionRecord, repo_root: Path) -> list[str]:
                    record)
 
 
-def note_seen(record: SessionRecord, repo_root: Path) -> SessionRecord:
-    """``record`` with HEAD among the commits seen, if it is one of the session's: a reflog
-    the agent expires later does not hide what a stop saw."""
-    head = head_commit(repo_root)
-    if head is None or head in record.seen or not _not_in(repo_root, [head], record, limit=1,
-                                                         but_head=False):
-        return record
-    return record._replace(seen=(*record.seen, head)[-KEEP_SEEN:])
+def note_seen(record: SessionRecord, repo_root: Path, *tips: str) -> SessionRecord:
+    """``record`` with HEAD and ``tips`` among the commits seen, where they are the session's:
+    a reflog the agent expires, a worktree it removes, later, do not hide what a stop saw."""
+    seen = list(record.seen)
+    for tip in (head_commit(repo_root), *tips):
+        if tip is not None and tip not in seen and _not_in(repo_root, [tip], record, limit=1,
+                                                          but_head=False):
+            seen.append(tip)
+    return record._replace(seen=tuple(seen[-KEEP_SEEN:]))
 
 
 def _reflog_since(repo_root: Path, started: float) -> list[str]:

@@ -99,10 +99,10 @@ def judge(args: argparse.Namespace, payload: HookPayload) -> Decision:
             return fail_closed(args, payload, NO_RECORD)
         elif record is not None:
             assert repo_root is not None
-            moved = session_start.moved_work(record, repo_root)
+            moved, tip = session_start.moved_work(record, repo_root)
+            _keep(session_start.note_seen(record, repo_root, *filter(None, [tip])), record)
             if moved is not None:
                 return fail_closed(args, payload, moved)
-            _keep(session_start.note_seen(record, repo_root), record)
             start = StartPoint(record.commit, session_start.FROM_SESSION_START)
         plan = engine.prepare(_request(args, payload, start))
         hook = plugin_hook(plan.contract)  # a plugin that cannot load is a contract error
