@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -36,17 +36,13 @@ CI_VARIABLES = ("GITHUB_ACTIONS", "GITHUB_BASE_REF", "GITHUB_STEP_SUMMARY", "GIT
                 "CI_MERGE_REQUEST_DIFF_BASE_SHA")
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _private_state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """verifygate's per-user state (the key sealing state files) goes to a
-    directory of this test session, never to the home of whoever runs the tests."""
-    previous = os.environ.get("XDG_STATE_HOME")
-    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("xdg-state"))
-    yield
-    if previous is None:
-        os.environ.pop("XDG_STATE_HOME", None)
-    else:
-        os.environ["XDG_STATE_HOME"] = previous
+@pytest.fixture(autouse=True)
+def _private_state_home(tmp_path_factory: pytest.TempPathFactory,
+                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """verifygate's per-user state (session records, round counts, cached passes) goes to a
+    directory of this test, never to the home of whoever runs the tests: tests reuse session
+    ids, and each is a session of its own."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("xdg-state")))
 
 
 @pytest.fixture(autouse=True)

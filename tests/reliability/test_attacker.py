@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
 import sys
@@ -16,10 +17,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_verifygate import githooks
+from pytest_verifygate.agents.status import status_path
 from pytest_verifygate.filetypes import _finder
 from pytest_verifygate.report.github import write_step_outputs
 from reliability.support import examples
-from test_agent_hook import BAD, GOOD, checked_project
+from test_agent_hook import BAD, GOOD, begun, checked_project
 
 from conftest import commit_all, git, read_output_file, verifygate, write
 
@@ -46,6 +48,7 @@ def _claude_stop(cwd: Path, project_dir: Path) -> subprocess.CompletedProcess[st
     payload's ``cwd`` is wherever the agent's shell was left."""
     payload = {"session_id": "s-1", "transcript_path": "/nonexistent.jsonl", "cwd": str(cwd),
                "hook_event_name": "Stop", "stop_hook_active": False}
+    begun(project_dir, "s-1")  # the session began in the project
     return subprocess.run([sys.executable, "-m", "pytest_verifygate", "agent-hook"],
                           input=json.dumps(payload), capture_output=True, text=True,
                           cwd=project_dir, check=False, timeout=120,
@@ -81,8 +84,8 @@ def test_a_stop_from_the_project_or_below_is_judged_where_it_was_made(repo: Path
 
 def test_agent_status_believes_no_record_replayed_from_another_repository(
         repo: Path, tmp_path: Path) -> None:
-    # A sealed "verified" record from another repository (or an earlier clone) copied into
-    # this one's state must not make a broken run's caller see a verified stop.
+    # A "verified" record from another repository (or an earlier clone) copied into this
+    # one's place must not make a broken run's caller see a verified stop.
     checked_project(repo)
     other = tmp_path / "other"
     git(tmp_path, "clone", "-q", str(repo), str(other))
@@ -90,9 +93,10 @@ def test_agent_status_believes_no_record_replayed_from_another_repository(
     assert _claude_stop(other, other).stdout == ""  # verified there
     status = [sys.executable, "-m", "pytest_verifygate", "agent-status"]
     assert subprocess.run(status, cwd=other, check=False).returncode == 0
-    (repo / ".git" / "verifygate").mkdir(exist_ok=True)
-    (repo / ".git" / "verifygate" / "agent-status.json").write_bytes(
-        (other / ".git" / "verifygate" / "agent-status.json").read_bytes())
+    mine, theirs = status_path(repo), status_path(other)
+    assert mine is not None and theirs is not None
+    mine.parent.mkdir(parents=True, exist_ok=True)
+    mine.write_bytes(theirs.read_bytes())
     replayed = subprocess.run(status, cwd=repo, capture_output=True, text=True, check=False)
     assert replayed.returncode == 1, replayed.stdout
     assert "no stop recorded" in replayed.stdout
@@ -270,17 +274,15 @@ def _claude_event(cwd: Path, event: str) -> subprocess.CompletedProcess[str]:
                           cwd=cwd, check=False, timeout=120)
 
 
-def test_deleting_the_session_start_does_not_hide_committed_work(repo: Path) -> None:
-    # The agent commits its broken work, then deletes what recorded where the session began:
-    # the stop must not start again from the broken commit.
+def test_deleting_the_git_state_directory_does_not_hide_committed_work(repo: Path) -> None:
+    # The agent commits its broken work, then deletes all it can of the tool's state: the
+    # session's start is kept where it cannot write, so the stop does not start again from
+    # the broken commit.
     checked_project(repo)
     assert _claude_event(repo, "SessionStart").stdout == ""
     write(repo / "calc.py", BAD)
     commit_all(repo, "broken")
-    starts = repo / ".git" / "verifygate" / "agent" / "starts"
-    assert [path.suffix for path in starts.iterdir()] == [".json"]
-    for path in starts.iterdir():
-        path.unlink()
+    shutil.rmtree(repo / ".git" / "verifygate", ignore_errors=True)
     done = _claude_event(repo, "Stop")
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_verifygate.agents.session_start import head_commit, session_start_point
+from pytest_verifygate.agents.session_start import snapshot
 from pytest_verifygate.errors import ChangeSetError
-from pytest_verifygate.git.changes import ChangeRequest, compute_changes
+from pytest_verifygate.git.changes import ChangeRequest, compute_changes, head_commit
 from pytest_verifygate.git.inputs import RepoFiles
 from test_agent_hook import BAD, GOOD, checked_project, stop
 
@@ -207,7 +207,7 @@ def test_a_broken_git_config_is_an_error_everywhere_never_nothing_changed(
     with pytest.raises(ChangeSetError, match=r"bad config line"):
         head_commit(project)  # not "no commit yet"
     with pytest.raises(ChangeSetError, match=r"bad config line"):
-        session_start_point(project, "another-session")  # not "no upstream branch"
+        snapshot(project)  # not "no refs": the session's record is not made of an error
     with pytest.raises(OSError, match=r"bad config line"):
         RepoFiles(project).digest(None)
     run = stop(project)

@@ -484,9 +484,11 @@ class _Entry(NamedTuple):
     new_oid: str
 
 
-def git_output(root: Path, *args: str, environ: Mapping[str, str] | None = None) -> bytes:
-    """What ``git <args>`` run in ``root`` prints; ``ChangeSetError`` when it cannot or fails."""
-    return _checked(root, args, _run_git(root, args, environ))
+def git_output(root: Path, *args: str, environ: Mapping[str, str] | None = None,
+               stdin: bytes | None = None) -> bytes:
+    """What ``git <args>`` run in ``root`` prints (``stdin``: its input); ``ChangeSetError``
+    when it cannot or fails."""
+    return _checked(root, args, _run_git(root, args, environ, stdin))
 
 
 def git_answer(root: Path, *args: str) -> bytes | None:
@@ -498,12 +500,15 @@ def git_answer(root: Path, *args: str) -> bytes | None:
     return _checked(root, args, process)
 
 
-def _run_git(root: Path, args: Sequence[str], environ: Mapping[str, str] | None = None
-             ) -> subprocess.CompletedProcess[bytes]:
+def _run_git(root: Path, args: Sequence[str], environ: Mapping[str, str] | None = None,
+             stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    # Grafts and replace refs make git show other commits than those recorded: a ``git
+    # replace`` would make a broken commit look like the one before it.
+    env = {**os.environ, "GIT_GRAFT_FILE": os.devnull, "GIT_NO_REPLACE_OBJECTS": "1",
+           **(environ or {})}
     try:
-        return subprocess.run([*GIT, *args], cwd=root, capture_output=True,
-                              env={**os.environ, "GIT_GRAFT_FILE": os.devnull, **(environ or {})},
-                              stdin=subprocess.DEVNULL, check=False)
+        return subprocess.run([*GIT, *args], cwd=root, capture_output=True, env=env,
+                              input=stdin if stdin is not None else b"", check=False)
     except FileNotFoundError:
         raise ChangeSetError("git is not installed or not on PATH") from None
     except OSError as exc:  # not executable, no such directory: still one line, not a trace

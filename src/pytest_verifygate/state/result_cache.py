@@ -1,6 +1,7 @@
 """The result cache (docs: how-to/cache.md): a key of a gate's definition, tools and inputs,
-and its sealed entries in ``<git dir>/verifygate/cache``, per key and, for a ``{files}`` gate,
-per file. An entry not right in every way is not believed: the gate runs.
+and its entries in the user's private state directory (``cache/<repository>``), per key and,
+for a ``{files}`` gate, per file. An entry not right in every way is not believed: the gate
+runs.
 
 PYTEST_DONT_REWRITE
 """
@@ -24,9 +25,13 @@ from pytest_verifygate.contract import Contract, Gate
 from pytest_verifygate.git.inputs import RepoFiles
 from pytest_verifygate.runner.records import CacheSlot, GatePlan, GateResult
 from pytest_verifygate.selection import files_for_gate
-from pytest_verifygate.state.files import prune_own_files, write_state
-from pytest_verifygate.state.integrity import read_sealed, seal
-from pytest_verifygate.state.storage import state_dir
+from pytest_verifygate.state.files import (
+    StateFileError,
+    prune_own_files,
+    read_state_file,
+    write_state,
+)
+from pytest_verifygate.state.storage import blocker, private_dir, repository_key
 
 CACHE_VERSION = 1
 KEEP_ENTRIES = 512
@@ -34,7 +39,6 @@ KEEP_FILE_ENTRIES = 16384  # one per file and gate, a few hundred bytes each
 TAIL_BYTES = 4096  # of a cached pass's output, shown with the reused result
 MAX_TOOLS = 16
 MAX_ENTRY_BYTES = 64 * 1024  # TAIL_BYTES JSON-escaped and more: anything larger is not ours
-SEAL_PURPOSE = b"result-cache"
 # Judged files a tool may read as its configuration count in every file's context.
 _CONFIG_SUFFIXES = (".toml", ".ini", ".cfg", ".conf", ".yaml", ".yml", ".json", ".jsonc",
                     ".json5")
@@ -61,8 +65,10 @@ _SHELL_WORDS = frozenset({
 })
 
 
-def cache_dir(repo_root: Path) -> Path:
-    return state_dir(repo_root) / "cache"
+def cache_dir(repo_root: Path) -> Path | None:
+    """Where ``repo_root``'s passes are kept: never under the work tree or ``.git``, which
+    whatever the gates check can write. None: nothing is cached."""
+    return private_dir("cache", repository_key(repo_root))
 
 
 def _definition(contract: Contract, plan: GatePlan, **fields: Any) -> str:
@@ -229,7 +235,10 @@ def attach(contract: Contract, plan: GatePlan, files: RepoFiles, *, read: bool,
     except OSError as exc:
         warnings.append(f"warning: gate {gate.name!r} runs uncached: {exc.strerror or exc}")
         return plan
-    slot = CacheSlot(cache_dir(contract.repo_root), key, contract.root, definition, patterns)
+    directory = cache_dir(contract.repo_root)
+    if directory is None:
+        return plan
+    slot = CacheSlot(directory, key, contract.root, definition, patterns)
     if plan.given_files and (gate.when_changed or gate.filters_files):
         slot = _with_file_keys(slot, contract, plan, files)
     slot = slot._replace(stamps=files.stamps(_stamped(slot)))
@@ -259,10 +268,14 @@ def _file_entry_path(slot: CacheSlot, key: str) -> Path:
 
 
 def _read_entry(path: Path, key: str, gate: str, warnings: list[str]) -> dict[str, Any] | None:
-    """The entry sealed by this user in ``path`` for this key and gate (touched), or None."""
-    data = read_sealed(path, SEAL_PURPOSE, MAX_ENTRY_BYTES, warnings)
+    """The entry in ``path`` for this key and gate (touched), or None."""
     try:
+        data = read_state_file(path, MAX_ENTRY_BYTES)
         entry = json.loads(data.decode("utf-8")) if data is not None else None
+    except StateFileError as exc:
+        # A file in place of its directory: one warning naming it stands for every file.
+        warnings.append(blocker(path) or f"warning: ignoring {path}: {exc}")
+        return None
     except (ValueError, RecursionError):
         return None
     if not (isinstance(entry, dict) and entry.get("version") == CACHE_VERSION
@@ -273,18 +286,13 @@ def _read_entry(path: Path, key: str, gate: str, warnings: list[str]) -> dict[st
     return entry
 
 
-def _write_entry(path: Path, entry: dict[str, Any]) -> bool:
-    """Write ``entry`` sealed; False without a key."""
+def _write_entry(path: Path, entry: dict[str, Any]) -> None:
     entry = {"version": CACHE_VERSION, **entry, "stored_at": round(time.time(), 3)}
-    sealed = seal(SEAL_PURPOSE, (json.dumps(entry, ensure_ascii=True) + "\n").encode())
-    if sealed is None:
-        return False
-    write_state(path, sealed)
-    return True
+    write_state(path, json.dumps(entry, ensure_ascii=True) + "\n")
 
 
 def reused_files(slot: CacheSlot, gate: str, warnings: list[str]) -> frozenset[str]:
-    """The files of ``slot.file_keys`` that already passed: a sealed entry for their key."""
+    """The files of ``slot.file_keys`` that already passed: an entry for their key."""
     return frozenset(path for path, key in slot.file_keys
                      if _read_entry(_file_entry_path(slot, key), key, gate, warnings))
 
@@ -332,12 +340,11 @@ def store(slot: CacheSlot, result: GateResult) -> bool:
         encoded = tail.encode("utf-8", "replace")
         if len(encoded) > TAIL_BYTES:
             tail, truncated = encoded[-TAIL_BYTES:].decode("utf-8", "ignore"), True
-        if not _write_entry(slot.path, {
+        _write_entry(slot.path, {
             "key": slot.key, "gate": result.name, "duration_s": result.duration_s,
             "output_tail": tail, "output_truncated": truncated,
             "output_bytes": result.output_bytes,
-        }):
-            return False
+        })
         prune_own_files(slot.directory, is_entry_name, KEEP_ENTRIES)  # the ones used last stay
     except OSError:
         return False
@@ -369,8 +376,7 @@ def _unchanged_files(slot: CacheSlot, files: RepoFiles) -> list[tuple[str, str]]
 def _store_files(slot: CacheSlot, passed: list[tuple[str, str]], gate: str) -> None:
     """An entry for each file of ``passed``."""
     for path, key in passed:
-        if not _write_entry(_file_entry_path(slot, key), {"key": key, "gate": gate, "path": path}):
-            return
+        _write_entry(_file_entry_path(slot, key), {"key": key, "gate": gate, "path": path})
     if passed:
         prune_own_files(slot.directory, is_file_entry_name, KEEP_FILE_ENTRIES)
 
