@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from plugin_support import validate_report
-from pytest_verifygate.cli.merge import merged_verdict
+from pytest_verifygate.codes import verdict_of
 from pytest_verifygate.state import durations
 
 from conftest import commit_all, write
@@ -272,18 +272,18 @@ def test_shards_split_from_different_durations_cannot_hide_a_gate(project: Path)
                        ".git/verifygate/durations.json (see the documentation: Shards and merge)")
 
 
-def test_the_merged_verdict_follows_spec_precedence() -> None:
-    passed, failed, pending = ({"outcome": outcome} for outcome in ("passed", "failed",
-                                                                     "pending"))
-    skipped = {"outcome": "skipped"}
-    assert merged_verdict([passed, failed, pending], ["passed", "failed"]) == "failed"
-    assert merged_verdict([passed, pending], ["passed", "pending"]) == "pending"
-    assert merged_verdict([skipped], ["unverified", "unverified"]) == "unverified"
-    assert merged_verdict([passed, skipped], ["passed", "unverified"]) == "passed"
-    # fail_when_unverified: every shard failed the run for running nothing.
-    assert merged_verdict([], ["failed", "failed"]) == "failed"
+def test_the_verdict_follows_spec_precedence() -> None:
+    # One rule, for a run and for shards merged: a shard's "failed" with no gate failed is
+    # fail_when_unverified speaking.
+    assert verdict_of({"passed", "failed", "pending"}) == "failed"
+    assert verdict_of({"passed", "pending"}) == "pending"
+    assert verdict_of({"skipped"}) == "unverified"
+    assert verdict_of({"passed", "skipped"}) == "passed"
+    assert verdict_of(set(), unverified_fails=True) == "failed"
     # ... but a shard that ran nothing while another passed does not fail the whole run.
-    assert merged_verdict([passed], ["passed", "failed"]) == "passed"
+    assert verdict_of({"passed"}, unverified_fails=True) == "passed"
+    # A run's own errors (a commit's files changed while the gates ran) fail it.
+    assert verdict_of({"passed"}, failed=True) == "failed"
 
 
 def test_a_gate_deselected_in_its_own_pytest_shard_is_not_a_split_error(

@@ -6,6 +6,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Final, Literal, get_args
 
 Outcome = Literal["passed", "failed", "skipped", "pending"]
@@ -21,6 +22,20 @@ VERDICT_PASSED: Final = "passed"
 VERDICT_FAILED: Final = "failed"
 VERDICT_PENDING: Final = "pending"
 VERDICT_UNVERIFIED: Final = "unverified"
+
+
+def verdict_of(outcomes: Collection[str], *, unverified_fails: bool = False,
+               failed: bool = False) -> Verdict:
+    """The verdict of a run whose gates ended with ``outcomes`` (docs: Outcomes, verdict and
+    failure codes): failed (a gate, or the run itself: ``failed``) > pending > unverified (no
+    gate passed; failed where ``unverified_fails``) > passed."""
+    if FAILED in outcomes or failed:
+        return VERDICT_FAILED
+    if PENDING in outcomes:
+        return VERDICT_PENDING
+    if PASSED not in outcomes:
+        return VERDICT_FAILED if unverified_fails else VERDICT_UNVERIFIED
+    return VERDICT_PASSED
 
 Code = Literal[
     "command_failed", "missing_script", "missing_make_target", "no_test_files",

@@ -118,8 +118,10 @@ class RunResult(NamedTuple):
 
     @property
     def verdict(self) -> codes.Verdict:
-        return verdict_of(self.results, self.changes, self.contract.settings.fail_when_unverified,
-                          self.errors)
+        changed = bool(self.changes.files) or not self.changes.filtering
+        return codes.verdict_of(
+            {result.outcome for result in self.results}, failed=bool(self.errors),
+            unverified_fails=changed and self.contract.settings.fail_when_unverified)
 
 
 def prepare(request: RunRequest) -> Plan:
@@ -366,25 +368,6 @@ def run_gates(
     """
     plan = Plan(contract, changes, tuple(selections), effective_jobs(jobs, contract), read_cache)
     return run(plan, hook=hook, on_started=on_started, on_finished=on_finished)
-
-
-def verdict_of(
-    results: Sequence[GateResult], changes: ChangeSet, fail_when_unverified: bool = False,
-    errors: Sequence[str] = (),
-) -> codes.Verdict:
-    """The verdict (docs: Outcomes, verdict and failure codes): failed (a gate, or one of the
-    run's ``errors``) > pending > unverified (no gate ran) > passed."""
-    outcomes = {result.outcome for result in results}
-    if codes.FAILED in outcomes or errors:
-        return codes.VERDICT_FAILED
-    if codes.PENDING in outcomes:
-        return codes.VERDICT_PENDING
-    if codes.PASSED not in outcomes:
-        has_changes = bool(changes.files) or not changes.filtering
-        if fail_when_unverified and has_changes:
-            return codes.VERDICT_FAILED
-        return codes.VERDICT_UNVERIFIED
-    return codes.VERDICT_PASSED
 
 
 def report(run: RunResult, hook: GateHooks | None = None, *,

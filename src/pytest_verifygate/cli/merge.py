@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pytest_verifygate import codes
 from pytest_verifygate.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from pytest_verifygate.errors import UsageError
+from pytest_verifygate.report.model import problem as report_problem
 from pytest_verifygate.report.words import summary_counts
 
 if TYPE_CHECKING:
@@ -89,94 +90,36 @@ def load_report(path: str) -> Report:
     if not (isinstance(report, dict) and report.get("version") == 1):
         raise UsageError(f"{path} is not a verifygate JSON report of version 1 "
                          "(write one with verifygate run --json PATH)")
-    problem = _report_problem(report)
-    if problem is not None:
-        raise UsageError(f"{path}: {problem}: not a report verifygate wrote (write each "
-                         "shard's report with verifygate run --shard K/N --json PATH)")
     shard = report.get("shard")
     if not isinstance(shard, dict):
         raise UsageError(f'{path} is not the report of a shard (no "shard" key): write each '
                          "shard's report with verifygate run --shard K/N --json PATH")
-    index, total, order = shard.get("index"), shard.get("total"), shard.get("order")
-    if not (_is_int(index) and _is_int(total) and 1 <= index <= total
-            and _is_list_of(order, str)):
-        raise UsageError(f'{path}: its "shard" is not {{"index": K, "total": N, "order": '
-                         "[gate names]}} with 1 <= K <= N")
-    commit, digest = shard.get("commit"), shard.get("contract_sha256")
-    if not (isinstance(digest, str) and len(digest) == 64 and "commit" in shard
-            and (commit is None or isinstance(commit, str))):
+    if "commit" not in shard or "contract_sha256" not in shard:
         raise UsageError(f'{path}: its "shard" does not say which commit and contract it '
                          "checked (a report of an older verifygate): run the shard again")
+    problem = _problem(report)
+    if problem is None and not 1 <= shard["index"] <= shard["total"]:
+        problem = '"shard" is not what a report holds there'
+    if problem is not None:
+        raise UsageError(f"{path}: {problem}: not a report verifygate wrote (write each "
+                         "shard's report with verifygate run --shard K/N --json PATH)")
     return cast("Report", report)
 
 
-def _is_int(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_count(value: object) -> bool:
-    return _is_int(value) and value >= 0
-
-
-def _is_list_of(value: object, kind: type) -> bool:
-    return isinstance(value, list) and all(isinstance(item, kind) for item in value)
-
-
-# What each key must be (report.schema.json); NaN and infinity were refused on reading.
-_GATE_KEYS: dict[str, Callable[[object], bool]] = {
-    "name": lambda value: isinstance(value, str),
-    "outcome": lambda value: value in codes.OUTCOMES,
-    "code": lambda value: value is None or value in codes.CODES,
-    "command": lambda value: _is_list_of(value, str),
-    "cwd": lambda value: isinstance(value, str),
-    "exit_code": lambda value: value is None or _is_int(value),
-    "signal": lambda value: value is None or _is_int(value),
-    "duration_s": lambda value: _is_count(value) or (isinstance(value, float) and value >= 0),
-    "attempts": _is_count,
-    "output_tail": lambda value: isinstance(value, str),
-    "output_truncated": lambda value: isinstance(value, bool),
-    "output_bytes": _is_count,
-    "log_path": lambda value: value is None or isinstance(value, str),
-    "flaky": lambda value: isinstance(value, bool),
-    "cached": lambda value: isinstance(value, bool),
-    "reason": lambda value: isinstance(value, str),
-}
-_GATE_REQUIRED = ("name", "outcome", "code", "command", "cwd", "exit_code", "signal",
-                  "duration_s", "attempts", "output_tail", "output_truncated")
-_REPORT_KEYS: dict[str, Callable[[object], bool]] = {
-    "verdict": lambda value: value in (codes.VERDICT_PASSED, codes.VERDICT_FAILED,
-                                       codes.VERDICT_PENDING, codes.VERDICT_UNVERIFIED),
-    "contract": lambda value: isinstance(value, str),
-    "changes": lambda value: isinstance(value, dict) and isinstance(value.get("source"), str)
-    and _is_list_of(value.get("files"), str)
-    and (value.get("ref") is None or isinstance(value.get("ref"), str)),
-    "gates": lambda value: _is_list_of(value, dict),
-    "not_selected": lambda value: isinstance(value, list) and all(
-        isinstance(item, dict) and isinstance(item.get("name"), str)
-        and isinstance(item.get("reason", ""), str) for item in value),
-}
-
-
-def _report_problem(report: Mapping[str, Any]) -> str | None:
+def _problem(report: dict[str, Any]) -> str | None:
     """What is wrong with a report's keys, or None."""
-    for key, check in _REPORT_KEYS.items():
-        if key not in report:
-            return f'no "{key}"'
-        if not check(report[key]):
-            return f'"{key}" is not what a report holds there'
-    if not _is_list_of(report.get("warnings", []), str):
-        return '"warnings" is not a list of strings'
-    if not isinstance(report.get("interrupted", False), bool):
-        return '"interrupted" is not true or false'
-    for number, gate in enumerate(report["gates"], 1):
-        for key in _GATE_REQUIRED:
-            if key not in gate:
-                return f'gate {number} has no "{key}"'
-        for key, check in _GATE_KEYS.items():
-            if key in gate and not check(gate[key]):
-                return f'gate {number} ({str(gate.get("name"))[:60]!r}): "{key}" is ' \
-                       f"{_json_type(gate[key])}, not what a report holds there"
-    return None
+    found = report_problem(report)
+    if found is None:
+        return None
+    where, missing = found
+    if len(where) < 3 or where[0] != "gates":
+        return f'no "{where[0]}"' if missing else f'"{where[0]}" is not what a report holds there'
+    number, key = where[1], where[2]
+    if missing:
+        return f'gate {number} has no "{key}"'
+    gate = report["gates"][int(number) - 1]
+    return (f'gate {number} ({str(gate.get("name"))[:60]!r}): "{key}" is '
+            f"{_json_type(gate[key])}, not what a report holds there")
 
 
 def _json_type(value: object) -> str:
@@ -211,9 +154,15 @@ def merge_reports(
     position = {name: index for index, name in enumerate(order)}
     gates = sorted(ran.values(), key=lambda gate: position.get(gate["name"], len(position)))
     all_warnings = [warning for _, report in reports for warning in report.get("warnings", [])]
+    errors = list(dict.fromkeys(error for _, report in reports
+                                for error in report.get("errors", [])))
     merged: dict[str, Any] = {
         "version": 1,
-        "verdict": merged_verdict(gates, [report["verdict"] for _, report in reports]),
+        # A shard's "failed" with no gate failed: fail_when_unverified speaking, or its errors.
+        "verdict": codes.verdict_of(
+            {gate["outcome"] for gate in gates}, failed=bool(errors),
+            unverified_fails=any(report["verdict"] == codes.VERDICT_FAILED
+                                 for _, report in reports)),
         "contract": first["contract"],
         "interrupted": any(report.get("interrupted") for _, report in reports),
         "changes": first["changes"],
@@ -223,6 +172,8 @@ def merge_reports(
                          for name in order if name not in ran],
         "warnings": list(dict.fromkeys([*all_warnings, *warnings])),
     }
+    if errors:
+        merged["errors"] = errors
     return cast("Report", merged), warnings
 
 
@@ -286,19 +237,6 @@ def _check_one_run(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
 
 def _short(commit: object) -> str:
     return str(commit)[:12] if commit else "(no commit)"
-
-
-def merged_verdict(gates: Sequence[Mapping[str, Any]], verdicts: Sequence[str]) -> str:
-    """failed > pending > unverified > passed over every shard's gates; with no gate passed,
-    a shard's ``failed`` verdict is ``fail_when_unverified`` speaking: failed too."""
-    outcomes = {gate.get("outcome") for gate in gates}
-    if codes.FAILED in outcomes:
-        return codes.VERDICT_FAILED
-    if codes.PENDING in outcomes:
-        return codes.VERDICT_PENDING
-    if codes.PASSED in outcomes:
-        return codes.VERDICT_PASSED
-    return codes.VERDICT_FAILED if codes.VERDICT_FAILED in verdicts else codes.VERDICT_UNVERIFIED
 
 
 def _describe(value: object) -> str:
