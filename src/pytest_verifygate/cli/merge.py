@@ -46,12 +46,12 @@ def main(args: argparse.Namespace) -> int:
                          said)
         for warning in said:
             print(f"verifygate: {warning}", file=sys.stderr)
-    problems: list[str] = []
-    if args.json or args.junit:
-        from pytest_verifygate.cli.request import write_outputs
+    from pytest_verifygate.cli.request import write_outputs
 
-        problems, _ = write_outputs(
-            args, merged, junit_options=lambda: {"timeouts": _junit_timeouts(merged, root)})
+    here = root or Path.cwd()
+    problems = write_outputs(
+        args, merged, repo_root=here, project_root=here,
+        junit_options=lambda: {"timeouts": _junit_timeouts(merged, root)}).problems
     if args.format == "json":
         sys.stdout.write(dumps(merged))
     else:

@@ -21,7 +21,9 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Collection
 
+    from pytest_verifygate.hookspecs import GateHooks
     from pytest_verifygate.report.model import Report
+    from pytest_verifygate.report.writers import Written
 
 
 def prepare_from_args(args: argparse.Namespace, *, jobs: int | None = None,
@@ -48,34 +50,23 @@ def output_paths(args: argparse.Namespace) -> list[str]:
             if path]
 
 
-def write_outputs(args: argparse.Namespace, report: Report, said: Collection[str] = (),
-                  junit_options: Callable[[], dict[str, Any]] = dict,
-                  ) -> tuple[list[str], str | None]:
-    """Write ``--json`` and ``--junit`` (with ``junit_options()``, made only for JUnit) and
-    remember them (not changes for the next run while unedited): the problems (exit status
-    2), and the JSON report's path once written."""
-    from pytest_verifygate.report.document import write_report
+def write_outputs(args: argparse.Namespace, report: Report, said: Collection[str] = (), *,
+                  repo_root: Path, project_root: Path, hook: GateHooks | None = None,
+                  github: bool = False, junit_options: Callable[[], dict[str, Any]] = dict,
+                  ) -> Written:
+    """Write ``--json`` and ``--junit`` (and with ``github``, GitHub's step files) and remember
+    the files (not changes for the next run while unedited)."""
+    from pytest_verifygate.report.writers import Targets, write_all
     from pytest_verifygate.state.outputs import remember_outputs
 
-    problems: list[str] = []
-    written = None
-    if args.json:
-        try:
-            write_report(args.json, report)
-            written = args.json
-        except OSError as exc:
-            problems.append(f"cannot write the JSON report {args.json}: {exc.strerror or exc}")
-    if args.junit:
-        from pytest_verifygate.report.junit import write_junit
-
-        try:
-            write_junit(args.junit, report, family=args.junit_family, **junit_options())
-        except OSError as exc:
-            problems.append(f"cannot write the JUnit file {args.junit}: {exc.strerror or exc}")
+    targets = Targets(json=args.json, junit=args.junit, junit_family=args.junit_family,
+                      github=github)
+    written = write_all(report, targets, repo_root=repo_root, project_root=project_root,
+                        hook=hook, junit_options=junit_options)
     for warning in remember_outputs(output_paths(args)):
         if warning not in said:
             print(f"verifygate: {warning}", file=sys.stderr)
-    return problems, written
+    return written
 
 
 def read_files_from(source: str) -> list[str]:

@@ -47,8 +47,6 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
     from pytest_verifygate.report.terminal import Progress, color_wanted, run_summary
 
     started, clock = time.time(), time.monotonic()
-    problems: list[str] = []
-    report_path: str | None = None  # named in the summary only once the report is written
     # A commit's or a push's check: the gates see the work tree as the commit records it.
     changes = ChangeRequest(files=[] if args.files_from else args.files, staged=args.staged,
                             changed_from=args.changed_from, all=args.all,
@@ -82,11 +80,11 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
             print(f"verifygate: {warning}", file=sys.stderr)
         report = engine.report(run, hook)
         timeouts = {gate.name: gate.timeout_seconds for gate in contract.gates}
-        if args.json or args.junit:
-            seconds = time.monotonic() - clock
-            problems, report_path = write_outputs(
-                args, report, {*plan.warnings, *run.warnings},
-                lambda: _junit_options(plan, report, timeouts, started, seconds))
+        seconds = time.monotonic() - clock
+        written = write_outputs(
+            args, report, {*plan.warnings, *run.warnings}, repo_root=contract.repo_root,
+            project_root=contract.root, hook=hook, github=stop is not None,
+            junit_options=lambda: _junit_options(plan, report, timeouts, started, seconds))
     if args.format == "json":
         sys.stdout.write(stop.inert_json(dumps(report)) if stop else dumps(report))
     elif args.format == "agent":
@@ -101,26 +99,19 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
 
             fold = partial(folded, stop=stop)
         sys.stdout.write(run_summary(report, run.results, root=contract.repo_root,
-                                     report_path=report_path, color=color, timeouts=timeouts,
-                                     fold=fold))
+                                     report_path=written.report_path, color=color,
+                                     timeouts=timeouts, fold=fold))
     sys.stdout.flush()
-    if stop is not None:  # annotations, the step summary and outputs
-        from pytest_verifygate.report.github import github_outputs, write_step_outputs
-
-        lines, warnings = github_outputs(report, os.environ, repo_root=contract.repo_root,
-                                         project_root=contract.root, hook=hook)
-        output_warning = write_step_outputs(report, os.environ, report_path=report_path)
-        if output_warning:
-            warnings.append(output_warning)
+    if stop is not None:  # the annotations, on stdout where GitHub reads them (but the report)
         stop.resume()
-        for line in lines:  # on stdout where GitHub reads them, unless it is the report
+        for line in written.annotations:
             print(line, file=stream)
-        for warning in warnings:
-            print(f"verifygate: warning: {warning}", file=sys.stderr)
         stream.flush()
-    for problem in problems:
+    for warning in written.warnings:
+        print(f"verifygate: warning: {warning}", file=sys.stderr)
+    for problem in written.problems:
         print(f"verifygate: error: {problem}", file=sys.stderr)
-    if problems:
+    if written.problems:
         return EXIT_USAGE
     if run.interrupted or guard.fired:  # fired: a signal held while the report was written
         print("verifygate: interrupted; unfinished gates are marked interrupted", file=sys.stderr)

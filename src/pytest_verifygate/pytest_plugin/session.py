@@ -27,7 +27,6 @@ from pytest_verifygate.plugins import register_plugins
 from pytest_verifygate.pytest_plugin.declared import declared_lines
 from pytest_verifygate.pytest_plugin.items import INTERRUPTED_REASON, ContractFile, GateItem
 from pytest_verifygate.pytest_plugin.options import output_paths, read_options
-from pytest_verifygate.report.document import write_report
 from pytest_verifygate.report.redact import Redactor, redactor_for
 from pytest_verifygate.report.terminal import (
     Styled,
@@ -39,7 +38,7 @@ from pytest_verifygate.report.terminal import (
 from pytest_verifygate.runner.records import GateResult, result_from_entry
 from pytest_verifygate.signals import Interruptible
 from pytest_verifygate.state.outputs import remember_outputs
-from pytest_verifygate.state.storage import make_private_dir, new_log_dir, write_output
+from pytest_verifygate.state.storage import make_private_dir, new_log_dir
 
 if TYPE_CHECKING:
     from pytest_verifygate.report.github import CommandStop
@@ -110,6 +109,7 @@ class VerifyGateSession:
         self.results: list[GateResult] | None = None
         self.report: Report | None = None
         self.report_path: str | None = None  # named in the summary only once written
+        self.annotations: list[str] = []  # GitHub's, for the terminal summary
         self.messages: list[str] = []
         self.warnings: list[str] = []  # what the run found (state files, logs): shown once
         self.command_stop: CommandStop | None = None
@@ -352,16 +352,18 @@ class VerifyGateSession:
         self.warnings += engine.record(run)
         report = engine.report(run, self.config.hook, redactor=self.redactor)
         self.results, self.report = results, report
-        self.write_outputs(report, session)
-        if self.annotate:
-            from pytest_verifygate.report.github import append_step_summary, write_step_outputs
+        if not self.is_worker:
+            from pytest_verifygate.report.writers import Targets, write_all
 
-            warnings = [
-                append_step_summary(report, os.environ, repo_root=self.contract.repo_root,
-                                    project_root=self.contract.root, hook=self.config.hook),
-                write_step_outputs(report, os.environ, report_path=self.report_path),
-            ]
-            self.messages += [warning for warning in warnings if warning]
+            written = write_all(
+                report, Targets(json=self.options.report, digest=self.options.digest,
+                                github=self.annotate),
+                repo_root=self.contract.repo_root, project_root=self.contract.root,
+                hook=self.config.hook)
+            self.report_path, self.annotations = written.report_path, written.annotations
+            self.messages += [*written.problems, *written.warnings]
+            if written.problems:
+                session.exitstatus = pytest.ExitCode.USAGE_ERROR
         if any(s.reason == DESELECTED_REASON for s in selections) or session.exitstatus not in (
                 pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             return
@@ -397,22 +399,6 @@ class VerifyGateSession:
                     command=self.gate_plans[name].display_command, reason=INTERRUPTED_REASON))
         return results, selections
 
-    def write_outputs(self, report: Report, session: pytest.Session) -> None:
-        for kind, path in (("report", self.options.report), ("digest", self.options.digest)):
-            if path is None:
-                continue
-            try:
-                if kind == "report":
-                    write_report(path, report)
-                    self.report_path = str(path)
-                else:
-                    from pytest_verifygate.report.digest import to_digest
-
-                    write_output(path, to_digest(report, root=str(self.contract.repo_root)))
-            except OSError as exc:
-                self.messages.append(f"cannot write the {kind} {path}: {exc.strerror or exc}")
-                session.exitstatus = pytest.ExitCode.USAGE_ERROR
-
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.results is None or self.report is None:
             return
@@ -428,13 +414,9 @@ class VerifyGateSession:
             _write_styled(reporter, lines)
         reporter.write_line(verdict_line(self.report, report_path=self.report_path),
                             **{verdict_style(self.report): True})
-        if self.annotate:
-            from pytest_verifygate.report.github import error_annotations
-
-            for line in error_annotations(self.report, repo_root=self.contract.repo_root,
-                                          project_root=self.contract.root, hook=self.config.hook,
-                                          stop=self.command_stop):
-                reporter.write_line(line)
+        annotations = self.annotations
+        for line in self.command_stop.around(annotations) if self.command_stop else annotations:
+            reporter.write_line(line)
         for warning in dict.fromkeys(self.warnings):
             if warning not in self.plan.warnings:
                 reporter.write_line(f"verifygate: {warning}", yellow=True)

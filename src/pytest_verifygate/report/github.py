@@ -172,7 +172,7 @@ def plan_annotations(report: Report, *, repo_root: str | os.PathLike[str],
     return Annotations(shown, left_out, warnings)
 
 
-def _printed(planned: Annotations) -> list[str]:
+def printed(planned: Annotations) -> list[str]:
     """The annotations, then one plain line when GitHub's limits left some out."""
     if not planned.left_out:
         return planned.shown
@@ -187,7 +187,7 @@ def error_annotations(report: Report, *, repo_root: str | os.PathLike[str],
                       hook: GateHooks | None = None, stop: CommandStop | None = None
                       ) -> list[str]:
     """The lines to print for a report's failed gates; with ``stop``, around them."""
-    lines = _printed(plan_annotations(report, repo_root=repo_root, project_root=project_root,
+    lines = printed(plan_annotations(report, repo_root=repo_root, project_root=project_root,
                                       hook=hook))
     return stop.around(lines) if stop is not None else lines
 
@@ -376,17 +376,6 @@ def append_step_summary(report: Report, environ: Mapping[str, str], *,
     """Append the step summary to ``$GITHUB_STEP_SUMMARY`` when set; a warning if it cannot."""
     return _append(environ, STEP_SUMMARY_ENV, lambda: step_summary(
         report, repo_root=repo_root, project_root=project_root, hook=hook, planned=planned))
-
-
-def github_outputs(report: Report, environ: Mapping[str, str], *,
-                   repo_root: str | os.PathLike[str],
-                   project_root: str | os.PathLike[str] | None = None,
-                   hook: GateHooks | None = None) -> tuple[list[str], list[str]]:
-    """The annotation lines to print and the warnings; appends the step summary."""
-    planned = plan_annotations(report, repo_root=repo_root, project_root=project_root,
-                               hook=hook)
-    warning = append_step_summary(report, environ, repo_root=repo_root, planned=planned)
-    return _printed(planned), planned.warnings + ([warning] if warning else [])
 
 
 def write_step_outputs(report: Report, environ: Mapping[str, str], *,

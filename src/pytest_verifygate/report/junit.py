@@ -7,7 +7,6 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import signal
 from collections.abc import Mapping, Sequence
@@ -17,7 +16,6 @@ from pytest_verifygate import codes
 from pytest_verifygate.commands import command_text
 from pytest_verifygate.names import item_name
 from pytest_verifygate.report.words import failure_code, flaky_note, skip_code
-from pytest_verifygate.state.storage import write_output
 from pytest_verifygate.text import strip_ansi
 
 if TYPE_CHECKING:
@@ -203,8 +201,3 @@ def to_junit(report: Report, *, suite_seconds: float | None = None,
     root = ET.Element("testsuites", name=SUITE_NAME)
     root.append(suite)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
-
-
-def write_junit(path: str | os.PathLike[str], report: Report, **options: Any) -> None:
-    """Write ``to_junit(report, **options)`` to ``path`` atomically."""
-    write_output(path, to_junit(report, **options))
