@@ -54,7 +54,7 @@ def contract(repo: Path, *gates: str, jobs: int | None = None) -> None:
 
 
 def record(repo: Path, seconds: dict[str, float]) -> None:
-    assert durations.record_durations(repo, "verify.toml", seconds, None, [])
+    assert durations.record_durations(repo, "verify.toml", seconds, None)
 
 
 def starts(repo: Path) -> list[str]:
@@ -107,7 +107,7 @@ def test_middle_gates_keep_their_declared_order(repo: Path) -> None:
         f'[[gate]]\nname = "{name}"\ncommand = "{PY} logging.py events.log {name} 0"\n'
         for name in ("a", "b", "long")))
     assert durations.record_durations(repo, ".middle/verify.toml",
-                                      {"a": 0.1, "b": 0.1, "long": 9.0}, None, [])
+                                      {"a": 0.1, "b": 0.1, "long": 9.0}, None)
     verifygate(repo)
     assert starts(repo) == ["a", "b", "long"], events(repo)
 

@@ -256,7 +256,7 @@ def test_shards_split_from_different_durations_cannot_hide_a_gate(project: Path)
     # needing it to the others, which left them to shard 1.
     assert durations.record_durations(project, "verify.toml", {
         "audit": 500.0, "lint": 400.0, "build": 0.1, "unit": 0.1, "package": 0.1,
-        "types": 0.1, "fmt": 0.1}, None, [])
+        "types": 0.1, "fmt": 0.1}, None)
     first = "known-1.json"
     (project / shard_reports(project)[0]).rename(project / first)
     path = durations.durations_path(project)

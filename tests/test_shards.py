@@ -76,7 +76,7 @@ def shard_of_each(repo: Path, total: int, env: dict[str, str] | None = None) -> 
 
 
 def record(repo: Path, seconds: dict[str, float], contract: str = "verify.toml") -> None:
-    assert durations.record_durations(repo, contract, seconds, None, [])
+    assert durations.record_durations(repo, contract, seconds, None)
 
 
 # -- the flag and the CI's variables -----------------------------------------------------------
@@ -318,7 +318,7 @@ def test_the_durations_file_is_bounded(repo: Path, monkeypatch: pytest.MonkeyPat
         ("verify.toml", "a"), ("verify.toml", "b"), ("other/verify.toml", "old0"),
         ("other/verify.toml", "old1"), ("other/verify.toml", "old2")]
     # A contract's removed gates are dropped when it records again.
-    assert durations.record_durations(repo, "verify.toml", {"a": 9.0}, ["a"], [])
+    assert durations.record_durations(repo, "verify.toml", {"a": 9.0}, ["a"])
     assert dict(durations.read_durations(repo, "verify.toml")[0]) == {"a": 9.0}
     # Too large a file is not read at all.
     path = durations.durations_path(repo)
@@ -329,8 +329,8 @@ def test_the_durations_file_is_bounded(repo: Path, monkeypatch: pytest.MonkeyPat
 
 def test_unchanged_durations_leave_the_file_alone(repo: Path) -> None:
     record(repo, {"a": 2.0, "b": 0.01})
-    assert not durations.record_durations(repo, "verify.toml", {"a": 2.1, "b": 0.03}, None, [])
-    assert durations.record_durations(repo, "verify.toml", {"a": 2.5}, None, [])
+    assert not durations.record_durations(repo, "verify.toml", {"a": 2.1, "b": 0.03}, None)
+    assert durations.record_durations(repo, "verify.toml", {"a": 2.5}, None)
     assert dict(durations.read_durations(repo, "verify.toml")[0]) == {"a": 2.5, "b": 0.01}
 
 
@@ -371,10 +371,10 @@ def test_the_planned_order_reads_the_contract_s_recorded_durations(repo: Path) -
     write(repo / "verify.toml", gates_toml("lint", "unit", "docs"))
     contract = load_contract("verify.toml", start=repo)
     names = ["lint", "unit", "docs"]
-    assert durations.planned_order(contract, names, []) == ["lint", "unit", "docs"]
+    assert durations.planned_order(contract, names) == ["lint", "unit", "docs"]
     record(repo, {"unit": 30.0, "docs": 0.5})
     record(repo, {"lint": 99.0}, "other/verify.toml")
-    assert durations.planned_order(contract, names, []) == ["unit", "lint", "docs"]
+    assert durations.planned_order(contract, names) == ["unit", "lint", "docs"]
 
 
 # -- the pytest plugin -------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from conftest import commit_all, write
 def test_log_dirs_are_pruned_to_the_newest_runs(repo: Path) -> None:
     created = []
     for index in range(KEEP_LOG_RUNS + 3):
-        run_dir = new_log_dir(repo, [])
+        run_dir = new_log_dir(repo)
         (run_dir / "lint.log").write_text(f"run {index}\n")
         (run_dir / "tests.log").write_text("output\n")
         created.append(run_dir)
@@ -38,12 +38,12 @@ def test_log_dirs_are_pruned_to_the_newest_runs(repo: Path) -> None:
 
 def test_pruning_leaves_whatever_a_run_did_not_write(repo: Path) -> None:
     """Only a run's log files go; a directory someone put in there keeps its run directory."""
-    first = new_log_dir(repo, [])
+    first = new_log_dir(repo)
     (first / "lint.log").write_text("old log\n")
     (first / "nested" / "deeper").mkdir(parents=True)
     (first / "nested" / "deeper" / "x.log").write_text("x\n")
     for _ in range(KEEP_LOG_RUNS):
-        new_log_dir(repo, [])
+        new_log_dir(repo)
     assert not (first / "lint.log").exists()
     assert (first / "nested" / "deeper" / "x.log").read_text() == "x\n"
     assert len(list((state_dir(repo) / "logs").iterdir())) == KEEP_LOG_RUNS + 1
@@ -57,7 +57,7 @@ def test_pruning_never_follows_a_link_out_of_the_log_directory(repo: Path, tmp_p
     logs.mkdir(parents=True)
     (logs / "00000000-000000.000000000-1").symlink_to(victim)  # sorts as the oldest run
     for _ in range(KEEP_LOG_RUNS + 1):
-        new_log_dir(repo, [])
+        new_log_dir(repo)
     assert (victim / "keep.txt").read_text() == "precious\n"
 
 
@@ -65,10 +65,10 @@ def test_runs_sort_in_time_order_whatever_the_time_zone(
         repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TZ", "Asia/Tokyo")
     time.tzset()
-    first = new_log_dir(repo, [])
+    first = new_log_dir(repo)
     monkeypatch.setenv("TZ", "America/Los_Angeles")
     time.tzset()
-    second = new_log_dir(repo, [])
+    second = new_log_dir(repo)
     monkeypatch.undo()
     time.tzset()
     assert first.name < second.name
@@ -145,14 +145,14 @@ def test_pruning_never_follows_a_linked_directory(tmp_path: Path) -> None:
 def test_a_claimed_log_dir_is_kept_until_released(repo: Path) -> None:
     """The claim is a lock on the directory: it holds for a run of this very process too,
     whose pid alone would not keep it."""
-    first = new_log_dir(repo, [])
+    first = new_log_dir(repo)
     release = claim_log_dir(first)
     (first / "lint.log").write_text("x\n")
     for _ in range(KEEP_LOG_RUNS + 1):
-        new_log_dir(repo, [])
+        new_log_dir(repo)
     assert (first / "lint.log").exists()
     release()
-    new_log_dir(repo, [])
+    new_log_dir(repo)
     assert not first.exists()
 
 
@@ -161,7 +161,7 @@ def test_a_late_pruning_of_an_old_run_never_removes_a_newer_one(repo: Path) -> N
     the newest runs all the same: keeping its own old run must not cost a newer one."""
     from pytest_verifygate.state import storage
 
-    runs = [new_log_dir(repo, []) for _ in range(KEEP_LOG_RUNS + 2)]
+    runs = [new_log_dir(repo) for _ in range(KEEP_LOG_RUNS + 2)]
     logs = state_dir(repo) / "logs"
     older = [logs / f"20000101-00000{index}.000000000-999999999" for index in range(3)]
     for run_dir in older:  # older runs, of a process that has ended

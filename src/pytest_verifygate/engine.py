@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from pytest_verifygate import codes
 from pytest_verifygate.contract import Contract, Gate, load_contract
 from pytest_verifygate.git.changes import ChangeRequest, ChangeSet, compute_changes
+from pytest_verifygate.notices import collecting
 from pytest_verifygate.plan import plan_gates
 from pytest_verifygate.selection import (
     Selection,
@@ -94,11 +95,9 @@ class Plan(NamedTuple):
         return (*self.contract.warnings, *self.changes.warnings, *self.pattern_warnings,
                 *self.shard_warnings)
 
-    def gate_plans(self, warnings: list[str] | None = None) -> list[GatePlan]:
-        """The selected gates as argvs to spawn (or why not to spawn them); what the result
-        cache has to say goes to ``warnings``."""
-        return plan_gates(self.contract, self.selections, read_cache=self.read_cache,
-                          warnings=warnings)
+    def gate_plans(self) -> list[GatePlan]:
+        """The selected gates as argvs to spawn (or why not to spawn them)."""
+        return plan_gates(self.contract, self.selections, read_cache=self.read_cache)
 
 
 class RunResult(NamedTuple):
@@ -190,7 +189,6 @@ def start(
     on_started: GateCallback | None = None,
     on_finished: ResultCallback | None = None,
     log_dir: Path | None = None,
-    warnings: list[str] | None = None,
 ) -> GateRunner:
     """Start the gates of ``gate_plans`` (default: every selected gate) and return the runner.
 
@@ -199,11 +197,10 @@ def start(
     not hold a gate back), exclusive gates alone. For front ends that take results one by one
     (pytest items): ``runner.result(name)`` waits for one gate; ``runner.close()`` kills what
     still runs. ``hook`` is a pluggy ``HookRelay`` with our hookspecs: the classify, started
-    and finished hooks are called. What the run has to say goes to ``warnings``.
+    and finished hooks are called. What it finds to say goes to ``notices``.
     """
     runner = _runner(plan, gate_plans, jobs=jobs, hook=hook, on_started=on_started,
-                     on_finished=on_finished, log_dir=log_dir,
-                     warnings=[] if warnings is None else warnings)
+                     on_finished=on_finished, log_dir=log_dir)
     try:
         runner.start()
     except BaseException:
@@ -221,7 +218,6 @@ def _runner(
     on_started: GateCallback | None,
     on_finished: ResultCallback | None,
     log_dir: Path | None,
-    warnings: list[str],
 ) -> GateRunner:
     """A runner for ``gate_plans``, wired to the pluggy hooks, not started yet."""
     from pytest_verifygate.report.redact import redactor_for
@@ -244,19 +240,19 @@ def _runner(
             on_finished(gate, result)
 
     contract = plan.contract
-    plans = (plan.gate_plans(warnings) if gate_plans is None
+    plans = (plan.gate_plans() if gate_plans is None
              else in_contract_order(gate_plans, contract))
     jobs = plan.jobs if jobs is None else jobs
     # Logs are sinks too: a gate's log holds its output with the report's secrets masked.
     redactor = redactor_for(contract.gates)
     if log_dir is None and any(needs_process(gate_plan) for gate_plan in plans):
-        log_dir = new_log_dir(contract.repo_root, warnings)
+        log_dir = new_log_dir(contract.repo_root)
     # A run answered from the cache makes no log directory: it would cost a directory and a
     # pruning pass, and push the logs of runs that did run out of the last few kept.
     return GateRunner(
         plans,
         jobs=jobs,
-        start_order=start_order(contract, plans, jobs, warnings),
+        start_order=start_order(contract, plans, jobs),
         tail_bytes=contract.settings.output_tail_bytes,
         log_dir=log_dir,
         classify_hook=classify_hook if hook is not None else None,
@@ -267,8 +263,8 @@ def _runner(
     )
 
 
-def start_order(contract: Contract, gate_plans: Sequence[GatePlan], jobs: int,
-                warnings: list[str]) -> list[str] | None:
+def start_order(contract: Contract, gate_plans: Sequence[GatePlan], jobs: int
+                ) -> list[str] | None:
     """The order to start gates in when more than one runs at once: the longest first, by
     the durations earlier runs recorded (``state/durations.py``), so that a long gate is not left to
     start when the others are done. None (declared order) with one job: then the order is
@@ -283,7 +279,7 @@ def start_order(contract: Contract, gate_plans: Sequence[GatePlan], jobs: int,
         return None
     from pytest_verifygate.state.durations import planned_order
 
-    return planned_order(contract, running, warnings)
+    return planned_order(contract, running)
 
 
 def in_contract_order(gate_plans: Sequence[GatePlan], contract: Contract) -> list[GatePlan]:
@@ -302,7 +298,8 @@ def run(
     on_started: GateCallback | None = None,
     on_finished: ResultCallback | None = None,
 ) -> RunResult:
-    """Run the selected gates and wait for all of them.
+    """Run the selected gates and wait for all of them; what the run found to say (its state
+    files, its logs) is the result's ``warnings``, none of the plan's.
 
     Ctrl-C (KeyboardInterrupt, or a signal turned into one) stops every running gate's
     process group; the gates that had not finished are ``interrupted`` and the returned
@@ -310,44 +307,40 @@ def run(
     """
     from pytest_verifygate.signals import hold_interrupts
 
-    warnings: list[str] = []
-    runner = _runner(plan, None, jobs=None, hook=hook, on_started=on_started,
-                     on_finished=on_finished, log_dir=None, warnings=warnings)
-    interrupted = False
-    try:
-        runner.start()
-        results = runner.results()
-        hold_interrupts()  # the gates are done: a signal from here on must not cost the report
-    except KeyboardInterrupt:
-        interrupted = True
-        runner.cancel()
-        results = runner.results()
-    finally:
-        runner.close()
-    finished = RunResult(plan.contract, plan.changes, plan.selections, tuple(results),
-                         interrupted, shard=plan.shard)
-    warnings += record(finished)
-    said = set(plan.warnings)
-    return finished._replace(warnings=tuple(w for w in dict.fromkeys(warnings) if w not in said))
+    with collecting() as found:
+        runner = _runner(plan, None, jobs=None, hook=hook, on_started=on_started,
+                         on_finished=on_finished, log_dir=None)
+        interrupted = False
+        try:
+            runner.start()
+            results = runner.results()
+            hold_interrupts()  # the gates are done: a signal from here on must not cost the report
+        except KeyboardInterrupt:
+            interrupted = True
+            runner.cancel()
+            results = runner.results()
+        finally:
+            runner.close()
+        finished = RunResult(plan.contract, plan.changes, plan.selections, tuple(results),
+                             interrupted, shard=plan.shard)
+        record(finished)
+    return finished._replace(warnings=tuple(w for w in found if w not in plan.warnings))
 
 
-def record(run: RunResult) -> list[str]:
-    """Remember what a finished run measured (each gate's duration) for the next runs' shards;
-    return the warnings of reading what was recorded before.
+def record(run: RunResult) -> None:
+    """Remember what a finished run measured (each gate's duration) for the next runs' shards.
 
     Not a shard's run: every shard of a split must read the same durations, also when they
     run one after another on one machine (``verifygate merge`` records the whole run's).
     """
-    warnings: list[str] = []
     if run.shard is not None:
-        return warnings
+        return
     from pytest_verifygate.state import durations
 
     contract = run.contract
     durations.record_durations(contract.repo_root, durations.contract_key(contract),
                                durations.measured_seconds(r._asdict() for r in run.results),
-                               [gate.name for gate in contract.gates], warnings)
-    return warnings
+                               [gate.name for gate in contract.gates])
 
 
 def run_gates(
@@ -400,13 +393,13 @@ def report(run: RunResult, hook: GateHooks | None = None, *,
 to_report = report
 
 
-def listed_gates(plan: Plan, warnings: list[str] | None = None) -> list[dict[str, Any]]:
+def listed_gates(plan: Plan) -> list[dict[str, Any]]:
     """One row per gate in contract order: ``name``, ``selected``, ``runs`` (whether ``run``
     would start it), ``reason``, ``argv`` (the argvs ``run`` would spawn, ``{files}``
     expanded; empty when it spawns none) and the text form's ``mark`` (run, skip, pend).
-    What the result cache has to say goes to ``warnings``."""
+    What the result cache has to say goes to ``notices``."""
     planned = {gate_plan.gate.name: gate_plan
-               for gate_plan in (plan.gate_plans(warnings) if plan.selected else ())}
+               for gate_plan in (plan.gate_plans() if plan.selected else ())}
     rows: list[dict[str, Any]] = []
     for selection in plan.selections:
         name, reason = selection.gate.name, selection.reason

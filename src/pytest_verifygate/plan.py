@@ -28,14 +28,10 @@ if TYPE_CHECKING:
 MAX_DISPLAY_ARGS = 50
 
 
-def plan_gates(
-    contract: Contract, selections: Sequence[Selection], *, read_cache: bool = True,
-    warnings: list[str] | None = None,
-) -> list[GatePlan]:
+def plan_gates(contract: Contract, selections: Sequence[Selection], *,
+               read_cache: bool = True) -> list[GatePlan]:
     """The selected gates' plans; with ``read_cache``, a pass stored for the same inputs
-    resolves a plan without spawning anything, and what the cache has to say goes to
-    ``warnings``."""
-    warnings = [] if warnings is None else warnings
+    resolves a plan without spawning anything."""
     plans: list[GatePlan] = []
     tracked: tuple[str, ...] | None = None
     repo_files: RepoFiles | None = None
@@ -80,23 +76,21 @@ def plan_gates(
             from pytest_verifygate.state import result_cache
 
             repo_files = repo_files or inputs.RepoFiles(contract.root)
-            plan = result_cache.attach(contract, plan, repo_files, read=read_cache,
-                                       warnings=warnings)
+            plan = result_cache.attach(contract, plan, repo_files, read=read_cache)
             if read_cache and plan.cache is not None and plan.cache.hit is None:
-                plan = _without_passed_files(plan, parsed, contract.root, warnings)
+                plan = _without_passed_files(plan, parsed, contract.root)
         plans.append(plan)
     return plans
 
 
-def _without_passed_files(plan: GatePlan, parsed: ParsedCommand, root: Path,
-                          warnings: list[str]) -> GatePlan:
+def _without_passed_files(plan: GatePlan, parsed: ParsedCommand, root: Path) -> GatePlan:
     """``plan`` without the files that passed before as they are (none left: a cached pass)."""
     from pytest_verifygate.state import result_cache
 
     slot = plan.cache
     if slot is None or not slot.file_keys:
         return plan
-    reused = result_cache.reused_files(slot, plan.gate.name, warnings)
+    reused = result_cache.reused_files(slot, plan.gate.name)
     if not reused:
         return plan
     remaining = tuple(path for path in plan.given_files if path not in reused)

@@ -79,7 +79,7 @@ def read_every_state(project: Project) -> None:
     """Every reader, on whatever the files hold now; each must return without raising."""
     entries, warning = durations._read(project.durations)
     assert warning is not None or all(isinstance(seconds, float) for _, _, seconds in entries)
-    hit = result_cache.lookup(project.slot, project.plan, [])
+    hit = result_cache.lookup(project.slot, project.plan)
     assert hit is None or (hit.cached and hit.outcome == "passed")
     state = load_state(project.agent_state)
     assert isinstance(state.rounds, int) and state.rounds >= 0
@@ -92,7 +92,7 @@ def test_random_bytes_in_every_state_file(project: Project, content: bytes) -> N
     for path in (project.durations, project.slot.path, project.agent_state):
         path.write_bytes(content)
     read_every_state(project)
-    assert result_cache.lookup(project.slot, project.plan, []) is None  # never an entry of ours
+    assert result_cache.lookup(project.slot, project.plan) is None  # never an entry of ours
     assert load_state(project.agent_state).rounds == 0
 
 

@@ -91,7 +91,7 @@ def test_a_run_keeps_its_logs_while_others_prune(repo: Path, how: str) -> None:
         (running,) = list(logs.iterdir())
         if how == "other runs prune":
             for _ in range(KEEP_LOG_RUNS + 2):
-                new_log_dir(repo, [])  # another process's run, each pruning the oldest
+                new_log_dir(repo)  # another process's run, each pruning the oldest
             assert running.is_dir()
         else:
             shutil.rmtree(running)
@@ -124,7 +124,7 @@ def test_a_run_in_this_process_keeps_its_logs_while_this_process_prunes(repo: Pa
             assert time.monotonic() < end
             time.sleep(0.05)
         for _ in range(KEEP_LOG_RUNS + 2):
-            new_log_dir(repo, [])
+            new_log_dir(repo)
         (repo / "go").touch()
         results = {result.name: result for result in runner.results()}
     finally:

@@ -143,10 +143,10 @@ def test_the_logs_kept_across_runs_are_capped_in_total(repo: Path) -> None:
     cap (sparse files: the size counts, the disk is not filled)."""
     old = []
     for _ in range(4):
-        run_dir = new_log_dir(repo, [])
+        run_dir = new_log_dir(repo)
         with open(run_dir / "big.log", "wb") as handle:
             handle.truncate(KEEP_LOG_BYTES // 3 + 1)
         old.append(run_dir)
-    newest = new_log_dir(repo, [])
+    newest = new_log_dir(repo)
     kept = sorted((state_dir(repo) / "logs").iterdir())
     assert kept == [*old[-2:], newest]  # 2/3 of the cap kept, one more would pass it

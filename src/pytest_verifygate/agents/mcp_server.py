@@ -29,6 +29,7 @@ from pytest_verifygate import __version__, engine
 from pytest_verifygate.agents.tools import Answer, GateTools, progress_message
 from pytest_verifygate.contract.fields import did_you_mean
 from pytest_verifygate.errors import VerifyGateError
+from pytest_verifygate.notices import collecting
 from pytest_verifygate.plugins import plugin_hook
 from pytest_verifygate.report.document import load_schema
 
@@ -196,9 +197,9 @@ async def _run(tools: GateTools, plan: "Plan", ctx: Any) -> "Report":
     if total == 0:
         return tools.finish(plan, (), hook)
     finished: queue.SimpleQueue[GateResult] = queue.SimpleQueue()
-    warnings: list[str] = []
-    runner = engine.start(plan, hook=hook, warnings=warnings,
-                          on_finished=lambda gate, result: finished.put(result))
+    with collecting() as notices:
+        runner = engine.start(plan, hook=hook,
+                              on_finished=lambda gate, result: finished.put(result))
     tools.running.add(runner)
     all_done = anyio.Event()
 
@@ -229,7 +230,7 @@ async def _run(tools: GateTools, plan: "Plan", ctx: Any) -> "Report":
     finally:
         tools.running.discard(runner)
     await anyio.to_thread.run_sync(runner.close)
-    return tools.finish(plan, results, hook, warnings)
+    return tools.finish(plan, results, hook, notices)
 
 
 async def _answered(work: Awaitable[Answer]) -> CallToolResult:

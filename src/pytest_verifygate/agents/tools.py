@@ -16,6 +16,7 @@ from pytest_verifygate.contract import posix_relative
 from pytest_verifygate.engine import Plan, RunRequest
 from pytest_verifygate.errors import UsageError
 from pytest_verifygate.git.changes import ChangeRequest
+from pytest_verifygate.notices import Notices, collecting
 from pytest_verifygate.report.digest import gate_digest, to_digest
 from pytest_verifygate.report.words import flaky_note, outcome_counts
 from pytest_verifygate.selection import asked_roles
@@ -93,11 +94,13 @@ class GateTools:
         return Answer("\n".join(lines) + "\n", data)
 
     def finish(self, plan: Plan, results: Sequence[GateResult], hook: GateHooks | None,
-               warnings: Sequence[str] = ()) -> Report:
-        """The JSON report of a finished run, remembered for ``explain_failure``."""
+               notices: Notices | None = None) -> Report:
+        """The JSON report of a finished run (``notices``: what it said), remembered for
+        ``explain_failure``."""
         run = engine.RunResult(plan.contract, plan.changes, plan.selections, tuple(results))
-        found = [*warnings, *engine.record(run)]
-        run = run._replace(warnings=tuple(dict.fromkeys(found)))
+        with collecting(notices) as found:
+            engine.record(run)
+        run = run._replace(warnings=tuple(found))
         self.last_report = engine.report(run, hook)
         return self.last_report
 

@@ -16,10 +16,7 @@ from pytest_verifygate.engine import listed_gates
 def main(args: argparse.Namespace) -> int:
     plan = prepare_from_args(args)
     contract, changes, selections = plan.contract, plan.changes, plan.selections
-    warnings: list[str] = []
-    rows = listed_gates(plan, warnings)
-    for warning in dict.fromkeys(warnings):
-        print(f"verifygate: {warning}", file=sys.stderr)
+    rows = listed_gates(plan)  # what the result cache says goes to stderr
     if args.format == "json":
         detected = {"detected_by": changes.detected_by} if changes.detected_by else {}
         payload = {

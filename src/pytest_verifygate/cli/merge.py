@@ -41,11 +41,7 @@ def main(args: argparse.Namespace) -> int:
     root = find_repo_root(Path.cwd())
     if root is not None:  # recorded for the next build's split
         order = [entry["name"] for entry in (*merged["gates"], *merged["not_selected"])]
-        said: list[str] = []  # what was recorded before could not be read
-        record_durations(root, merged["contract"], measured_seconds(merged["gates"]), order,
-                         said)
-        for warning in said:
-            print(f"verifygate: {warning}", file=sys.stderr)
+        record_durations(root, merged["contract"], measured_seconds(merged["gates"]), order)
     from pytest_verifygate.cli.request import write_outputs
 
     here = root or Path.cwd()

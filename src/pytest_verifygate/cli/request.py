@@ -56,6 +56,7 @@ def write_outputs(args: argparse.Namespace, report: Report, said: Collection[str
                   ) -> Written:
     """Write ``--json`` and ``--junit`` (and with ``github``, GitHub's step files) and remember
     the files (not changes for the next run while unedited)."""
+    from pytest_verifygate.notices import collecting
     from pytest_verifygate.report.writers import Targets, write_all
     from pytest_verifygate.state.outputs import remember_outputs
 
@@ -63,7 +64,9 @@ def write_outputs(args: argparse.Namespace, report: Report, said: Collection[str
                       github=github)
     written = write_all(report, targets, repo_root=repo_root, project_root=project_root,
                         hook=hook, junit_options=junit_options)
-    for warning in remember_outputs(output_paths(args)):
+    with collecting() as found:
+        remember_outputs(output_paths(args))
+    for warning in found:
         if warning not in said:
             print(f"verifygate: {warning}", file=sys.stderr)
     return written

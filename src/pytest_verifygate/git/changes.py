@@ -208,16 +208,17 @@ def without_own_files(changes: ChangeSet, root: Path, outputs: Iterable[str | os
     ``outputs`` and earlier runs' still as written (``state/outputs.py``)."""
     if not changes.files:
         return changes
+    from pytest_verifygate.notices import collecting
     from pytest_verifygate.state.outputs import in_git_dir, own_files
 
-    warnings: list[str] = []
-    own = own_files(root, outputs, cwd, warnings) & set(changes.files)
+    with collecting() as found:  # what is wrong with the record: the change set's warnings
+        own = own_files(root, outputs, cwd) & set(changes.files)
     if own and changes.source != SOURCE_FILES:
         # Staged (``git add -A``), a report is part of what is committed: a change.
         listed = git_output(root, "ls-files", "-z", "--cached", "--",
                             *(f":(literal){path}" for path in own))
         own -= {os.fsdecode(item) for item in listed.split(b"\0")}
-    changes = changes._replace(warnings=(*changes.warnings, *warnings))
+    changes = changes._replace(warnings=(*changes.warnings, *found))
     # Git never lists its own directory: only paths the user names can be in it.
     named = changes.source == SOURCE_FILES and ".git/" in "\0".join(changes.files)
     if not own and not named:

@@ -37,6 +37,7 @@ from pytest_verifygate.git.changes import (
     parse_raw,
     read_listing,
 )
+from pytest_verifygate.notices import collecting
 from pytest_verifygate.state.files import open_state_dir, replace_in
 from pytest_verifygate.state.outputs import own_files
 from pytest_verifygate.state.storage import git_state_dir
@@ -231,7 +232,8 @@ class SetAside:
         found = differences(self.target)
         # This run's reports, and earlier runs' as they wrote them, are the tool's own files
         # (what is wrong with their record, the change set says: it reads it too).
-        own = own_files(top, self.outputs, Path.cwd(), [])
+        with collecting():
+            own = own_files(top, self.outputs, Path.cwd())
         found = {path: recorded for path, recorded in found.items()
                  if recorded is not None or path not in own}
         if not found:

@@ -23,6 +23,7 @@ from pytest_verifygate.engine import prepare
 from pytest_verifygate.git.changes import ChangeRequest, ChangeSet
 from pytest_verifygate.git.set_aside import SetAside, set_aside_for
 from pytest_verifygate.names import item_names, role_marker
+from pytest_verifygate.notices import Notices, collecting
 from pytest_verifygate.plugins import register_plugins
 from pytest_verifygate.pytest_plugin.declared import declared_lines
 from pytest_verifygate.pytest_plugin.items import INTERRUPTED_REASON, ContractFile, GateItem
@@ -111,7 +112,7 @@ class VerifyGateSession:
         self.report_path: str | None = None  # named in the summary only once written
         self.annotations: list[str] = []  # GitHub's, for the terminal summary
         self.messages: list[str] = []
-        self.warnings: list[str] = []  # what the run found (state files, logs): shown once
+        self.notices = Notices()  # what the run found (state files, logs): shown once
         self.command_stop: CommandStop | None = None
         # Markers registered before collection, so --strict-markers accepts what items carry.
         for category in ("unit", "integration"):
@@ -218,23 +219,26 @@ class VerifyGateSession:
                                    if isinstance(item, GateItem) and item.selection.selected))
         if names:
             self.runner_names = frozenset(names)
-            self.runner = engine.start(self.plan, [self.gate_plans[name] for name in names],
-                                       hook=self.config.hook, log_dir=self.log_dir,
-                                       warnings=self.warnings)
+            plans = [self.gate_plans[name] for name in names]
+            with collecting(self.notices):
+                self.runner = engine.start(self.plan, plans, hook=self.config.hook,
+                                           log_dir=self.log_dir)
 
     def result_for(self, name: str, *, again: bool = False) -> GateResult:
         """The gate's result: from the runner, or by running it now (``again``: a rerun
         plugin runs the item once more)."""
         if not again and self.runner is not None and name in self.runner_names:
             return self.runner.result(name)
-        with engine.start(self.plan, [self.gate_plans[name]], jobs=1, hook=self.config.hook,
-                          log_dir=self.log_dir, warnings=self.warnings) as runner:
+        plans, log_dir = [self.gate_plans[name]], self.log_dir
+        with collecting(self.notices), engine.start(self.plan, plans, jobs=1, log_dir=log_dir,
+                                                    hook=self.config.hook) as runner:
             return runner.result(name)
 
     @functools.cached_property
     def gate_plans(self) -> dict[str, GatePlan]:
         # Only when a gate is to run: planning reads the result cache's inputs.
-        return {plan.gate.name: plan for plan in self.plan.gate_plans(self.warnings)}
+        with collecting(self.notices):
+            return {plan.gate.name: plan for plan in self.plan.gate_plans()}
 
     @functools.cached_property
     def log_dir(self) -> Path:
@@ -242,7 +246,8 @@ class VerifyGateSession:
             with contextlib.suppress(OSError):  # another host (--tx ssh=...): logs stay there
                 make_private_dir(self.shared_log_dir)  # through no planted link
                 return self.shared_log_dir
-        return new_log_dir(self.contract.repo_root, self.warnings)
+        with collecting(self.notices):
+            return new_log_dir(self.contract.repo_root)
 
     @functools.cached_property
     def redactor(self) -> Redactor:
@@ -329,9 +334,11 @@ class VerifyGateSession:
             print(f"verifygate: {line}", file=sys.stderr)
         if not self.is_worker and self.report is not None:
             # Every file is written now (pytest's JUnit too): not changes for the next run.
-            said = {*self.plan.warnings, *self.warnings}
-            paths = output_paths(self.config, self.options.report, self.options.digest)
-            for warning in remember_outputs(paths):
+            said = {*self.plan.warnings, *self.notices}
+            with collecting() as found:
+                remember_outputs(output_paths(self.config, self.options.report,
+                                              self.options.digest))
+            for warning in found:
                 if warning not in said:  # the terminal summary is written: stderr is left
                     print(f"verifygate: {warning}", file=sys.stderr)
         self.interruptible.__exit__()
@@ -349,7 +356,8 @@ class VerifyGateSession:
         run = engine.RunResult(self.contract, self.plan.changes, tuple(selections),
                                tuple(results), interrupted, shard=self.plan.shard,
                                errors=tuple(self.errors))
-        self.warnings += engine.record(run)
+        with collecting(self.notices):
+            engine.record(run)
         report = engine.report(run, self.config.hook, redactor=self.redactor)
         self.results, self.report = results, report
         if not self.is_worker:
@@ -417,7 +425,7 @@ class VerifyGateSession:
         annotations = self.annotations
         for line in self.command_stop.around(annotations) if self.command_stop else annotations:
             reporter.write_line(line)
-        for warning in dict.fromkeys(self.warnings):
+        for warning in self.notices:
             if warning not in self.plan.warnings:
                 reporter.write_line(f"verifygate: {warning}", yellow=True)
         for message in self.messages:

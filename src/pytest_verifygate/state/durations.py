@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate import codes
+from pytest_verifygate.notices import warn
 from pytest_verifygate.state.files import StateFileError, read_state_file, write_state
 from pytest_verifygate.state.storage import blocker, git_state_dir
 
@@ -67,12 +68,12 @@ def _of_contract(entries: Iterable[Entry], contract: str) -> dict[str, float]:
 
 
 def record_durations(repo_root: Path, contract: str, measured: Mapping[str, float],
-                     gate_names: Iterable[str] | None, warnings: list[str]) -> bool:
+                     gate_names: Iterable[str] | None) -> bool:
     """Record ``measured`` for ``contract`` (its gates: ``gate_names``); whether it was written."""
     path = durations_path(repo_root) if measured else None
     if path is None:
         return False
-    old = _read_or_warn(path, warnings)
+    old = _read_or_warn(path)
     recorded = _of_contract(old, contract)
     fresh: list[Entry] = []
     for name, value in measured.items():
@@ -144,16 +145,16 @@ def longest_first(names: Sequence[str], recorded: Mapping[str, float],
     return sorted(names, key=lambda name: -chains[name])
 
 
-def planned_order(contract: Contract, names: Sequence[str], warnings: list[str]) -> list[str]:
-    entries = _read_or_warn(durations_path(contract.repo_root), warnings)
+def planned_order(contract: Contract, names: Sequence[str]) -> list[str]:
+    entries = _read_or_warn(durations_path(contract.repo_root))
     recorded = _of_contract(entries, contract_key(contract))
     return longest_first(names, recorded, {gate.name: gate.needs for gate in contract.gates})
 
 
-def _read_or_warn(path: Path | None, warnings: list[str]) -> list[Entry]:
+def _read_or_warn(path: Path | None) -> list[Entry]:
     entries, warning = _read(path)
     if warning is not None:
-        warnings.append(warning)
+        warn(warning)
     return entries
 
 

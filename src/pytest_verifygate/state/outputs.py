@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from pytest_verifygate.notices import warn
 from pytest_verifygate.state.files import StateFileError, read_state_file, write_state
 from pytest_verifygate.state.storage import private_dir, read_user_file, repository_key
 
@@ -23,11 +24,10 @@ MAX_RECORD_BYTES = KEEP_OUTPUTS * 4200
 MAX_OUTPUT_BYTES = 64 << 20
 
 
-def own_files(root: Path, outputs: Iterable[str | os.PathLike[str]], cwd: Path,
-              warnings: list[str]) -> set[str]:
+def own_files(root: Path, outputs: Iterable[str | os.PathLike[str]], cwd: Path) -> set[str]:
     """The package's own files under ``root``: this run's ``outputs`` (relative to ``cwd``) and
     earlier runs' unedited ones."""
-    found = {_under_root(root, cwd / path) for path in outputs} | _remembered(root, warnings)
+    found = {_under_root(root, cwd / path) for path in outputs} | _remembered(root)
     return {path for path in found if path is not None}
 
 
@@ -35,9 +35,8 @@ def in_git_dir(path: str) -> bool:
     return path.startswith(".git/") or "/.git/" in path
 
 
-def remember_outputs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
-    """Remember files the package just wrote, best effort; return the record's warnings."""
-    warnings: list[str] = []
+def remember_outputs(paths: Iterable[str | os.PathLike[str]]) -> None:
+    """Remember files the package just wrote, best effort."""
     by_record: dict[Path, list[str]] = {}
     for path in paths:
         absolute = os.path.abspath(path)
@@ -45,7 +44,7 @@ def remember_outputs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
         if record is not None:
             by_record.setdefault(record, []).append(absolute)
     for record, written in by_record.items():
-        entries = _read_record(record, warnings)
+        entries = _read_record(record)
         for path in written:
             entries.pop(path, None)  # re-inserted last: the newest are kept
             stamp = _content_stamp(path)
@@ -57,7 +56,6 @@ def remember_outputs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
         if len(data) <= MAX_RECORD_BYTES:
             with contextlib.suppress(OSError):
                 write_state(record, data)
-    return warnings
 
 
 def _under_root(root: Path, path: Path) -> str | None:
@@ -81,12 +79,12 @@ def _content_stamp(path: str, limit: int = MAX_OUTPUT_BYTES) -> tuple[int, str] 
     return None if data is None else (len(data), hashlib.sha256(data).hexdigest())
 
 
-def _read_record(record: Path, warnings: list[str]) -> dict[str, tuple[int, str]]:
+def _read_record(record: Path) -> dict[str, tuple[int, str]]:
     """The record's absolute paths, each with the size and SHA-256 of what was written."""
     try:
         data = read_state_file(record, MAX_RECORD_BYTES)
     except StateFileError as exc:
-        warnings.append(f"warning: ignoring {record}: {exc}")
+        warn(f"warning: ignoring {record}: {exc}")
         return {}
     if data is None:
         return {}
@@ -99,13 +97,13 @@ def _read_record(record: Path, warnings: list[str]) -> dict[str, tuple[int, str]
     return entries
 
 
-def _remembered(root: Path, warnings: list[str]) -> set[str | None]:
+def _remembered(root: Path) -> set[str | None]:
     """Outputs of earlier runs under ``root`` that are still byte for byte as written."""
     record = record_path(root.absolute())
     if record is None:
         return set()
     found: set[str | None] = set()
-    for path, (size, digest) in _read_record(record, warnings).items():
+    for path, (size, digest) in _read_record(record).items():
         relative = _under_root(root, Path(path))
         if relative is not None and _content_stamp(path, size) == (size, digest):
             found.add(relative)

@@ -23,6 +23,7 @@ from pytest_verifygate import codes
 from pytest_verifygate.commands import ASSIGNMENT
 from pytest_verifygate.contract import Contract, Gate
 from pytest_verifygate.git.inputs import RepoFiles
+from pytest_verifygate.notices import warn
 from pytest_verifygate.runner.records import CacheSlot, GatePlan, GateResult
 from pytest_verifygate.selection import files_for_gate
 from pytest_verifygate.state.files import (
@@ -222,8 +223,7 @@ def _key(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
-def attach(contract: Contract, plan: GatePlan, files: RepoFiles, *, read: bool,
-           warnings: list[str]) -> GatePlan:
+def attach(contract: Contract, plan: GatePlan, files: RepoFiles, *, read: bool) -> GatePlan:
     """The plan with its cache slot; with ``read``, a stored pass for these inputs as ``hit``.
     A gate whose inputs cannot be hashed gets none: it runs, with a warning."""
     gate = plan.gate
@@ -233,7 +233,7 @@ def attach(contract: Contract, plan: GatePlan, files: RepoFiles, *, read: bool,
     try:
         key = _key(definition, files.digest(patterns))
     except OSError as exc:
-        warnings.append(f"warning: gate {gate.name!r} runs uncached: {exc.strerror or exc}")
+        warn(f"warning: gate {gate.name!r} runs uncached: {exc.strerror or exc}")
         return plan
     directory = cache_dir(contract.repo_root)
     if directory is None:
@@ -243,7 +243,7 @@ def attach(contract: Contract, plan: GatePlan, files: RepoFiles, *, read: bool,
         slot = _with_file_keys(slot, contract, plan, files)
     slot = slot._replace(stamps=files.stamps(_stamped(slot)))
     if read:
-        slot = slot._replace(hit=lookup(slot, plan, warnings))
+        slot = slot._replace(hit=lookup(slot, plan))
     return plan._replace(cache=slot)
 
 
@@ -267,14 +267,14 @@ def _file_entry_path(slot: CacheSlot, key: str) -> Path:
     return slot.directory / f"f-{key}.json"
 
 
-def _read_entry(path: Path, key: str, gate: str, warnings: list[str]) -> dict[str, Any] | None:
+def _read_entry(path: Path, key: str, gate: str) -> dict[str, Any] | None:
     """The entry in ``path`` for this key and gate (touched), or None."""
     try:
         data = read_state_file(path, MAX_ENTRY_BYTES)
         entry = json.loads(data.decode("utf-8")) if data is not None else None
     except StateFileError as exc:
         # A file in place of its directory: one warning naming it stands for every file.
-        warnings.append(blocker(path) or f"warning: ignoring {path}: {exc}")
+        warn(blocker(path) or f"warning: ignoring {path}: {exc}")
         return None
     except (ValueError, RecursionError):
         return None
@@ -291,10 +291,10 @@ def _write_entry(path: Path, entry: dict[str, Any]) -> None:
     write_state(path, json.dumps(entry, ensure_ascii=True) + "\n")
 
 
-def reused_files(slot: CacheSlot, gate: str, warnings: list[str]) -> frozenset[str]:
+def reused_files(slot: CacheSlot, gate: str) -> frozenset[str]:
     """The files of ``slot.file_keys`` that already passed: an entry for their key."""
     return frozenset(path for path, key in slot.file_keys
-                     if _read_entry(_file_entry_path(slot, key), key, gate, warnings))
+                     if _read_entry(_file_entry_path(slot, key), key, gate))
 
 
 def files_pass(plan: GatePlan, count: int) -> GateResult:
@@ -303,9 +303,9 @@ def files_pass(plan: GatePlan, count: int) -> GateResult:
     return _cached_pass(plan, {"output_tail": tail, "output_bytes": 0})
 
 
-def lookup(slot: CacheSlot, plan: GatePlan, warnings: list[str]) -> GateResult | None:
+def lookup(slot: CacheSlot, plan: GatePlan) -> GateResult | None:
     """The stored pass for ``slot.key`` as a ``cached`` result, or None."""
-    entry = _read_entry(slot.path, slot.key, plan.gate.name, warnings)
+    entry = _read_entry(slot.path, slot.key, plan.gate.name)
     return None if entry is None else _cached_pass(plan, entry)
 
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from pytest_verifygate.notices import warn
 from pytest_verifygate.state.files import (
     DIRECTORY,
     STATE_DIR_NAME,
@@ -132,7 +133,7 @@ def repository_key(repo_root: Path) -> str:
     return os.path.realpath(state.parent if state is not None else repo_root)
 
 
-def new_log_dir(repo_root: Path, warnings: list[str]) -> Path:
+def new_log_dir(repo_root: Path) -> Path:
     """A fresh private directory for one run's gate logs, older runs' pruned; the temp
     directory, with a warning, when there can be none there."""
     logs = state_dir(repo_root) / LOGS_DIR_NAME
@@ -145,11 +146,11 @@ def new_log_dir(repo_root: Path, warnings: list[str]) -> Path:
         fallback = _temp_state_dir(repo_root) / LOGS_DIR_NAME
         run_dir = _new_run_dir(fallback)
     except OSError as second:  # nowhere at all: each gate says so in its output
-        warnings.append(f"warning: cannot keep gate logs in {logs} ({problem}) nor in "
+        warn(f"warning: cannot keep gate logs in {logs} ({problem}) nor in "
                         f"{fallback} ({second.strerror or second}); reports keep each gate's "
                         "output tail only")
         return logs / "unavailable"
-    warnings.append(blocker(logs / "run") or f"warning: cannot keep gate logs in {logs} "
+    warn(blocker(logs / "run") or f"warning: cannot keep gate logs in {logs} "
                     f"({problem}); they go to {fallback} instead")
     return run_dir
 
