@@ -7,7 +7,6 @@ PYTEST_DONT_REWRITE
 
 import os
 import shlex
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -70,12 +69,14 @@ printf '%s\\n' "$input" | {{
 
 def hooks_dir(start: Path) -> Path:
     """Where git runs hooks from for the repository at ``start`` (``core.hooksPath``)."""
+    from pytest_verifygate.errors import ChangeSetError
+    from pytest_verifygate.git.changes import git_output
+
     try:
-        out = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-path",
-                              "hooks"], cwd=start, capture_output=True, text=True, check=True)
-    except (OSError, subprocess.CalledProcessError):
+        out = git_output(start, "rev-parse", "--path-format=absolute", "--git-path", "hooks")
+    except ChangeSetError:
         raise UsageError("not in a git repository: run it in the repository to hook") from None
-    return Path(out.stdout.strip())
+    return Path(os.fsdecode(out).strip())
 
 
 def hook_text(name: str, python: str) -> str:
