@@ -25,7 +25,7 @@ from plugin_support import (
 )
 from pytest_verifygate.contract import load_contract
 from pytest_verifygate.errors import ContractError
-from pytest_verifygate.state.result_cache import (
+from pytest_verifygate.result_cache import (
     KEEP_ENTRIES,
     cache_dir,
     script_programs,
@@ -336,10 +336,10 @@ def test_cli_imports_the_cache_only_when_a_gate_caches(repo: Path) -> None:
     commit_all(repo)
     command = [sys.executable, "-X", "importtime", "-m", "pytest_verifygate.cli", "run", "--all"]
     plain = subprocess.run(command, cwd=repo, capture_output=True, text=True)
-    assert plain.returncode == 0 and "pytest_verifygate.state.result_cache" not in plain.stderr
+    assert plain.returncode == 0 and "pytest_verifygate.result_cache" not in plain.stderr
     write_contract(repo, {"name": "a", "command": "true", "cache": True})
     cached = subprocess.run(command, cwd=repo, capture_output=True, text=True)
-    assert cached.returncode == 0 and "pytest_verifygate.state.result_cache" in cached.stderr
+    assert cached.returncode == 0 and "pytest_verifygate.result_cache" in cached.stderr
 
 
 def test_contract_keys_are_validated(repo: Path) -> None:

@@ -9,13 +9,8 @@ from pathlib import Path
 import pytest
 
 from pytest_verifygate.errors import ChangeSetError
-from pytest_verifygate.git.changes import (
-    ChangeRequest,
-    ChangeSet,
-    all_files,
-    compute_changes,
-    git_output,
-)
+from pytest_verifygate.git.changes import ChangeRequest, ChangeSet, all_files, compute_changes
+from pytest_verifygate.gitcmd import git_output
 
 from conftest import commit_all, git, write
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_verifygate.contract import EMPTY_ENV, find_contract, load_contract
+from pytest_verifygate.contract import find_contract, load_contract
+from pytest_verifygate.contract.model import EMPTY_ENV
 from pytest_verifygate.contract.opentiger import minimatch_to_gitignore
 from pytest_verifygate.errors import ContractError
 

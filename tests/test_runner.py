@@ -251,7 +251,7 @@ def test_the_records_and_the_cache_load_without_the_scheduler() -> None:
     # The records are what the reports and the cache name: they must stay cheap to import,
     # and the cache (which the scheduler calls) must not need the scheduler back.
     script = ("import json, sys, pytest_verifygate.runner.records; a = list(sys.modules); "
-              "import pytest_verifygate.state.result_cache; "
+              "import pytest_verifygate.result_cache; "
               "print(json.dumps([a, list(sys.modules)]))")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           check=True)

@@ -13,9 +13,8 @@ import os
 import re
 import shlex
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import NamedTuple
-
-from pytest_verifygate.contract.model import EMPTY_ENV
 
 FILES_PLACEHOLDER = "{files}"
 
@@ -49,7 +48,7 @@ class ParsedCommand(NamedTuple):
     """A command ready for expansion: argv words (``{files}`` still in place) and env prefixes."""
 
     words: tuple[str, ...]
-    env: Mapping[str, str] = EMPTY_ENV
+    env: Mapping[str, str] = MappingProxyType({})
     shell: bool = False
     uses_files: bool = False
 

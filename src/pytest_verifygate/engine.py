@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from pytest_verifygate.hookspecs import GateHooks
     from pytest_verifygate.report.model import Report
     from pytest_verifygate.report.redact import Redactor
-    from pytest_verifygate.runner.records import GatePlan, GateResult
+    from pytest_verifygate.runner.records import CacheSlot, GatePlan, GateResult
     from pytest_verifygate.runner.scheduler import GateRunner
     from pytest_verifygate.shards import Shard
 
@@ -260,7 +260,14 @@ def _runner(
         on_finished=finished,
         log_max_bytes=contract.settings.log_max_bytes,
         log_filter=redactor.stream_masker,
+        store_pass=_store_pass if any(plan.cache for plan in plans) else None,
     )
+
+
+def _store_pass(slot: CacheSlot, result: GateResult) -> None:
+    from pytest_verifygate.result_cache import store  # only when some gate caches its passes
+
+    store(slot, result)
 
 
 def start_order(contract: Contract, gate_plans: Sequence[GatePlan], jobs: int

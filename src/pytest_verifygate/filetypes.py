@@ -9,11 +9,32 @@ import os
 import re
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
+from typing import Protocol
 
-from pytest_verifygate.contract.model import Gate
+
+class FileFilter(Protocol):
+    """A gate's keys that pick files by kind and name (``contract.Gate`` has them)."""
+
+    @property
+    def types(self) -> tuple[str, ...]: ...
+
+    @property
+    def types_or(self) -> tuple[str, ...]: ...
+
+    @property
+    def exclude_types(self) -> tuple[str, ...]: ...
+
+    @property
+    def files_regex(self) -> str | None: ...
+
+    @property
+    def exclude_regex(self) -> str | None: ...
+
+    @property
+    def filters_files(self) -> bool: ...
 
 
-def files_of_gate(gate: Gate, root: Path, paths: Sequence[str],
+def files_of_gate(gate: FileFilter, root: Path, paths: Sequence[str],
                   deleted: Collection[str] = ()) -> tuple[str, ...]:
     """The ``paths`` (relative to ``root``) that ``gate``'s types and regexes let through, in
     order; a path in ``deleted`` has the tags its name gives, plus ``file``."""
@@ -28,7 +49,7 @@ def files_of_gate(gate: Gate, root: Path, paths: Sequence[str],
                  and (not typed or _tags_match(_tags(str(root / path), path in deleted), *wanted)))
 
 
-def describe_filter(gate: Gate) -> str:
+def describe_filter(gate: FileFilter) -> str:
     """The gate's file filter in its own keys' words ("types [text]")."""
     parts = [f"{key} [{', '.join(value)}]" for key, value in (
         ("types", gate.types), ("types_or", gate.types_or),

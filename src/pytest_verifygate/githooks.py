@@ -70,7 +70,7 @@ printf '%s\\n' "$input" | {{
 def hooks_dir(start: Path) -> Path:
     """Where git runs hooks from for the repository at ``start`` (``core.hooksPath``)."""
     from pytest_verifygate.errors import ChangeSetError
-    from pytest_verifygate.git.changes import git_output
+    from pytest_verifygate.gitcmd import git_output
 
     try:
         out = git_output(start, "rev-parse", "--path-format=absolute", "--git-path", "hooks")

@@ -72,8 +72,9 @@ def plan_gates(contract: Contract, selections: Sequence[Selection], *,
                         display_command=_truncated(invocations[0]), given_files=tuple(given),
                         root=contract.root)
         if gate.cache:
-            from pytest_verifygate.git import inputs  # only when some gate caches its passes
-            from pytest_verifygate.state import result_cache
+            # Only when some gate caches its passes.
+            from pytest_verifygate import result_cache
+            from pytest_verifygate.git import inputs
 
             repo_files = repo_files or inputs.RepoFiles(contract.root)
             plan = result_cache.attach(contract, plan, repo_files, read=read_cache)
@@ -85,7 +86,7 @@ def plan_gates(contract: Contract, selections: Sequence[Selection], *,
 
 def _without_passed_files(plan: GatePlan, parsed: ParsedCommand, root: Path) -> GatePlan:
     """``plan`` without the files that passed before as they are (none left: a cached pass)."""
-    from pytest_verifygate.state import result_cache
+    from pytest_verifygate import result_cache
 
     slot = plan.cache
     if slot is None or not slot.file_keys:

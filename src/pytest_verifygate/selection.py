@@ -162,7 +162,8 @@ def unmatched_pattern_warnings(contract: Contract, selections: Sequence[Selectio
     contract and commit: the next runs list no tracked files (a commit's hook waits for them)."""
     import hashlib
 
-    from pytest_verifygate.git.changes import all_files, git_answer
+    from pytest_verifygate.git.changes import all_files
+    from pytest_verifygate.gitcmd import git_answer
     from pytest_verifygate.state.files import StateFileError, read_state_file, write_state
     from pytest_verifygate.state.storage import git_state_dir
 

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_verifygate import result_cache
 from pytest_verifygate.agents.state import load_state
 from pytest_verifygate.engine import RunRequest, prepare
 from pytest_verifygate.report.digest import to_digest
@@ -26,7 +27,7 @@ from pytest_verifygate.report.github import error_annotations, step_summary
 from pytest_verifygate.report.junit import to_junit
 from pytest_verifygate.report.redact import MASK, redactor_for
 from pytest_verifygate.runner.records import GatePlan, GateResult
-from pytest_verifygate.state import durations, result_cache
+from pytest_verifygate.state import durations
 
 from .support import examples
 from conftest import commit_all, git, write

@@ -17,8 +17,9 @@ import pytest
 
 from pytest_verifygate.agents.session_start import snapshot
 from pytest_verifygate.errors import ChangeSetError
-from pytest_verifygate.git.changes import ChangeRequest, compute_changes, head_commit
+from pytest_verifygate.git.changes import ChangeRequest, compute_changes
 from pytest_verifygate.git.inputs import RepoFiles
+from pytest_verifygate.gitcmd import head_commit
 from test_agent_hook import BAD, GOOD, checked_project, stop
 
 from .support import verifygate

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_verifygate.state.result_cache import cache_dir
+from pytest_verifygate.result_cache import cache_dir
 from pytest_verifygate.state.storage import state_dir
 
 from .support import PY, verifygate

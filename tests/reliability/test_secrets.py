@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pytest_verifygate.report.redact import MASK, redactor_for
-from pytest_verifygate.state.result_cache import cache_dir
+from pytest_verifygate.result_cache import cache_dir
 
 from .support import PY, verifygate
 from conftest import commit_all, write

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from pytest_verifygate.agents.state import is_state_name, session_file_stem
 from pytest_verifygate.errors import ChangeSetError
-from pytest_verifygate.git.changes import git_answer, git_output, head_commit
+from pytest_verifygate.gitcmd import git_answer, git_output, head_commit
 from pytest_verifygate.state.files import (
     StateFileError,
     prune_own_files,

@@ -21,7 +21,8 @@ from pytest_verifygate.contract import find_contract, find_repo_root, posix_rela
 from pytest_verifygate.contract.revision import NoContractError, change_note
 from pytest_verifygate.engine import Plan, RunRequest
 from pytest_verifygate.errors import ContractError, VerifyGateError
-from pytest_verifygate.git.changes import ChangeRequest, empty_tree, head_commit
+from pytest_verifygate.git.changes import ChangeRequest
+from pytest_verifygate.gitcmd import empty_tree, head_commit
 from pytest_verifygate.plugins import plugin_hook
 from pytest_verifygate.state.files import StateFileError, write_state
 

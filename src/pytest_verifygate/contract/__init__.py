@@ -14,13 +14,13 @@ from pytest_verifygate.contract.discover import (
     find_repo_root,
     posix_relative,
 )
-from pytest_verifygate.contract.model import EMPTY_ENV, GATE_KEYS, SETTINGS_KEYS, Contract, Gate
+from pytest_verifygate.contract.model import GATE_KEYS, SETTINGS_KEYS, Contract, Gate
 
 if TYPE_CHECKING:
     from pytest_verifygate.contract.load import load_contract as load_contract
 
 __all__ = [
-    "EMPTY_ENV", "GATE_KEYS", "SETTINGS_KEYS", "Contract", "Gate", "display_path", "find_contract",
+    "GATE_KEYS", "SETTINGS_KEYS", "Contract", "Gate", "display_path", "find_contract",
     "find_repo_root", "load_contract", "posix_relative",
 ]
 

@@ -24,7 +24,7 @@ from pytest_verifygate.contract.fields import FieldReader
 from pytest_verifygate.contract.load import load_contract, load_text
 from pytest_verifygate.contract.model import Contract, Gate, Settings
 from pytest_verifygate.errors import ChangeSetError, ContractError
-from pytest_verifygate.git.changes import git_output
+from pytest_verifygate.gitcmd import git_output
 
 CHANGE_NOTE_START = "the contract changed since "
 

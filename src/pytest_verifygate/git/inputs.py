@@ -22,8 +22,8 @@ from pytest_verifygate.git.changes import (
     UNTRACKED,
     blob_id,
     check_work_tree,
-    git_output,
 )
+from pytest_verifygate.gitcmd import git_output
 
 READ_SIZE = 1 << 20
 # Past these the gate is not cached: files walked in a directory git does not list (ignored,

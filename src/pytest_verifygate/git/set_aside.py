@@ -30,13 +30,11 @@ from pytest_verifygate.git.changes import (
     ChangeRequest,
     blob_id,
     check_work_tree,
-    empty_tree,
-    git_answer,
-    git_output,
     hidden_edits,
     parse_raw,
     read_listing,
 )
+from pytest_verifygate.gitcmd import empty_tree, git_answer, git_output
 from pytest_verifygate.notices import collecting
 from pytest_verifygate.state.files import open_state_dir, replace_in
 from pytest_verifygate.state.outputs import own_files

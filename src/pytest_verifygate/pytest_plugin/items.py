@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
@@ -27,10 +27,28 @@ from pytest_verifygate.selection import BY_CHANGES, Selection
 from pytest_verifygate.text import terminal_safe
 
 if TYPE_CHECKING:
-    from pytest_verifygate.pytest_plugin.session import VerifyGateSession
+    from pytest_verifygate.contract import Contract
+    from pytest_verifygate.engine import Plan
     from pytest_verifygate.report.model import GateEntry
+    from pytest_verifygate.report.redact import Redactor
+    from pytest_verifygate.runner.records import GateResult
 
-SESSION_KEY: pytest.StashKey[VerifyGateSession] = pytest.StashKey()
+
+class GateSession(Protocol):
+    """What the items need of the run behind them (``session.VerifyGateSession``)."""
+
+    plan: Plan
+    contract: Contract
+    item_names: dict[str, str]
+    declared_lines: dict[str, int]
+
+    @property
+    def redactor(self) -> Redactor: ...
+
+    def result_for(self, name: str, *, again: bool = False) -> GateResult: ...
+
+
+SESSION_KEY: pytest.StashKey[GateSession] = pytest.StashKey()
 INTERRUPTED_REASON = "the run stopped (-x, --maxfail or Ctrl-C) before this gate finished"
 
 

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate import codes
 from pytest_verifygate.contract import Contract, Gate, posix_relative
-from pytest_verifygate.git.changes import ChangeSet, head_commit
+from pytest_verifygate.git.changes import ChangeSet
+from pytest_verifygate.gitcmd import head_commit
 from pytest_verifygate.report.redact import Redactor, gate_environment, redactor_for
 from pytest_verifygate.report.words import summary_counts
 from pytest_verifygate.runner.records import GateResult

@@ -30,8 +30,8 @@ from pytest_verifygate.report.words import (
 )
 
 if TYPE_CHECKING:
-    from pytest_verifygate.hookspecs import GateHooks
     from pytest_verifygate.report.model import Report
+    from pytest_verifygate.report.places import AnnotationHook
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 OUTPUT_ENV = "GITHUB_OUTPUT"
@@ -115,7 +115,7 @@ class Annotations(NamedTuple):
 
 def _gate_annotations(
     gate: Mapping[str, Any], *, repo_root: str | os.PathLike[str],
-    project_root: str | os.PathLike[str] | None, hook: GateHooks | None,
+    project_root: str | os.PathLike[str] | None, hook: AnnotationHook | None,
 ) -> tuple[list[Annotation], list[str]]:
     name = str(gate.get("name", "?"))
     lines = clean_output(str(gate.get("output_tail") or ""))
@@ -139,7 +139,7 @@ def _gate_annotations(
 
 def plan_annotations(report: Report, *, repo_root: str | os.PathLike[str],
                      project_root: str | os.PathLike[str] | None = None,
-                     hook: GateHooks | None = None) -> Annotations:
+                     hook: AnnotationHook | None = None) -> Annotations:
     """The annotations of a report's failed gates, within GitHub's per-step limits. Each
     failed gate gets its first before any gets a second: fifty lint errors of one gate cannot
     hide another gate's failure."""
@@ -184,7 +184,7 @@ def printed(planned: Annotations) -> list[str]:
 
 def error_annotations(report: Report, *, repo_root: str | os.PathLike[str],
                       project_root: str | os.PathLike[str] | None = None,
-                      hook: GateHooks | None = None, stop: CommandStop | None = None
+                      hook: AnnotationHook | None = None, stop: CommandStop | None = None
                       ) -> list[str]:
     """The lines to print for a report's failed gates; with ``stop``, around them."""
     lines = printed(plan_annotations(report, repo_root=repo_root, project_root=project_root,
@@ -308,7 +308,7 @@ def _left_out_section(left_out: Sequence[Annotation]) -> list[str]:
 
 def step_summary(report: Report, *, repo_root: str | os.PathLike[str] | None = None,
                  project_root: str | os.PathLike[str] | None = None,
-                 hook: GateHooks | None = None, planned: Annotations | None = None) -> str:
+                 hook: AnnotationHook | None = None, planned: Annotations | None = None) -> str:
     """The Markdown for ``$GITHUB_STEP_SUMMARY``: verdict, gates, errors not annotated, digest."""
     verdict = str(report.get("verdict"))
     # A verdict that settles the run wears its outcome's icon; pending and unverified inform.
@@ -371,7 +371,7 @@ def _append(environ: Mapping[str, str], variable: str, text: Callable[[], str]) 
 def append_step_summary(report: Report, environ: Mapping[str, str], *,
                         repo_root: str | os.PathLike[str] | None = None,
                         project_root: str | os.PathLike[str] | None = None,
-                        hook: GateHooks | None = None, planned: Annotations | None = None
+                        hook: AnnotationHook | None = None, planned: Annotations | None = None
                         ) -> str | None:
     """Append the step summary to ``$GITHUB_STEP_SUMMARY`` when set; a warning if it cannot."""
     return _append(environ, STEP_SUMMARY_ENV, lambda: step_summary(

@@ -10,7 +10,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from pytest_verifygate.report.locations import (
     ERROR,
@@ -21,10 +21,16 @@ from pytest_verifygate.report.locations import (
 )
 from pytest_verifygate.state.storage import read_user_file
 
-if TYPE_CHECKING:
-    from pytest_verifygate.hookspecs import GateHooks
-
 HOOK_NAME = "pytest_verifygate_annotation_locations"
+
+
+class AnnotationHook(Protocol):
+    """The part of the hook relay the reports call (``hookspecs.GateHooks`` has it)."""
+
+    def pytest_verifygate_annotation_locations(self, *, gate: Any, output: str
+                                               ) -> list[Any]: ...
+
+
 MAX_MESSAGE_CHARS = 1000
 # A test file is read to find a failed test's ``def`` only up to this size.
 MAX_SOURCE_BYTES = 1 << 20
@@ -134,7 +140,7 @@ def _as_finding(item: Any) -> Finding | None:
     return finding
 
 
-def hook_findings(hook: GateHooks, gate: Mapping[str, Any], output: str
+def hook_findings(hook: AnnotationHook, gate: Mapping[str, Any], output: str
                   ) -> tuple[list[Finding], list[str]]:
     """What the hook's implementations found, and problems with it (one raised, items that
     are not findings)."""
@@ -195,7 +201,7 @@ def locate(findings: Iterable[Finding], resolver: Resolver) -> list[Located]:
 
 
 def gate_locations(gate: Mapping[str, Any], lines: Sequence[str], resolver: Resolver,
-                   hook: GateHooks | None = None) -> tuple[list[Located], list[str]]:
+                   hook: AnnotationHook | None = None) -> tuple[list[Located], list[str]]:
     """A failed gate's errors at files of the repository (the hook's first), and problems with
     the hook; ``lines`` is the cleaned output."""
     problems: list[str] = []

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
-    from pytest_verifygate.hookspecs import GateHooks
     from pytest_verifygate.report.model import Report
+    from pytest_verifygate.report.places import AnnotationHook
 
 
 class Targets(NamedTuple):
@@ -41,7 +41,7 @@ class Written(NamedTuple):
 
 
 def write_all(report: Report, targets: Targets, *, repo_root: Path, project_root: Path,
-              hook: GateHooks | None = None,
+              hook: AnnotationHook | None = None,
               junit_options: Callable[[], dict[str, Any]] = dict) -> Written:
     """Write every target of ``targets`` from ``report`` (``junit_options()`` is called only
     for JUnit)."""

@@ -16,14 +16,13 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from pytest_verifygate.runner.tree import TREE_ENV, GateTree, Proc, describe
 
 if TYPE_CHECKING:
     import threading
 
-    from pytest_verifygate.report.redact import StreamMasker
     from pytest_verifygate.runner.logfile import GateLog
     from pytest_verifygate.runner.records import GatePlan
     from pytest_verifygate.runner.watchdog import Watchdog
@@ -44,12 +43,20 @@ HELD_OUTPUT_REASON = "a process it started was left running, out of reach (see i
 GATE_ENV = "VERIFYGATE_GATE"
 
 
+class OutputFilter(Protocol):
+    """What passes a gate's output on, changed (``report.redact``'s masker of secrets)."""
+
+    def feed(self, data: bytes) -> bytes: ...
+
+    def flush(self) -> bytes: ...
+
+
 class OutputSink:
     """A gate's output, masked once as it comes: streamed to its log, the last ``tail_bytes``
     kept in memory."""
 
     def __init__(self, log: GateLog | None, tail_bytes: int,
-                 log_filter: StreamMasker | None = None) -> None:
+                 log_filter: OutputFilter | None = None) -> None:
         self.log = log
         self.log_filter = log_filter
         self.tail_bytes = tail_bytes

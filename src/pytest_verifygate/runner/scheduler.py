@@ -19,8 +19,13 @@ from typing import TYPE_CHECKING
 from pytest_verifygate import codes
 from pytest_verifygate.runner import fixers
 from pytest_verifygate.runner.logfile import DEFAULT_LOG_MAX_BYTES, GateLog
-from pytest_verifygate.runner.process import HELD_OUTPUT_REASON, OutputSink, run_commands
-from pytest_verifygate.runner.records import GatePlan, GateResult, bare_result
+from pytest_verifygate.runner.process import (
+    HELD_OUTPUT_REASON,
+    OutputFilter,
+    OutputSink,
+    run_commands,
+)
+from pytest_verifygate.runner.records import CacheSlot, GatePlan, GateResult, bare_result
 from pytest_verifygate.runner.watchdog import Watchdog
 from pytest_verifygate.state.storage import claim_log_dir, log_file_name, make_private_dir
 
@@ -28,7 +33,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from pytest_verifygate.contract import Gate
-    from pytest_verifygate.report.redact import StreamMasker
 
 BACKOFF_BASE_SECONDS = 0.5
 BACKOFF_MAX_SECONDS = 8.0
@@ -51,7 +55,8 @@ class GateRunner:
         on_finished: Callable[[Gate, GateResult], None] | None = None,
         log_max_bytes: int = DEFAULT_LOG_MAX_BYTES,
         start_order: Sequence[str] | None = None,
-        log_filter: Callable[[], StreamMasker] | None = None,
+        log_filter: Callable[[], OutputFilter] | None = None,
+        store_pass: Callable[[CacheSlot, GateResult], object] | None = None,
     ) -> None:
         self.plans = list(plans)  # in contract order: the order results are returned in
         self.start_order = start_order
@@ -60,6 +65,7 @@ class GateRunner:
         self.log_dir = log_dir
         self.log_max_bytes = log_max_bytes
         self.log_filter = log_filter  # a fresh secret masker per attempt: logs are sinks too
+        self.store_pass = store_pass  # the result cache's, for gates that cache their passes
         self._release_log_dir = claim_log_dir(None)
         self.classify_hook = classify_hook
         self.on_started = on_started
@@ -246,10 +252,8 @@ class GateRunner:
             finished_at=finished,
             flaky=result.outcome == codes.PASSED and attempts > 1,  # a pass ends the retries
         )
-        if plan.cache is not None and result.outcome == codes.PASSED:
-            from pytest_verifygate.state.result_cache import store  # only for gates with caching on
-
-            store(plan.cache, result)
+        if plan.cache is not None and result.outcome == codes.PASSED and self.store_pass:
+            self.store_pass(plan.cache, result)
         return self._finish(plan, result)
 
     def _finish(self, plan: GatePlan, result: GateResult) -> GateResult:
