@@ -26,14 +26,14 @@ import pytest
 from actions_runner import Command, annotations
 from plugin_support import QUIET_PLUGINS
 from pytest_verifygate import hookspecs
+from pytest_verifygate.report.error_formats import Finding
+from pytest_verifygate.report.findings import Resolver, gate_locations
 from pytest_verifygate.report.github import (
     MAX_ANNOTATIONS,
     error_annotations,
     plan_annotations,
     step_summary,
 )
-from pytest_verifygate.report.locations import Finding
-from pytest_verifygate.report.places import Resolver, gate_locations
 
 from conftest import commit_all, write
 
@@ -325,7 +325,7 @@ def test_a_broken_hook_costs_only_its_own_findings(sample: Path) -> None:
 CONFTEST = '''
 import pluggy
 
-from pytest_verifygate.report.locations import Finding
+from pytest_verifygate.report.error_formats import Finding
 
 @pluggy.HookimplMarker("pytest")
 def pytest_verifygate_annotation_locations(gate, output):

@@ -33,7 +33,7 @@ from pytest_verifygate.report.github import (
     workflow_command,
 )
 from pytest_verifygate.report.junit import failure_text, to_junit
-from pytest_verifygate.report.words import format_seconds, outcome_counts
+from pytest_verifygate.report.outcomes import format_seconds, outcome_counts
 
 from conftest import commit_all, git, validate_junit, write
 

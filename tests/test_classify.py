@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from pytest_verifygate import classify
+from pytest_verifygate.ansi import plain_output, strip_ansi
 from pytest_verifygate.classify import Failure
 from pytest_verifygate.codes import (
     CODES,
@@ -44,7 +45,6 @@ from pytest_verifygate.engine import run_gates
 from pytest_verifygate.git.changes import ChangeRequest, compute_changes
 from pytest_verifygate.runner.records import GateResult
 from pytest_verifygate.selection import select_gates
-from pytest_verifygate.text import plain_output, strip_ansi
 
 PY = sys.executable
 PYTEST = (PY, "-m", "pytest", "-p", "no:cacheprovider")

@@ -22,7 +22,7 @@ from plugin_support import (
     validate_report,
     write_contract,
 )
-from pytest_verifygate.names import item_name, item_names, role_marker
+from pytest_verifygate.item_names import item_name, item_names, role_marker
 from pytest_verifygate.state.storage import log_file_name
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.

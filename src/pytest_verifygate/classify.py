@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from pytest_verifygate.ansi import plain_output
 from pytest_verifygate.codes import (
     CODES,
     COMMAND_FAILED,
@@ -19,7 +20,6 @@ from pytest_verifygate.codes import (
     SETUP_OR_BOOTSTRAP_ISSUE,
 )
 from pytest_verifygate.commands import shell_words
-from pytest_verifygate.text import plain_output
 
 # ``classify.CODES`` is where the hooks reference sends a plugin for the code names.
 __all__ = ["CODES", "RULES", "Failure", "Rule", "classify"]

@@ -14,7 +14,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from pytest_verifygate.contract import Gate
-    from pytest_verifygate.report.locations import Finding
+    from pytest_verifygate.report.error_formats import Finding
     from pytest_verifygate.report.model import GateEntry, Report
     from pytest_verifygate.runner.records import GateResult
 
@@ -55,7 +55,7 @@ def pytest_verifygate_annotation_locations(gate: GateEntry, output: str) -> Find
     Called for each failed gate when GitHub Actions annotations are made. ``gate`` is the
     gate's entry of the JSON report (``name``, ``command``, ``cwd``, ``code``, ...; a copy);
     ``output`` the end of its output as kept in the report, with ANSI sequences and
-    carriage-return redraws removed. Return ``pytest_verifygate.report.locations.Finding``
+    carriage-return redraws removed. Return ``pytest_verifygate.report.error_formats.Finding``
     items (or tuples or dicts of its fields: ``path``, ``line``, ``col``, ``message``, and
     optionally ``severity``, ``title``, ``symbol``), or None. Every implementation's findings
     are used, before the built-in readers' (a built-in finding at the same place with the

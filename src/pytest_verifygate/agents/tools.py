@@ -18,7 +18,7 @@ from pytest_verifygate.errors import UsageError
 from pytest_verifygate.git.changes import ChangeRequest
 from pytest_verifygate.notices import Notices, collecting
 from pytest_verifygate.report.digest import gate_digest, to_digest
-from pytest_verifygate.report.words import flaky_note, outcome_counts
+from pytest_verifygate.report.outcomes import flaky_note, outcome_counts
 from pytest_verifygate.selection import asked_roles
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from pytest_verifygate import codes
 from pytest_verifygate.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from pytest_verifygate.errors import UsageError
 from pytest_verifygate.report.model import problem as report_problem
-from pytest_verifygate.report.words import summary_counts
+from pytest_verifygate.report.outcomes import summary_counts
 
 if TYPE_CHECKING:
     from pytest_verifygate.report.model import Report

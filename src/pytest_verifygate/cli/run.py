@@ -139,7 +139,7 @@ def _junit_options(plan: Plan, report: Report, timeouts: Mapping[str, float], st
     """JUnit's cases are what pytest's would be: the selected gates, and the gates left out
     because nothing they watch changed as skipped cases, in contract order, under their item
     names."""
-    from pytest_verifygate.names import item_names
+    from pytest_verifygate.item_names import item_names
     from pytest_verifygate.report.junit import unchanged_entry
     from pytest_verifygate.selection import BY_CHANGES
 

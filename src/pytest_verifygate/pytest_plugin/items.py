@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pytest
 
 from pytest_verifygate import codes
-from pytest_verifygate.names import role_marker
+from pytest_verifygate.ansi import terminal_safe
+from pytest_verifygate.item_names import role_marker
 from pytest_verifygate.report.document import gate_entry
 from pytest_verifygate.report.junit import (
     failure_message,
@@ -24,7 +25,6 @@ from pytest_verifygate.report.junit import (
     unchanged_entry,
 )
 from pytest_verifygate.selection import BY_CHANGES, Selection
-from pytest_verifygate.text import terminal_safe
 
 if TYPE_CHECKING:
     from pytest_verifygate.contract import Contract

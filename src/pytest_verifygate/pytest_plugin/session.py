@@ -22,7 +22,7 @@ from pytest_verifygate.contract import posix_relative
 from pytest_verifygate.engine import prepare
 from pytest_verifygate.git.changes import ChangeRequest, ChangeSet
 from pytest_verifygate.git.set_aside import SetAside, set_aside_for
-from pytest_verifygate.names import item_names, role_marker
+from pytest_verifygate.item_names import item_names, role_marker
 from pytest_verifygate.notices import Notices, collecting
 from pytest_verifygate.plugins import register_plugins
 from pytest_verifygate.pytest_plugin.declared import declared_lines

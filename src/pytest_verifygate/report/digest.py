@@ -14,10 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate import codes
+from pytest_verifygate.ansi import CURSOR_CONTROL, UNSAFE_CHARACTERS, strip_ansi
 from pytest_verifygate.commands import command_text
 from pytest_verifygate.report.junit import gate_status
-from pytest_verifygate.report.words import failure_code, outcome_counts
-from pytest_verifygate.text import CURSOR_CONTROL, UNSAFE_CHARACTERS, strip_ansi
+from pytest_verifygate.report.outcomes import failure_code, outcome_counts
 
 if TYPE_CHECKING:
     from pytest_verifygate.report.model import Report

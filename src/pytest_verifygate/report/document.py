@@ -16,8 +16,8 @@ from pytest_verifygate import codes
 from pytest_verifygate.contract import Contract, Gate, posix_relative
 from pytest_verifygate.git.changes import ChangeSet
 from pytest_verifygate.gitcmd import head_commit
+from pytest_verifygate.report.outcomes import summary_counts
 from pytest_verifygate.report.redact import Redactor, gate_environment, redactor_for
-from pytest_verifygate.report.words import summary_counts
 from pytest_verifygate.runner.records import GateResult
 from pytest_verifygate.selection import Selection
 from pytest_verifygate.state.storage import write_output

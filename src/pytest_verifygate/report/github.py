@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 from pytest_verifygate import codes
 from pytest_verifygate.git.changes import ChangeSet
 from pytest_verifygate.report.digest import clean_output, is_error_line, normalize_paths, to_digest
+from pytest_verifygate.report.error_formats import ERROR, NOTICE, WARNING
+from pytest_verifygate.report.findings import Resolver, find_location, gate_locations
 from pytest_verifygate.report.junit import gate_status
-from pytest_verifygate.report.locations import ERROR, NOTICE, WARNING
-from pytest_verifygate.report.places import Resolver, find_location, gate_locations
-from pytest_verifygate.report.words import (
+from pytest_verifygate.report.outcomes import (
     failure_code,
     flaky_note,
     format_seconds,
@@ -30,8 +30,8 @@ from pytest_verifygate.report.words import (
 )
 
 if TYPE_CHECKING:
+    from pytest_verifygate.report.findings import AnnotationHook
     from pytest_verifygate.report.model import Report
-    from pytest_verifygate.report.places import AnnotationHook
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 OUTPUT_ENV = "GITHUB_OUTPUT"

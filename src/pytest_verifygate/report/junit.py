@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate import codes
+from pytest_verifygate.ansi import strip_ansi
 from pytest_verifygate.commands import command_text
-from pytest_verifygate.names import item_name
-from pytest_verifygate.report.words import failure_code, flaky_note, skip_code
-from pytest_verifygate.text import strip_ansi
+from pytest_verifygate.item_names import item_name
+from pytest_verifygate.report.outcomes import failure_code, flaky_note, skip_code
 
 if TYPE_CHECKING:
     from pytest_verifygate.report.model import Report

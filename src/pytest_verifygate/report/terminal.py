@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from pytest_verifygate import codes
 from pytest_verifygate.contract import Gate
-from pytest_verifygate.report.words import (
+from pytest_verifygate.report.outcomes import (
     failure_code,
     flaky_note,
     format_seconds,

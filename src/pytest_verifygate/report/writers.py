@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
+    from pytest_verifygate.report.findings import AnnotationHook
     from pytest_verifygate.report.model import Report
-    from pytest_verifygate.report.places import AnnotationHook
 
 
 class Targets(NamedTuple):

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
-from pytest_verifygate.report.locations import (
+from pytest_verifygate.report.error_formats import (
     ERROR,
     MAX_MESSAGE_LINES,
     SEVERITIES,
