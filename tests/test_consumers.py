@@ -177,6 +177,32 @@ def test_pytest_timeout_leaves_gates_to_their_own_timeout(project: pytest.Pytest
     assert "Timeout" not in result.stdout.str()
 
 
+def test_a_test_freezing_time_leaves_the_gates_their_clock(project: pytest.Pytester) -> None:
+    # freezegun replaces time.monotonic and time.time in every module while a test runs; the
+    # gates run meanwhile, in threads of the same process.
+    pytest.importorskip("freezegun")
+    project.makepyfile(test_frozen="""
+        import pathlib, time
+        from freezegun import freeze_time
+
+        def test_frozen():
+            with freeze_time("2011-06-21"):
+                for _ in range(1000):  # at most 10 s: the gate takes 1
+                    if pathlib.Path("gate.done").exists():
+                        break
+                    time.sleep(0.01)
+    """)
+    write_contract(project.path, {"name": "slow", "timeout_seconds": 30, "command": python(
+        "import pathlib, time; time.sleep(1); pathlib.Path('gate.done').touch()")})
+    commit_all(project.path)
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "--verify-contract",
+                                          "--verify-report", "report.json")
+    gate = load_json(project.path / "report.json")["gates"][0]
+    assert (gate["outcome"], gate["code"]) == ("passed", None), gate
+    assert 0.9 < gate["duration_s"] < 30, gate
+    result.assert_outcomes(passed=2)
+
+
 @pytest.mark.parametrize("arguments", [
     ["--verify-contract", "tests/nope.py"],
     ["-v", "tests/nope.py", "--verify-contract", "verify.toml"],
