@@ -182,7 +182,7 @@ def _add_options(name: str, command: Parser) -> None:
         add("--format", choices=("text", "json", "agent"), default="text",
             help="what to print: text (default), the JSON report, or the agent digest")
         add("--junit", metavar="PATH",
-            help="write JUnit XML here (what pytest --junitxml writes for the gates)")
+            help="write JUnit XML here (valid against pytest's and Maven Surefire's schemas)")
         junit_family()
         add("--annotations", choices=option_checks.ANNOTATION_CHOICES,
             help="github: print GitHub Actions error annotations for failed gates and append "
