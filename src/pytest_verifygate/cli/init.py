@@ -30,8 +30,7 @@ def main(args: argparse.Namespace) -> int:
         if not pyproject.is_file():
             raise UsageError("no pyproject.toml here for --pyproject: run verifygate init "
                              "without it to write verify.toml")
-        text = contract_text(starter.gates, comments=comments, table="tool.verifygate",
-                             schema=False)
+        text = contract_text(starter.gates, comments=comments, table="tool.verifygate")
         existing = pyproject.read_text(encoding="utf-8")
         check_contract_text(existing + "\n" + text, "pyproject.toml", root, pyproject=True)
         with open(pyproject, "a", encoding="utf-8") as stream:

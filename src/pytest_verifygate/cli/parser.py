@@ -81,7 +81,7 @@ _TEXTS = {
               "pre-commit and agent hooks whose command will not start.", "verifygate check",
               "0 the setup is sound (warnings may be printed); 1 an error was found"),
     "init": ("write a starter contract from the tools the project uses",
-             "Write verify.toml (with the #:schema line) for the project in the current "
+             "Write verify.toml for the project in the current "
              "directory: a gate per tool it already uses (ruff, black, flake8, mypy, pyright, "
              "pytest, sphinx, pre-commit, tox and nox environments), found in pyproject.toml, "
              "setup.cfg, tox.ini, noxfile.py and tool configs, run through uv/poetry/pdm/pipenv "

@@ -11,9 +11,6 @@ from pathlib import Path
 
 from pytest_verifygate.errors import UsageError
 
-# Where taplo and Even Better TOML find the schema (it ships as contract/contract.schema.json).
-SCHEMA_URL = "https://json.schemastore.org/verifygate.json"
-
 Value = str | bool | int | Sequence[str]
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 # What a TOML literal string ('...') cannot hold: its quote, and control characters but tab.
@@ -40,11 +37,11 @@ def toml_key(key: str) -> str:
 
 def contract_text(gates: Sequence[Mapping[str, Value]], *,
                   settings: Mapping[str, Value] | None = None, comments: Sequence[str] = (),
-                  table: str = "", schema: bool = True) -> str:
+                  table: str = "") -> str:
     """A contract's text: ``comments`` as ``#`` lines, the settings and the gates (keys in the
-    order given), under ``table`` (``tool.verifygate`` in a pyproject.toml)."""
-    lines = [f"#:schema {SCHEMA_URL}"] if schema else []
-    lines += [f"# {line}".rstrip() for comment in comments for line in comment.splitlines()]
+    order given), under ``table`` (``tool.verifygate`` in a pyproject.toml). No ``#:schema``
+    line: until SchemaStore hosts the schema, a URL would not load (docs: Contract keys)."""
+    lines = [f"# {line}".rstrip() for comment in comments for line in comment.splitlines()]
     prefix = f"{table}." if table else ""
     if settings:
         lines += ["", f"[{prefix}settings]"]
