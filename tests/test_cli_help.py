@@ -37,6 +37,21 @@ def test_help_keeps_its_paragraphs(tmp_path: object) -> None:
     assert "\n\nexample: verifygate check\n\nexit status: 0 the setup is sound" in done.stdout
 
 
+@pytest.mark.parametrize("command", ["completion", "agent-hook", "run"])
+def test_help_never_breaks_an_example_or_an_option(command: str) -> None:
+    from pytest_verifygate.cli.parser import _TEXTS
+
+    done = subprocess.run([sys.executable, "-m", "pytest_verifygate", command, "--help"],
+                          capture_output=True, text=True, env={"COLUMNS": "80", "PATH": ""})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    for example in _TEXTS[command][2].split("\n\nexample: "):
+        assert example.removeprefix("example: ") in [
+            line.removeprefix("example: ") for line in lines], example
+    # No option or path cut at its hyphen (--max-rounds, bash-completion, NUL-separated).
+    assert not [line for line in lines if line.endswith("-")], done.stdout
+
+
 # shtab comes with the completion extra: without it ``verifygate completion`` says so instead.
 needs_shtab = pytest.mark.skipif(importlib.util.find_spec("shtab") is None,
                                  reason="needs shtab: pip install -e '.[completion]'")

@@ -119,11 +119,24 @@ class Parser(argparse.ArgumentParser):
 
 
 class _HelpFormatter(argparse.HelpFormatter):
-    """argparse's formatter, keeping paragraphs (description, example, exit statuses) apart."""
+    """argparse's formatter, keeping paragraphs (description, example, exit statuses) apart,
+    never breaking a line inside an option or a path (``--max-rounds``, ``bash-completion``)
+    and never at all in an example: what a person copies is kept whole."""
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
-        return "\n\n".join(super(_HelpFormatter, self)._fill_text(paragraph, width, indent)
-                           for paragraph in text.split("\n\n"))
+        import textwrap
+
+        return "\n\n".join(
+            indent + paragraph if paragraph.startswith("example: ") else textwrap.fill(
+                " ".join(paragraph.split()), width, initial_indent=indent,
+                subsequent_indent=indent, break_on_hyphens=False, break_long_words=False)
+            for paragraph in text.split("\n\n"))
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False,
+                             break_long_words=False)
 
 
 def build_parser(command: str | None = None) -> Parser:
