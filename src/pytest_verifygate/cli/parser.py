@@ -26,6 +26,16 @@ _INSTALL_AGENT_HOOK = (
     "verifygate install-agent-hook --agent claude",
     "0 written or already there; 2 not a git repository, or a file that is not the agent's "
     "configuration")
+# What completes a gate name, per shell: shtab puts each in the script where that shell wants an
+# argument's candidates (``completion`` defines the functions). The names come from the contract
+# found from the current directory at TAB time, one a line; bash and zsh quote them (a name
+# may hold spaces).
+GATE_NAMES = {
+    "bash": "_verifygate_gate_names",
+    "zsh": "_verifygate_gate_names",
+    "fish": "(verifygate completion --gates 2>/dev/null)",
+    "tcsh": "`verifygate completion --gates`",
+}
 _GIT_HOOKS_EXITS = "0 done; 2 not a git repository, or a hook in the way"
 # Each subcommand, in the order --help lists them: its help line, description, example and
 # exit statuses.
@@ -90,7 +100,8 @@ _TEXTS = {
              "0 written; 2 a contract exists already, or no tool was found"),
     "completion": ("print a shell completion script (bash, zsh, fish, tcsh)",
                    "Print the completion script of verifygate for a shell, made by shtab from "
-                   "this parser (pip install 'pytest-verifygate[completion]').",
+                   "this parser (pip install 'pytest-verifygate[completion]'); it completes "
+                   "subcommands, options and, after run and list, the contract's gate names.",
                    "verifygate completion bash > "
                    "~/.local/share/bash-completion/completions/verifygate\n\nexample: "
                    "verifygate completion fish > ~/.config/fish/completions/verifygate.fish",
@@ -170,8 +181,10 @@ def _add_options(name: str, command: Parser) -> None:
                            "xunit2 (default) or xunit1 (adds each gate's verifygate.* "
                            "properties)")
     if name in ("run", "list"):
+        # shtab's attribute: the completion scripts offer the contract's gate names here.
         add("names", nargs="*", metavar="NAME",
-            help="only these gates (as pre-commit run ID); default: every gate")
+            help="only these gates (as pre-commit run ID); default: every gate"
+            ).complete = GATE_NAMES  # type: ignore[attr-defined]
         contract()
         role()
         add("--phase", metavar="N", type=option_checks.positive_int,
@@ -254,7 +267,11 @@ def _add_options(name: str, command: Parser) -> None:
         add("--pyproject", action="store_true",
             help="append [tool.verifygate] to pyproject.toml instead")
     elif name == "completion":
-        add("shell", choices=("bash", "zsh", "fish", "tcsh"), help="the shell to complete for")
+        add("shell", nargs="?", choices=("bash", "zsh", "fish", "tcsh"),
+            help="the shell to complete for")
+        add("--gates", action="store_true", help="print the contract's gate names instead, one "
+            "a line (what the scripts run to complete NAME)")
+        contract()
     elif name == "migrate":
         add("path", nargs="?", metavar="PATH", help="the config, or a directory holding one "
             "(default: the current directory's .pre-commit-config.yaml, else lefthook.yml)")
