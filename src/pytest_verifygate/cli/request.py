@@ -41,7 +41,19 @@ def prepare_from_args(args: argparse.Namespace, *, jobs: int | None = None,
                               warn_unmatched_patterns=args.command == "list"))
     for warning in plan.warnings:
         print(f"verifygate: {warning}", file=sys.stderr)
+    _refuse_gate_names_as_files(args, plan)
     return plan
+
+
+def _refuse_gate_names_as_files(args: argparse.Namespace, plan: Plan) -> None:
+    """``--files`` takes every word after it: a gate's name there is a usage error unless a
+    file of that name exists, never a missing file that selects every gate."""
+    names = {gate.name for gate in plan.contract.gates}
+    for word in args.files or ():
+        if word in names and not os.path.lexists(word):
+            raise UsageError(f"--files {word}: {word!r} is a gate, not a file: name gates "
+                             f"before --files (verifygate {args.command} {word} --files ...), "
+                             "or after the files and -- (--files F... -- NAME)")
 
 
 def output_paths(args: argparse.Namespace) -> list[str]:
