@@ -105,7 +105,7 @@ def starter_gates(root: Path) -> Starter:
     suggestions = []
     if (root / ".pre-commit-config.yaml").is_file():
         suggestions.append("This project has a .pre-commit-config.yaml: verifygate migrate "
-                           "turns its hooks into gates (or add a gate running "
+                           "adds its hooks to this file as gates (or add a gate running "
                            "[\"pre-commit\", \"run\", \"--files\", \"{files}\"]).")
     for what, each, names, runs in (
             ("tox environments", "environment", _tox_envs(tox_ini), "tox -e"),

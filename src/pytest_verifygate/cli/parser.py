@@ -107,7 +107,8 @@ _TEXTS = {
                    "verifygate completion fish > ~/.config/fish/completions/verifygate.fish",
                    "0 printed; 2 shtab is not installed"),
     "migrate": ("write a contract from .pre-commit-config.yaml or lefthook.yml",
-                "Write verify.toml from a .pre-commit-config.yaml or lefthook.yml: local hooks "
+                "Write verify.toml from a .pre-commit-config.yaml or lefthook.yml (or add to the "
+                "contract beside it, as init wrote it): local hooks "
                 "and well-known hook repositories become gates running the same programs over "
                 "the same files; what does not carry over is listed, with what to do. Needs "
                 "PyYAML (pip install 'pytest-verifygate[migrate]').",
@@ -276,5 +277,5 @@ def _add_options(name: str, command: Parser) -> None:
         add("path", nargs="?", metavar="PATH", help="the config, or a directory holding one "
             "(default: the current directory's .pre-commit-config.yaml, else lefthook.yml)")
         add("--output", "-o", metavar="PATH", help="where to write the contract (default: "
-            "verify.toml beside the config; - for stdout); an existing file is never "
-            "overwritten")
+            "verify.toml beside the config, or add to the contract there; - for stdout); an "
+            "existing file is never overwritten")
