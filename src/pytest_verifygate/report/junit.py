@@ -44,6 +44,8 @@ def gate_status(gate: Mapping[str, Any], timeout_seconds: float | None = None) -
         status = f"killed by signal {signal_number}"
         with contextlib.suppress(ValueError):  # a number this platform has no name for
             status += f" ({signal.Signals(int(signal_number)).name})"
+    elif gate.get("modified_files"):  # a fixer: it may well have exited 0
+        status = f"modified the files it was given (exit status {gate.get('exit_code')})"
     elif gate.get("exit_code") is not None:
         status = f"exit status {gate['exit_code']}"
     elif code == codes.UNSUPPORTED_FORMAT:
