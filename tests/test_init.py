@@ -135,3 +135,12 @@ def test_init_writes_only_commands_that_resolve_here(repo: Path, tmp_path: Path)
         "verifygate: error: found ruff, ruff-format, mypy, pytest, docs, but none is installed "
         "here: install the project's tools (or activate its virtualenv), then run verifygate "
         "init again\n"))
+
+
+def test_init_names_the_environments_of_tox_4s_toml(repo: Path, tmp_path: Path) -> None:
+    write(repo / "pyproject.toml", PYPROJECT + '\n[tool.tox]\nenv_list = ["py3.13", "pypy311", '
+          '"style", "typing"]\n')
+    done = verifygate("init", cwd=repo, env=installed(tmp_path / "bin", "ruff", "mypy", "pytest"))
+    assert done.returncode == 0, done.stderr
+    assert "# tox environments: style, typing: a gate per environment to check, e.g. " \
+        'command = "tox -e style".' in (repo / "verify.toml").read_text()

@@ -21,7 +21,7 @@ _RUNNERS = (("uv.lock", ["uv", "run"]), ("poetry.lock", ["poetry", "run"]),
             ("pdm.lock", ["pdm", "run"]), ("Pipfile.lock", ["pipenv", "run"]))
 _PYTHON = ["python", "pyi"]
 _PYTHON_CONFIGS = ("pyproject.toml", "setup.cfg", "tox.ini", "pytest.ini")
-_PYTHON_VERSION_ENV = re.compile(r"py(py)?\d*(-.*)?$")
+_PYTHON_VERSION_ENV = re.compile(r"py(py)?[\d.]*(-.*)?$")
 
 
 class Starter(NamedTuple):
@@ -108,7 +108,7 @@ def starter_gates(root: Path) -> Starter:
                            "adds its hooks to this file as gates (or add a gate running "
                            "[\"pre-commit\", \"run\", \"--files\", \"{files}\"]).")
     for what, each, names, runs in (
-            ("tox environments", "environment", _tox_envs(tox_ini), "tox -e"),
+            ("tox environments", "environment", _tox_envs(tox_ini, tool), "tox -e"),
             ("nox sessions", "session", _nox_sessions(root / "noxfile.py"), "nox -s")):
         if names:
             suggestions.append(f"{what}: {', '.join(names)}: a gate per {each} to check, e.g. "
@@ -162,13 +162,17 @@ def _ini(path: Path) -> configparser.ConfigParser:
     return parser
 
 
-def _tox_envs(tox_ini: configparser.ConfigParser) -> list[str]:
-    """The envlist's named environments (lint, docs), not the interpreter matrix (py311) or
-    generated names."""
-    if not tox_ini.has_option("tox", "envlist"):
+def _tox_envs(tox_ini: configparser.ConfigParser, tool: dict[str, Any]) -> list[str]:
+    """The envlist's named environments (lint, docs), not the interpreter matrix (py311,
+    py3.13) or generated names; from tox.ini, else ``[tool.tox] env_list`` (tox 4's TOML)."""
+    toml_list = tool.get("tox", {}).get("env_list") if isinstance(tool.get("tox"), dict) else None
+    if tox_ini.has_option("tox", "envlist"):
+        # Commas inside braces (py3{10,11}-django) belong to one generated name.
+        names = re.split(r"[\s,]+(?![^{]*})", tox_ini.get("tox", "envlist"))
+    elif isinstance(toml_list, list):
+        names = [name for name in toml_list if isinstance(name, str)]
+    else:
         return []
-    # Commas inside braces (py3{10,11}-django) belong to one generated name.
-    names = re.split(r"[\s,]+(?![^{]*})", tox_ini.get("tox", "envlist"))
     return [name for name in names if name and not _PYTHON_VERSION_ENV.match(name)
             and not re.search(r"[{}]", name)]
 
