@@ -333,8 +333,9 @@ def test_try_repo_runs_the_published_hook_on_the_staged_change(
     assert "docs-check" not in out  # not selected: nothing under docs/ changed
 
 
+@pytest.mark.parametrize("tool", ["pre-commit", "prek"])
 def test_try_repo_at_pre_push_resolves_the_refs_in_the_users_repository(
-    tmp_path: Path, hook_repo: tuple[Path, str]
+    tmp_path: Path, hook_repo: tuple[Path, str], tool: str
 ) -> None:
     project = make_project(tmp_path, tmp_path / "home", local_hook_config(tmp_path / "unused"))
     for text in ("# Guide\n\nInstall it.\n", "# Guide\n\nInstall it, then run it.\n"):
@@ -343,9 +344,9 @@ def test_try_repo_at_pre_push_resolves_the_refs_in_the_users_repository(
         project.git("commit", "-q", "--no-verify", "-m", "docs")
 
     def try_repo(to_ref: str) -> subprocess.CompletedProcess[str]:
-        return pre_commit(project.path, project.env, "try-repo", str(hook_repo[0]),
-                          "verifygate", "--hook-stage", "pre-push", "--from-ref", "HEAD~2",
-                          "--to-ref", to_ref, "--verbose", check=False)
+        return hook_manager(tool, project, "try-repo", str(hook_repo[0]), "verifygate",
+                            "--hook-stage", "pre-push", "--from-ref", "HEAD~2", "--to-ref",
+                            to_ref, "--verbose")
 
     # The refs are the user's, whatever pre-commit's own checkout of the hook is.
     done = try_repo("HEAD")
