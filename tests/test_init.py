@@ -72,7 +72,8 @@ def test_init_never_overwrites(repo: Path, tmp_path: Path) -> None:
     done = verifygate("init", cwd=repo)
     assert (done.returncode, done.stderr) == (2, "verifygate: error: verify.toml already "
                                                  "exists: not overwritten (verifygate list "
-                                                 "shows its gates)\n")
+                                                 "shows its gates; verifygate migrate adds a "
+                                                 "pre-commit config's)\n")
     assert (repo / "verify.toml").read_text() == "# mine\n"
     (repo / "verify.toml").unlink()
     first = verifygate("init", "--pyproject", cwd=repo, env=env)
@@ -83,7 +84,8 @@ def test_init_never_overwrites(repo: Path, tmp_path: Path) -> None:
         "ruff", "ruff-format", "mypy", "pytest"]
     again = verifygate("init", "--pyproject", cwd=repo)
     assert again.stderr == ("verifygate: error: pyproject.toml already has [tool.verifygate]: "
-                            "not overwritten\n")
+                            "not overwritten (verifygate list shows its gates; verifygate "
+                            "migrate adds a pre-commit config's)\n")
     assert verifygate("list", cwd=repo).returncode == 0
 
 

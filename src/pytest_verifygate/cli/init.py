@@ -9,7 +9,12 @@ import sys
 from pathlib import Path
 
 from pytest_verifygate.cli.exits import EXIT_OK
-from pytest_verifygate.contract.writer import check_contract_text, contract_text, write_new
+from pytest_verifygate.contract.writer import (
+    check_contract_text,
+    contract_text,
+    native_contract,
+    write_new,
+)
 from pytest_verifygate.errors import UsageError
 from pytest_verifygate.starter import starter_gates
 
@@ -60,14 +65,8 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _refuse_existing(root: Path) -> None:
-    if (root / "verify.toml").exists():
-        raise UsageError("verify.toml already exists: not overwritten (verifygate list shows "
-                         "its gates)")
-    pyproject = root / "pyproject.toml"
-    if pyproject.is_file():
-        from pytest_verifygate.contract.parse import parse_toml
-
-        data = parse_toml(pyproject.read_text(encoding="utf-8-sig"), "pyproject.toml")
-        tool = data.get("tool")
-        if isinstance(tool, dict) and "verifygate" in tool:
-            raise UsageError("pyproject.toml already has [tool.verifygate]: not overwritten")
+    existing = native_contract(root)
+    if existing is not None:
+        what = "has [tool.verifygate]" if existing.name == "pyproject.toml" else "exists"
+        raise UsageError(f"{existing.name} already {what}: not overwritten (verifygate list "
+                         "shows its gates; verifygate migrate adds a pre-commit config's)")

@@ -8,10 +8,15 @@ PYTEST_DONT_REWRITE
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from pytest_verifygate.cli.exits import EXIT_OK
-from pytest_verifygate.contract.writer import check_contract_text, contract_text, write_new
+from pytest_verifygate.contract.writer import (
+    check_contract_text,
+    contract_table,
+    contract_text,
+    native_contract,
+    write_new,
+)
 from pytest_verifygate.errors import UsageError
 from pytest_verifygate.migrate import Migration
 
@@ -49,7 +54,7 @@ def main(args: argparse.Namespace) -> int:
         comments += [f"- {note}" for note in migration.notes]
     output = Path(args.output) if args.output not in (None, "-") else (
         source.parent / "verify.toml")
-    existing = _existing_contract(source.parent) if args.output is None else None
+    existing = native_contract(source.parent) if args.output is None else None
     if existing is not None:
         return _add_to(existing, migration, comments, source)
     text = contract_text(migration.gates, settings=migration.settings, comments=comments)
@@ -64,31 +69,11 @@ def main(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _existing_contract(directory: Path) -> Path | None:
-    """The native contract beside the config (what ``init`` writes), to add gates to."""
-    if (directory / "verify.toml").is_file():
-        return directory / "verify.toml"
-    pyproject = directory / "pyproject.toml"
-    return pyproject if pyproject.is_file() and _table(pyproject) is not None else None
-
-
-def _table(path: Path) -> dict[str, Any] | None:
-    """The contract's table in ``path`` (``[tool.verifygate]`` of a pyproject.toml)."""
-    from pytest_verifygate.contract.parse import parse_toml
-
-    data = parse_toml(path.read_text(encoding="utf-8-sig"), str(path))
-    if path.name != "pyproject.toml":
-        return data
-    tool = data.get("tool")
-    table = tool.get("verifygate") if isinstance(tool, dict) else None
-    return table if isinstance(table, dict) else None
-
-
 def _add_to(contract: Path, migration: Migration, comments: list[str], source: Path) -> int:
     """Append the migrated gates to ``contract`` (as ``init`` wrote it, or by hand), but those
     whose name it has already: they are most often the same tool, kept as they are."""
     existing = contract.read_text(encoding="utf-8-sig")
-    table = _table(contract) or {}
+    table = contract_table(contract) or {}
     taken = {str(gate.get("name")) for gate in table.get("gate", []) if isinstance(gate, dict)}
     added = [gate for gate in migration.gates if gate["name"] not in taken]
     kept = [str(gate["name"]) for gate in migration.gates if gate["name"] in taken]

@@ -8,6 +8,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from pytest_verifygate.errors import UsageError
 
@@ -61,6 +62,28 @@ def check_contract_text(text: str, shown: str, root: Path, *, pyproject: bool = 
 
     load_text(text, "pyproject" if pyproject else "toml",
               FieldReader(shown, root, find_repo_root(root) or root))
+
+
+def native_contract(directory: Path) -> Path | None:
+    """The contract ``init`` writes in ``directory``: ``verify.toml``, else a
+    ``pyproject.toml`` with a ``[tool.verifygate]`` table; None if neither is there."""
+    if (directory / "verify.toml").exists():
+        return directory / "verify.toml"
+    pyproject = directory / "pyproject.toml"
+    return pyproject if pyproject.is_file() and contract_table(pyproject) is not None else None
+
+
+def contract_table(path: Path) -> dict[str, Any] | None:
+    """The contract's table in the TOML file at ``path`` (in a pyproject.toml, its
+    ``[tool.verifygate]``, or None)."""
+    from pytest_verifygate.contract.parse import parse_toml
+
+    data = parse_toml(path.read_text(encoding="utf-8-sig"), path.name)
+    if path.name != "pyproject.toml":
+        return data
+    tool = data.get("tool")
+    table = tool.get("verifygate") if isinstance(tool, dict) else None
+    return table if isinstance(table, dict) else None
 
 
 def write_new(path: Path, text: str) -> None:
