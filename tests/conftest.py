@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -36,17 +36,13 @@ CI_VARIABLES = ("GITHUB_ACTIONS", "GITHUB_BASE_REF", "GITHUB_STEP_SUMMARY", "GIT
                 "CI_MERGE_REQUEST_DIFF_BASE_SHA")
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _private_state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """verifygate's per-user state (the key sealing state files) goes to a
-    directory of this test session, never to the home of whoever runs the tests."""
-    previous = os.environ.get("XDG_STATE_HOME")
-    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("xdg-state"))
-    yield
-    if previous is None:
-        os.environ.pop("XDG_STATE_HOME", None)
-    else:
-        os.environ["XDG_STATE_HOME"] = previous
+@pytest.fixture(autouse=True)
+def _private_state_home(tmp_path_factory: pytest.TempPathFactory,
+                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """verifygate's per-user state (session records, round counts, cached passes) goes to a
+    directory of this test, never to the home of whoever runs the tests: tests reuse session
+    ids, and each is a session of its own."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("xdg-state")))
 
 
 @pytest.fixture(autouse=True)
@@ -151,3 +147,28 @@ def read_output_file(path: Path) -> dict[str, str]:
             name, value_text = line.split("=", 1)
             outputs[name] = value_text
     return outputs
+
+
+def work_state(repo: Path) -> dict[str, object]:
+    """Everything of the user's a check must leave as it found it: each path of the work tree
+    (``.git`` aside) with its kind, mode and bytes or link target, empty directories included;
+    the index's entries; the stash list."""
+    import stat
+
+    files: dict[str, object] = {}
+    for directory, subdirs, names in os.walk(repo):
+        subdirs[:] = sorted(d for d in subdirs if not (directory == str(repo) and d == ".git"))
+        for name in [*subdirs, *names]:
+            path = os.path.join(directory, name)
+            info = os.lstat(path)
+            key = os.path.relpath(path, repo)
+            if stat.S_ISLNK(info.st_mode):
+                files[key] = ("link", os.readlink(path))
+            elif stat.S_ISDIR(info.st_mode):
+                files[key] = ("dir", stat.S_IMODE(info.st_mode))
+            else:
+                files[key] = ("file", stat.S_IMODE(info.st_mode), Path(path).read_bytes())
+    # What the index holds and how each entry is flagged; ``git commit`` itself rewrites its
+    # bytes (refreshed file stamps), even when a hook refuses the commit.
+    return {"files": files, "index": git(repo, "ls-files", "-s", "-v"),
+            "stash": git(repo, "stash", "list")}

@@ -19,12 +19,14 @@ import pytest
 
 from pytest_verifygate.agents import DEFAULT_BUDGET, STOP_TIMEOUT, config
 from pytest_verifygate.agents.protocol import MAX_PAYLOAD_BYTES
+from pytest_verifygate.agents.status import status_path
 from pytest_verifygate.cli.parser import build_parser
 from test_agent_hook import (
     BAD,
     CHECK_GATE,
     GOOD,
     assert_gone,
+    begun,
     checked_project,
     contract,
     hook_process,
@@ -62,6 +64,7 @@ class Stop:
 
 def stop(agent: str, repo: Path, *args: str, session: str = "s-1",
          env: dict[str, str] | None = None, **fields: Any) -> Stop:
+    begun(repo, session)
     return Stop(PAYLOADS[agent](repo, session, **fields), *args, cwd=repo, env=env)
 
 
@@ -182,6 +185,7 @@ def test_a_plugin_that_cannot_load_is_a_contract_error(project: Path) -> None:
 def test_a_git_error_blocks(project: Path) -> None:
     """One bad line in .git/config: every git command fails, and so does the check."""
     write(project / "calc.py", BAD)
+    begun(project, "s-1")
     with (project / ".git" / "config").open("a") as config:
         config.write("[broken\n")
     text = reason("codex", stop("codex", project))
@@ -214,9 +218,8 @@ def test_a_payload_too_large_to_read_is_no_escape(project: Path) -> None:
 
 
 def nothing_writable(project: Path, tmp_path: Path) -> dict[str, str]:
-    """No place at all for the rounds: a file where ``.git/verifygate`` goes, and one where
-    the user's state directory would be made."""
-    (project / ".git" / "verifygate").write_text("in the way\n")
+    """No place at all for the rounds (nor the session's start): a file where the user's
+    state directory would be made."""
     blocker = write(tmp_path / "state-blocker", "a file\n")
     return {"XDG_STATE_HOME": str(blocker / "state")}
 
@@ -232,7 +235,8 @@ def test_gemini_retries_that_quote_the_round_keep_the_cap(project: Path,
         answer = stop("gemini", project, env=env, prompt=prompt, active=False)
         prompt = reason("gemini", answer)
         assert f"round {round_number} of 3" in prompt
-    assert "gates still fail after 3 round(s)" in handed_over(
+    # Nothing could record the session's start either: each round says so.
+    assert "cannot be checked after 3 round(s) (no start was recorded" in handed_over(
         stop("gemini", project, env=env, prompt=prompt, active=False))
 
 
@@ -283,12 +287,14 @@ def test_agent_status_tells_how_the_last_stop_ended(project: Path) -> None:
     assert agent_status(project).returncode == 1  # a run whose hook never ran is not verified
 
 
-def test_agent_status_believes_no_record_it_did_not_write(project: Path) -> None:
+def test_agent_status_believes_no_record_of_another_repository(project: Path) -> None:
     write(project / "calc.py", BAD)
     reason("claude", stop("claude", project))
-    path = project / ".git" / "verifygate" / "agent-status.json"
+    path = status_path(project)
+    assert path is not None
     record = json.loads(path.read_text())
     record["outcome"] = "verified"
+    record["repository"] = "/elsewhere"
     path.write_text(json.dumps(record))
     assert agent_status(project).returncode == 1
 
@@ -312,6 +318,7 @@ def test_sigterm_blocks_even_while_git_runs(project: Path, tmp_path: Path) -> No
     slow_git.chmod(0o755)
     write(project / "calc.py", BAD)
     git(project, "status")
+    begun(project, "sig")
     payload = json.dumps(PAYLOADS["claude"](project, "sig")).encode()
     hook = subprocess.Popen([*VERIFYGATE, "agent-hook"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=project,
@@ -374,9 +381,76 @@ def test_a_module_the_agent_writes_in_the_project_is_not_imported(
           "    report['verdict'] = 'passed'\n"
           "if __name__ == '__main__':\n"
           "    print(json.dumps({})); sys.exit(0)\n")
-    command = config.join([*config.program(), "agent-hook", "--agent", "claude"])
+    command = config.hook_command("claude")
     done = subprocess.run(command, shell=True, cwd=project, capture_output=True, text=True,
                           input=json.dumps(PAYLOADS["claude"](project, "s-1")), timeout=120,
                           env={**os.environ, "PYTHONPATH": str(site)})
     answer = json.loads(done.stdout)
     assert answer.get("decision") == "block", (done.stdout, done.stderr)
+
+
+# --------------------------------------------------------------------------------------------
+# a hook that cannot start
+
+
+def installed_answer(agent: str, project: Path, command: str,
+                     env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """Run an installed hook ``command`` as the agents do (``sh -c``, payload on stdin)."""
+    done = subprocess.run(["/bin/sh", "-c", command], cwd=project, capture_output=True,
+                          text=True, input=json.dumps(PAYLOADS[agent](project, "s-1")),
+                          timeout=120, env=env)
+    return done.returncode, done.stdout, done.stderr
+
+
+def assert_blocked_by_the_guard(agent: str, answer: tuple[int, str, str]) -> None:
+    """The agent's own block, naming the problem and the repair in one line."""
+    status, stdout, stderr = answer
+    if agent == "cursor":
+        assert status == 0, answer
+        reason_text = json.loads(stdout)["followup_message"]
+    else:  # exit status 2 blocks, with stderr as the reason
+        assert status == 2, answer
+        reason_text = stderr.strip().splitlines()[-1]
+    assert reason_text.startswith("verifygate agent-hook could not run (exit status "), answer
+    assert f"run 'verifygate install-agent-hook --agent {agent}' again" in reason_text
+
+
+def no_package(tmp_path: Path) -> str:
+    """An interpreter without this package: a virtualenv it was never installed in."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "bare")],
+                   check=True, timeout=120)
+    return str(tmp_path / "bare" / "bin" / "python")
+
+
+@pytest.mark.parametrize("broken", ["interpreter removed", "package missing"])
+@pytest.mark.parametrize("agent", ["claude", "codex", "cursor", "gemini"])
+def test_a_hook_that_cannot_start_blocks_in_the_agents_protocol(
+        agent: str, broken: str, project: Path, tmp_path: Path) -> None:
+    """``rm -rf .venv`` (exit 127 from sh) or a package gone from it (exit 1 from Python):
+    every agent takes such exits for a hook error and lets the stop through. The installed
+    command answers with the agent's own block instead."""
+    write(project / "calc.py", BAD)
+    python = (str(tmp_path / "gone" / "bin" / "python") if broken == "interpreter removed"
+              else no_package(tmp_path))
+    command = config.hook_command(agent).replace(sys.executable, python, 1)
+    assert command != config.hook_command(agent)
+    assert_blocked_by_the_guard(agent, installed_answer(agent, project, command))
+
+
+@pytest.mark.parametrize("agent", ["claude", "cursor"])
+def test_python_variables_from_the_agents_environment_do_not_pick_the_code(
+        agent: str, project: Path, tmp_path: Path) -> None:
+    """A ``PYTHONPATH`` to a stand-in package that allows every stop, or a ``PYTHONHOME``
+    that stops Python from starting (what a project ``.env`` an agent CLI loads could set):
+    the installed command runs this package, whose gates still judge the broken work (here
+    they fail under that PYTHONHOME too: the gates get the agent's environment as it is)."""
+    fake = write(tmp_path / "site" / "pytest_verifygate" / "__main__.py", "print('{}')\n")
+    write(fake.with_name("__init__.py"), "")
+    write(project / "calc.py", BAD)
+    begun(project, "s-1")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site"), "PYTHONHOME": "/nonexistent"}
+    status_code, stdout, stderr = installed_answer(agent, project, config.hook_command(agent), env)
+    assert status_code == 0, stderr
+    answer = json.loads(stdout)
+    text = answer.get("reason") or answer["followup_message"]
+    assert "the verify contract's gates fail on your changes" in text

@@ -16,7 +16,9 @@ from typing import Any
 
 import pytest
 
-from pytest_verifygate.agents.state import session_file_stem
+from pytest_verifygate.agents.session_start import record_start
+from pytest_verifygate.agents.state import Rounds, session_file_stem
+from pytest_verifygate.contract import find_repo_root
 from pytest_verifygate.report.digest import TOTAL_BYTES
 from test_digest import code_blocks
 
@@ -78,11 +80,22 @@ class HookRun:
         return message
 
 
+def begun(cwd: Path, session: str) -> None:
+    """Record the session's start in ``cwd`` as its start hook would, unless it has one."""
+    root = find_repo_root(cwd)
+    if root is not None:
+        record_start(cwd, root, session)
+
+
 def stop(cwd: Path, *args: str, session: str = "session-1", raw: bytes | None = None,
-         event: str = "Stop", active: bool = False, **extra: str) -> HookRun:
+         event: str = "Stop", active: bool = False, begin: bool = True,
+         **extra: str) -> HookRun:
     """Run the hook the way Claude Code does: payload on stdin, from some other directory
-    (``raw``, which may not say where: from ``cwd``)."""
+    (``raw``, which may not say where: from ``cwd``). ``begin``: a stop of a session whose
+    start was not recorded yet records it first, in ``cwd``, as the start hook would."""
     where = ELSEWHERE if raw is None else cwd
+    if raw is None and event == "Stop" and begin:
+        begun(cwd, session)
     if raw is None:
         raw = json.dumps({"session_id": session, "transcript_path": "/nonexistent.jsonl",
                           "cwd": str(cwd), "hook_event_name": event,
@@ -121,9 +134,15 @@ def status(repo: Path) -> list[str]:
     return git(repo, "status", "--porcelain", "--ignored", "--untracked-files=all").splitlines()
 
 
+def rounds_path(repo: Path, session: str = "session-1") -> Path:
+    """Where the hook counts a session's rounds in ``repo``: the user's state directory."""
+    path = Rounds.of(session, find_repo_root(repo) or repo).path
+    assert path is not None
+    return path
+
+
 def saved_state(repo: Path, session: str = "session-1") -> dict[str, Any]:
-    path = repo / ".git" / "verifygate" / "agent" / f"{session_file_stem(session)}.json"
-    data: dict[str, Any] = json.loads(path.read_text())
+    data: dict[str, Any] = json.loads(rounds_path(repo, session).read_text())
     return data
 
 
@@ -231,7 +250,7 @@ def test_repeated_failure_is_noted_and_the_cap_hands_over_to_a_human(project: Pa
     start = git(project, "rev-parse", "HEAD").strip()
     assert f"verifygate run --changed-from {start[:12]}" in third.message
     assert "human must review" in third.stderr
-    report = json.loads((project / ".git/verifygate/agent/session-1.report.json").read_text())
+    report = json.loads(rounds_path(project).with_suffix(".report.json").read_text())
     assert report["verdict"] == "failed"
     assert saved_state(project)["rounds"] == 0
 
@@ -271,18 +290,20 @@ def test_sessions_are_counted_separately(project: Path) -> None:
     assert "round 3 of 3" in stop(project, session="alpha").reason
 
 
-def test_state_lives_under_the_git_directory_never_in_the_work_tree(project: Path) -> None:
+def test_state_lives_in_the_private_directory_never_in_the_repository(project: Path) -> None:
+    """Rounds, reports and the session's record are kept where an agent confined to the
+    workspace cannot write: nothing under the work tree or ``.git``."""
     write(project / "calc.py", BAD)
     before = status(project)
     session = "../../evil/session id\u00e9"
     for _ in range(3):
         assert stop(project, session=session).blocked
     assert status(project) == before == [" M calc.py"]
-    agent_dir = project / ".git" / "verifygate" / "agent"
-    states = sorted(p.name for p in agent_dir.iterdir())
+    assert not (project / ".git" / "verifygate" / "agent").exists()
     stem = session_file_stem(session)
-    assert states == [f"{stem}.json", f"{stem}.report.json", "starts"]
-    assert [p.name for p in (agent_dir / "starts").iterdir()] == [f"{stem}.json"]
+    path = rounds_path(project, session)
+    assert sorted(p.name for p in path.parent.iterdir()) == [f"{stem}.json",
+                                                             f"{stem}.report.json"]
     assert "/" not in stem and not stem.startswith(".")
     state = saved_state(project, session)
     assert state["key"] == session
@@ -290,25 +311,18 @@ def test_state_lives_under_the_git_directory_never_in_the_work_tree(project: Pat
     assert state["failed_gates"] == ["check"]
 
 
-def test_a_file_in_place_of_the_state_directory_is_one_line_each_time(project: Path) -> None:
-    """Session start and report cannot be kept, and the hook says so once, not once a file;
-    the rounds are counted in the user's state directory instead, so the cap still holds."""
+def test_a_file_in_place_of_the_git_state_directory_changes_no_count(project: Path) -> None:
     shutil.rmtree(project / ".git" / "verifygate", ignore_errors=True)
     (project / ".git" / "verifygate").write_text("not a directory\n")
-    start = stop(project, event="SessionStart")
     write(project / "calc.py", BAD)
-    run = stop(project)
-    assert "round 1 of 3" in run.reason
-    (warning,) = start.stderr.splitlines()
-    assert "verifygate is not a directory" in warning
-    assert run.stderr.splitlines() == [warning], run.stderr
+    assert "round 1 of 3" in stop(project).reason
     assert "round 2 of 3" in stop(project).reason  # stop_hook_active false: our count holds
 
 
 def test_unreadable_state_starts_over(project: Path) -> None:
     write(project / "calc.py", BAD)
     stop(project)
-    (project / ".git/verifygate/agent/session-1.json").write_text("{not json")
+    rounds_path(project).write_text("{not json")
     run = stop(project)
     assert "round 1 of 3" in run.reason
     assert "ignoring unreadable state" in run.stderr
@@ -450,6 +464,7 @@ def test_sigterm_while_gates_run_blocks_and_kills_the_gate(project: Path,
         f"open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)\"]\n"))
     commit_all(project)
     write(project / "calc.py", BAD)
+    begun(project, "s")
     payload = json.dumps({"session_id": "s", "cwd": str(project), "stop_hook_active": False})
     payload_file = write(tmp_path / "payload.json", payload)
     with payload_file.open("rb") as stdin:

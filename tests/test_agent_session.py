@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_verifygate.agents.state import session_file_stem
+from pytest_verifygate.agents.session_start import record_path
 from test_agent_hook import (
     BAD,
     CHECK,
@@ -22,6 +22,7 @@ from test_agent_hook import (
     HookRun,
     checked_project,
     contract,
+    rounds_path,
     stop,
 )
 
@@ -48,15 +49,16 @@ def head(repo: Path) -> str:
     return git(repo, "rev-parse", "HEAD").strip()
 
 
-def recorded_start(repo: Path, session: str = "session-1") -> dict[str, Any]:
-    path = repo / ".git/verifygate/agent/starts" / f"{session_file_stem(session)}.json"
+def recorded_start(session: str = "session-1") -> dict[str, Any]:
+    path = record_path(session)
+    assert path is not None
     data: dict[str, Any] = json.loads(path.read_text())
     return data
 
 
 def last_report(repo: Path, session: str = "session-1") -> dict[str, Any]:
-    path = repo / ".git/verifygate/agent" / f"{session_file_stem(session)}.report.json"
-    data: dict[str, Any] = json.loads(path.read_text())
+    data: dict[str, Any] = json.loads(
+        rounds_path(repo, session).with_suffix(".report.json").read_text())
     return data
 
 
@@ -68,8 +70,9 @@ def test_session_start_records_head_and_answers_nothing(project: Path) -> None:
     before = git(project, "status", "--porcelain", "--ignored")
     run = session_start(project)
     assert run.stderr == ""
-    assert recorded_start(project)["commit"] == head(project)
-    assert recorded_start(project)["source"] == "HEAD when the session began"
+    assert recorded_start()["commit"] == head(project)
+    assert recorded_start()["directory"] == str(project.resolve())
+    assert recorded_start()["refs"]["refs/heads/main"] == head(project)
     assert git(project, "status", "--porcelain", "--ignored") == before
 
 
@@ -92,52 +95,13 @@ def test_broken_work_committed_after_session_start_blocks_the_stop(project: Path
     assert stop(project).stdout == ""
 
 
-def test_the_first_stop_of_a_session_records_its_start(project: Path) -> None:
-    start = head(project)
-    write(project / "calc.py", BAD)
-    assert stop(project).blocked  # no SessionStart hook: the first stop chooses the start
-    assert recorded_start(project) == {**recorded_start(project), "commit": start,
-                                       "source": "HEAD at the session's first stop"}
-    commit_all(project, "the agent commits instead of fixing")
-    run = stop(project)
-    assert run.blocked
-    assert "round 2 of 3" in run.reason
-    # Another session starts from where it first stops.
-    assert stop(project, session="another").stdout == ""
-
-
-def pushed_upstream(project: Path, tmp_path: Path) -> str:
-    """Push ``project`` to a bare remote and track it: the upstream commit, which is HEAD."""
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    git(project, "remote", "add", "origin", str(remote))
-    git(project, "push", "-q", "-u", "origin", "main")
-    return head(project)
-
-
-def test_without_a_record_the_upstream_merge_base_is_the_start(project: Path,
-                                                              tmp_path: Path) -> None:
-    upstream = pushed_upstream(project, tmp_path)
-    write(project / "calc.py", BAD)
-    commit_all(project, "committed before the hook ever ran")
-    write(project / "notes.py", "x = 1\n")
-    commit_all(project, "and more")
-
-    run = stop(project)
-    assert run.blocked
-    assert (f"since the merge base with the upstream branch ({upstream[:12]})"
-            in run.reason)
-    assert recorded_start(project)["commit"] == upstream
-    assert last_report(project)["changes"]["files"] == ["calc.py", "notes.py"]
-
-
 def test_a_resumed_session_keeps_its_start(project: Path) -> None:
     start = head(project)
     session_start(project)
     write(project / "calc.py", BAD)
     commit_all(project)
     session_start(project, source="resume")
-    assert recorded_start(project)["commit"] == start
+    assert recorded_start()["commit"] == start
     run = stop(project)
     assert run.blocked
     assert f"({start[:12]})" in run.reason
@@ -145,7 +109,7 @@ def test_a_resumed_session_keeps_its_start(project: Path) -> None:
 
 def test_session_start_in_a_repository_without_commits(repo: Path) -> None:
     session_start(repo)
-    assert recorded_start(repo)["commit"] is None
+    assert recorded_start()["commit"] is None
     write(repo / "check.py", CHECK)
     write(repo / "verify.toml", CHECK_GATE)
     write(repo / "calc.py", BAD)
@@ -158,38 +122,6 @@ def test_session_start_in_a_repository_without_commits(repo: Path) -> None:
 def test_session_start_outside_git_says_so_on_stderr_only(tmp_path: Path) -> None:
     run = session_start(tmp_path)
     assert "not in a git repository" in run.stderr
-
-
-def test_a_recorded_start_that_is_gone_falls_back_with_a_warning(project: Path) -> None:
-    from pytest_verifygate.agents.session_start import START_SEAL, private_start_path
-    from pytest_verifygate.state.integrity import signed
-
-    session_start(project)
-    gone = json.dumps(signed(START_SEAL, {**recorded_start(project), "commit": "0" * 40}))
-    for path in (project / ".git/verifygate/agent/starts/session-1.json",
-                 private_start_path(project, "session-1")):
-        assert path is not None
-        path.write_text(gone)
-    write(project / "calc.py", BAD)
-    run = stop(project)
-    assert run.blocked
-    assert "no longer in the repository" in run.stderr
-    assert recorded_start(project)["commit"] == head(project)
-
-
-def test_a_start_record_rewritten_by_the_agent_is_not_believed(project: Path,
-                                                               tmp_path: Path) -> None:
-    upstream = pushed_upstream(project, tmp_path)
-    session_start(project)
-    write(project / "calc.py", BAD)
-    commit_all(project, "broken, committed")
-    path = project / ".git/verifygate/agent/starts/session-1.json"
-    forged = {key: value for key, value in recorded_start(project).items() if key != "mac"}
-    path.write_text(json.dumps({**forged, "commit": head(project)}))  # "nothing changed"
-    run = stop(project)
-    assert run.blocked
-    assert "not written by this user's verifygate for this session" in run.stderr
-    assert f"({upstream[:12]})" in run.reason
 
 
 # --------------------------------------------------------------------------------------------
@@ -346,26 +278,6 @@ def test_a_contract_broken_before_the_session_that_changed_nothing_allows_the_st
     assert stop(project).blocked
 
 
-def test_a_state_directory_that_cannot_be_written_still_counts_the_rounds(
-        project: Path) -> None:
-    """The count goes to the user's state directory: the cap holds for an agent that never
-    says it was sent back (Gemini CLI's retries with tool calls), and never traps it."""
-    session_start(project)
-    agent_dir = project / ".git/verifygate/agent"
-    for path in sorted(agent_dir.rglob("*"), reverse=True):
-        path.rmdir() if path.is_dir() else path.unlink()
-    agent_dir.rmdir()
-    agent_dir.write_text("not a directory\n")  # every state write there now fails
-    write(project / "calc.py", BAD)
-    for round_number in (1, 2, 3):
-        run = stop(project, "--max-rounds", "3")
-        assert f"round {round_number} of 3" in run.reason
-        assert "calc.py" in run.reason
-    handed_over = stop(project, "--max-rounds", "3")
-    assert not handed_over.blocked
-    assert "a human must review" in handed_over.message
-
-
 def test_no_contract_now_and_none_at_the_start_allows_the_stop(repo: Path) -> None:
     write(repo / "calc.py", GOOD)
     commit_all(repo)
@@ -397,9 +309,10 @@ def test_a_named_contract_removed_during_the_session_blocks_and_one_never_there_
 
 
 def test_a_contract_that_shadows_the_one_above_from_a_subdirectory_blocks(project: Path) -> None:
-    session_start(project)
-    write(project / "pkg" / "mod.py", "y = 2  # BUG\n")
+    (project / "pkg").mkdir()
+    session_start(project / "pkg")  # the session begins in pkg/
     write(project / "pkg" / "verify.toml", PASSING_GATE)  # found first from pkg/
+    write(project / "pkg" / "mod.py", "y = 2  # BUG\n")
     run = stop(project / "pkg")
     assert run.blocked
     assert "replaces verify.toml, the contract at" in run.reason

@@ -23,6 +23,7 @@ from test_agent_hook import (
     ELSEWHERE,
     GOOD,
     HOOK,
+    begun,
     checked_project,
     contract,
 )
@@ -106,6 +107,7 @@ def run_hook(payload: dict[str, Any] | bytes, *args: str, cwd: Path | None = Non
 
 
 def stop(agent: str, repo: Path, *args: str, session: str = "s-1", **fields: Any) -> Answer:
+    begun(repo, session)
     return run_hook(PAYLOADS[agent](repo, session, **fields), *args)
 
 
@@ -295,17 +297,28 @@ def test_cursor_payload_with_a_byte_order_mark_and_no_roots(project: Path) -> No
     assert "round 1 of 3" in blocking_reason("cursor", answer)
 
 
-@pytest.mark.parametrize("agent", ["codex", "gemini"])
+START_EVENTS = {"claude": {"event": "SessionStart", "source": "startup"},
+                "codex": {"event": "SessionStart", "source": "startup"},
+                "gemini": {"event": "SessionStart", "source": "startup"},
+                # Cursor has no session start hook: the conversation's first prompt is its start.
+                "cursor": {"hook_event_name": "beforeSubmitPrompt", "prompt": "Fix calc.py"}}
+
+
+@pytest.mark.parametrize("agent", AGENTS)
 def test_session_start_records_the_start_in_each_protocol(agent: str, project: Path) -> None:
     head = git(project, "rev-parse", "HEAD").strip()
-    started = stop(agent, project, event="SessionStart", source="startup")
+    started = run_hook(PAYLOADS[agent](project, "s-1", **START_EVENTS[agent]))
     if agent == "gemini":
         assert started.json == {}  # stdout holds only JSON
+    elif agent == "cursor":
+        assert started.json == {"continue": True}  # the prompt goes on
     else:
         assert started.stdout == ""  # it would become the agent's context
     write(project / "calc.py", BAD)
     commit_all(project, "the agent commits broken work")
-    reason = blocking_reason(agent, stop(agent, project))
+    # A later prompt of the same conversation keeps the start.
+    run_hook(PAYLOADS[agent](project, "s-1", **START_EVENTS[agent]))
+    reason = blocking_reason(agent, run_hook(PAYLOADS[agent](project, "s-1")))
     assert f"every change since HEAD when the session began ({head[:12]})" in reason
 
 

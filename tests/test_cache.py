@@ -25,10 +25,8 @@ from plugin_support import (
 )
 from pytest_verifygate.contract import load_contract
 from pytest_verifygate.errors import ContractError
-from pytest_verifygate.state.integrity import unseal
 from pytest_verifygate.state.result_cache import (
     KEEP_ENTRIES,
-    SEAL_PURPOSE,
     cache_dir,
     script_programs,
 )
@@ -62,16 +60,14 @@ def runs(counter: Path) -> int:
 
 
 def read_entry(path: Path) -> dict[str, Any]:
-    """A stored entry: sealed with this user's key, JSON inside."""
-    data = unseal(SEAL_PURPOSE, path.read_bytes())
-    assert data is not None, f"{path} is not sealed by this user"
-    entry: dict[str, Any] = json.loads(data)
+    """A stored entry: JSON."""
+    entry: dict[str, Any] = json.loads(path.read_text())
     return entry
 
 
 def entries(repo: Path) -> list[Path]:
-    directory = repo / ".git" / "verifygate" / "cache"
-    return sorted(directory.glob("*.json")) if directory.is_dir() else []
+    directory = cache_dir(repo)
+    return sorted(directory.glob("*.json")) if directory is not None and directory.is_dir() else []
 
 
 @pytest.fixture
@@ -241,9 +237,12 @@ def test_failures_and_flaky_passes_are_never_cached(repo: Path, counter: Path,
 
 def test_a_gate_rewriting_its_inputs_is_stored_once_they_settle(repo: Path, counter: Path
                                                                  ) -> None:
+    # As real formatters do, it writes only a file it changes: a rewrite of the same bytes is
+    # what a file swapped and put back looks like, never stored.
     formatter = python(
         "import pathlib, sys; open(sys.argv[1], 'a').write('ran\\n'); "
-        "p = pathlib.Path('fmt.txt'); p.write_text(p.read_text().upper())", str(counter))
+        "p = pathlib.Path('fmt.txt'); text = p.read_text(); "
+        "text == text.upper() or p.write_text(text.upper())", str(counter))
     write_contract(repo, {"name": "format", "command": formatter, "inputs": ["fmt.txt"],
                           "cache": True})
     write(repo / "fmt.txt", "lower\n")
@@ -255,7 +254,9 @@ def test_a_gate_rewriting_its_inputs_is_stored_once_they_settle(repo: Path, coun
     assert runs(counter) == 2
 
 
-def test_the_cache_lives_in_the_git_directory_only(repo: Path, counter: Path) -> None:
+def test_the_cache_lives_in_the_private_state_directory_only(repo: Path, counter: Path
+                                                            ) -> None:
+    """Never under the work tree nor ``.git``, which whatever the gates check can write."""
     write_contract(repo, {"name": "lint", "command": counting(str(counter)), "cache": True},
                    {"name": "docs", "command": python("print('x' * 10000)"), "cache": True})
     commit_all(repo)
@@ -263,7 +264,8 @@ def test_the_cache_lives_in_the_git_directory_only(repo: Path, counter: Path) ->
     assert git(repo, "status", "--porcelain") == ""
     found = entries(repo)
     assert len(found) == 2
-    assert cache_dir(repo) == repo / ".git" / "verifygate" / "cache"
+    assert not (repo / ".git" / "verifygate" / "cache").exists()
+    assert str(cache_dir(repo)).startswith(os.environ["XDG_STATE_HOME"])
     for path in found:
         entry = read_entry(path)
         assert entry["key"] == path.stem and entry["gate"] in ("lint", "docs")
@@ -289,7 +291,8 @@ def test_concurrent_runs_share_the_cache_safely(repo: Path, counter: Path) -> No
     assert len(found) == 4
     for path in found:
         assert read_entry(path)["key"] == path.stem
-    assert not list(cache_dir(repo).glob(".*.tmp"))
+    directory = cache_dir(repo)
+    assert directory is not None and not list(directory.glob(".*.tmp"))
     before = runs(counter)
     assert 4 <= before <= 8
     assert all(gate["cached"] for gate in run_report(repo).values())
@@ -304,6 +307,7 @@ def test_the_size_bound_prunes_the_least_recently_used(repo: Path, counter: Path
     write(repo / "kept.txt", "1\n")
     commit_all(repo)
     directory = cache_dir(repo)
+    assert directory is not None
     run_report(repo)
     stored = {read_entry(path)["gate"]: path for path in entries(repo)}
     stored["new"].unlink()
@@ -396,3 +400,73 @@ def test_pytest_items_reuse_cached_passes(project: pytest.Pytester, counter: Pat
         assert junit_properties(case)["verifygate.cached"] == "true"
     project.runpytest_subprocess(*args, "--verify-no-cache").assert_outcomes(passed=2)
     assert runs(counter) == 4
+
+
+# --------------------------------------------------------------------------------------------
+# What a tool reads from outside the repository
+
+
+STRICT_TOOL = """\
+import os, pathlib, sys
+places = [pathlib.Path('..', 'pyproject.toml'),
+          pathlib.Path(os.environ['XDG_CONFIG_HOME'], 'lint-tool', 'config')]
+strict = os.environ.get('LINT_TOOL_STRICT') or any(
+    place.exists() and 'strict' in place.read_text() for place in places)
+open(sys.argv[1], 'a').write('ran\\n')
+sys.exit(1 if strict else 0)
+"""
+
+
+@pytest.mark.parametrize("where", ["parent directory", "repository above the project",
+                                   "user configuration", "environment"])
+def test_a_configuration_outside_the_project_is_part_of_the_key(
+        tmp_path: Path, counter: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    repo = tmp_path / "outer" / "repo"
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q")
+    if where == "repository above the project":  # a monorepo's project in sub/
+        write(repo / "pyproject.toml", "[tool.lint-tool]\nmode = 'lax'\n")
+        commit_all(repo)
+        repo = repo / "sub"
+    tool = write(tmp_path / "bin" / "lint-tool", f"#!{sys.executable}\n{STRICT_TOOL}")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tool.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("LINT_TOOL_STRICT", raising=False)
+    write_contract(repo, {"name": "lint", "command": ["lint-tool", str(counter)],
+                          "cache": True})
+    commit_all(repo)
+    run_report(repo)
+    assert run_report(repo)["lint"]["cached"] is True
+    if where in ("parent directory", "repository above the project"):
+        write(repo.parent / "pyproject.toml", "[tool.lint-tool]\nmode = 'strict'\n")
+    elif where == "user configuration":
+        write(tmp_path / "config" / "lint-tool" / "config", "strict\n")
+    else:
+        monkeypatch.setenv("LINT_TOOL_STRICT", "1")
+    failed = run_report(repo, status=1)["lint"]
+    assert (failed["outcome"], failed["cached"]) == ("failed", False)
+    assert runs(counter) == 2
+
+
+def test_a_package_installed_in_the_tools_environment_is_part_of_the_key(
+        repo: Path, tmp_path: Path, counter: Path) -> None:
+    """``python -m tool``: the program is the interpreter, which an upgrade of the tool (or a
+    plugin added beside it) does not change; its environment's site-packages does."""
+    env = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    site = next(env.glob("lib/python3*/site-packages"))
+    write(site / "checker.py", "import sys; open(sys.argv[1], 'a').write('ran\\n')\n")
+    (site / "checker-1.0.dist-info").mkdir()
+    write_contract(repo, {"name": "lint", "command": [str(env / "bin" / "python"), "-m",
+                                                      "checker", str(counter)],
+                          "cache": True})
+    commit_all(repo)
+    run_report(repo)
+    assert run_report(repo)["lint"]["cached"] is True
+    # As pip upgrades it: the old version's metadata goes, the new one's comes.
+    write(site / "checker.py", "raise SystemExit('checker 2.0: stricter')\n")
+    (site / "checker-1.0.dist-info").rmdir()
+    (site / "checker-2.0.dist-info").mkdir()
+    failed = run_report(repo, status=1)["lint"]
+    assert (failed["outcome"], failed["cached"]) == ("failed", False)

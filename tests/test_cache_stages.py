@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from plugin_support import python, write_contract
+from plugin_support import QUIET_PLUGINS, init_repo, python, write_contract
 
 from conftest import commit_all, git, write
 
@@ -218,3 +219,125 @@ def test_a_run_answered_from_the_cache_makes_no_log_directory(repo: Path, record
     assert len(kept) == 1
     assert gate_report(repo, "--all")["cached"] is True
     assert sorted(logs.iterdir()) == kept  # the log of the run that ran is still there
+
+
+def test_a_new_judged_file_checks_every_file_again(repo: Path, record: Path) -> None:
+    """A tool that judges each file may look for the others (isort and ruff's first-party
+    modules: ``import foo`` sorts differently once ``foo.py`` exists)."""
+    lint_contract(repo, record)
+    names = ten_files(repo)
+    gate_report(repo, "--all")
+    write(repo / "src" / "foo.py", "z = 1\n")
+    git(repo, "add", "src/foo.py")
+    gate_report(repo, "--all")
+    assert sorted(runs(record)[-1]) == sorted([*names, "src/foo.py"])
+    assert gate_report(repo, "--all")["cached"] is True
+
+
+# --------------------------------------------------------------------------------------------
+# A real tool whose configuration is among the files it judges: codespell with types = ["text"],
+# as verifygate migrate writes it, reads pyproject.toml and checks its spelling too.
+
+
+@pytest.fixture
+def codespell(monkeypatch: pytest.MonkeyPatch) -> None:
+    """codespell on PATH, as a project's environment has it."""
+    found = shutil.which("codespell", path=os.path.dirname(sys.executable))
+    if found is None:
+        pytest.skip("codespell is not installed (pip install -e '.[test]')")
+    monkeypatch.setenv("PATH", f"{os.path.dirname(found)}{os.pathsep}{os.environ['PATH']}")
+
+
+CODESPELL_HOOK = """\
+repos:
+  - repo: https://github.com/codespell-project/codespell
+    rev: v2.4.1
+    hooks:
+      - id: codespell
+"""
+
+
+def codespell_project(repo: Path, config: str) -> None:
+    """codespell's gate as ``verifygate migrate`` writes it: ``types = ["text"]``, cached."""
+    write(repo / "pyproject.toml", f"[tool.codespell]\n{config}\n")
+    write(repo / ".pre-commit-config.yaml", CODESPELL_HOOK)
+    assert verifygate(repo, "migrate").returncode == 0
+    assert 'cache = true' in (repo / "verify.toml").read_text()
+    write(repo / "notes.txt", "teh cat\n")
+    for index in range(3):
+        write(repo / "docs" / f"page{index}.md", f"page {index}\n")
+    commit_all(repo)
+
+
+@pytest.mark.usefixtures("codespell")
+def test_a_configuration_the_gate_also_judges_checks_every_file_again(repo: Path) -> None:
+    codespell_project(repo, 'ignore-words-list = "teh"')
+    assert gate_report(repo, "--all")["outcome"] == "passed"
+    write(repo / "pyproject.toml", '[tool.codespell]\nignore-words-list = "zzz"\n')
+    failed = gate_report(repo, "--all", status=1)
+    assert "notes.txt:1: teh ==> the" in failed["output_tail"]
+
+
+@pytest.mark.usefixtures("codespell")
+def test_a_file_the_configuration_names_checks_every_file_again(repo: Path) -> None:
+    write(repo / "words.txt", "teh\n")  # a text file codespell judges, and its word list
+    codespell_project(repo, 'ignore-words = "words.txt"')
+    assert gate_report(repo, "--all")["outcome"] == "passed"
+    write(repo / "words.txt", "zzz\n")
+    failed = gate_report(repo, "--all", status=1)
+    assert "notes.txt:1: teh ==> the" in failed["output_tail"]
+
+
+@pytest.mark.usefixtures("codespell")
+def test_pytest_items_see_a_changed_configuration(pytester: pytest.Pytester,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    init_repo(pytester.path, monkeypatch)
+    monkeypatch.setenv("PYTEST_ADDOPTS", QUIET_PLUGINS)
+    # pytester's own output, written into the project while it runs
+    write(pytester.path / ".gitignore", "runpytest-*\nstdout\nstderr\n")
+    codespell_project(pytester.path, 'ignore-words-list = "teh"')
+    args = ("--verify-contract", "-p", "no:cacheprovider", "-v")
+    pytester.runpytest_subprocess(*args).assert_outcomes(passed=1)
+    pytester.runpytest_subprocess(*args).stdout.fnmatch_lines(["*PASSED (cached)*"])
+    write(pytester.path / "pyproject.toml", '[tool.codespell]\nignore-words-list = "zzz"\n')
+    failed = pytester.runpytest_subprocess(*args)
+    failed.assert_outcomes(failed=1)
+    failed.stdout.fnmatch_lines(["*notes.txt:1: teh ==> the*"])
+
+
+# --------------------------------------------------------------------------------------------
+# A file changed while the gate reads it and put back: same content, same size and mtime.
+
+SWAPPING = (
+    "import os, sys\n"
+    "marker, path = sys.argv[1], sys.argv[2]\n"
+    "if os.path.exists(marker):\n"
+    "    os.remove(marker)\n"
+    "    data, info = open(path, 'rb').read(), os.stat(path)\n"
+    "    open(path, 'r+b').write(b'clean'.ljust(len(data)))\n"
+    "    ok = not open(path, 'rb').read().startswith(b'broken')\n"
+    "    open(path, 'r+b').write(data)\n"
+    "    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))\n"
+    "else:\n"
+    "    ok = not open(path, 'rb').read().startswith(b'broken')\n"
+    "sys.exit(0 if ok else 1)\n"
+)
+
+
+@pytest.mark.parametrize("per_file", [False, True], ids=["whole", "per-file"])
+def test_a_file_put_back_while_the_gate_ran_is_not_stored(repo: Path, tmp_path: Path,
+                                                          per_file: bool) -> None:
+    marker = write(tmp_path / "swap-once", "")
+    target = "{files}" if per_file else "src/m0.py"
+    write_contract(repo, {"name": "lint", "command": [*python(SWAPPING, str(marker)), target],
+                          "when_changed": ["src/m0.py"], "cache": True})
+    write(repo / "src" / "m0.py", "broken = True\n")
+    commit_all(repo)
+    before = os.stat(repo / "src" / "m0.py")
+    # The gate read a clean file: it passed, and the broken one is back as it was.
+    assert gate_report(repo, "--all")["outcome"] == "passed"
+    after = os.stat(repo / "src" / "m0.py")
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
+        before.st_size, before.st_mtime_ns, before.st_ino)
+    again = gate_report(repo, "--all", status=1)
+    assert (again["outcome"], again["cached"]) == ("failed", False)

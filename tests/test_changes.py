@@ -45,21 +45,6 @@ def test_staged_in_a_repository_without_commits(repo: Path) -> None:
     assert compute_changes(repo, ChangeRequest(staged=True)).files == ("first.py",)
 
 
-def test_partially_staged_files_warn_outside_pre_commit(
-    repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    write(repo / "a.py", "1\n")
-    commit_all(repo)
-    write(repo / "a.py", "2\n")
-    git(repo, "add", "a.py")
-    write(repo / "a.py", "3\n")
-    changes = compute_changes(repo, ChangeRequest(staged=True))
-    assert len(changes.warnings) == 1 and "a.py" in changes.warnings[0]
-    assert "working tree, not the index" in changes.warnings[0]
-    monkeypatch.setenv("PRE_COMMIT", "1")
-    assert compute_changes(repo, ChangeRequest(staged=True)).warnings == ()
-
-
 def test_changed_from_uses_the_merge_base_and_untracked_files(repo: Path) -> None:
     write(repo / "base.py", "0\n")
     commit_all(repo, "base")
@@ -132,13 +117,54 @@ def test_non_utf8_file_names(repo: Path) -> None:
 def test_explicit_files_relative_to_cwd_and_root(repo: Path) -> None:
     project = repo / "proj"
     write(project / "src" / "a.py", "x\n")
+    write(project / "b.py", "x\n")
     changes = compute_changes(
         project,
-        ChangeRequest(files=["proj/src/a.py", "./proj/missing.py", "outside.py",
+        ChangeRequest(files=["proj/src/a.py", "./proj/b.py", "outside.py",
                              str(project / "src" / "a.py")]),
         cwd=repo,
     )
-    assert changes.files == ("missing.py", "src/a.py")
+    assert changes.files == ("b.py", "src/a.py")
+
+
+def test_a_named_file_neither_on_disk_nor_in_the_index_is_an_error(
+        repo: Path, pytester: pytest.Pytester) -> None:
+    """From a subdirectory, a path written from the project root named nothing: nothing ran
+    and the verdict said passed."""
+    import sys
+
+    write(repo / "verify.toml", '[[gate]]\nname = "lint"\nwhen_changed = ["src/**"]\n'
+                                f'command = ["{sys.executable}", "-c", "raise SystemExit(1)"]\n')
+    write(repo / "src" / "attr" / "_make.py", "x = 1\n")
+    write(repo / "src" / "attr" / "gone.py", "x = 1\n")
+    write(repo / "src" / "attr" / "unstaged.py", "x = 1\n")
+    commit_all(repo)
+    git(repo, "rm", "-q", "src/attr/gone.py")  # a staged deletion
+    (repo / "src" / "attr" / "unstaged.py").unlink()  # deleted, still in the index
+    here = repo / "src"
+
+    def verifygate(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pytest_verifygate.cli", *args],
+                              cwd=here, input=stdin, capture_output=True, text=True)
+
+    fix = ("named files are relative to the current directory; a deletion is found by "
+           "--changed-from REF)")
+    meant = f"src/attr/_make.py: no such file in the work tree or the index (did you mean " \
+            f"attr/_make.py? {fix}"
+    for done in (verifygate("run", "--files", "src/attr/_make.py"),
+                 verifygate("run", "--files-from", "-", stdin="src/attr/_make.py\n")):
+        assert (done.returncode, done.stdout) == (2, ""), done
+        assert done.stderr.splitlines() == [f"verifygate: error: {meant}"]
+    gone = verifygate("list", "--files", "attr/gone.py")
+    assert gone.returncode == 2 and gone.stderr.splitlines() == [
+        f"verifygate: error: attr/gone.py: no such file in the work tree or the index ({fix}"]
+    for named in ("attr/_make.py", "attr/unstaged.py"):  # on disk, or in the index
+        assert verifygate("run", "--files", named).returncode == 1
+    pytester.chdir()
+    result = pytester.runpytest_subprocess("--verify-contract", str(repo / "verify.toml"),
+                                           "--verify-files", str(repo / "src" / "x.py"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*src/x.py: no such file in the work tree or the index*"])
 
 
 def test_paths_are_relative_to_a_project_in_a_subdirectory(repo: Path) -> None:
@@ -241,14 +267,15 @@ def test_files_the_package_writes_are_never_changes(repo: Path) -> None:
     assert compute_changes(repo, ChangeRequest(worktree=True)).files == ()
     listed = verifygate("list", "--changed-from", "HEAD", "--format", "json")
     assert json.loads(listed.stdout)["gates"][0]["selected"] is False
-    git(repo, "add", "-A")
-    assert selected(staged=True) == []
+    git(repo, "add", "-A")  # staged, the reports are part of the commit: a change
+    assert selected(staged=True) == ["everything"]
+    assert selected(changed_from="HEAD") == ["everything"]
+    git(repo, "reset", "-q")
     # The current run's own outputs are left out even before they exist.
     assert selected(files=["out/next.json"], outputs=[repo / "out" / "next.json"]) == []
     # Nothing under .git/ is a change, even when named.
     assert selected(files=[".git/config", "nested/.git/HEAD"]) == []
     # So are the files verifygate merge writes from shard reports.
-    git(repo, "reset", "-q")
     shard = verifygate("run", "--all", "--shard", "1/1", "--json", str(repo.parent / "s1.json"))
     assert shard.returncode == 0, shard.stderr
     merged = verifygate("merge", str(repo.parent / "s1.json"), "--json", "merged/report.json",
@@ -260,10 +287,61 @@ def test_files_the_package_writes_are_never_changes(repo: Path) -> None:
     assert selected(worktree=True) == ["everything"]
 
 
+TRACKED_REPORT = ("{} is a file git tracks: write the report elsewhere (a git-ignored path, "
+                  "or outside the work tree)")
+
+
+def test_a_report_over_a_tracked_or_staged_file_is_refused(repo: Path,
+                                                           pytester: pytest.Pytester) -> None:
+    """Written over a tracked file, a report would replace the user's file and, as the tool's
+    own output, be no change for the stop, --changed-from or the commit: the gate judging it
+    would never run again."""
+    import json
+    import sys
+
+    write(repo / "verify.toml", '[[gate]]\nname = "json"\nwhen_changed = ["*.json", "*.xml"]\n'
+                                'command = ["true"]\n')
+    write(repo / "config.json", '{"a": 1}\n')
+    write(repo / "docs" / "junit.xml", "<x/>\n")
+    commit_all(repo)
+    write(repo / "staged.json", "{}\n")
+    git(repo, "add", "staged.json")
+    contents = {path: path.read_bytes() for path in repo.glob("**/*.*") if ".git" not in path.parts}
+
+    def verifygate(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pytest_verifygate.cli", *args],
+                              cwd=repo, capture_output=True, text=True, check=False)
+
+    for args, named in (
+            (("run", "--all", "--json", "config.json"), "config.json"),
+            (("run", "--all", "--json", "staged.json"), "staged.json"),
+            (("run", "--all", "--junit", "docs/junit.xml"), "docs/junit.xml")):
+        done = verifygate(*args)
+        assert (done.returncode, done.stdout) == (2, ""), done
+        assert done.stderr.splitlines() == ["verifygate: error: " + TRACKED_REPORT.format(named)]
+    shard = verifygate("run", "--all", "--shard", "1/1", "--json", str(repo.parent / "s1.json"))
+    assert shard.returncode == 0, shard.stderr
+    for option in ("--json", "--junit"):
+        merged = verifygate("merge", str(repo.parent / "s1.json"), option, "config.json")
+        assert (merged.returncode, merged.stderr.splitlines()) == (
+            2, ["verifygate: error: " + TRACKED_REPORT.format("config.json")])
+    pytester.chdir()
+    for option in ("--verify-report", "--verify-digest"):
+        result = pytester.runpytest_subprocess(
+            "--verify-contract", str(repo / "verify.toml"), "--verify-all", "-p",
+            "no:cacheprovider", f"{option}={repo / 'config.json'}")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["*" + TRACKED_REPORT.format(repo / "config.json")])
+    assert {path: path.read_bytes() for path in contents} == contents
+    assert json.loads((repo / "config.json").read_text()) == {"a": 1}
+
+
 def test_a_staged_run_asks_git_once_for_each_answer(repo: Path, tmp_path: Path) -> None:
-    # A commit waits for these: the work tree's place, what differs from the index (hidden
-    # edits included) and the staged diff. Each answer is one git call; the tracked files a
-    # left-out gate's patterns are checked against are listed only when the contract changed.
+    # A commit waits for these: the work tree's place and its index, what differs from the
+    # index (untracked files and hidden edits included), the staged diff, HEAD (what the
+    # left-out gates' patterns were last checked against) and at the end what the gates
+    # changed. Each answer is one git call; the tracked files a left-out gate's patterns are
+    # checked against are listed once per contract and commit.
     import shutil
     import sys
 
@@ -278,15 +356,19 @@ def test_a_staged_run_asks_git_once_for_each_answer(repo: Path, tmp_path: Path) 
     write(repo / "verify.toml", gates)
     write(repo / "a.py", "1\n")
     write(repo / "b.md", "b\n")
+    write(repo / "c.js", "c\n")
     commit_all(repo)
     write(repo / "a.py", "2\n")
     git(repo, "add", "a.py")
-    done = subprocess.run([sys.executable, "-m", "pytest_verifygate", "run", "--staged"],
-                          cwd=repo, capture_output=True, text=True,
-                          env={**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"})
-    assert done.returncode == 0, done.stderr
-    assert "1 of 3 gate(s) selected" in done.stderr + done.stdout
+    for _ in range(2):
+        calls.unlink(missing_ok=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest_verifygate", "run", "--staged"], cwd=repo,
+            capture_output=True, text=True,
+            env={**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"})
+        assert done.returncode == 0, done.stderr
+        assert "1 of 3 gate(s) selected" in done.stderr + done.stdout
     commands = [line.split(" -c ")[-1].split(" ", 1)[1] for line in
                 calls.read_text().splitlines()]
     assert [command.split(" ")[0] for command in commands] == [
-        "rev-parse", "ls-files", "diff"], commands
+        "rev-parse", "diff-files", "ls-files", "diff", "rev-parse", "diff-files"], commands

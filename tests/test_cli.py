@@ -76,6 +76,7 @@ def test_run_exit_status_and_schema_valid_report(repo: Path) -> None:
 
 def test_format_json_and_agent(repo: Path) -> None:
     write(repo / "verify.toml", CONTRACT)
+    write(repo / "x.py", "x = 1\n")
     done = verifygate("run", "--files", "x.py", "--format", "json", cwd=repo)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
@@ -88,6 +89,7 @@ def test_format_json_and_agent(repo: Path) -> None:
 
 def test_unverified_and_fail_when_unverified(repo: Path) -> None:
     write(repo / "verify.toml", CONTRACT)
+    write(repo / "README.md", "# readme\n")
     done = verifygate("run", "--files", "README.md", cwd=repo)
     assert done.returncode == 0 and "verdict: unverified" in done.stdout
     write(repo / "verify.toml", "[settings]\nfail_when_unverified = true\n" + CONTRACT)
@@ -97,6 +99,8 @@ def test_unverified_and_fail_when_unverified(repo: Path) -> None:
 
 def test_list_shows_every_gate_with_its_reason(repo: Path) -> None:
     write(repo / "verify.toml", CONTRACT)
+    write(repo / "src" / "a.py", "x = 1\n")
+    write(repo / "docs" / "x.md", "# x\n")
     done = verifygate("list", "--files-from", "-", "--format", "json", cwd=repo,
                       stdin="src/a.py\0docs/x.md\0")
     assert done.returncode == 0, done.stderr

@@ -103,3 +103,15 @@ def test_install_outside_a_repository_is_one_line(tmp_path: Path) -> None:
     done = verifygate("install", cwd=tmp_path)
     assert (done.returncode, done.stderr) == (2, "verifygate: error: not in a git repository: "
                                                  "run it in the repository to hook\n")
+
+
+def test_the_hooks_run_the_gates_with_the_installing_environment_on_path(repo: Path) -> None:
+    # A GUI client, or a shell without the virtualenv: the gates find its tools all the same.
+    write(repo / "verify.toml", '[[gate]]\nname = "tool"\ncommand = ["pytest", "--version"]\n')
+    commit_all(repo)
+    assert verifygate("install", "--hook", "pre-commit", cwd=repo).returncode == 0
+    write(repo / "a.txt", "one\n")
+    git(repo, "add", "a.txt")
+    done = _git(repo, "commit", "-qm", "a")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "PASS  tool" in done.stderr

@@ -90,6 +90,7 @@ def test_contract_commands_for_the_role_and_the_changed_files(repo: Path) -> Non
                     "byRole": {"worker": ["runner verify:worker"]},
                     "rules": [{"whenChangedAny": ["apps/api/**"],
                                "commands": ["runner verify:api"]}]})
+    write(repo / "apps" / "api" / "src" / "index.ts", "export {};\n")
     assert selected(repo, "--role", "worker", "--files", "apps/api/src/index.ts") == [
         "runner verify:root", "runner verify:worker", "runner verify:api"]
 
@@ -444,6 +445,7 @@ def test_a_failing_command_is_never_skipped(repo: Path, case: Skip) -> None:
     write(repo / "Makefile", "all:\n\t@true\n")
     (repo / "nopkg").mkdir()
     contract(repo, {"commands": case.commands})
+    write(repo / case.changed, "x\n")
     result = run_report(repo, "--files", case.changed)
     failing = [gate for gate in result["gates"] if gate["outcome"] == "failed"]
     assert result["verdict"] == "failed" and len(failing) == 1, (case.upstream, result)

@@ -39,6 +39,7 @@ def installed(where: Path, *programs: str) -> dict[str, str]:
 
 def test_init_writes_gates_for_the_tools_found(repo: Path, tmp_path: Path) -> None:
     write(repo / "pyproject.toml", PYPROJECT)
+    write(repo / "README.md", "# project\n")
     write(repo / "docs" / "conf.py", "")
     write(repo / "uv.lock", "")
     write(repo / "tox.ini", "[tox]\nenvlist = py3{10,11}-django, lint, docs\n")

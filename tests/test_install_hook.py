@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_verifygate.agents.config import unreachable
+from pytest_verifygate.agents.config import hook_command, repointed, unreachable
 from pytest_verifygate.agents.detect import ADAPTERS
 from pytest_verifygate.cli.parser import AGENTS
 from test_agent_hook import BAD, CHECK, CHECK_GATE, GOOD
@@ -29,14 +29,15 @@ pytestmark = pytest.mark.slow
 _SCRIPT = Path(sys.executable).with_name("verifygate")
 VERIFYGATE = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m",
                                                        "pytest_verifygate.cli"]
-FILES = {"claude": ".claude/settings.json", "codex": ".codex/hooks.json",
+FILES = {"claude": ".claude/settings.local.json", "codex": ".codex/hooks.json",
          "cursor": ".cursor/hooks.json", "gemini": ".gemini/settings.json"}
 
 
 # What the installed command starts with: this interpreter, by its absolute path.
-# -P (3.11+): the project's directory, where agents run hooks, is not searched first.
-PROGRAM = shlex.join([sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []), "-m",
-                      "pytest_verifygate"])
+# -E: no PYTHONPATH from the agent's environment; -P (3.11+): the project's directory, where
+# agents run hooks, is not searched first.
+PROGRAM = shlex.join([sys.executable, "-E", *(["-P"] if sys.version_info >= (3, 11) else []),
+                      "-m", "pytest_verifygate"])
 # A PATH without the virtualenv: what an agent started outside it has.
 BARE_PATH = "/usr/bin:/bin"
 
@@ -56,14 +57,12 @@ def config(repo: Path, agent: str) -> dict[str, Any]:
 
 
 def claude_hook(timeout: int, agent: str = "claude") -> dict[str, Any]:
-    return {"hooks": [{"type": "command", "command": f"{PROGRAM} agent-hook --agent {agent}",
-                       "timeout": timeout}]}
+    return {"hooks": [{"type": "command", "command": hook_command(agent), "timeout": timeout}]}
 
 
 def gemini_hook(name: str, timeout: int) -> dict[str, Any]:
     return {"matcher": "*", "hooks": [{"name": name, "type": "command",
-                                       "command": f"{PROGRAM} agent-hook --agent gemini",
-                                       "timeout": timeout}]}
+                                       "command": hook_command("gemini"), "timeout": timeout}]}
 
 
 # What a new configuration holds: each agent's documented shape.
@@ -71,8 +70,9 @@ FRESH = {
     "claude": {"hooks": {"SessionStart": [claude_hook(30)], "Stop": [claude_hook(900)]}},
     "codex": {"hooks": {"SessionStart": [claude_hook(30, "codex")],
                         "Stop": [claude_hook(900, "codex")]}},
-    "cursor": {"version": 1, "hooks": {"stop": [
-        {"command": f"{PROGRAM} agent-hook --agent cursor", "loop_limit": 4}]}},
+    "cursor": {"version": 1, "hooks": {
+        "beforeSubmitPrompt": [{"command": hook_command("cursor")}],
+        "stop": [{"command": hook_command("cursor"), "loop_limit": 4}]}},
     "gemini": {"hooks": {"SessionStart": [gemini_hook("verifygate-session-start", 30000)],
                          "AfterAgent": [gemini_hook("verifygate", 900000)]}},
 }
@@ -143,22 +143,26 @@ def test_installing_twice_is_installing_once(agent: str, repo: Path) -> None:
     assert "kept" in again.stdout and "added" not in again.stdout
 
 
-def test_an_existing_agent_hook_with_other_flags_is_kept(repo: Path) -> None:
+def test_an_existing_agent_hook_keeps_its_flags_and_gains_the_guard(repo: Path) -> None:
     mine = shlex.join([sys.executable, "-m", "pytest_verifygate.cli", "agent-hook",
                        "--max-rounds", "5"])
     write(repo / FILES["claude"], json.dumps({"hooks": {"Stop": [
         {"hooks": [{"type": "command", "command": mine}]}]}}))
     done = install(repo, "--agent", "claude")
     hooks = config(repo, "claude")["hooks"]
-    assert [hook["command"] for entry in hooks["Stop"] for hook in entry["hooks"]] == [mine]
-    assert f"kept   Stop: already runs `{mine}`" in done.stdout
+    guarded = repointed(mine, "claude")
+    assert guarded.startswith(f"{PROGRAM} agent-hook --max-rounds 5 || ")
+    assert [hook["command"] for entry in hooks["Stop"] for hook in entry["hooks"]] == [guarded]
+    assert f"Stop: `{mine}` now runs `{guarded}`" in done.stdout
     assert "added  SessionStart" in done.stdout
+    done = install(repo, "--agent", "claude")  # guarded: kept as it is
+    assert f"kept   Stop: already runs `{guarded}`" in done.stdout
 
 
 def test_the_round_cap_reaches_the_command_and_cursors_loop_limit(repo: Path) -> None:
     install(repo, "--agent", "cursor", "--max-rounds", "5")
     (stop,) = config(repo, "cursor")["hooks"]["stop"]
-    assert stop == {"command": f"{PROGRAM} agent-hook --agent cursor --max-rounds 5",
+    assert stop == {"command": hook_command("cursor", 5),
                     "loop_limit": 6}
     # Asked again with another cap, the installed hook takes it (and nothing else changes).
     installed = config(repo, "cursor")
@@ -166,9 +170,9 @@ def test_the_round_cap_reaches_the_command_and_cursors_loop_limit(repo: Path) ->
     write(repo / FILES["cursor"], json.dumps(installed))
     done = install(repo, "--agent", "cursor", "--max-rounds", "2")
     (stop,) = config(repo, "cursor")["hooks"]["stop"]
-    assert stop == {"command": f"{PROGRAM} agent-hook --agent cursor --max-rounds 2",
+    assert stop == {"command": hook_command("cursor", 2),
                     "loop_limit": 3, "timeout": 120}
-    assert f"now runs `{PROGRAM} agent-hook --agent cursor --max-rounds 2` (loop_limit 3)" in (
+    assert f"now runs `{hook_command('cursor', 2)}` (loop_limit 3)" in (
         done.stdout)
 
 
@@ -182,7 +186,7 @@ def test_a_command_that_only_mentions_the_hook_is_not_taken_for_it(command: str,
     done = install(repo, "--agent", "claude")
     commands = [hook["command"] for entry in config(repo, "claude")["hooks"]["Stop"]
                 for hook in entry["hooks"]]
-    assert commands == [command, f"{PROGRAM} agent-hook --agent claude"]
+    assert commands == [command, hook_command("claude")]
     assert "added  Stop" in done.stdout
 
 
@@ -277,9 +281,9 @@ def test_a_hook_written_by_earlier_releases_is_pointed_at_this_interpreter(repo:
     done = install(repo, "--agent", "claude")
     hooks = config(repo, "claude")["hooks"]
     assert hooks["Stop"] == [{"hooks": [{"type": "command", "timeout": 600, "command":
-                                         f"{PROGRAM} agent-hook --agent claude --max-rounds 5"}]}]
+                                         hook_command("claude", 5)}]}]
     assert hooks["SubagentStop"] == [{"hooks": [mine]}]  # only ours is removed
-    assert f"Stop: `{old}` now runs `{PROGRAM} agent-hook --agent claude --max-rounds 5`" in (
+    assert f"Stop: `{old}` now runs `{hook_command('claude', 5)}`" in (
         done.stdout)
     assert "SubagentStop: removed the agent hook" in done.stdout
     once = (repo / FILES["claude"]).read_bytes()
@@ -291,7 +295,7 @@ def test_a_hook_written_by_earlier_releases_is_pointed_at_this_interpreter(repo:
     ("verifygate agent-hook", "`verifygate` is looked up on the agent's PATH"),
     ("python3 -m pytest_verifygate agent-hook", "`python3` is looked up on the agent's PATH"),
     ("/no/such/venv/bin/verifygate agent-hook", "/no/such/venv/bin/verifygate is not there"),
-    (f"{PROGRAM} agent-hook --agent claude", None),
+    (hook_command("claude"), None),
     ("$CLAUDE_PROJECT_DIR/.venv/bin/verifygate agent-hook", None),  # only the shell can tell
     ("notify-send done", None),  # not the agent hook at all
 ])
@@ -330,3 +334,17 @@ def _umask() -> int:
     current = os.umask(0)
     os.umask(current)
     return current
+
+
+def test_claude_code_gets_its_per_user_file_and_the_shared_one_is_named(repo: Path) -> None:
+    """The command holds this machine's interpreter path: it goes to the file Claude Code
+    keeps per user, and a hook still in the committed file is pointed out."""
+    write(repo / ".claude/settings.json", json.dumps({"hooks": {"Stop": [
+        {"hooks": [{"type": "command", "command": "verifygate agent-hook"}]}]}}))
+    done = install(repo, "--agent", "claude")
+    assert (repo / ".claude/settings.local.json").is_file()
+    assert ("note   .claude/settings.local.json is this machine's own (Claude Code does not "
+            "share it); .claude/settings.json, a file teams commit, runs the hook too: remove "
+            "it there") in done.stdout
+    done = install(repo, "--agent", "codex")
+    assert "note   .codex/hooks.json holds this machine's interpreter path" in done.stdout

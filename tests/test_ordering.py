@@ -21,6 +21,7 @@ from plugin_support import QUIET_PLUGINS, init_repo, validate_report
 from pytest_verifygate import engine
 from pytest_verifygate.engine import RunRequest
 from pytest_verifygate.git.changes import ChangeRequest
+from test_agent_hook import begun
 
 from conftest import LOGGING, commit_all, write
 
@@ -281,6 +282,7 @@ def test_the_agent_hook_takes_a_job_count(repo: Path) -> None:
     names = ["a", "b"]
     middle_contract(repo, *((name, meeting_command(name, *names)) for name in names))
     commit_all(repo)
+    begun(repo, "s")
     write(repo / "src.py", "x = 1\n")
     payload = json.dumps({"session_id": "s", "transcript_path": "/nonexistent.jsonl",
                           "cwd": str(repo), "hook_event_name": "Stop",

@@ -29,7 +29,7 @@ from plugin_support import (
 )
 from pytest_verifygate.pytest_plugin.session import DESELECTED_REASON
 
-from conftest import commit_all
+from conftest import commit_all, write
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
@@ -408,6 +408,7 @@ def test_fail_when_unverified_fails_the_session(project: pytest.Pytester) -> Non
     write_contract(project.path,
                    {"name": "docs", "command": passing(), "when_changed": ["docs/**"]},
                    settings={"fail_when_unverified": True})
+    write(project.path / "src" / "app.py", "x = 1\n")
     result = project.runpytest("--verify-contract", "--verify-files", "src/app.py")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["verdict: failed (0 passed, 0 failed, 0 skipped, 0 pending): "

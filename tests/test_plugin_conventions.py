@@ -25,6 +25,8 @@ from plugin_support import (
     write_contract,
 )
 
+from conftest import write
+
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
 
@@ -90,6 +92,7 @@ def verifygate(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_a_change_no_gate_watches_skips_the_gates_and_exits_0(project: pytest.Pytester) -> None:
     write_contract(project.path, *CHANGE_CONTRACT)
+    write(project.path / "docs" / "guide.md", "# guide\n")
     result = project.runpytest("--verify-contract", "--verify-files", "docs/guide.md", "-rs",
                                "--junitxml", "junit.xml", "-o", "junit_family=xunit1",
                                "--verify-report", "report.json")
@@ -129,6 +132,7 @@ def test_a_change_no_gate_watches_skips_the_gates_and_exits_0(project: pytest.Py
 
 def test_fail_when_unverified_still_fails_in_both(project: pytest.Pytester) -> None:
     write_contract(project.path, *CHANGE_CONTRACT, settings={"fail_when_unverified": True})
+    write(project.path / "docs" / "guide.md", "# guide\n")
     result = project.runpytest("--verify-contract", "--verify-files", "docs/guide.md")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(skipped=2)

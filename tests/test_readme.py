@@ -117,7 +117,9 @@ def test_each_json_snippet_is_a_contract_or_a_hook_configuration(text: str, repo
         assert commands
         for command in commands:
             words = shlex.split(command)
-            if words[1:2] == ["-P"]:  # python -P: the project's directory is not searched
+            if words[-1:] == ["GUARD"]:  # the docs' stand-in for the sh guard
+                del words[-1]
+            while words[1:2] in (["-E"], ["-P"]):  # python -E -P: see the installer
                 del words[1]
             if words[1:3] == ["-m", "pytest_verifygate"]:  # an interpreter's path, -m
                 words = ["verifygate", *words[3:]]

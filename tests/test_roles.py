@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from plugin_support import QUIET_PLUGINS, init_repo, load_json, passing, write_contract
+from test_agent_hook import begun
 
 from conftest import commit_all, write
 
@@ -92,6 +93,7 @@ def test_roles_repeat_and_come_from_the_environment(repo: Path) -> None:
 def test_the_agent_hook_takes_roles_like_run(repo: Path) -> None:
     write(repo / "verify.toml", CONTRACT)
     commit_all(repo)
+    begun(repo, "s")
     write(repo / "new.py", "x = 1\n")
     payload = json.dumps({"session_id": "s", "cwd": str(repo), "hook_event_name": "Stop",
                           "stop_hook_active": False})

@@ -89,36 +89,78 @@ def test_shard_values_are_checked() -> None:
             parse_shard(bad)
 
 
-def test_gitlab_parallel_variables_are_read_unless_the_flag_is_given_or_under_pre_commit() -> None:
+def test_gitlab_parallel_variables_are_read_only_when_asked_for() -> None:
     gitlab = {"CI_NODE_INDEX": "2", "CI_NODE_TOTAL": "3"}
-    assert requested_shard(None, gitlab) == Shard(2, 3)
+    assert requested_shard(None, gitlab) is None
+    assert requested_shard("auto", gitlab) == Shard(2, 3)
     assert requested_shard("1/2", gitlab) == Shard(1, 2)
-    assert requested_shard(None, {"CI_NODE_INDEX": "2"}) is None
-    assert requested_shard(None, {**gitlab, "PRE_COMMIT": "1"}) is None
-    with pytest.raises(UsageError, match="CI_NODE_INDEX/CI_NODE_TOTAL '5/3'"):
-        requested_shard(None, {"CI_NODE_INDEX": "5", "CI_NODE_TOTAL": "3"})
+    assert requested_shard("auto", {}) is None  # no parallel: every gate
+    assert requested_shard("auto", {**gitlab, "PRE_COMMIT": "1"}) is None
+    for partial in ({"CI_NODE_INDEX": "2"}, {"CI_NODE_INDEX": "5", "CI_NODE_TOTAL": "3"}):
+        with pytest.raises(UsageError, match="--shard auto: CI_NODE_INDEX/CI_NODE_TOTAL"):
+            requested_shard("auto", partial)
 
 
-def test_ci_node_variables_shard_the_command_line(repo: Path) -> None:
+def test_ci_node_variables_shard_the_command_line_only_with_shard_auto(repo: Path) -> None:
     write(repo / "verify.toml", gates_toml(*(f"g{i}" for i in range(7))))
     commit_all(repo)
     by_flag = verifygate("list", "--all", "--shard", "2/3", "--format", "json", cwd=repo)
     gitlab = {"CI_NODE_INDEX": "2", "CI_NODE_TOTAL": "3"}
-    by_env = verifygate("list", "--all", "--format", "json", cwd=repo, env=gitlab)
+    by_env = verifygate("list", "--all", "--shard", "auto", "--format", "json", cwd=repo,
+                        env=gitlab)
     assert by_env.returncode == 0, by_env.stderr
     assert json.loads(by_env.stdout) == json.loads(by_flag.stdout)
     assert sum(gate["selected"] for gate in json.loads(by_env.stdout)["gates"]) == 2
-    # The flag wins over the variables; pre-commit's hook checks the whole commit.
-    flagged = verifygate("list", "--all", "--shard", "1/1", "--format", "json", cwd=repo,
-                         env=gitlab)
-    hooked = verifygate("list", "--all", "--format", "json", cwd=repo,
+    # Without --shard, or under pre-commit's hook, the variables shard nothing.
+    unasked = verifygate("list", "--all", "--format", "json", cwd=repo, env=gitlab)
+    hooked = verifygate("list", "--all", "--shard", "auto", "--format", "json", cwd=repo,
                         env={**gitlab, "PRE_COMMIT": "1"})
-    for done in (flagged, hooked):
+    for done in (unasked, hooked):
         assert all(gate["selected"] for gate in json.loads(done.stdout)["gates"])
     bad = verifygate("run", "--all", "--shard", "4/3", cwd=repo)
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines() == [
         "verifygate: error: --shard '4/3': K must be between 1 and N (3)"]
+
+
+def test_the_installed_git_hooks_check_every_gate_in_a_parallel_ci_job(repo: Path,
+                                                                        tmp_path: Path) -> None:
+    """GitLab's ``parallel:`` sets CI_NODE_* for every command of the job, the commits and
+    pushes it makes included: the hooks ``verifygate install`` writes check every gate."""
+    no_bad = "import sys; sys.exit(any('bad' in open(f).read() for f in sys.argv[1:]))"
+    write(repo / "verify.toml", f"""
+[[gate]]
+name = "a-no-bad"
+command = ["{PY}", "-c", "{no_bad}", "{{files}}"]
+when_changed = ["*.txt"]
+
+[[gate]]
+name = "b-always"
+command = "true"
+""")
+    write(repo / "a.txt", "good\n")
+    commit_all(repo)
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(repo, "remote", "add", "origin", str(remote))
+    git(repo, "push", "-q", "origin", "main")
+    assert verifygate("install", cwd=repo).returncode == 0
+    # Shard 2 of 2 by the variables would hold b-always alone (equal weights, by name).
+    listed = verifygate("list", "--all", "--shard", "2/2", "--format", "json", cwd=repo)
+    assert [gate["name"] for gate in json.loads(listed.stdout)["gates"]
+            if gate["selected"]] == ["b-always"]
+    env = {**os.environ, "CI_NODE_INDEX": "2", "CI_NODE_TOTAL": "2"}
+    write(repo / "a.txt", "bad\n")
+    git(repo, "add", "a.txt")
+    committed = subprocess.run(["git", "commit", "-q", "-m", "bad"], cwd=repo, env=env,
+                               capture_output=True, text=True)
+    assert committed.returncode == 1, committed.stdout + committed.stderr
+    assert "FAIL  a-no-bad" in committed.stdout + committed.stderr
+    git(repo, "commit", "-q", "--no-verify", "-m", "bad")
+    pushed = subprocess.run(["git", "push", "-q", "origin", "main"], cwd=repo, env=env,
+                            capture_output=True, text=True)
+    assert pushed.returncode == 1, pushed.stdout + pushed.stderr
+    assert "FAIL  a-no-bad" in pushed.stdout + pushed.stderr
 
 
 # -- the split ---------------------------------------------------------------------------------
@@ -374,9 +416,12 @@ def test_pytest_verify_shard_collects_one_shard(project: pytest.Pytester,
     assert {"a", "e"} <= set(collected[1]) or {"a", "e"} <= set(collected[2])
     monkeypatch.setenv("CI_NODE_INDEX", "2")
     monkeypatch.setenv("CI_NODE_TOTAL", "2")
-    by_env = project.runpytest("--verify-contract", "--verify-all", "--co", "-q")
+    by_env = project.runpytest("--verify-contract", "--verify-all", "--verify-shard", "auto",
+                               "--co", "-q")
     assert [line.split("::")[1] for line in by_env.outlines
             if line.startswith("verify.toml::")] == collected[2]
+    unasked = project.runpytest("--verify-contract", "--verify-all", "--co", "-q")
+    assert len([line for line in unasked.outlines if line.startswith("verify.toml::")]) == 5
     bad = project.runpytest("--verify-contract", "--verify-shard", "3/2")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--verify-shard '3/2': K must be between 1 and N (2)*"])
@@ -394,5 +439,6 @@ def test_a_shard_whose_commit_git_cannot_tell_writes_no_report(tmp_path: Path) -
         config.write("[core\n")
     done = verifygate("run", "--all", "--shard", "1/2", "--json", "r.json", cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "git rev-parse failed: fatal: bad config line" in done.stderr, done.stderr
+    # Refused as early as git fails: here at asking whether the report is a tracked file.
+    assert "failed: fatal: bad config line" in done.stderr, done.stderr
     assert not (tmp_path / "r.json").exists()

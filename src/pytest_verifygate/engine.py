@@ -69,8 +69,6 @@ class RunRequest(NamedTuple):
     # it had run as they were there, with those added since (``contract/revision.py``).
     bound_by: str | None = None
     names: tuple[str, ...] = ()  # only these gates (``verifygate run NAME...``); empty: all
-    # Warn of patterns that match no tracked file even when the contract did not change.
-    warn_unmatched_patterns: bool = False
 
 
 class Plan(NamedTuple):
@@ -115,10 +113,13 @@ class RunResult(NamedTuple):
     # What the user should know that the run found (its state files, its logs), each once and
     # none of the plan's: for the front end to show as it shows the plan's warnings.
     warnings: tuple[str, ...] = ()
+    # What fails the run beside its gates: a commit's files or index changed while they ran.
+    errors: tuple[str, ...] = ()
 
     @property
     def verdict(self) -> codes.Verdict:
-        return verdict_of(self.results, self.changes, self.contract.settings.fail_when_unverified)
+        return verdict_of(self.results, self.changes, self.contract.settings.fail_when_unverified,
+                          self.errors)
 
 
 def prepare(request: RunRequest) -> Plan:
@@ -146,8 +147,7 @@ def prepare(request: RunRequest) -> Plan:
         from pytest_verifygate.contract import display_path
 
         selections = only_named(selections, request.names, display_path(contract.path))
-    pattern_warnings = tuple(unmatched_pattern_warnings(contract, changes, selections,
-                                                        always=request.warn_unmatched_patterns))
+    pattern_warnings = tuple(unmatched_pattern_warnings(contract, selections))
     shard_warnings: tuple[str, ...] = ()
     if request.shard is not None:
         from pytest_verifygate.shards import shard_selections
@@ -369,12 +369,13 @@ def run_gates(
 
 
 def verdict_of(
-    results: Sequence[GateResult], changes: ChangeSet, fail_when_unverified: bool = False
+    results: Sequence[GateResult], changes: ChangeSet, fail_when_unverified: bool = False,
+    errors: Sequence[str] = (),
 ) -> codes.Verdict:
-    """The verdict (docs: Outcomes, verdict and failure codes): failed > pending >
-    unverified (no gate ran) > passed."""
+    """The verdict (docs: Outcomes, verdict and failure codes): failed (a gate, or one of the
+    run's ``errors``) > pending > unverified (no gate ran) > passed."""
     outcomes = {result.outcome for result in results}
-    if codes.FAILED in outcomes:
+    if codes.FAILED in outcomes or errors:
         return codes.VERDICT_FAILED
     if codes.PENDING in outcomes:
         return codes.VERDICT_PENDING
@@ -400,6 +401,8 @@ def report(run: RunResult, hook: GateHooks | None = None, *,
                             verdict=run.verdict, interrupted=run.interrupted, redactor=redactor)
     # What the run itself found (its state files, its logs) is for every reader of the report.
     document["warnings"] = list(dict.fromkeys([*document["warnings"], *run.warnings]))
+    if run.errors:
+        document["errors"] = list(run.errors)
     if run.shard is not None:
         from pytest_verifygate.report.document import shard_entry
 

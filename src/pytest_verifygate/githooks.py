@@ -17,6 +17,8 @@ HOOKS = ("pre-commit", "pre-push")
 MARKER = "# verifygate: written by verifygate install"
 CHAINED = ".verifygate-chained"
 
+# The gates find this environment's tools first, as in the shell that installed the hooks: a
+# GUI client or a shell without the virtualenv on PATH runs the same gates.
 _PRE_COMMIT = """\
 #!/bin/sh
 {marker}; verifygate uninstall removes it.
@@ -24,11 +26,12 @@ chained="$(dirname "$0")/pre-commit{chained}"
 if [ -x "$chained" ]; then
     "$chained" "$@" || exit $?
 fi
-exec {python} -m pytest_verifygate run --staged
+PATH={bin}:$PATH exec {python} -m pytest_verifygate run --staged
 """
 
 # Each pushed ref (on stdin) is checked as pre-commit's pre-push stage checks it, with its
-# variables: the pushed range, or every gate for history the remote has no base for.
+# variables: the pushed range, from the first commit the remote lacks for a new ref (none:
+# nothing to check), or every gate for a history the remote shares nothing of.
 _PRE_PUSH = """\
 #!/bin/sh
 {marker}; verifygate uninstall removes it.
@@ -37,15 +40,23 @@ chained="$(dirname "$0")/pre-push{chained}"
 if [ -x "$chained" ]; then
     printf '%s\\n' "$input" | "$chained" "$@" || exit $?
 fi
+PATH={bin}:$PATH
+export PATH
 printf '%s\\n' "$input" | {{
     while read -r local_ref local_sha remote_ref remote_sha; do
         case "$local_sha" in *[!0]*) ;; *) continue ;; esac  # a deletion: nothing to check
+        base=
         case "$remote_sha" in
-            *[!0]*) known=$(git rev-parse --quiet --verify "$remote_sha^{{commit}}") ;;
-            *) known= ;;
+            *[!0]*) base=$(git rev-parse --quiet --verify "$remote_sha^{{commit}}") ;;
         esac
-        if [ -n "$known" ]; then
-            PRE_COMMIT_FROM_REF="$remote_sha" PRE_COMMIT_TO_REF="$local_sha" \\
+        if [ -z "$base" ]; then
+            first=$(git rev-list --topo-order --reverse "$local_sha" --not --remotes="$1" |
+                    head -n 1)
+            [ -n "$first" ] || continue  # the remote has every commit already
+            base=$(git rev-parse --quiet --verify "$first^")
+        fi
+        if [ -n "$base" ]; then
+            PRE_COMMIT_FROM_REF="$base" PRE_COMMIT_TO_REF="$local_sha" \\
                 {python} -m pytest_verifygate run </dev/null || exit $?
         else
             PRE_COMMIT=1 PRE_COMMIT_REMOTE_BRANCH="$remote_ref" \\
@@ -73,7 +84,7 @@ def hook_text(name: str, python: str) -> str:
     from pytest_verifygate.agents.config import SAFE_PATH
 
     template = _PRE_COMMIT if name == "pre-commit" else _PRE_PUSH
-    return template.format(marker=MARKER, chained=CHAINED,
+    return template.format(marker=MARKER, chained=CHAINED, bin=shlex.quote(os.path.dirname(python)),
                            python=shlex.join([python, *SAFE_PATH]))
 
 

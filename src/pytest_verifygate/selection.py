@@ -4,6 +4,7 @@ changed files their patterns match; and the warnings about patterns that match n
 PYTEST_DONT_REWRITE
 """
 
+import contextlib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -155,18 +156,34 @@ def prefiltered(gates: Sequence[Gate], paths: Sequence[str]) -> Sequence[str]:
     return matching_any(list(dict.fromkeys(includes)), paths)
 
 
-def unmatched_pattern_warnings(contract: Contract, changes: ChangeSet,
-                               selections: Sequence[Selection], *, always: bool) -> list[str]:
+def unmatched_pattern_warnings(contract: Contract, selections: Sequence[Selection]) -> list[str]:
     """``pattern_warnings`` for the gates no changed file selected (a typo must not leave a
-    gate out silently), when ``always`` or the contract itself changed: listing the tracked
-    files would cost every other commit a git call."""
-    from pytest_verifygate.contract.discover import posix_relative
+    gate out silently), on every run. That every pattern matched is remembered for this
+    contract and commit: the next runs list no tracked files (a commit's hook waits for them)."""
+    import hashlib
 
-    if not always and posix_relative(contract.path, contract.root) not in changes.files:
-        return []
+    from pytest_verifygate.git.changes import all_files, git_answer
+    from pytest_verifygate.state.files import StateFileError, read_state_file, write_state
+    from pytest_verifygate.state.storage import git_state_dir
+
     left_out = [selection.gate for selection in selections
                 if selection.left_out_by == BY_CHANGES]
-    return pattern_warnings(contract, left_out) if left_out else []
+    if not left_out:
+        return []
+    state = git_state_dir(contract.repo_root)
+    head = state and git_answer(contract.repo_root, "rev-parse", "--verify", "--quiet", "HEAD")
+    memo = state / "patterns-matched" if state and head else None
+    key = hashlib.sha256(repr((str(contract.path), contract.text, head)).encode()).hexdigest()
+    with contextlib.suppress(OSError, StateFileError):
+        if memo and read_state_file(memo, 64) == key.encode():
+            return []
+    tracked = all_files(contract.root)
+    if pattern_warnings(contract, tracked=tracked):
+        return pattern_warnings(contract, left_out, tracked)
+    with contextlib.suppress(OSError):
+        if memo:
+            write_state(memo, key)
+    return []
 
 
 def pattern_warnings(contract: Contract, gates: Iterable[Gate] | None = None,

@@ -118,15 +118,17 @@ def hook_findings(repo_root: Path, environ: dict[str, str]) -> Iterator[Finding]
             yield Finding(ERROR, shown, "is not executable: git skips it (chmod +x)")
         for line in text.splitlines():
             yield from _hook_line(shown, line, environ)
-    for adapter in ADAPTERS.values():
-        raw = _read(repo_root / adapter.config_file)
+    files = [name for adapter in ADAPTERS.values()
+             for name in (adapter.config_file, adapter.shared_file) if name is not None]
+    for name in files:
+        raw = _read(repo_root / name)
         try:
             commands = list(_commands(json.loads(raw.decode("utf-8")))) if raw else []
         except (ValueError, RecursionError):  # not JSON, or nested too deeply to be one
             continue
         for command in commands:
             if "verifygate" in command or "pytest_verifygate" in command:
-                yield from _command_start(adapter.config_file, command, environ)
+                yield from _command_start(name, command, environ)
 
 
 def _hook_line(shown: str, line: str, environ: dict[str, str]) -> Iterator[Finding]:

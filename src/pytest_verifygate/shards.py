@@ -1,6 +1,6 @@
 """Shards: one deterministic, duration-balanced part of the selected gates per CI machine
-(``--shard K/N``, GitLab's ``parallel:``); gates joined by ``needs`` share a shard, and every
-tie is broken by name so each machine computes the same split.
+(``--shard K/N``, or ``--shard auto`` in GitLab's ``parallel:``); gates joined by ``needs``
+share a shard, and every tie is broken by name so each machine computes the same split.
 
 PYTEST_DONT_REWRITE
 """
@@ -16,6 +16,7 @@ BY_SHARD = "shard"  # ``Selection.left_out_by`` of a gate another shard runs
 # GitLab CI's ``parallel: N``: each job's 1-based index and the job count.
 INDEX_VARIABLE = "CI_NODE_INDEX"
 TOTAL_VARIABLE = "CI_NODE_TOTAL"
+AUTO = "auto"  # --shard auto: the shard those variables name
 
 
 class Shard(NamedTuple):
@@ -44,14 +45,17 @@ def parse_shard(text: str, flag: str = "--shard") -> Shard:
 
 def requested_shard(text: str | None, environ: Mapping[str, str],
                     flag: str = "--shard") -> Shard | None:
-    """The shard a front end asks for: its flag's, else GitLab's ``parallel:`` job's (not
-    under pre-commit: no merge of the parts follows a hook)."""
-    if text:
-        return parse_shard(text, flag)
-    index, total = environ.get(INDEX_VARIABLE, ""), environ.get(TOTAL_VARIABLE, "")
-    if environ.get("PRE_COMMIT") or not index.strip() or not total.strip():
+    """The shard a front end is asked for: ``K/N``, or with ``auto`` GitLab's ``parallel:``
+    job's (none outside one, or under pre-commit: no merge of the parts follows a hook). Never
+    from the environment alone: a git hook run in such a job checks every gate."""
+    if not text:
         return None
-    return parse_shard(f"{index}/{total}", f"{INDEX_VARIABLE}/{TOTAL_VARIABLE}")
+    if text.strip() != AUTO:
+        return parse_shard(text, flag)
+    index, total = environ.get(INDEX_VARIABLE, "").strip(), environ.get(TOTAL_VARIABLE, "").strip()
+    if environ.get("PRE_COMMIT") or not (index or total):
+        return None
+    return parse_shard(f"{index}/{total}", f"{flag} {AUTO}: {INDEX_VARIABLE}/{TOTAL_VARIABLE}")
 
 
 def gate_groups(gates: Sequence[Gate]) -> list[list[Gate]]:

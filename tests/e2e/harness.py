@@ -197,7 +197,7 @@ def install_hook(project: Project, agent: AgentCLI, *args: str,
                            *args], cwd=project.root, env=base_env(project), capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    config_file = project.root / {"claude": ".claude/settings.json",
+    config_file = project.root / {"claude": ".claude/settings.local.json",
                                   "codex": ".codex/hooks.json",
                                   "gemini": ".gemini/settings.json"}[agent.name]
     config = json.loads(config_file.read_text(encoding="utf-8"))
@@ -223,7 +223,7 @@ def agent_status(project: Project, *args: str) -> subprocess.CompletedProcess[st
 def installed_commands(project: Project) -> list[str]:
     """The hook commands install-agent-hook wrote (as hooklog.sh runs them)."""
     commands = []
-    for name in (".claude/settings.json", ".codex/hooks.json", ".gemini/settings.json"):
+    for name in (".claude/settings.local.json", ".codex/hooks.json", ".gemini/settings.json"):
         path = project.root / name
         if path.exists():
             for hook in _command_hooks(json.loads(path.read_text(encoding="utf-8"))):

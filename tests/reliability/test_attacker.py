@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
 import sys
@@ -16,10 +17,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_verifygate import githooks
+from pytest_verifygate.agents.status import status_path
 from pytest_verifygate.filetypes import _finder
 from pytest_verifygate.report.github import write_step_outputs
 from reliability.support import examples
-from test_agent_hook import BAD, GOOD, checked_project
+from test_agent_hook import BAD, GOOD, begun, checked_project
 
 from conftest import commit_all, git, read_output_file, verifygate, write
 
@@ -46,6 +48,7 @@ def _claude_stop(cwd: Path, project_dir: Path) -> subprocess.CompletedProcess[st
     payload's ``cwd`` is wherever the agent's shell was left."""
     payload = {"session_id": "s-1", "transcript_path": "/nonexistent.jsonl", "cwd": str(cwd),
                "hook_event_name": "Stop", "stop_hook_active": False}
+    begun(project_dir, "s-1")  # the session began in the project
     return subprocess.run([sys.executable, "-m", "pytest_verifygate", "agent-hook"],
                           input=json.dumps(payload), capture_output=True, text=True,
                           cwd=project_dir, check=False, timeout=120,
@@ -81,8 +84,8 @@ def test_a_stop_from_the_project_or_below_is_judged_where_it_was_made(repo: Path
 
 def test_agent_status_believes_no_record_replayed_from_another_repository(
         repo: Path, tmp_path: Path) -> None:
-    # A sealed "verified" record from another repository (or an earlier clone) copied into
-    # this one's state must not make a broken run's caller see a verified stop.
+    # A "verified" record from another repository (or an earlier clone) copied into this
+    # one's place must not make a broken run's caller see a verified stop.
     checked_project(repo)
     other = tmp_path / "other"
     git(tmp_path, "clone", "-q", str(repo), str(other))
@@ -90,9 +93,10 @@ def test_agent_status_believes_no_record_replayed_from_another_repository(
     assert _claude_stop(other, other).stdout == ""  # verified there
     status = [sys.executable, "-m", "pytest_verifygate", "agent-status"]
     assert subprocess.run(status, cwd=other, check=False).returncode == 0
-    (repo / ".git" / "verifygate").mkdir(exist_ok=True)
-    (repo / ".git" / "verifygate" / "agent-status.json").write_bytes(
-        (other / ".git" / "verifygate" / "agent-status.json").read_bytes())
+    mine, theirs = status_path(repo), status_path(other)
+    assert mine is not None and theirs is not None
+    mine.parent.mkdir(parents=True, exist_ok=True)
+    mine.write_bytes(theirs.read_bytes())
     replayed = subprocess.run(status, cwd=repo, capture_output=True, text=True, check=False)
     assert replayed.returncode == 1, replayed.stdout
     assert "no stop recorded" in replayed.stdout
@@ -273,17 +277,15 @@ def _claude_event(cwd: Path, event: str) -> subprocess.CompletedProcess[str]:
                           cwd=cwd, check=False, timeout=120)
 
 
-def test_deleting_the_session_start_does_not_hide_committed_work(repo: Path) -> None:
-    # The agent commits its broken work, then deletes what recorded where the session began:
-    # the stop must not start again from the broken commit.
+def test_deleting_the_git_state_directory_does_not_hide_committed_work(repo: Path) -> None:
+    # The agent commits its broken work, then deletes all it can of the tool's state: the
+    # session's start is kept where it cannot write, so the stop does not start again from
+    # the broken commit.
     checked_project(repo)
     assert _claude_event(repo, "SessionStart").stdout == ""
     write(repo / "calc.py", BAD)
     commit_all(repo, "broken")
-    starts = repo / ".git" / "verifygate" / "agent" / "starts"
-    assert [path.suffix for path in starts.iterdir()] == [".json"]
-    for path in starts.iterdir():
-        path.unlink()
+    shutil.rmtree(repo / ".git" / "verifygate", ignore_errors=True)
     done = _claude_event(repo, "Stop")
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
@@ -307,23 +309,29 @@ def test_install_and_uninstall_never_block_on_a_fifo_hook(repo: Path) -> None:
     assert stat.S_ISFIFO(os.lstat(hooks / "pre-push.verifygate-chained").st_mode)
 
 
-def test_a_planted_worktree_entry_never_removes_a_directory_of_the_user(
-    repo: Path, tmp_path: Path
-) -> None:
-    """An agent can write ``.git/worktrees``: an entry naming a directory of the user's with a
-    name like the temp checkouts of killed runs (``verifygate-push-<dead pid>-``) must not be
-    removed when the next push cleans up after killed runs. Only a private directory (0700,
-    this user's, no link) right in the temp directory is one the tool made."""
-    from pytest_verifygate.git.pushed import temporary_worktree
+def test_a_planted_journal_never_moves_a_file_outside_the_work_tree(repo: Path,
+                                                                   tmp_path: Path) -> None:
+    """An agent can write ``.git``: a journal of work set aside that names paths out of the
+    work tree (``..``, absolute, under ``.git``) is refused whole, and says so; nothing moves."""
+    import hashlib
+    import json
 
+    write(repo / "verify.toml", '[[gate]]\nname = "ok"\ncommand = ["true"]\n')
     write(repo / "a.py", "1\n")
     commit_all(repo)
-    users = tmp_path / "verifygate-push-999999999-mine"
-    users.mkdir(mode=0o700)
-    git(repo, "worktree", "add", "-q", "--detach", str(users / "project"))
-    precious = write(users / "project" / "notes.txt", "keep me\n")
-    head = git(repo, "rev-parse", "HEAD").strip()
-    with temporary_worktree(repo, head) as checkout:
-        assert (checkout / "a.py").read_text() == "1\n"
-    assert precious.read_text() == "keep me\n"
-    assert users.is_dir()
+    precious = write(tmp_path / "precious.txt", "keep me\n")
+    tag = hashlib.sha256(os.fsencode(os.path.realpath(repo))).hexdigest()[:16]
+    run_dir = repo / ".git" / "verifygate" / "aside" / tag / "run-1-1"
+    for path in ("../precious.txt", str(precious), ".git/config"):
+        write(run_dir / "000000", "planted\n")
+        write(run_dir / "journal.json", json.dumps({
+            "version": 1, "pid": 1, "top": str(repo), "removed_dirs": [], "made_dirs": [],
+            "entries": [[path, "000000", None, None, None]]}))
+        done = verifygate("run", "--staged", cwd=repo)
+        assert done.returncode == 0, done
+        assert "cannot read what an earlier run set aside" in done.stderr
+        assert precious.read_text() == "keep me\n"
+        assert (run_dir / "000000").read_text() == "planted\n"
+    assert "planted" not in (repo / ".git" / "config").read_text()
+
+

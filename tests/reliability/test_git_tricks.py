@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_verifygate.agents.session_start import head_commit, session_start_point
+from pytest_verifygate.agents.session_start import snapshot
 from pytest_verifygate.errors import ChangeSetError
-from pytest_verifygate.git.changes import ChangeRequest, compute_changes
+from pytest_verifygate.git.changes import ChangeRequest, compute_changes, head_commit
 from pytest_verifygate.git.inputs import RepoFiles
 from test_agent_hook import BAD, GOOD, checked_project, stop
 
@@ -207,7 +207,7 @@ def test_a_broken_git_config_is_an_error_everywhere_never_nothing_changed(
     with pytest.raises(ChangeSetError, match=r"bad config line"):
         head_commit(project)  # not "no commit yet"
     with pytest.raises(ChangeSetError, match=r"bad config line"):
-        session_start_point(project, "another-session")  # not "no upstream branch"
+        snapshot(project)  # not "no refs": the session's record is not made of an error
     with pytest.raises(OSError, match=r"bad config line"):
         RepoFiles(project).digest(None)
     run = stop(project)
@@ -337,16 +337,21 @@ def test_a_flagged_entry_that_is_not_a_file_is_a_change_and_never_opened(project
     assert since(project, "HEAD") == ("calc.py", "link.py")
 
 
-def test_a_dirty_submodule_does_not_move_a_commit_into_a_checkout(with_submodule: Path) -> None:
-    from pytest_verifygate.git.pushed import staged_content
+def test_a_submodule_counts_only_where_it_is_not_as_committed(with_submodule: Path) -> None:
+    from pytest_verifygate.git.set_aside import commit_target, differences
 
     repo = with_submodule
-    write(repo / "lib/mod.py", BAD)  # the submodule's own business: no checkout has it
+    write(repo / "lib/extra.py", BAD)  # untracked in the submodule: its own business
     write(repo / "app.py", "import lib.mod  # staged\n")
     git(repo, "add", "app.py")
-    assert staged_content(cwd=repo, staged=True) is None
+    target = commit_target(repo, staged=True)
+    assert target is not None and differences(target) == {}
     write(repo / "app.py", "import lib.mod  # and more, unstaged\n")
-    assert staged_content(cwd=repo, staged=True) is not None
+    assert list(differences(target)) == ["app.py"]
+    # A file the submodule tracks, changed: the commit does not hold what the gates would see.
+    write(repo / "lib/mod.py", BAD)
+    with pytest.raises(ChangeSetError, match="submodule lib is not as the staged content"):
+        differences(target)
 
 
 def test_a_staged_run_before_the_first_commit_checks_the_index(repo: Path) -> None:
@@ -356,8 +361,7 @@ def test_a_staged_run_before_the_first_commit_checks_the_index(repo: Path) -> No
     write(repo / "calc.py", GOOD)  # the fix, unstaged: the first commit would be broken
     done = verifygate("run", "--staged", cwd=repo)
     assert done.returncode == 1, done
-    assert b"checking the staged content in a temporary worktree" in done.stderr
+    assert b"checking the staged content in place: 1 file(s)" in done.stderr
     assert b"calc.py:1: error: BUG" in done.stdout
     assert (repo / "calc.py").read_text() == GOOD
     assert git(repo, "status", "--porcelain") == "AM calc.py\nA  verify.toml\n"
-    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1

@@ -13,6 +13,10 @@ and the file system's names are, and a pattern that cannot do its job is said, n
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -125,6 +129,10 @@ def test_hostile_file_names_against_the_worst_patterns_allowed_stay_linear(repo:
     paths += ["src/" + "/".join(["tests"] * 300) + f"/{'a' * 200}{index}.py"
               for index in range(200)]
     write(repo / "paths.txt", "\n".join(paths) + "\n")
+    # Named files must be in the work tree or the index: these are in the index only.
+    empty_blob = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
+    subprocess.run(["git", "update-index", "--add", "--index-info"], cwd=repo, check=True,
+                   input="".join(f"100644 {empty_blob}\t{path}\n" for path in paths).encode())
     begun = time.monotonic()
     done = verifygate("list", "--files-from", "paths.txt", "--format", "json", cwd=repo,
                       timeout=120)
@@ -156,9 +164,9 @@ def test_a_pattern_that_can_never_match_is_a_contract_error_with_a_fix(
     assert "can never match" in line and fix in line
 
 
-def test_a_pattern_matching_no_tracked_file_is_a_warning_in_list_and_in_a_run_changing_the_contract(
-    repo: Path,
-) -> None:
+def test_a_pattern_matching_no_tracked_file_is_a_warning_in_every_run(repo: Path) -> None:
+    """A mistyped ``when_changed`` on the tests gate let every commit pass with the tests
+    left out, and only ``verifygate check`` said so."""
     contract = ('[[gate]]\nname = "lint"\ncommand = "true"\nwhen_changed = ["scr/**/*.py"]\n'
                 '[[gate]]\nname = "docs"\ncommand = "true"\nwhen_changed = ["docs/**"]\n')
     write(repo / "verify.toml", contract)
@@ -173,17 +181,46 @@ def test_a_pattern_matching_no_tracked_file_is_a_warning_in_list_and_in_a_run_ch
     def stderr(*args: str) -> str:
         return verifygate(*args, cwd=repo, timeout=SECONDS).stderr.decode()
 
-    # A commit that does not touch the contract is not told again at every run.
-    assert warning not in stderr("run", "--staged")
-    write(repo / "verify.toml", contract + "# edited\n")
-    git(repo, "add", "verify.toml")
-    for args in (["list", "--staged"], ["run", "--staged"], ["list", "--files", "README"]):
+    for args in (["run", "--staged"], ["run", "--staged"], ["list", "--staged"],
+                 ["list", "--files", "src/app.py"], ["run", "--changed-from", "HEAD"]):
         shown = stderr(*args)
-        assert warning in shown, (args, shown)
+        assert shown.count(warning) == 1, (args, shown)
         assert "'docs/**'" not in shown  # it matches a tracked file: nothing to say
     # A run that selects every gate has nothing to warn about.
     for args in (["run", "--all"], ["list"]):
         assert warning not in stderr(*args)
+
+
+def test_patterns_that_all_match_are_not_matched_again_for_the_same_contract_and_index(
+        repo: Path, tmp_path: Path) -> None:
+    real_git = shutil.which("git")
+    assert real_git is not None
+    calls = tmp_path / "git-calls"
+    write(tmp_path / "shims" / "git",
+          f'#!/bin/sh\necho "$*" >> "{calls}"\nexec "{real_git}" "$@"\n')
+    (tmp_path / "shims" / "git").chmod(0o755)
+    path = f"{tmp_path / 'shims'}{os.pathsep}{os.environ['PATH']}"
+    two_gates = ('[[gate]]\nname = "py"\ncommand = "true"\nwhen_changed = ["*.py"]\n'
+                 '[[gate]]\nname = "docs"\ncommand = "true"\nwhen_changed = ["docs/**"]\n')
+    write(repo / "verify.toml", two_gates)
+    write(repo / "a.py", "x = 1\n")
+    write(repo / "docs" / "index.md", "docs\n")
+    commit_all(repo)
+    listings = []
+    for _ in range(2):
+        write(repo / "a.py", f"x = {len(listings)}\n")
+        calls.unlink(missing_ok=True)
+        done = subprocess.run([sys.executable, "-m", "pytest_verifygate.cli", "run",
+                               "--changed-from", "HEAD"], cwd=repo, capture_output=True,
+                              text=True, env={**os.environ, "PATH": path})
+        assert done.returncode == 0 and "matches no tracked file" not in done.stderr, done
+        listings.append(calls.read_text().count("ls-files -z --cached -- ."))
+    assert listings == [1, 0]  # the second run answered from what the first one found
+    write(repo / "verify.toml", two_gates.replace("docs/**", "dcos/**"))
+    git(repo, "add", "verify.toml")
+    git(repo, "commit", "-q", "-m", "a typo")
+    done = verifygate("run", "--changed-from", "HEAD", cwd=repo, timeout=SECONDS)
+    assert "'dcos/**' matches no tracked file" in done.stderr.decode()
 
 
 def test_pattern_warnings_name_every_pattern_that_matches_no_tracked_file(repo: Path) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from pytest_verifygate.state.result_cache import cache_dir
 from pytest_verifygate.state.storage import state_dir
 
 from .support import PY, verifygate
@@ -87,7 +88,9 @@ def test_a_linked_cache_directory_is_neither_pruned_nor_written(
     commit_all(repo)
     victim = victim_with(tmp_path, files=530)
     before = snapshot(victim)
-    plant_link(state_dir(repo) / "cache", victim)
+    directory = cache_dir(repo)
+    assert directory is not None
+    plant_link(directory, victim)
     for _ in range(2):
         report = json.loads(run_passes(repo).stdout)
         assert report["gates"][0]["cached"] is False  # no cache through a link: the gate runs

@@ -190,6 +190,7 @@ def test_an_explicit_contract_elsewhere_stays_inside_its_own_tree(
 
 def test_explicit_files_outside_the_project_are_ignored(repo: Path, tmp_path: Path) -> None:
     (tmp_path / "secret.txt").write_text("outside")
+    (repo / "ok.txt").write_text("inside")
     changes = compute_changes(repo, ChangeRequest(files=["../secret.txt", "/etc/passwd",
                                                          "ok.txt"]), cwd=repo)
     assert changes.files == ("ok.txt",)

@@ -160,8 +160,15 @@ def test_a_file_in_place_of_the_state_directory_is_one_warning(repo: Path) -> No
         assert json.loads((repo / "report.json").read_text())["verdict"] == "passed"
     plugin = subprocess.run(
         [PY, "-m", "pytest", "--verify-contract", "--verify-staged", "--verify-report",
-         "pytest.json", "-p", "no:cacheprovider", "verify.toml"],
+         "report.json", "-p", "no:cacheprovider", "verify.toml"],
         cwd=repo, capture_output=True, text=True, timeout=120)
     output = plugin.stdout + plugin.stderr
     assert plugin.returncode == 0, output
     assert [line for line in output.splitlines() if "warning" in line] == [line], output
+    # A commit whose check has work to set aside has nowhere to put it: refused, untouched.
+    write(repo / "untracked.py", "y = 2\n")
+    done = verifygate("run", "--staged", cwd=repo)
+    assert done.returncode == 2, done
+    assert done.stderr.decode().startswith(
+        f"verifygate: error: cannot set aside what the staged content lacks ({state}: ")
+    assert (repo / "untracked.py").read_text() == "y = 2\n"

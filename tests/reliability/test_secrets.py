@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from pytest_verifygate.report.redact import MASK, redactor_for
+from pytest_verifygate.state.result_cache import cache_dir
 
 from .support import PY, verifygate
 from conftest import commit_all, write
@@ -125,7 +126,9 @@ def test_a_cached_pass_never_shows_a_rotated_token(repo: Path) -> None:
     commit_all(repo)
     first = verifygate("run", "--all", "--format", "json", cwd=repo, env={"API_TOKEN": TOKEN})
     assert json.loads(first.stdout)["gates"][0]["cached"] is False
-    stored = list((repo / ".git" / "verifygate" / "cache").glob("*.json"))
+    directory = cache_dir(repo)
+    assert directory is not None
+    stored = list(directory.glob("*.json"))
     assert stored and all(TOKEN not in path.read_text() for path in stored)
     rotated = verifygate("run", "--all", "--format", "json", cwd=repo,
                          env={"API_TOKEN": "ghp_RotatedTokenValue987654"})
@@ -217,7 +220,8 @@ def test_cache_entries_are_private_to_the_user(repo: Path) -> None:
     write(repo / "verify.toml", '[[gate]]\nname = "ok"\ncache = true\ncommand = "true"\n')
     commit_all(repo)
     assert verifygate("run", "--all", cwd=repo).returncode == 0
-    directory = repo / ".git" / "verifygate" / "cache"
+    directory = cache_dir(repo)
+    assert directory is not None
     assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700
     stored = list(directory.glob("*.json"))
     assert stored and all(stat.S_IMODE(os.stat(path).st_mode) == 0o600 for path in stored)

@@ -16,10 +16,19 @@ from typing import Any
 import pytest
 
 from pytest_verifygate.engine import RunRequest, prepare
+from pytest_verifygate.state.outputs import record_path
 from pytest_verifygate.state.storage import state_dir
+from test_agent_hook import begun, rounds_path
 
 from .support import PY, verifygate
 from conftest import commit_all, git, write
+
+
+def outputs_record(repo: Path) -> Path:
+    """The record of the package's own outputs: in the user's private state directory."""
+    path = record_path(repo)
+    assert path is not None
+    return path
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
@@ -45,8 +54,7 @@ def test_fifos_in_place_of_state_files_never_hang_a_run(repo: Path) -> None:
     plan = prepare(RunRequest(start=repo))
     slot = plan.gate_plans()[0].cache
     assert slot is not None
-    for fifo in (slot.path,
-                 state_dir(repo) / "outputs", state_dir(repo) / "durations.json"):
+    for fifo in (slot.path, outputs_record(repo), state_dir(repo) / "durations.json"):
         fifo.parent.mkdir(parents=True, exist_ok=True)
         if fifo.exists():
             fifo.unlink()
@@ -57,9 +65,9 @@ def test_fifos_in_place_of_state_files_never_hang_a_run(repo: Path) -> None:
     assert run_json(repo, "--jobs", "2", timeout=30)["verdict"] == "passed"
 
 
-def test_a_forged_record_of_outputs_cannot_hide_a_change(repo: Path) -> None:
-    """The record of the package's own outputs, forged to name a real change, hides nothing:
-    only a record sealed with this user's key is believed."""
+def test_a_record_of_outputs_planted_in_the_git_directory_hides_no_change(repo: Path) -> None:
+    """A record of the package's own outputs written where the work tree's writers reach,
+    naming a real change, hides nothing: only the one in the private directory is read."""
     write(repo / "verify.toml", FAILING.replace('[[gate]]', '[[gate]]\nwhen_changed = ["*.py"]'))
     commit_all(repo)
     write(repo / "app.py", "broken\n")
@@ -72,10 +80,9 @@ def test_a_forged_record_of_outputs_cannot_hide_a_change(repo: Path) -> None:
     done = verifygate("run", "--staged", "--format", "json", cwd=repo, timeout=60)
     assert done.returncode == 1, done.stderr.decode()
     assert json.loads(done.stdout)["changes"]["files"] == ["app.py"]
-    assert b"ignoring" in done.stderr and b"outputs" in done.stderr
 
 
-@pytest.mark.parametrize("name", ["durations.json", "outputs"])
+@pytest.mark.parametrize("name", ["durations.json"])
 @pytest.mark.parametrize("content", [
     b"\x00\xff\xfe\x80 not text" * 64,
     b'{"version": 1, "durations": {"a": 1}}',
@@ -119,15 +126,19 @@ def forged_entry(repo: Path) -> Path:
     return slot.path
 
 
-def test_a_forged_cached_pass_does_not_pass_a_failing_gate(repo: Path) -> None:
+def test_a_pass_planted_in_the_git_directory_does_not_pass_a_failing_gate(repo: Path) -> None:
+    """Whatever the gates check can write ``.git``: a pass written where earlier versions kept
+    the cache is not read."""
     write(repo / "verify.toml", FAILING + "cache = true\n")
     commit_all(repo)
-    forged_entry(repo)
+    forged = forged_entry(repo)
+    planted = state_dir(repo) / "cache" / forged.name
+    planted.parent.mkdir(parents=True)
+    forged.rename(planted)
     done = verifygate("run", "--all", "--format", "json", cwd=repo)
     gate = json.loads(done.stdout)["gates"][0]
     assert (gate["outcome"], gate["cached"]) == ("failed", False)
     assert done.returncode == 1
-    assert done.stderr.decode().count("not written by this user's verifygate") == 1
 
 
 @pytest.mark.parametrize("content", [b"x" * (1 << 20), b"[" * 100_000, b"\xff\xfe\x00"])
@@ -374,6 +385,7 @@ def test_an_input_that_cannot_be_hashed_runs_the_gate_and_says_why(
 
 
 def stop(repo: Path, session: str = "s") -> dict[str, Any]:
+    begun(repo, session)
     payload = json.dumps({"session_id": session, "cwd": str(repo), "stop_hook_active": False,
                           "hook_event_name": "Stop"}).encode()
     done = subprocess.run([*HOOK, "--max-rounds", "3"], input=payload, capture_output=True,
@@ -393,18 +405,20 @@ def failing_project(repo: Path) -> Path:
 
 
 def agent_state(repo: Path, session: str = "s") -> Path:
-    from pytest_verifygate.agents.state import state_path
-
-    return state_path(repo, session)
+    return rounds_path(repo, session)
 
 
-def test_a_forged_round_count_cannot_let_an_agent_stop(failing_project: Path) -> None:
+def test_a_round_count_planted_in_the_git_directory_cannot_let_an_agent_stop(
+        failing_project: Path) -> None:
     assert stop(failing_project).get("decision") == "block"
-    path = agent_state(failing_project)
-    state = json.loads(path.read_text())
-    path.write_text(json.dumps({**state, "rounds": 99}))  # "a human already reviewed it"
+    # Where earlier versions counted: "a human already reviewed it".
+    planted = state_dir(failing_project) / "agent" / "s.json"
+    planted.parent.mkdir(parents=True)
+    planted.write_text(json.dumps({**json.loads(agent_state(failing_project).read_text()),
+                                   "rounds": 99}))
     answer = stop(failing_project)
     assert answer.get("decision") == "block", answer
+    assert "round 2 of 3" in answer["reason"]
 
 
 @pytest.mark.parametrize("content", [b"[" * 100_000, b"{" * 5 + b"x" * (2 << 20)])
@@ -444,27 +458,4 @@ def test_without_a_private_directory_nothing_is_cached_and_all_still_runs(
         assert done.returncode == 0 and done.stderr == b"", done.stderr
         assert json.loads(done.stdout)["gates"][0]["cached"] is False
     assert not list((repo / ".git" / "verifygate").glob("cache/*.json"))
-
-
-def test_the_key_is_private_made_once_and_replaced_when_exposed(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_verifygate.state import integrity
-
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    integrity._key_in.cache_clear()
-    key = integrity.user_key()
-    path = tmp_path / "state" / "verifygate" / "key"
-    assert key is not None and len(key) == 32 and path.read_bytes() == key
-    assert (os.stat(path).st_mode & 0o777, os.stat(path.parent).st_mode & 0o777) == (0o600, 0o700)
-    integrity._key_in.cache_clear()
-    assert integrity.user_key() == key  # made once: every run seals with the same key
-    sealed = integrity.seal(b"test", b"data")
-    assert sealed is not None and integrity.unseal(b"test", sealed) == b"data"
-    assert integrity.unseal(b"other purpose", sealed) is None
-    assert integrity.unseal(b"test", sealed.replace(b"data", b"date")) is None
-    os.chmod(path, 0o644)  # readable by others: no longer a secret
-    integrity._key_in.cache_clear()
-    assert integrity.user_key() not in (None, key)
-    assert os.stat(path).st_mode & 0o777 == 0o600
-    assert integrity.unseal(b"test", sealed) is None
-    integrity._key_in.cache_clear()
+    assert not (tmp_path / "state-home").is_dir()

@@ -48,7 +48,10 @@ def entries(command: str, max_rounds: int) -> list[protocol.HookEntry]:
 
 ADAPTER = protocol.Adapter(
     name="claude", title="Claude Code", parse=parse, render=render,
-    config_file=".claude/settings.json", entries=entries, retired=("SubagentStop",),
+    # The command holds this machine's interpreter path: Claude Code's per-user file, which
+    # is not committed, rather than the shared one.
+    config_file=".claude/settings.local.json", shared_file=".claude/settings.json",
+    entries=entries, retired=("SubagentStop",),
     setup=("Claude Code reads project hooks when a session starts: restart running sessions "
            "(a changed hook is reviewed in /hooks); the project's trust prompt must be "
            "accepted once",

@@ -4,6 +4,7 @@ every entry and key already there (``install-agent-hook``).
 PYTEST_DONT_REWRITE
 """
 
+import json
 import os
 import shlex
 import sys
@@ -31,28 +32,32 @@ SAFE_PATH = ["-P"] if sys.version_info >= (3, 11) else []
 
 
 def program() -> list[str]:
-    """This interpreter running ``verifygate``: the agent's PATH may lack the virtualenv, and
-    every agent lets a hook that exits 127 pass. With ``-P`` (Python 3.11+) the project's
-    directory, where agents run hooks, is not searched first: a file the agent writes there
-    cannot stand in for this package or a contract's plugin."""
-    return [sys.executable, *SAFE_PATH, "-m", MODULES[0]]
-
-
-def join(words: list[str]) -> str:
-    """``words`` as one command line for the shell agents run hooks with (``cmd.exe`` on
-    Windows)."""
-    if os.name == "nt":
-        import subprocess
-
-        return subprocess.list2cmdline(words)
-    return shlex.join(words)
+    """This interpreter running ``verifygate``: the agent's PATH may lack the virtualenv. With
+    ``-E`` no ``PYTHONPATH``/``PYTHONHOME`` from the agent's environment (a project ``.env``
+    an agent CLI loads) picks the code that runs, and with ``-P`` (Python 3.11+) neither does
+    the project's directory, where agents run hooks."""
+    return [sys.executable, "-E", *SAFE_PATH, "-m", MODULES[0]]
 
 
 def hook_command(agent: str, max_rounds: int | None = None) -> str:
     words = [*program(), "agent-hook", "--agent", agent]
     if max_rounds is not None:
         words += ["--max-rounds", str(max_rounds)]
-    return join(words)
+    return guarded(shlex.join(words), agent)
+
+
+def guarded(command: str, agent: str) -> str:
+    """``command`` (which answers with exit status 0) in a POSIX ``sh`` guard that turns any
+    failure to start it (its interpreter gone, a broken package) into the agent's own block:
+    every agent takes any other exit status for a hook error, and lets the stop through."""
+    problem = ("verifygate agent-hook could not run (exit status $?): its Python environment "
+               "is gone or broken. Reinstall pytest-verifygate there, or run 'verifygate "
+               f"install-agent-hook --agent {agent}' again from an environment that has it")
+    if agent == "cursor":  # a stop hook answers on stdout, in JSON, with exit status 0
+        answer = json.dumps({"followup_message": problem.replace("$?", "%s")}) + "\\n"
+        return f'{command} || printf {shlex.quote(answer)} "$?"'
+    # Claude Code, Codex CLI and Gemini CLI read exit status 2 as a block, stderr its reason.
+    return f'{command} || {{ echo "{problem}" >&2; exit 2; }}'
 
 
 def _split(command: object) -> tuple[list[str], list[str], list[str]] | None:
@@ -64,13 +69,17 @@ def _split(command: object) -> tuple[list[str], list[str], list[str]] | None:
         words = shlex.split(command)
     except ValueError:  # unbalanced quotes: not a command of ours
         return None
+    if "||" in words:  # the guard ``hook_command`` writes
+        words = words[:words.index("||")]
     count = 0
     while count < len(words) and "=" in words[count] and not words[count].startswith("="):
         count += 1  # NAME=value assignments before the program
     assignments, words = words[:count], words[count:]
     if words[:1] and os.path.basename(words[0]) == "verifygate":
         return assignments, words[:1], words[1:]
-    flags = 2 if words[1:2] == ["-P"] else 1
+    flags = 1
+    while words[flags:flags + 1] in (["-E"], ["-P"]):
+        flags += 1
     if len(words) >= flags + 2 and words[flags] == "-m" and words[flags + 1] in MODULES:
         return assignments, words[:flags + 2], words[flags + 2:]
     return None
@@ -102,11 +111,12 @@ def unreachable(command: str) -> str | None:
     return None
 
 
-def repointed(command: str) -> str:
+def repointed(command: str, agent: str) -> str:
+    """``command`` run by this interpreter, in the guard, its other words kept."""
     split = _split(command)
     assert split is not None
     assignments, _, arguments = split
-    return join([*assignments, *program(), *arguments])
+    return guarded(shlex.join([*assignments, *program(), *arguments]), agent)
 
 
 def merge_hooks(config: object, adapter: Adapter, command: str, max_rounds: int,
@@ -142,8 +152,9 @@ def merge_hooks(config: object, adapter: Adapter, command: str, max_rounds: int,
             # What the options decide; a timeout the user set stays.
             update = {key: wanted[key] for key in ("command", "loop_limit")
                       if key in wanted and existing.get(key) != wanted[key]}
-        elif unreachable(existing["command"]) is not None:
-            update = {"command": repointed(existing["command"])}
+        elif (unreachable(existing["command"]) is not None
+              or "||" not in str(existing["command"])):  # written before the guard
+            update = {"command": repointed(existing["command"], adapter.name)}
         if update:
             added.append(f"{event}: `{existing['command']}` now runs "
                          f"`{update.get('command', existing['command'])}`{_details(update)}")

@@ -13,8 +13,13 @@ RELAY = ("\n\nDo not try another fix for these failures. Stop now, and tell the 
          "human must review the work, quoting the message above.")
 
 
+# Cursor has no session start hook that its releases accept: the start is recorded at the
+# conversation's first prompt (later prompts keep it).
+EVENTS = {"stop": protocol.STOP, "beforeSubmitPrompt": protocol.SESSION_START}
+
+
 def parse(data: dict[str, Any]) -> protocol.HookPayload:
-    event = protocol.event_of(data, {"stop": protocol.STOP}, "stop")
+    event = protocol.event_of(data, EVENTS, "stop")
     key = "conversation_id" if "conversation_id" in data else "session_id"
     if key not in data:
         raise protocol.PayloadError("'conversation_id' is missing")
@@ -53,11 +58,14 @@ def render(decision: protocol.Decision) -> str:
         return protocol.dumps({"followup_message": decision.block_reason})
     if decision.human_review and decision.system_message is not None:
         return protocol.dumps({"followup_message": decision.system_message + RELAY})
+    if decision.status is None:  # no stop (every stop has an outcome): a prompt goes on
+        return protocol.dumps({"continue": True})
     return protocol.dumps({})
 
 
 def entries(command: str, max_rounds: int) -> list[protocol.HookEntry]:
-    return [("stop", {"command": command, "loop_limit": max_rounds + 1})]
+    return [("beforeSubmitPrompt", {"command": command}),
+            ("stop", {"command": command, "loop_limit": max_rounds + 1})]
 
 
 ADAPTER = protocol.Adapter(

@@ -35,7 +35,8 @@ def detect(data: Mapping[str, Any]) -> Adapter | None:
     event = data.get("hook_event_name")
     if event == "AfterAgent":
         return gemini.ADAPTER
-    if event == "stop" or (event is None and ("conversation_id" in data or "loop_count" in data)):
+    if event in ("stop", "beforeSubmitPrompt") or (
+            event is None and ("conversation_id" in data or "loop_count" in data)):
         return cursor.ADAPTER
     if event in ("Stop", "SubagentStop", "SessionStart"):
         if event == "SessionStart" and "timestamp" in data:

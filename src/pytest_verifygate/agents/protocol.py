@@ -74,7 +74,8 @@ class Adapter(NamedTuple):
     """One agent's protocol: ``parse`` its payload (or raise ``PayloadError``), ``render`` a
     decision as its stdout, and what ``install-agent-hook`` writes: the ``entries`` for a
     command and a round cap, keys the file must have (``top_level``), events whose hook is
-    removed (``retired``) and what the agent needs before the hook runs (``setup``)."""
+    removed (``retired``), what the agent needs before the hook runs (``setup``) and the
+    agent's committed file beside a per-user ``config_file`` (``shared_file``)."""
 
     name: str
     title: str
@@ -85,6 +86,7 @@ class Adapter(NamedTuple):
     top_level: Mapping[str, Any] = {}
     retired: tuple[str, ...] = ()
     setup: tuple[str, ...] = ()
+    shared_file: str | None = None
 
 
 def read_input(stream: BinaryIO) -> bytes:

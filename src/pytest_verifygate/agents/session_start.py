@@ -1,43 +1,196 @@
-"""A session's starting point: the commit the agent hook compares the session's work with, so
-that an agent cannot stop by committing its broken work (``docs/how-to/agents.md``).
+"""A session's record: where it began (the commit, the directory, every ref and worktree HEAD)
+and the commits seen at its stops, kept in the user's private state directory; and what the
+record tells of work the agent moved out of what is checked out (``docs/how-to/agents.md``,
+"Where the session's work is").
 
 PYTEST_DONT_REWRITE
 """
 
-import contextlib
 import json
 import os
-import sys
 import time
 from pathlib import Path
 from typing import NamedTuple
 
-from pytest_verifygate.agents.state import (
-    is_state_name,
-    private_path,
-    session_file_stem,
-    write_signed,
-)
+from pytest_verifygate.agents.state import is_state_name, session_file_stem
 from pytest_verifygate.errors import ChangeSetError
-from pytest_verifygate.git.changes import git_answer, git_output
-from pytest_verifygate.state.files import StateFileError, prune_own_files, read_state_file
-from pytest_verifygate.state.integrity import is_signed
-from pytest_verifygate.state.storage import blocker, state_dir
+from pytest_verifygate.git.changes import git_answer, git_output, head_commit
+from pytest_verifygate.state.files import (
+    StateFileError,
+    prune_own_files,
+    read_state_file,
+    write_state,
+)
+from pytest_verifygate.state.storage import user_state_dir
 
-START_VERSION = 1
-KEEP_STARTS = 200
-MAX_START_BYTES = 16 * 1024
-START_SEAL = b"agent-start"  # what a start record's MAC is for (integrity.signed)
+RECORD_VERSION = 2
+KEEP_SESSIONS = 200
+MAX_RECORD_BYTES = 16 << 20  # every ref of a large repository
+KEEP_SEEN = 50
+# Refs that move without the session's work: fetched commits, and notes (no file of them is
+# ever checked out).
+FOREIGN_REFS = ("refs/remotes/", "refs/prefetch/", "refs/notes/")
+WORKTREE = "worktree "  # the key of a worktree's HEAD among the refs
 
-# How a starting point was chosen, as messages say it.
-FROM_SESSION_START = "HEAD when the session began"
-FROM_FIRST_STOP = "HEAD at the session's first stop"
-FROM_UPSTREAM = "the merge base with the upstream branch"
-FROM_CHANGED_FROM = "the merge base of --changed-from and HEAD"
+
+class SessionRecord(NamedTuple):
+    """What bound at a session's start. ``commit`` None: the repository had no commit then;
+    ``refs``: every ref's and every worktree HEAD's commit then; ``seen``: the session's own
+    commits seen checked out or on a ref at its stops."""
+
+    session_id: str
+    repository: str
+    directory: str
+    commit: str | None
+    started: float
+    refs: dict[str, str]
+    seen: tuple[str, ...] = ()
+
+    @property
+    def short(self) -> str:
+        return self.commit[:12] if self.commit else "(no commit)"
+
+
+def record_path(session_id: str) -> Path | None:
+    """``<user state dir>/agent-sessions/<session>.json``: a session's record is found by its
+    id alone, whatever directory or repository its stop is made from."""
+    base = user_state_dir()
+    name = f"{session_file_stem(session_id)}.json"
+    return None if base is None else base / "agent-sessions" / name
+
+
+def record_start(directory: Path, repo_root: Path, session_id: str) -> None:
+    """Record where the session begins, unless it has begun already (a resumed or compacted
+    session, a later prompt of a Cursor conversation keeps its first record)."""
+    if load(session_id) is not None:
+        return
+    save(SessionRecord(session_id, os.path.realpath(repo_root), os.path.realpath(directory),
+                       head_commit(repo_root), time.time(), snapshot(repo_root)))
+
+
+def load(session_id: str) -> SessionRecord | None:
+    """The session's record; None when there is none. ``StateFileError`` when it cannot be
+    read: not to be taken for "no record"."""
+    path = record_path(session_id)
+    if path is None:
+        return None
+    raw = read_state_file(path, MAX_RECORD_BYTES)
+    if raw is None:
+        return None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+        record = SessionRecord(
+            str(data["session_id"]), str(data["repository"]), str(data["directory"]),
+            None if data["commit"] is None else str(data["commit"]), float(data["started"]),
+            {str(name): str(tip) for name, tip in data["refs"].items()},
+            tuple(str(commit) for commit in data["seen"]))
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        raise StateFileError(f"{path}: not a session record ({type(exc).__name__})") from None
+    if record.session_id != session_id:
+        raise StateFileError(f"{path}: the record of another session")
+    return record
+
+
+def save(record: SessionRecord) -> None:
+    """Keep ``record``; ``OSError`` when there is no private directory to keep it in."""
+    path = record_path(record.session_id)
+    if path is None:
+        raise OSError("no private state directory (set HOME or XDG_STATE_HOME)")
+    data = {"version": RECORD_VERSION, **record._asdict(), "seen": list(record.seen)}
+    write_state(path, json.dumps(data, indent=1) + "\n")
+    prune_own_files(path.parent, is_state_name, KEEP_SESSIONS)
+
+
+def snapshot(repo_root: Path) -> dict[str, str]:
+    """Every ref's commit and every worktree's HEAD (a detached one is on no ref)."""
+    refs = {}
+    for line in git_output(repo_root, "for-each-ref", "--format=%(objectname) %(refname)"
+                           ).decode("utf-8", "surrogateescape").splitlines():
+        tip, _, name = line.partition(" ")
+        refs[name] = tip
+    worktree = None
+    for line in git_output(repo_root, "worktree", "list", "--porcelain"
+                           ).decode("utf-8", "surrogateescape").splitlines():
+        word, _, value = line.partition(" ")
+        if word == "worktree":
+            worktree = value
+        elif word == "HEAD" and worktree is not None:
+            refs[WORKTREE + worktree] = value
+    return refs
+
+
+def _exists(repo_root: Path, commit: str) -> bool:
+    return git_answer(repo_root, "rev-parse", "--verify", "--quiet", "--end-of-options",
+                      f"{commit}^{{commit}}") is not None
+
+
+def _not_in(repo_root: Path, tips: list[str], record: SessionRecord, *, limit: int = 10,
+            but_head: bool = True) -> list[str]:
+    """Commits reachable from ``tips`` but from nothing that was there when the session began
+    (and, ``but_head``, from nothing checked out): the session's own."""
+    if not tips:
+        return []
+    excluded = [*record.refs.values(), *([record.commit] if record.commit else [])]
+    if but_head and head_commit(repo_root) is not None:
+        excluded.append("HEAD")
+    lines = [*tips, *(f"^{tip}" for tip in excluded)]
+    out = git_output(repo_root, "rev-list", f"--max-count={limit}", "--ignore-missing",
+                     "--stdin", stdin="\n".join(lines).encode() + b"\n")
+    return out.decode().split()
+
+
+def moved_work(record: SessionRecord, repo_root: Path) -> tuple[str | None, str | None]:
+    """Why the session's work is not (all) in what is checked out, else None: its start was
+    rewritten away, or a ref or a worktree holds commits of the session that HEAD does not;
+    and that tip, if any."""
+    if record.commit is not None and not _exists(repo_root, record.commit):
+        return (f"the commit the session began at ({record.short}) is no longer in the "
+                "repository: history was rewritten (an amend or rebase of it, then its "
+                "reflog expired and pruned), so what the session changed cannot be told"), None
+    for name, tip in sorted(snapshot(repo_root).items()):
+        if record.refs.get(name) == tip or name.startswith(FOREIGN_REFS):
+            continue
+        if _not_in(repo_root, [tip], record, limit=1):
+            what = (f"the HEAD of the worktree {name[len(WORKTREE):]}"
+                    if name.startswith(WORKTREE) else name)
+            return (f"your commits on {what} ({tip[:12]}) are not checked out here: check "
+                    "out (or merge) the branch that holds your work, so that it can be "
+                    "verified, or delete what you do not mean to keep"), tip
+    return None, None
+
+
+def discarded(record: SessionRecord, repo_root: Path) -> list[str]:
+    """The session's commits that nothing checked out holds any more (a ``reset --hard``, a
+    branch deleted): from HEAD's reflog since the start and the commits seen at its stops."""
+    return _not_in(repo_root, [*_reflog_since(repo_root, record.started), *record.seen],
+                   record)
+
+
+def note_seen(record: SessionRecord, repo_root: Path, *tips: str) -> SessionRecord:
+    """``record`` with HEAD and ``tips`` among the commits seen, where they are the session's:
+    a reflog the agent expires, a worktree it removes, later, do not hide what a stop saw."""
+    seen = list(record.seen)
+    for tip in (head_commit(repo_root), *tips):
+        if tip is not None and tip not in seen and _not_in(repo_root, [tip], record, limit=1,
+                                                          but_head=False):
+            seen.append(tip)
+    return record._replace(seen=tuple(seen[-KEEP_SEEN:]))
+
+
+def _reflog_since(repo_root: Path, started: float) -> list[str]:
+    """The commits HEAD pointed to since ``started`` (none without a reflog)."""
+    out = git_answer(repo_root, "log", "-g", "--date=unix", "--format=%H %gd", "HEAD")
+    commits = []
+    for line in (out or b"").decode().splitlines():
+        commit, _, selector = line.partition(" ")
+        stamp = selector.rpartition("{")[2].rstrip("}")
+        if stamp.isdigit() and int(stamp) >= int(started):
+            commits.append(commit)
+    return commits
 
 
 class StartPoint(NamedTuple):
-    """A session's starting point; ``commit`` None: the repository had no commit then."""
+    """The commit a stop's checks start from; ``commit`` None: the repository had none."""
 
     commit: str | None
     source: str
@@ -47,117 +200,21 @@ class StartPoint(NamedTuple):
         return self.commit[:12] if self.commit else "(no commit)"
 
 
-def start_path(repo_root: Path, session_id: str) -> Path:
-    return state_dir(repo_root) / "agent" / "starts" / f"{session_file_stem(session_id)}.json"
+FROM_SESSION_START = "HEAD when the session began"
+FROM_CHANGED_FROM = "the merge base of --changed-from and HEAD"
 
 
-def private_start_path(repo_root: Path, session_id: str) -> Path | None:
-    return private_path("agent-starts", os.path.realpath(repo_root),
-                        f"{session_file_stem(session_id)}.json")
-
-
-def record_session_start(repo_root: Path, session_id: str) -> StartPoint:
-    """Record HEAD as the session's start, unless a resumed session has one."""
-    recorded, problem = _recorded(repo_root, session_id)
-    if recorded is not None:
-        return recorded
-    if problem is not None:
-        print(f"verifygate agent-hook: {problem}; recording HEAD", file=sys.stderr)
-    start = StartPoint(head_commit(repo_root), FROM_SESSION_START)
-    _write(repo_root, session_id, start)
-    return start
-
-
-def session_start_point(repo_root: Path, session_id: str, changed_from: str | None = None
-                        ) -> tuple[StartPoint, str | None]:
-    """The starting point of a stop's checks, and a warning, if any."""
-    if changed_from:
-        if changed_from.startswith("-"):
-            raise ChangeSetError(f"invalid git ref {changed_from!r}: a ref cannot start with '-'")
-        if _commit(repo_root, changed_from) is None:
-            raise ChangeSetError(f"--changed-from {changed_from}: no such commit")
-        base = git_answer(repo_root, "merge-base", "--end-of-options", changed_from, "HEAD")
-        if base is None:
-            # Histories that never met (an orphan branch): every file is the session's.
-            return StartPoint(None, FROM_CHANGED_FROM), (
-                f"--changed-from {changed_from} shares no history with HEAD: every file "
-                "counts as changed")
-        return StartPoint(base.decode().strip(), FROM_CHANGED_FROM), None
-    recorded, warning = _recorded(repo_root, session_id)
-    if recorded is not None:
-        if recorded.commit is None or _commit(repo_root, recorded.commit) is not None:
-            return recorded, warning  # the copy under the git directory may be forged
-        warning = (f"the session's recorded start {recorded.short} is no longer in the "
-                   "repository")
-    if warning is not None:
-        warning += "; starting from the upstream merge base or HEAD instead"
-    start = _upstream_base(repo_root) or StartPoint(head_commit(repo_root), FROM_FIRST_STOP)
-    _write(repo_root, session_id, start)
-    return start, warning
-
-
-def head_commit(repo_root: Path) -> str | None:
-    return _commit(repo_root, "HEAD")
-
-
-def _commit(repo_root: Path, ref: str) -> str | None:
-    """``ref``'s commit id, if any; a git that fails raises."""
-    found = git_answer(repo_root, "rev-parse", "--verify", "--quiet", "--end-of-options",
-                       f"{ref}^{{commit}}")
-    return None if found is None else found.decode().strip() or None
-
-
-def _upstream_base(repo_root: Path) -> StartPoint | None:
-    """The merge base with a fetched upstream branch, if any. A git that fails raises: a broken
-    configuration must not look like "no upstream"."""
-    branch = git_answer(repo_root, "symbolic-ref", "--quiet", "HEAD")
-    if branch is None:
-        return None  # detached HEAD: no branch, no upstream
-    upstream = git_output(repo_root, "for-each-ref", "--format=%(upstream)",
-                          branch.decode().strip()).decode().strip()
-    if not upstream or _commit(repo_root, upstream) is None:
-        return None
-    base = git_answer(repo_root, "merge-base", upstream, "HEAD")
-    return StartPoint(base.decode().strip(), FROM_UPSTREAM) if base else None
-
-
-def _recorded(repo_root: Path, session_id: str) -> tuple[StartPoint | None, str | None]:
-    """The recorded start: the copy in the user's state directory, out of reach of an agent
-    confined to the project, else the one under the git directory (whose problem is said)."""
-    in_git_dir = _read(start_path(repo_root, session_id), session_id)
-    private = private_start_path(repo_root, session_id)
-    recorded = _read(private, session_id)[0] if private is not None else None
-    return (recorded, in_git_dir[1]) if recorded is not None else in_git_dir
-
-
-def _read(path: Path, session_id: str) -> tuple[StartPoint | None, str | None]:
-    """The recorded start, or None with why it is not used. Whatever can write the work tree
-    can write ``.git``: believed only with this user's seal and for this session."""
-    try:
-        raw = read_state_file(path, MAX_START_BYTES)
-        if raw is None:
-            return None, None
-        data = json.loads(raw.decode("utf-8"))
-    except (StateFileError, ValueError, RecursionError) as exc:
-        if blocker(path) is not None:  # a file where a directory should be: said once
-            return None, None
-        return None, f"ignoring the unreadable session start {path} ({exc})"
-    if not (isinstance(data, dict) and is_signed(START_SEAL, data)
-            and data.get("session_id") == session_id and isinstance(data.get("source"), str)):
-        return None, (f"ignoring the session start {path}: not written by this user's "
-                      "verifygate for this session")
-    commit = data.get("commit")
-    if commit is not None and not (isinstance(commit, str) and commit.isalnum()):
-        return None, f"ignoring the session start {path}: not a commit id"
-    return StartPoint(commit, data["source"]), None
-
-
-def _write(repo_root: Path, session_id: str, start: StartPoint) -> None:
-    record: dict[str, object] = {
-        "version": START_VERSION, "session_id": session_id, "commit": start.commit,
-        "source": start.source, "recorded": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    for path in (start_path(repo_root, session_id), private_start_path(repo_root, session_id)):
-        if path is not None:
-            with contextlib.suppress(OSError):
-                write_signed(path, START_SEAL, record)
-                prune_own_files(path.parent, is_state_name, KEEP_STARTS)
+def changed_from_start(repo_root: Path, changed_from: str) -> tuple[StartPoint, str | None]:
+    """``--changed-from``'s starting point (the merge base with HEAD), and a warning, if any."""
+    if changed_from.startswith("-"):
+        raise ChangeSetError(f"invalid git ref {changed_from!r}: a ref cannot start with '-'")
+    if git_answer(repo_root, "rev-parse", "--verify", "--quiet", "--end-of-options",
+                  f"{changed_from}^{{commit}}") is None:
+        raise ChangeSetError(f"--changed-from {changed_from}: no such commit")
+    base = git_answer(repo_root, "merge-base", "--end-of-options", changed_from, "HEAD")
+    if base is None:
+        # Histories that never met (an orphan branch): every file is the session's.
+        return StartPoint(None, FROM_CHANGED_FROM), (
+            f"--changed-from {changed_from} shares no history with HEAD: every file counts "
+            "as changed")
+    return StartPoint(base.decode().strip(), FROM_CHANGED_FROM), None

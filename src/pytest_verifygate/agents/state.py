@@ -1,5 +1,5 @@
-"""What the agent hook remembers of a session between stops, and where: under the git
-directory, else the user's state directory (the round cap must hold without the former).
+"""What the agent hook remembers of a session between stops (its rounds), in the user's
+private state directory, where an agent confined to the workspace cannot write.
 
 PYTEST_DONT_REWRITE
 """
@@ -7,7 +7,6 @@ PYTEST_DONT_REWRITE
 import contextlib
 import hashlib
 import json
-import os
 import re
 import sys
 import time
@@ -18,15 +17,12 @@ from pytest_verifygate.state.files import (
     StateFileError,
     prune_own_files,
     read_state_file,
-    remove_state_file,
     write_state,
 )
-from pytest_verifygate.state.integrity import is_signed, signed, user_state_dir
-from pytest_verifygate.state.storage import blocker, state_dir
+from pytest_verifygate.state.storage import private_dir
 
 STATE_VERSION = 1
 MAX_STATE_BYTES = 64 * 1024
-STATE_SEAL = b"agent-state"  # what the state's MAC is for (integrity.signed)
 KEEP_SESSIONS = 100
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -56,102 +52,60 @@ def is_state_name(name: str) -> bool:
             and not stem.startswith(".") and not _UNSAFE.search(stem) and len(stem) <= 64)
 
 
-def state_path(repo_root: Path, key: str) -> Path:
-    """``<git dir>/verifygate/agent/<session>.json`` (``key``: ``HookPayload.state_key``)."""
-    return state_dir(repo_root) / "agent" / f"{session_file_stem(key)}.json"
-
-
 def private_path(folder: str, project: Path | str, name: str) -> Path | None:
-    """``<user state dir>/<folder>/<project, hashed>/<name>``: out of reach of an agent
-    confined to the project. None when the user has no state directory."""
-    base = user_state_dir()
-    if base is None:
-        return None
-    tag = hashlib.sha256(str(project).encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    return base / folder / tag / name
-
-
-def write_signed(path: Path, seal: bytes, record: dict[str, object]) -> None:
-    """Write ``record`` with this user's signature, never through a planted link."""
-    write_state(path, json.dumps(signed(seal, record), indent=2) + "\n")
-
-
-def write_either(primary: Path | None, fallback: Path | None, seal: bytes,
-                 record: dict[str, object]) -> tuple[Path | None, str]:
-    """Keep ``record`` in ``primary``, else in ``fallback``: where it went, and why not
-    elsewhere."""
-    problems = [] if primary is not None else ["no git directory"]
-    for path in (primary, fallback):
-        if path is None:
-            continue
-        try:
-            write_signed(path, seal, record)
-        except OSError as exc:
-            problems.append(f"cannot write {path}: {exc.strerror or exc}")
-            continue
-        if path == primary and fallback is not None:
-            with contextlib.suppress(OSError):
-                remove_state_file(fallback)  # ours, and older than the record just written
-        return path, ""
-    return None, "; ".join(problems)
+    """``name`` in the private directory of ``project`` (``storage.private_dir``)."""
+    directory = private_dir(folder, project)
+    return None if directory is None else directory / name
 
 
 class Rounds(NamedTuple):
-    """Where a key's rounds are kept: under the git directory, else the user's state one."""
+    """Where a key's rounds are kept (``path`` None: nowhere)."""
 
     key: str
-    primary: Path | None
-    fallback: Path | None
+    path: Path | None
 
     @classmethod
-    def of(cls, repo_root: Path | None, key: str, place: Path) -> "Rounds":
-        return cls(key, None if repo_root is None else state_path(repo_root, key),
-                   private_path("agent-rounds", place, f"{session_file_stem(key)}.json"))
+    def of(cls, key: str, place: Path) -> "Rounds":
+        return cls(key, private_path("agent-rounds", place, f"{session_file_stem(key)}.json"))
 
     def load(self) -> SessionState:
-        # A count in the fallback is the newer one: a save to the primary removes it.
-        if self.fallback is not None and os.path.lexists(self.fallback):
-            return load_state(self.fallback)
-        return SessionState() if self.primary is None else load_state(self.primary)
+        return SessionState() if self.path is None else load_state(self.path)
 
     def save(self, state: SessionState) -> bool:
-        """Keep ``state``; False (and why, on stderr) when it cannot be kept anywhere."""
+        """Keep ``state``; False (and why, on stderr) when it cannot be kept."""
         record: dict[str, object] = {
             "version": STATE_VERSION, "key": self.key, "rounds": state.rounds,
             "signature": state.signature, "failed_gates": list(state.failed_gates),
             "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-        path, problem = write_either(self.primary, self.fallback, STATE_SEAL, record)
-        if path is None:
-            print(f"verifygate agent-hook: cannot record the session's rounds ({problem}); the "
-                  "round cap cannot count this stop", file=sys.stderr)
+        try:
+            if self.path is None:
+                raise OSError("no private state directory (set HOME or XDG_STATE_HOME)")
+            write_state(self.path, json.dumps(record, indent=2) + "\n")
+        except OSError as exc:
+            print(f"verifygate agent-hook: cannot record the session's rounds "
+                  f"({exc.strerror or exc}); the round cap cannot count this stop",
+                  file=sys.stderr)
             return False
         # Old sessions never come back: keep the newest sessions' files (each with its report).
         # Tidying up never fails a stop whose rounds were kept.
         with contextlib.suppress(OSError):
-            prune_own_files(path.parent, is_state_name, KEEP_SESSIONS,
+            prune_own_files(self.path.parent, is_state_name, KEEP_SESSIONS,
                             companions=lambda name: (name[:-len(".json")] + ".report.json",))
         return True
 
 
 def load_state(path: Path) -> SessionState:
-    """The saved state; a fresh one unless this user's verifygate wrote it (a forged round
-    count must not let an agent stop)."""
+    """The saved state; a fresh one when it cannot be read."""
     try:
         raw = read_state_file(path, MAX_STATE_BYTES)  # regular, bounded, never blocks
         if raw is None:
             return SessionState()
         data = json.loads(raw.decode("utf-8"))
     except (StateFileError, ValueError, RecursionError) as exc:
-        if blocker(path) is None:  # a file where a directory should be: the run says so
-            print(f"verifygate agent-hook: ignoring unreadable state {path} ({exc}); starting "
-                  "the round count again", file=sys.stderr)
+        print(f"verifygate agent-hook: ignoring unreadable state {path} ({exc}); starting "
+              "the round count again", file=sys.stderr)
         return SessionState()
     if not isinstance(data, dict):
-        return SessionState()
-    if not is_signed(STATE_SEAL, data):
-        print(f"verifygate agent-hook: ignoring state {path}: not written by this user's "
-              "verifygate (its integrity check failed); starting the round count again",
-              file=sys.stderr)
         return SessionState()
     rounds = data.get("rounds")
     signature = data.get("signature")

@@ -11,12 +11,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pytest_verifygate.agents.state import private_path, write_either
-from pytest_verifygate.state.files import StateFileError, read_state_file, remove_state_file
-from pytest_verifygate.state.integrity import is_signed
-from pytest_verifygate.state.storage import state_dir
+from pytest_verifygate.agents.state import private_path
+from pytest_verifygate.state.files import (
+    StateFileError,
+    read_state_file,
+    remove_state_file,
+    write_state,
+)
 
-STATUS_SEAL = b"agent-status"  # what the record's MAC is for (integrity.signed)
 MAX_STATUS_BYTES = 64 * 1024
 
 # Outcomes of a stop. Only VERIFIED lets ``agent-status`` exit 0.
@@ -27,9 +29,8 @@ NOT_CHECKED = "not_checked"  # allowed without a verdict (no contract, a run the
 OUTCOMES = (VERIFIED, BLOCKED, HANDED_OVER, NOT_CHECKED)
 
 
-def status_paths(repo_root: Path) -> tuple[Path, Path | None]:
-    private = private_path("agent-status", repo_root, "status.json")
-    return state_dir(repo_root) / "agent-status.json", private
+def status_path(repo_root: Path) -> Path | None:
+    return private_path("agent-status", os.path.realpath(repo_root), "status.json")
 
 
 def record_status(repo_root: Path, outcome: str, *, agent: str, session: str, message: str,
@@ -40,35 +41,34 @@ def record_status(repo_root: Path, outcome: str, *, agent: str, session: str, me
         "session": session, "time": time.time(),
         "message": message[:2000], "failed_gates": list(failed_gates[:50]),
     }
-    if write_either(*status_paths(repo_root), STATUS_SEAL, record)[0] is None:
+    path = status_path(repo_root)
+    try:
+        if path is None:
+            raise OSError("no private state directory")
+        write_state(path, json.dumps(record, indent=2) + "\n")
+    except OSError:
         print("verifygate agent-hook: cannot record this stop's outcome for `verifygate "
               "agent-status`", file=sys.stderr)
 
 
 def read_status(repo_root: Path) -> dict[str, Any] | None:
-    """The last stop's record that this user's verifygate wrote for this repository (a forged
-    record, or one copied from a clone whose stop was verified, must not pass)."""
-    newest: dict[str, Any] | None = None
-    for path in status_paths(repo_root):
-        if path is None:
-            continue
-        try:
-            raw = read_state_file(path, MAX_STATUS_BYTES)
-            data = json.loads(raw.decode("utf-8")) if raw is not None else None
-        except (StateFileError, ValueError, RecursionError):
-            continue
-        if (isinstance(data, dict) and is_signed(STATUS_SEAL, data)
-                and data.get("outcome") in OUTCOMES
-                and data.get("repository") == os.path.realpath(repo_root)
-                and isinstance(data.get("time"), (int, float))
-                and (newest is None or data["time"] > newest["time"])):
-            newest = data
-    return newest
+    """The last stop's record for this repository, if there is one to believe."""
+    path = status_path(repo_root)
+    try:
+        raw = read_state_file(path, MAX_STATUS_BYTES) if path is not None else None
+        data = json.loads(raw.decode("utf-8")) if raw is not None else None
+    except (StateFileError, ValueError, RecursionError):
+        return None
+    if (isinstance(data, dict) and data.get("outcome") in OUTCOMES
+            and data.get("repository") == os.path.realpath(repo_root)
+            and isinstance(data.get("time"), (int, float))):
+        return data
+    return None
 
 
 def clear_status(repo_root: Path) -> None:
     """Forget the last stop (before a new run, so that a run whose hook never ran is told
     from one that was verified)."""
-    for path in status_paths(repo_root):
-        if path is not None:
-            remove_state_file(path)
+    path = status_path(repo_root)
+    if path is not None:
+        remove_state_file(path)

@@ -15,16 +15,15 @@ from typing import TYPE_CHECKING
 from pytest_verifygate import codes, engine
 from pytest_verifygate.agents import session_start, status
 from pytest_verifygate.agents.protocol import SESSION_START, SUBAGENT_STOP, Decision, HookPayload
-from pytest_verifygate.agents.session_start import StartPoint
+from pytest_verifygate.agents.session_start import SessionRecord, StartPoint
 from pytest_verifygate.agents.state import Rounds, SessionState
 from pytest_verifygate.contract import find_contract, find_repo_root, posix_relative
 from pytest_verifygate.contract.revision import NoContractError, change_note
 from pytest_verifygate.engine import Plan, RunRequest
 from pytest_verifygate.errors import ContractError, VerifyGateError
-from pytest_verifygate.git.changes import ChangeRequest, empty_tree
+from pytest_verifygate.git.changes import ChangeRequest, empty_tree, head_commit
 from pytest_verifygate.plugins import plugin_hook
-from pytest_verifygate.state.files import write_state
-from pytest_verifygate.state.storage import blocker
+from pytest_verifygate.state.files import StateFileError, write_state
 
 if TYPE_CHECKING:
     from pytest_verifygate.hookspecs import GateHooks
@@ -34,6 +33,14 @@ if TYPE_CHECKING:
 UNREAD_KEY = "unread-payload"
 # The project directory an agent names for its hooks, where it names one.
 PROJECT_DIR_VARIABLES = {"claude": "CLAUDE_PROJECT_DIR", "gemini": "GEMINI_PROJECT_DIR"}
+DISCARDED = ("the session's commits ({}) are on nothing checked out any more (a reset, a "
+             "deleted branch) and nothing the session changed is left in their place: check "
+             "out the commit that holds your work so that it can be verified; to undo it, "
+             "`git revert` it instead")
+NO_RECORD = ("no start was recorded for this session, so what it changed cannot be told (the "
+             "hook for the session's start is missing, or could not write the private state "
+             "directory): run `verifygate install-agent-hook` again and start a new session, "
+             "or pass --changed-from REF to the hook")
 
 
 class GatesInterrupted(Exception):
@@ -45,13 +52,8 @@ class GatesInterrupted(Exception):
 
 
 def judge(args: argparse.Namespace, payload: HookPayload) -> Decision:
-    try:
-        os.chdir(payload.cwd)  # relative paths in messages and --contract are from here
-    except OSError as exc:
-        return fail_closed(args, payload, f"cannot use {payload.cwd}: {exc.strerror or exc}")
-    repo_root = find_repo_root(Path.cwd())
     if payload.event == SESSION_START:
-        return _session_started(payload, repo_root)
+        return _session_started(payload)
     if payload.event == SUBAGENT_STOP:
         # Not gated: the parent's stop checks the session's work, the subagent's included;
         # judged alone, a subagent would be blamed for its parent's unfinished work.
@@ -63,16 +65,45 @@ def judge(args: argparse.Namespace, payload: HookPayload) -> Decision:
         return allow(f"the agent was already sent back {payload.loop_count} time(s) in this "
                      f"run, past the {args.max_rounds} round(s) of fixes: the stop is allowed "
                      "and the work is a human's to review", status.HANDED_OVER)
-    start = None
+    record = None
+    if not args.changed_from:
+        try:
+            record = session_start.load(payload.session_id)
+        except StateFileError as exc:
+            return fail_closed(args, payload, f"the session's record cannot be read ({exc})")
+        if record is not None:  # judged from where the session began, wherever it is now
+            payload = payload._replace(cwd=Path(record.directory))
+    try:
+        os.chdir(payload.cwd)  # relative paths in messages and --contract are from here
+    except OSError as exc:
+        return fail_closed(args, payload, f"cannot use {payload.cwd}, where the session "
+                           f"began: {exc.strerror or exc}")
+    repo_root = find_repo_root(Path.cwd())
+    if record is not None and (repo_root is None
+                               or os.path.realpath(repo_root) != record.repository):
+        return fail_closed(args, payload, f"{payload.cwd} is no longer in the repository the "
+                           f"session began in ({record.repository})")
     if repo_root is None and args.contract is None and find_contract(Path.cwd()) is None:
         return allow(f"no verify contract found in {payload.cwd} or above, and it is not in a "
                      "git repository: no gate applies", status.VERIFIED)
+    start = None
     try:
-        if repo_root is not None:
-            start, warning = session_start.session_start_point(repo_root, payload.session_id,
-                                                 args.changed_from)
+        if repo_root is not None and args.changed_from:
+            start, warning = session_start.changed_from_start(repo_root, args.changed_from)
             if warning is not None:
                 _warn(warning)
+        elif repo_root is not None and record is None:
+            if args.contract is None and find_contract(Path.cwd()) is None:
+                return allow(f"no verify contract found in {payload.cwd} or above: no gate "
+                             "applies", status.VERIFIED)
+            return fail_closed(args, payload, NO_RECORD)
+        elif record is not None:
+            assert repo_root is not None
+            moved, tip = session_start.moved_work(record, repo_root)
+            _keep(session_start.note_seen(record, repo_root, *filter(None, [tip])), record)
+            if moved is not None:
+                return fail_closed(args, payload, moved)
+            start = StartPoint(record.commit, session_start.FROM_SESSION_START)
         plan = engine.prepare(_request(args, payload, start))
         hook = plugin_hook(plan.contract)  # a plugin that cannot load is a contract error
     except NoContractError as exc:
@@ -88,7 +119,15 @@ def judge(args: argparse.Namespace, payload: HookPayload) -> Decision:
         return fail_closed(args, payload, one_line(exc))
     for warning in plan.warnings:
         _warn(warning)
-    return _check(args, payload, plan, start, hook)
+    return _check(args, payload, plan, start, hook, record)
+
+
+def _keep(record: SessionRecord, before: SessionRecord) -> None:
+    if record != before:
+        try:
+            session_start.save(record)
+        except OSError as exc:
+            _warn(f"cannot update the session's record: {exc.strerror or exc}")
 
 
 def in_project(payload: HookPayload) -> HookPayload:
@@ -108,19 +147,17 @@ def in_project(payload: HookPayload) -> HookPayload:
     return payload._replace(cwd=project)
 
 
-def _session_started(payload: HookPayload, repo_root: Path | None) -> Decision:
+def _session_started(payload: HookPayload) -> Decision:
     """Record where the session starts; a problem goes to stderr only, as any answer would
     become the agent's context."""
+    repo_root = find_repo_root(payload.cwd)
     if repo_root is None:
         _warn(f"{payload.cwd} is not in a git repository: no starting point recorded")
         return Decision()
-    warning = blocker(session_start.start_path(repo_root, payload.session_id))
-    if warning is not None:  # a file in the way: said once, for every file not kept
-        _warn(warning)
     try:
-        session_start.record_session_start(repo_root, payload.session_id)
-    except VerifyGateError as exc:
-        _warn(f"no starting point recorded: {exc}")
+        session_start.record_start(payload.cwd, repo_root, payload.session_id)
+    except (VerifyGateError, StateFileError, OSError) as exc:
+        _warn(f"no starting point recorded: {one_line(exc)}")
     return Decision()
 
 
@@ -134,7 +171,7 @@ def _request(args: argparse.Namespace, payload: HookPayload, start: StartPoint |
     elif start.commit is None:
         # The repository had no commit when the session began: every file is the session's,
         # and there was no contract to bind it (the empty tree holds none).
-        no_commit_yet = session_start.head_commit(Path.cwd()) is None
+        no_commit_yet = head_commit(Path.cwd()) is None
         changes = ChangeRequest(worktree=True) if no_commit_yet else ChangeRequest(all=True)
         bound_by = empty_tree(Path.cwd())
     else:
@@ -158,9 +195,8 @@ def _changed_since(args: argparse.Namespace, payload: HookPayload, start: StartP
 def _rounds(payload: HookPayload | None) -> Rounds:
     """Where this stop's rounds are counted; an unread payload's, once per repository."""
     place = payload.cwd if payload is not None else Path.cwd()
-    repo_root = find_repo_root(place)
     key = payload.state_key if payload is not None else UNREAD_KEY
-    return Rounds.of(repo_root, key, repo_root or place)
+    return Rounds.of(key, find_repo_root(place) or place)
 
 
 def _previous(payload: HookPayload | None, stored: SessionState) -> SessionState:
@@ -264,10 +300,16 @@ def _block(args: argparse.Namespace, payload: HookPayload | None, *, signature: 
 
 
 def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
-           start: StartPoint | None, hook: "GateHooks | None") -> Decision:
+           start: StartPoint | None, hook: "GateHooks | None",
+           record: SessionRecord | None) -> Decision:
     rounds = _rounds(payload)
     stored = rounds.load()
     if plan.changes.filtering and not plan.changes.files:
+        hidden = (session_start.discarded(record, Path.cwd())
+                  if record is not None else [])
+        if hidden:
+            return fail_closed(args, payload, DISCARDED.format(
+                ", ".join(commit[:12] for commit in hidden[:3])))
         # Nothing changed: nothing to verify, and nothing left of earlier failures.
         if stored != SessionState():
             rounds.save(SessionState())
@@ -328,15 +370,13 @@ def _write_report(report: "Report", rounds: Rounds) -> Path | None:
     """Keep the round's report beside its count; where it went."""
     from pytest_verifygate.report.document import dumps
 
-    kept = rounds.primary or rounds.fallback
-    if kept is None:
+    if rounds.path is None:
         return None
-    path = kept.with_suffix(".report.json")
+    path = rounds.path.with_suffix(".report.json")
     try:
         write_state(path, dumps(report))  # state: never through a planted link
     except OSError as exc:
-        if blocker(path) is None:  # a file in the way: the run said so, once
-            _warn(f"cannot write the report {path}: {exc.strerror or exc}")
+        _warn(f"cannot write the report {path}: {exc.strerror or exc}")
     return path
 
 

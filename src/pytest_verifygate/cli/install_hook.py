@@ -11,10 +11,13 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate.cli.exits import EXIT_OK
 from pytest_verifygate.errors import UsageError
+
+if TYPE_CHECKING:
+    from pytest_verifygate.agents.protocol import Adapter
 
 MAX_CONFIG_BYTES = 4 << 20
 NEW_FILE_MODE = 0o644
@@ -56,10 +59,33 @@ def main(args: argparse.Namespace) -> int:
         print(f"  added  {line}")
     for line in merged.kept:
         print(f"  kept   {line}")
+    print(f"  note   {_where(root, adapter)}")
     # Every time, changed or not: a hook the agent skips is worse than none.
     for line in adapter.setup:
         print(f"  needs  {line.replace('<root>', str(root))}")
     return EXIT_OK
+
+
+def _where(root: Path, adapter: "Adapter") -> str:
+    """What the file written holds that is this machine's, and what that means for a team."""
+    from pytest_verifygate.agents.config import is_agent_hook
+
+    if adapter.shared_file is None:
+        return (f"{adapter.config_file} holds this machine's interpreter path: keep it out of "
+                f"git, or have each developer run {NAME} (where the path is missing, the hook "
+                "blocks every stop and says how to repair it)")
+    text = f"{adapter.config_file} is this machine's own ({adapter.title} does not share it)"
+    try:
+        shared = json.loads((root / adapter.shared_file).read_text(encoding="utf-8"))
+        groups = [group for entries in shared.get("hooks", {}).values() for group in entries]
+        hooks = [hook for group in groups for hook in group.get("hooks", [])]
+    except (OSError, ValueError, AttributeError, TypeError):
+        return text
+    if any(isinstance(hook, dict) and is_agent_hook(hook.get("command"), adapter.name)
+           for hook in hooks):
+        text += (f"; {adapter.shared_file}, a file teams commit, runs the hook too: remove it "
+                 "there")
+    return text
 
 
 def _read(path: Path, shown: str) -> tuple[Any, int | None]:

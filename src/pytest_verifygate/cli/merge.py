@@ -26,11 +26,14 @@ _SPLIT_HINT = ("the shards split the gates differently: give every shard the sam
 
 
 def main(args: argparse.Namespace) -> int:
+    from pytest_verifygate.cli.request import output_paths
     from pytest_verifygate.contract import find_repo_root
+    from pytest_verifygate.git.changes import refuse_tracked_outputs
     from pytest_verifygate.report.document import dumps
     from pytest_verifygate.report.terminal import verdict_line
     from pytest_verifygate.state.durations import measured_seconds, record_durations
 
+    refuse_tracked_outputs(output_paths(args), Path.cwd())
     merged, warnings = merge_reports([(path, load_report(path)) for path in args.reports])
     for warning in warnings:
         print(f"verifygate: warning: {warning}", file=sys.stderr)

@@ -191,7 +191,8 @@ def _add_options(name: str, command: Parser) -> None:
         add("--phase", metavar="N", type=option_checks.positive_int,
             help="select the gates for this phase")
         add("--shard", metavar="K/N", help="only shard K of N of the selected gates, balanced "
-            "by earlier durations (default: $CI_NODE_INDEX/$CI_NODE_TOTAL when set)")
+            "by earlier durations; auto: $CI_NODE_INDEX/$CI_NODE_TOTAL (GitLab's parallel:), "
+            "every gate when they are not set")
         source = command.add_mutually_exclusive_group()
         source.add_argument("--staged", action="store_true",
                             help="the change set is the index against HEAD")

@@ -10,13 +10,15 @@ import sys
 import time
 from collections.abc import Mapping
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate import codes, option_checks
 from pytest_verifygate.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from pytest_verifygate.cli.request import prepare_from_args, write_outputs
+from pytest_verifygate.cli.request import output_paths, prepare_from_args, write_outputs
 from pytest_verifygate.contract import display_path
-from pytest_verifygate.git.pushed import run_in_pushed_commit
+from pytest_verifygate.git.changes import ChangeRequest
+from pytest_verifygate.git.set_aside import put_back, set_aside_for
 from pytest_verifygate.signals import Interruptible
 
 if TYPE_CHECKING:
@@ -47,7 +49,13 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
     started, clock = time.time(), time.monotonic()
     problems: list[str] = []
     report_path: str | None = None  # named in the summary only once the report is written
-    with Interruptible() as guard, run_in_pushed_commit(args):  # a push: the pushed commit's files
+    # A commit's or a push's check: the gates see the work tree as the commit records it.
+    changes = ChangeRequest(files=[] if args.files_from else args.files, staged=args.staged,
+                            changed_from=args.changed_from, all=args.all,
+                            outputs=output_paths(args))
+    with Interruptible() as guard, set_aside_for(changes, Path.cwd(), _say) as aside:
+        if aside is None:  # a commit's check does it first too
+            _put_back_killed_runs()
         plan = prepare_from_args(args, jobs=args.jobs, read_cache=not args.no_cache)
         contract, selected = plan.contract, plan.selected
         hook = plugin_hook(contract)  # a plugin that cannot load stops here, before any output
@@ -66,6 +74,10 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
                          on_started=None if quiet else progress.started,
                          on_finished=None if quiet else progress.finished)
         progress.close()
+        if aside is not None:  # before the report: what it checked, then the work put back
+            run = run._replace(errors=tuple(aside.finish()))
+        for error in run.errors:
+            print(f"verifygate: error: {error}", file=sys.stderr)
         for warning in run.warnings:
             print(f"verifygate: {warning}", file=sys.stderr)
         report = engine.report(run, hook)
@@ -114,6 +126,21 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
         print("verifygate: interrupted; unfinished gates are marked interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_FAILED if report["verdict"] == codes.VERDICT_FAILED else EXIT_OK
+
+
+def _put_back_killed_runs() -> None:
+    from pytest_verifygate.contract import find_repo_root
+
+    top = find_repo_root(Path.cwd())
+    if top is not None:
+        try:
+            put_back(top, _say)
+        except OSError as exc:
+            _say(f"warning: cannot look for work an earlier run set aside: {exc}")
+
+
+def _say(line: str) -> None:
+    print(f"verifygate: {line}", file=sys.stderr)
 
 
 def _junit_options(plan: Plan, report: Report, timeouts: Mapping[str, float], started: float,

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pytest_verifygate.errors import ChangeSetError
+from pytest_verifygate.errors import ChangeSetError, UsageError
 
 # Whatever the repository's configuration says, git answers from the objects and files: no
 # replace refs or grafts (a commit swapped for one with the current tree), no fsmonitor (a
@@ -111,8 +111,6 @@ class ChangeRequest(NamedTuple):
     all: bool = False
     # The files this run will write (reports, JUnit, digest): never changes.
     outputs: Sequence[str | os.PathLike[str]] = ()
-    # The gates run on the index itself (``pushed.run_in_pushed_commit``): nothing to warn of.
-    index_apart: bool = False
 
 
 def compute_changes(root: Path, request: ChangeRequest | None = None, *,
@@ -122,8 +120,31 @@ def compute_changes(root: Path, request: ChangeRequest | None = None, *,
     request = request or ChangeRequest()
     env = os.environ if environ is None else environ
     cwd = cwd or Path.cwd()
+    refuse_tracked_outputs(request.outputs, cwd)
     changes = _compute(root, request, settings_changed_from, env, cwd)
-    return without_own_files(changes, root, request.outputs, cwd)
+    changes = without_own_files(changes, root, request.outputs, cwd)
+    if changes.source == SOURCE_FILES:
+        _refuse_unknown_files(root, changes.files, cwd)
+    return changes
+
+
+def _refuse_unknown_files(root: Path, files: Sequence[str], cwd: Path) -> None:
+    """``UsageError`` for a named file neither in the work tree nor in the index: it names
+    nothing a gate could check, and a run for nothing says ``passed``."""
+    missing = [path for path in files if not os.path.lexists(root / path)]
+    if not missing:
+        return
+    indexed = set(all_files(root))
+    unknown = next((path for path in missing if path not in indexed), None)
+    if unknown is None:
+        return
+    typed = os.path.relpath(root / unknown, cwd)
+    meant = os.path.relpath(root / typed, cwd)  # a path from the project root, typed elsewhere
+    hint = (f"did you mean {meant}? " if not typed.startswith("..") and (
+        os.path.lexists(root / typed) or Path(typed).as_posix() in indexed) else "")
+    raise UsageError(f"{typed}: no such file in the work tree or the index ({hint}named files "
+                     "are relative to the current directory; a deletion is found by "
+                     "--changed-from REF)")
 
 
 def _compute(root: Path, request: ChangeRequest, settings_changed_from: str,
@@ -133,8 +154,7 @@ def _compute(root: Path, request: ChangeRequest, settings_changed_from: str,
     if request.all:
         return ChangeSet(SOURCE_ALL)
     if request.staged:
-        return _staged(root, warn_partial=env.get("PRE_COMMIT") != "1"
-                       and not request.index_apart)
+        return _staged(root)
     if request.changed_from:
         return _since_ref(root, request.changed_from)
     if request.worktree:
@@ -146,7 +166,7 @@ def _compute(root: Path, request: ChangeRequest, settings_changed_from: str,
         if env.get("PRE_COMMIT_REMOTE_BRANCH"):
             # A first push has no range and means every file: "staged" would let it through.
             return ChangeSet(SOURCE_ALL)
-        staged = _staged(root, warn_partial=False)
+        staged = _staged(root)
         if staged.files:
             return staged
         # ``pre-commit run --all-files`` says nothing of "all files": the empty staged change
@@ -191,7 +211,12 @@ def without_own_files(changes: ChangeSet, root: Path, outputs: Iterable[str | os
     from pytest_verifygate.state.outputs import in_git_dir, own_files
 
     warnings: list[str] = []
-    own = own_files(root, outputs, cwd, warnings)
+    own = own_files(root, outputs, cwd, warnings) & set(changes.files)
+    if own and changes.source != SOURCE_FILES:
+        # Staged (``git add -A``), a report is part of what is committed: a change.
+        listed = git_output(root, "ls-files", "-z", "--cached", "--",
+                            *(f":(literal){path}" for path in own))
+        own -= {os.fsdecode(item) for item in listed.split(b"\0")}
     changes = changes._replace(warnings=(*changes.warnings, *warnings))
     # Git never lists its own directory: only paths the user names can be in it.
     named = changes.source == SOURCE_FILES and ".git/" in "\0".join(changes.files)
@@ -200,6 +225,26 @@ def without_own_files(changes: ChangeSet, root: Path, outputs: Iterable[str | os
     kept = tuple(path for path in changes.files
                  if path not in own and not (named and in_git_dir(path)))
     return changes._replace(files=kept, deleted=changes.deleted.intersection(kept))
+
+
+def refuse_tracked_outputs(outputs: Iterable[str | os.PathLike[str]], cwd: Path) -> None:
+    """``UsageError`` for an output path (a report, a JUnit file) git tracks or has staged:
+    writing it would replace the user's file, and as the package's own output it would no
+    longer be a change, so the gates that judge it would never run again."""
+    for output in outputs:
+        path = cwd / output
+        if not path.parent.is_dir():
+            continue  # a directory still to be made holds no tracked file
+        try:
+            listed = git_output(path.parent, "ls-files", "-z", "--cached", "--",
+                                f":(literal){path.name}")
+        except ChangeSetError as exc:
+            if "not in a git repository" in str(exc):
+                continue
+            raise
+        if listed:
+            raise UsageError(f"{os.fspath(output)} is a file git tracks: write the report "
+                             "elsewhere (a git-ignored path, or outside the work tree)")
 
 
 class ChangeBase(NamedTuple):
@@ -261,19 +306,10 @@ def _explicit(root: Path, paths: Sequence[str], cwd: Path) -> ChangeSet:
     return ChangeSet(SOURCE_FILES, files=_unique(files))
 
 
-def _staged(root: Path, *, warn_partial: bool) -> ChangeSet:
-    files, deleted = _commit_changes(root, _parse_raw(git_output(root, *STAGED_DIFF)))
-    warnings: tuple[str, ...] = ()
-    if warn_partial and files:
-        partial = sorted(set(files) & set(unstaged_files(root)))
-        if partial:
-            shown = ", ".join(partial[:5]) + (" ..." if len(partial) > 5 else "")
-            warnings = (
-                f"warning: {len(partial)} staged file(s) also have unstaged changes ({shown}); "
-                "gates see the working tree, not the index. Stage or stash them to check "
-                "exactly what will be committed.",
-            )
-    return ChangeSet(SOURCE_STAGED, _unique(files), frozenset(deleted), warnings=warnings)
+def _staged(root: Path) -> ChangeSet:
+    """The index against HEAD (the gates see the index: ``set_aside``)."""
+    files, deleted = _commit_changes(root, parse_raw(git_output(root, *STAGED_DIFF)))
+    return ChangeSet(SOURCE_STAGED, _unique(files), frozenset(deleted))
 
 
 def _since_ref(root: Path, ref: str, *, source: str = SOURCE_REF,
@@ -298,7 +334,7 @@ def _range(root: Path, from_ref: str, to_ref: str) -> ChangeSet:
     _verify_ref(root, from_ref)
     _verify_ref(root, to_ref)
     out = git_output(root, *DIFF, f"{from_ref}...{to_ref}", "--")
-    files, deleted = _commit_changes(root, _parse_raw(out))
+    files, deleted = _commit_changes(root, parse_raw(out))
     return ChangeSet(SOURCE_RANGE, _unique(files), frozenset(deleted), f"{from_ref}...{to_ref}")
 
 
@@ -308,8 +344,8 @@ def worktree_changes(root: Path, base: str) -> tuple[list[str], set[str]]:
     check_work_tree(root, git_output(root, *TOP_LEVEL))  # before git walks a foreign tree
     out = git_output(root, *DIFF, base, "--")
     listing = git_output(root, *LISTING, *UNTRACKED)
-    entries = _parse_raw(out)
-    _, untracked, flagged = _read_listing(listing)
+    entries = parse_raw(out)
+    _, untracked, flagged = read_listing(listing)
     hidden, removed = hidden_edits(root, flagged)
     files = [*(entry.path for entry in entries), *untracked, *hidden]
     # Deleted for git but on the disk (``git rm --cached``): there for the gates to read.
@@ -324,16 +360,6 @@ def worktree_changes(root: Path, base: str) -> tuple[list[str], set[str]]:
     return files, deleted
 
 
-def unstaged_files(root: Path, top: bytes | None = None) -> list[str]:
-    """The tracked files whose content in the work tree differs from the index, hidden edits
-    included and submodules aside, as pre-commit's stash leaves them (``top``: what
-    ``TOP_LEVEL`` printed in ``root``, if read)."""
-    check_work_tree(root, git_output(root, *TOP_LEVEL) if top is None else top)
-    listing = git_output(root, *LISTING, "--modified")
-    modified, _, flagged = _read_listing(listing)
-    return [*modified, *hidden_edits(root, flagged)[0]]
-
-
 class _Flagged(NamedTuple):
     """An index entry git is told not to look at (``LISTING``'s record)."""
 
@@ -342,7 +368,7 @@ class _Flagged(NamedTuple):
     oid: str
 
 
-def _read_listing(listing: bytes) -> tuple[list[str], list[str], dict[str, _Flagged]]:
+def read_listing(listing: bytes) -> tuple[list[str], list[str], dict[str, _Flagged]]:
     """Of a ``LISTING``: the modified files (submodules aside), the untracked ones and the
     flagged entries; records tagged "H" are skipped unparsed (there may be 100,000)."""
     modified: list[str] = []
@@ -428,7 +454,7 @@ def _commit_changes(root: Path, entries: "list[_Entry]") -> tuple[list[str], set
         except ChangeSetError as exc:
             raise ChangeSetError(f"submodule {entry.path}: {exc} (its commits are not "
                                  "here: git submodule update --init --recursive)") from None
-        _add_inner(files, deleted, entry.path, _commit_changes(inner, _parse_raw(out)))
+        _add_inner(files, deleted, entry.path, _commit_changes(inner, parse_raw(out)))
     return files, deleted
 
 
@@ -458,9 +484,11 @@ class _Entry(NamedTuple):
     new_oid: str
 
 
-def git_output(root: Path, *args: str, environ: Mapping[str, str] | None = None) -> bytes:
-    """What ``git <args>`` run in ``root`` prints; ``ChangeSetError`` when it cannot or fails."""
-    return _checked(root, args, _run_git(root, args, environ))
+def git_output(root: Path, *args: str, environ: Mapping[str, str] | None = None,
+               stdin: bytes | None = None) -> bytes:
+    """What ``git <args>`` run in ``root`` prints (``stdin``: its input); ``ChangeSetError``
+    when it cannot or fails."""
+    return _checked(root, args, _run_git(root, args, environ, stdin))
 
 
 def git_answer(root: Path, *args: str) -> bytes | None:
@@ -472,12 +500,15 @@ def git_answer(root: Path, *args: str) -> bytes | None:
     return _checked(root, args, process)
 
 
-def _run_git(root: Path, args: Sequence[str], environ: Mapping[str, str] | None = None
-             ) -> subprocess.CompletedProcess[bytes]:
+def _run_git(root: Path, args: Sequence[str], environ: Mapping[str, str] | None = None,
+             stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    # Grafts and replace refs make git show other commits than those recorded: a ``git
+    # replace`` would make a broken commit look like the one before it.
+    env = {**os.environ, "GIT_GRAFT_FILE": os.devnull, "GIT_NO_REPLACE_OBJECTS": "1",
+           **(environ or {})}
     try:
-        return subprocess.run([*GIT, *args], cwd=root, capture_output=True,
-                              env={**os.environ, "GIT_GRAFT_FILE": os.devnull, **(environ or {})},
-                              stdin=subprocess.DEVNULL, check=False)
+        return subprocess.run([*GIT, *args], cwd=root, capture_output=True, env=env,
+                              input=stdin if stdin is not None else b"", check=False)
     except FileNotFoundError:
         raise ChangeSetError("git is not installed or not on PATH") from None
     except OSError as exc:  # not executable, no such directory: still one line, not a trace
@@ -544,7 +575,7 @@ def _merge_base(root: Path, ref: str, *, fetch_hint: str | None = None) -> str |
     return None
 
 
-def _parse_raw(out: bytes) -> list[_Entry]:
+def parse_raw(out: bytes) -> list[_Entry]:
     """``git diff --raw -z``: ``:<modes> <ids> <status>`` and the path alternate."""
     fields = out.split(b"\0")
     entries: list[_Entry] = []

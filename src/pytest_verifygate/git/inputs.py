@@ -9,7 +9,7 @@ import functools
 import hashlib
 import os
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -52,31 +52,53 @@ class RepoFiles:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._digests: dict[tuple[str, ...] | None, str] = {}
+        self._matched: dict[tuple[str, ...] | None, tuple[str, ...]] = {}
         self._hashed: dict[str, str] = {}  # files hashed here, shared by every gate's digest
         self._unhashable: dict[str, OSError] = {}  # and those that could not be
 
     def digest(self, patterns: tuple[str, ...] | None) -> str:
         """A fingerprint of the files matching ``patterns`` (None: every file)."""
         if patterns not in self._digests:
-            paths = self.paths() if patterns is None else self._matching(patterns)
-            self._digests[patterns] = self._digest(paths)
+            self._digests[patterns] = self._digest(self.matching(patterns))
         return self._digests[patterns]
 
     def paths(self) -> tuple[str, ...]:
         """Every file git knows of or would add."""
         return self._listing.paths
 
-    def digest_except(self, excluded: frozenset[str]) -> str:
-        """A fingerprint of every file git knows of or would add but those ``excluded``."""
-        return self._digest(path for path in self.paths() if path not in excluded)
+    def matching(self, patterns: tuple[str, ...] | None) -> tuple[str, ...]:
+        """The files ``patterns`` match (None: every file)."""
+        if patterns not in self._matched:
+            self._matched[patterns] = (self.paths() if patterns is None
+                                       else tuple(self._matching(patterns)))
+        return self._matched[patterns]
 
-    def _digest(self, paths: Iterable[str]) -> str:
+    def digest_except(self, judged: frozenset[str]) -> str:
+        """A fingerprint of every file git knows of or would add, of those ``judged`` only the
+        names: a tool that checks each file alone may still look for the others (isort's
+        first-party modules)."""
+        return self._digest(self.paths(), judged)
+
+    def _digest(self, paths: Iterable[str], named: frozenset[str] = frozenset()) -> str:
         digest = hashlib.sha256()
         for path in paths:
             identity = self.identity(path)
             # Keyed as when the deletion is staged, so a pass before ``git add`` holds after it.
             if identity != _DELETED:
+                identity = "named" if path in named else identity
                 digest.update(os.fsencode(path) + b"\0" + identity.encode() + b"\n")
+        return digest.hexdigest()
+
+    def stamps(self, patterns: tuple[str, ...] | None) -> str:
+        """A fingerprint of what ``lstat`` says of the files ``patterns`` match: a file changed
+        and put back as it was has a new ``ctime`` (or inode), which no one can set back."""
+        digest = hashlib.sha256()
+        for path in self.matching(patterns):
+            full = self.root / path
+            stamp = [_stamp(os.lstat, full)]
+            if stamp[0] is not None and stat.S_ISLNK(stamp[0][0]):
+                stamp.append(_stamp(os.stat, full))  # and what the link leads to
+            digest.update(os.fsencode(path) + b"\0" + repr(stamp).encode() + b"\n")
         return digest.hexdigest()
 
     @functools.cached_property
@@ -172,6 +194,15 @@ def _may_reach(patterns: tuple[str, ...], directory: str) -> bool:
         if prefix.startswith(inside) or inside.startswith(prefix) or prefix == directory:
             return True
     return False
+
+
+def _stamp(call: Callable[[Path], os.stat_result], path: Path) -> tuple[int, ...] | None:
+    try:
+        info = call(path)
+    except OSError:
+        return None
+    return (info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino,
+            info.st_dev)
 
 
 def _list_files(root: Path) -> _Listing:

@@ -32,7 +32,8 @@ def add_options(parser: pytest.Parser) -> None:
                     help="select the gates for this phase (ini: verify_phase)")
     group.addoption("--verify-shard", metavar="K/N",
                     help="collect only shard K of N of the selected gates, balanced by earlier "
-                    "durations (default: $CI_NODE_INDEX/$CI_NODE_TOTAL when set)")
+                    "durations; auto: $CI_NODE_INDEX/$CI_NODE_TOTAL (GitLab's parallel:), every "
+                    "gate when they are not set")
     group.addoption("--verify-staged", action="store_true",
                     help="the change set is the index against HEAD")
     group.addoption("--verify-changed-from", metavar="REF",

@@ -20,7 +20,8 @@ import pytest
 from pytest_verifygate import codes, engine, option_checks
 from pytest_verifygate.contract import posix_relative
 from pytest_verifygate.engine import prepare
-from pytest_verifygate.git.changes import ChangeSet
+from pytest_verifygate.git.changes import ChangeRequest, ChangeSet
+from pytest_verifygate.git.set_aside import SetAside, set_aside_for
 from pytest_verifygate.names import item_names, role_marker
 from pytest_verifygate.plugins import register_plugins
 from pytest_verifygate.pytest_plugin.declared import declared_lines
@@ -71,7 +72,25 @@ class VerifyGateSession:
                                        changes=ChangeSet.from_dict(shared["changes"]),
                                        role=tuple(shared["roles"]), phase=shared["phase"])
             self.shared_log_dir = Path(shared["log_dir"])
-        self.plan = plan = prepare(request)
+        # A commit's check sees the work tree as the commit records it (docs: pre-commit and git
+        # hooks), from before anything is read to the end of the gates; xdist's controller
+        # sets it up for its workers.
+        self.interruptible = Interruptible(keep_others=True)  # pytest keeps its own SIGINT
+        # SIGTERM, SIGHUP, SIGQUIT end the session like Ctrl-C, from before work is set aside.
+        self.interruptible.__enter__()
+        self.aside_lines: list[str] = []
+        self.aside_stack = contextlib.ExitStack()
+        self.aside: SetAside | None = None
+        self.errors: list[str] = []
+        try:
+            if shared is None and isinstance(request.changes, ChangeRequest):
+                self.aside = self.aside_stack.enter_context(set_aside_for(
+                    request.changes, config.invocation_params.dir, self.aside_lines.append))
+            self.plan = plan = prepare(request)
+        except BaseException:
+            self.aside_stack.close()
+            self.interruptible.__exit__()
+            raise
         self.contract = contract = plan.contract
         register_plugins(contract, config.pluginmanager)  # the contract's, under pytest too
         self.item_names = item_names(gate.name for gate in contract.gates)  # gate -> item name
@@ -94,7 +113,6 @@ class VerifyGateSession:
         self.report_path: str | None = None  # named in the summary only once written
         self.messages: list[str] = []
         self.warnings: list[str] = []  # what the run found (state files, logs): shown once
-        self.interruptible = Interruptible(keep_others=True)  # pytest keeps its own SIGINT
         self.command_stop: CommandStop | None = None
         # Markers registered before collection, so --strict-markers accepts what items carry.
         for category in ("unit", "integration"):
@@ -142,14 +160,14 @@ class VerifyGateSession:
         return None
 
     def pytest_report_header(self) -> list[str]:
+        said, self.aside_lines = self.aside_lines, []
         return [f"verifygate: {self.contract_nodeid}: {len(self.plan.selected)} of "
                 f"{len(self.plan.selections)} gate(s) selected (changes: "
                 f"{self.plan.changes.describe()})",
-                *(f"verifygate: {warning}" for warning in self.plan.warnings)]
+                *(f"verifygate: {line}" for line in [*said, *self.plan.warnings])]
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.session = session
-        self.interruptible.__enter__()  # SIGTERM, SIGHUP, SIGQUIT end the session like Ctrl-C
         if not self.is_worker and self.annotate:
             from pytest_verifygate.report.github import CommandStop
 
@@ -288,10 +306,15 @@ class VerifyGateSession:
     def pytest_timeout_cancel_timer(self, item: pytest.Item) -> bool | None:
         return True if isinstance(item, GateItem) else None
 
+    @pytest.hookimpl(tryfirst=True)  # the work is back before any plugin writes its files
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.interruptible.hold()  # a signal from here on is noted, not raised: whole report
         if self.runner is not None:
             self.runner.close()  # kill the gates still running (-x, Ctrl-C), join its threads
+        if self.aside is not None:  # what the gates saw is checked, then the work put back
+            self.errors = self.aside.finish()
+            self.messages += [*self.aside_lines, *self.errors]
+            self.aside_lines = []
         # A usage error before any gate started: no run to report, no verdict reached.
         usage_error = exitstatus == pytest.ExitCode.USAGE_ERROR and not self.started
         if not self.is_worker and not self.config.option.collectonly and not usage_error:
@@ -304,6 +327,9 @@ class VerifyGateSession:
     def pytest_unconfigure(self) -> None:
         if self.runner is not None:
             self.runner.close()
+        self.aside_stack.close()  # the session never finished: the work is put back all the same
+        for line in self.aside_lines:
+            print(f"verifygate: {line}", file=sys.stderr)
         if not self.is_worker and self.report is not None:
             # Every file is written now (pytest's JUnit too): not changes for the next run.
             said = {*self.plan.warnings, *self.warnings}
@@ -324,7 +350,8 @@ class VerifyGateSession:
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or any(
             result.code == codes.INTERRUPTED for result in results)
         run = engine.RunResult(self.contract, self.plan.changes, tuple(selections),
-                               tuple(results), interrupted, shard=self.plan.shard)
+                               tuple(results), interrupted, shard=self.plan.shard,
+                               errors=tuple(self.errors))
         self.warnings += engine.record(run)
         report = engine.report(run, self.config.hook, redactor=self.redactor)
         self.results, self.report = results, report

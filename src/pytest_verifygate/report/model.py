@@ -92,4 +92,5 @@ class Report(_Report, total=False):
 
     interrupted: bool
     warnings: list[str]
+    errors: list[str]
     shard: Shard

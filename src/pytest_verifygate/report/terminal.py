@@ -191,7 +191,7 @@ def verdict_line(report: Report, *, report_path: str | None = None) -> str:
         if interrupted:
             line += ("; " if failed else "") + f"{codes.INTERRUPTED}: {_listed(interrupted)}"
     elif verdict == codes.VERDICT_FAILED:
-        line += f": {codes.UNVERIFIED_FAILURE}"
+        line += f": {(report.get('errors') or [codes.UNVERIFIED_FAILURE])[0]}"
     elif pending:
         line += f": awaiting sign-off: {_listed(pending)}"
     elif verdict == codes.VERDICT_UNVERIFIED:

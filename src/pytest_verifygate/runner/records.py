@@ -65,6 +65,7 @@ class CacheSlot(NamedTuple):
     file_definition: str | None = None
     file_gate: Gate | None = None
     file_keys: tuple[tuple[str, str], ...] = ()
+    stamps: str = ""  # of the inputs before the run (``RepoFiles.stamps``)
 
     @property
     def path(self) -> Path:

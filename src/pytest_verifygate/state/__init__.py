@@ -1,5 +1,6 @@
-"""The tool's own state under the git directory: run logs, the result cache, gate durations,
-written reports and the checks that it was not tampered with.
+"""The tool's own state: what decides a verdict (the result cache, the record of written
+reports) in the user's private state directory; run logs and gate durations under the git
+directory.
 
 PYTEST_DONT_REWRITE
 """

@@ -1,5 +1,6 @@
 """The reports the package writes in the work tree, which are never changes: this run's, and
-earlier runs' while they stay as written (their size and SHA-256 in a sealed record).
+earlier runs' while they stay as written (their size and SHA-256 in a record in the user's
+private state directory: a forged record would hide real changes).
 
 PYTEST_DONT_REWRITE
 """
@@ -12,14 +13,12 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from pytest_verifygate.state.files import write_state
-from pytest_verifygate.state.integrity import read_sealed, seal
-from pytest_verifygate.state.storage import git_state_dir, read_user_file
+from pytest_verifygate.state.files import StateFileError, read_state_file, write_state
+from pytest_verifygate.state.storage import private_dir, read_user_file, repository_key
 
 OUTPUTS_RECORD = "outputs"
 KEEP_OUTPUTS = 50
 MAX_RECORD_BYTES = KEEP_OUTPUTS * 4200
-OUTPUTS_SEAL = b"outputs"  # sealed: a forged record would hide real changes
 # A larger output is not remembered: it stays a change (reading it back would cost too much).
 MAX_OUTPUT_BYTES = 64 << 20
 
@@ -42,7 +41,7 @@ def remember_outputs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
     by_record: dict[Path, list[str]] = {}
     for path in paths:
         absolute = os.path.abspath(path)
-        record = _record_path(Path(absolute).parent)
+        record = record_path(Path(absolute).parent)
         if record is not None:
             by_record.setdefault(record, []).append(absolute)
     for record, written in by_record.items():
@@ -55,11 +54,9 @@ def remember_outputs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
         kept = list(entries.items())[-KEEP_OUTPUTS:]
         data = b"".join(f"{size} {digest} ".encode() + os.fsencode(path) + b"\0"
                         for path, (size, digest) in kept)
-        sealed = seal(OUTPUTS_SEAL, data)
-        if sealed is None or len(data) > MAX_RECORD_BYTES:
-            continue  # no key to seal it with: an unsealed record would not be believed
-        with contextlib.suppress(OSError):
-            write_state(record, sealed)
+        if len(data) <= MAX_RECORD_BYTES:
+            with contextlib.suppress(OSError):
+                write_state(record, data)
     return warnings
 
 
@@ -70,11 +67,11 @@ def _under_root(root: Path, path: Path) -> str | None:
     return Path(relative).as_posix()
 
 
-def _record_path(start: Path) -> Path | None:
+def record_path(start: Path) -> Path | None:
     for directory in (start, *start.parents):
         if os.path.lexists(directory / ".git"):
-            state = git_state_dir(directory)
-            return None if state is None else state / OUTPUTS_RECORD
+            private = private_dir("outputs", repository_key(directory))
+            return None if private is None else private / OUTPUTS_RECORD
     return None
 
 
@@ -86,7 +83,11 @@ def _content_stamp(path: str, limit: int = MAX_OUTPUT_BYTES) -> tuple[int, str] 
 
 def _read_record(record: Path, warnings: list[str]) -> dict[str, tuple[int, str]]:
     """The record's absolute paths, each with the size and SHA-256 of what was written."""
-    data = read_sealed(record, OUTPUTS_SEAL, MAX_RECORD_BYTES, warnings)
+    try:
+        data = read_state_file(record, MAX_RECORD_BYTES)
+    except StateFileError as exc:
+        warnings.append(f"warning: ignoring {record}: {exc}")
+        return {}
     if data is None:
         return {}
     entries: dict[str, tuple[int, str]] = {}
@@ -100,7 +101,7 @@ def _read_record(record: Path, warnings: list[str]) -> dict[str, tuple[int, str]
 
 def _remembered(root: Path, warnings: list[str]) -> set[str | None]:
     """Outputs of earlier runs under ``root`` that are still byte for byte as written."""
-    record = _record_path(root.absolute())
+    record = record_path(root.absolute())
     if record is None:
         return set()
     found: set[str | None] = set()

@@ -1,16 +1,20 @@
 """The result cache (docs: how-to/cache.md): a key of a gate's definition, tools and inputs,
-and its sealed entries in ``<git dir>/verifygate/cache``, per key and, for a ``{files}`` gate,
-per file. An entry not right in every way is not believed: the gate runs.
+and its entries in the user's private state directory (``cache/<repository>``), per key and,
+for a ``{files}`` gate, per file. An entry not right in every way is not believed: the gate
+runs.
 
 PYTEST_DONT_REWRITE
 """
 
 import contextlib
+import glob
 import hashlib
+import itertools
 import json
 import os
 import re
 import shlex
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -21,9 +25,13 @@ from pytest_verifygate.contract import Contract, Gate
 from pytest_verifygate.git.inputs import RepoFiles
 from pytest_verifygate.runner.records import CacheSlot, GatePlan, GateResult
 from pytest_verifygate.selection import files_for_gate
-from pytest_verifygate.state.files import prune_own_files, write_state
-from pytest_verifygate.state.integrity import read_sealed, seal
-from pytest_verifygate.state.storage import state_dir
+from pytest_verifygate.state.files import (
+    StateFileError,
+    prune_own_files,
+    read_state_file,
+    write_state,
+)
+from pytest_verifygate.state.storage import blocker, private_dir, repository_key
 
 CACHE_VERSION = 1
 KEEP_ENTRIES = 512
@@ -31,8 +39,23 @@ KEEP_FILE_ENTRIES = 16384  # one per file and gate, a few hundred bytes each
 TAIL_BYTES = 4096  # of a cached pass's output, shown with the reused result
 MAX_TOOLS = 16
 MAX_ENTRY_BYTES = 64 * 1024  # TAIL_BYTES JSON-escaped and more: anything larger is not ours
-SEAL_PURPOSE = b"result-cache"
+# Judged files a tool may read as its configuration count in every file's context.
+_CONFIG_SUFFIXES = (".toml", ".ini", ".cfg", ".conf", ".yaml", ".yml", ".json", ".jsonc",
+                    ".json5")
+MAX_CONFIG_FILES = 500
+MAX_CONFIG_BYTES = 64 * 1024
+_WORDS = re.compile(rb"[^\s\"'`=,:;()\[\]{}<>]+")
 
+# What a tool may read from outside the repository (docs: how-to/cache.md, "What a pass
+# depends on"): configuration files of these names in the directories above it, the user's.
+_CONFIG_NAMES = ("pyproject.toml", "setup.cfg", "tox.ini", ".editorconfig", "ruff.toml",
+                 ".ruff.toml", ".codespellrc", ".isort.cfg", "typos.toml", "_typos.toml",
+                 ".typos.toml", "Cargo.toml", ".flake8", ".pylintrc", "mypy.ini", ".mypy.ini")
+_USER_CONFIG_ENDS = ("", "rc", ".cfg", ".toml", ".ini")
+_PYTHON_VARIABLES = frozenset({"PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONNOUSERSITE",
+                               "PYTHONSAFEPATH", "PYTHONSTARTUP", "XDG_CONFIG_HOME"})
+_RUNNERS = frozenset({"uv", "uvx", "poetry", "pdm", "pipenv", "hatch", "rye"})
+_SITE_PACKAGES = "lib/python3*/*-packages"  # site-packages, and Debian's dist-packages
 _ENTRY_NAME = re.compile(r"[0-9a-f]{64}\.json")
 _FILE_ENTRY_NAME = re.compile(r"f-[0-9a-f]{64}\.json")
 _PROGRAM = re.compile(r"[\w./+-]+")
@@ -42,8 +65,10 @@ _SHELL_WORDS = frozenset({
 })
 
 
-def cache_dir(repo_root: Path) -> Path:
-    return state_dir(repo_root) / "cache"
+def cache_dir(repo_root: Path) -> Path | None:
+    """Where ``repo_root``'s passes are kept: never under the work tree or ``.git``, which
+    whatever the gates check can write. None: nothing is cached."""
+    return private_dir("cache", repository_key(repo_root))
 
 
 def _definition(contract: Contract, plan: GatePlan, **fields: Any) -> str:
@@ -57,29 +82,68 @@ def _definition(contract: Contract, plan: GatePlan, **fields: Any) -> str:
         "timeout_seconds": gate.timeout_seconds,
         "shell": gate.shell,
         "tools": tool_identities(plan),
+        "outside": outside_identities(plan, contract.root),
         **fields,
     }, sort_keys=True, ensure_ascii=True)
 
 
 def context_digest(gate: Gate, root: Path, files: RepoFiles) -> str:
-    """What a file checked alone is checked against: the gate's ``inputs``, else every file it
-    would not judge on its own (its configuration)."""
+    """What a file checked alone is checked against: the gate's ``inputs``, else every file but
+    those it judges on its own, whose names alone count (docs: how-to/cache.md, "Per file")."""
     if gate.inputs is not None:
         return files.digest(gate.inputs)
-    return files.digest_except(frozenset(files_for_gate(gate, files.paths(), root)))
+    judged = files_for_gate(gate, files.paths(), root)
+    named = _configuration_names(gate, root, files)
+    return files.digest_except(frozenset(path for path in judged if not (
+        _looks_like_configuration(path) or path.rsplit("/", 1)[-1] in named)))
+
+
+def _looks_like_configuration(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return name.startswith(".") or name.endswith("rc") or name.lower().endswith(_CONFIG_SUFFIXES)
+
+
+def _configuration_names(gate: Gate, root: Path, files: RepoFiles) -> frozenset[str]:
+    """The file names the gate's command and the project's configuration files mention: a
+    file a tool is told to read (codespell's ``dictionary = words.txt``) is configuration too."""
+    from pytest_verifygate.state.storage import read_user_file
+
+    texts = [gate.command_text.encode()]
+    found = [path for path in files.paths() if _looks_like_configuration(path)]
+    if len(found) > MAX_CONFIG_FILES:  # cannot be read on every run: no reuse file by file
+        raise OSError(f"more than {MAX_CONFIG_FILES} configuration files")
+    # Larger ones are lock files and data, not what a person writes to name a file.
+    texts += filter(None, (read_user_file(root / path, MAX_CONFIG_BYTES) for path in found))
+    return frozenset(os.fsdecode(word.rstrip(b"/").rsplit(b"/", 1)[-1])
+                     for text in texts for word in _WORDS.findall(text))
+
+
+def program_names(plan: GatePlan) -> list[str]:
+    """The programs a gate runs: its first word, the module of ``python -m`` and the tool of
+    ``uv run`` (and the like), and for ``shell = true`` the first word of each command."""
+    names = []
+    if plan.invocations:
+        argv = plan.invocations[0]
+        names.append(argv[0])
+        runner = os.path.basename(argv[0]) in _RUNNERS
+        for word, after in itertools.pairwise(argv[1:]):
+            if (word == "-m" or (runner and word == "run")) and _PROGRAM.fullmatch(after):
+                names.append(after)
+                break
+        if plan.gate.shell:
+            names += script_programs(argv[-1])
+    return list(dict.fromkeys(names))[:MAX_TOOLS]
 
 
 def tool_identities(plan: GatePlan) -> list[list[Any]]:
-    """``[name, resolved path, size, mtime_ns]`` (``[name, None]``: not found) of each program
-    the gate names: they change on every install, and need no spawn."""
-    names = [argv[0] for argv in plan.invocations if argv]
-    if plan.gate.shell and plan.invocations:
-        names += script_programs(plan.invocations[0][-1])
+    """``[name, resolved path, size, mtime_ns, site directories' mtime_ns]`` (``[name, None]``:
+    not found) of each program the gate names: they change on every install, of the program or
+    of a package (a plugin) in its environment, and need no spawn."""
     import shutil  # for which(); kept off the start-up of runs where nothing caches
 
     search_path = plan.env.get("PATH", os.environ.get("PATH", os.defpath))
     identities: list[list[Any]] = []
-    for name in list(dict.fromkeys(names))[:MAX_TOOLS]:
+    for name in program_names(plan):
         found = plan.cwd / name if "/" in name else shutil.which(name, path=search_path)
         try:
             info = os.stat(found) if found is not None else None
@@ -88,8 +152,46 @@ def tool_identities(plan: GatePlan) -> list[list[Any]]:
         if found is None or info is None:
             identities.append([name, None])
         else:
-            identities.append([name, os.path.realpath(found), info.st_size, info.st_mtime_ns])
+            # The environment a program lives in: <prefix>/bin/<name> beside <prefix>/lib.
+            prefix = os.path.dirname(os.path.dirname(os.path.abspath(found)))
+            identities.append([name, os.path.realpath(found), info.st_size, info.st_mtime_ns,
+                               _stamps(glob.glob(os.path.join(prefix, _SITE_PACKAGES)))])
     return identities
+
+
+def outside_identities(plan: GatePlan, root: Path) -> list[list[Any]]:
+    """What a tool may read from outside the project: configuration files of known names in
+    the directories above ``root`` (the repository's too), the user's configuration of each
+    program, the environment variables named after it and Python's own (docs:
+    how-to/cache.md)."""
+    names = [os.path.basename(name) for name in program_names(plan)]
+    home = Path(os.environ.get("HOME") or os.path.expanduser("~"))
+    config_home = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    user_site = Path(os.environ.get("PYTHONUSERBASE") or home / ".local")
+    paths = [str(parent / file) for parent in root.resolve().parents
+             for file in _CONFIG_NAMES]
+    paths += [str(place) for name in names for place in (
+        config_home / name, *(home / f".{name}{end}" for end in _USER_CONFIG_ENDS))]
+    prefixes = tuple(f"{name.upper().replace('-', '_')}_" for name in names)
+    return [_stamps([*paths, *glob.glob(str(user_site / _SITE_PACKAGES))], into=True),
+            sorted((key, value) for key, value in os.environ.items()
+                   if key in _PYTHON_VARIABLES or key.startswith(prefixes))]
+
+
+def _stamps(paths: list[str], *, into: bool = False) -> list[list[Any]]:
+    """``[path, size, mtime_ns]`` of those of ``paths`` that exist; ``into``: with the entries
+    of a directory (``~/.config/ruff/``), one level down."""
+    found: list[list[Any]] = []
+    for path in paths:
+        try:
+            info = os.stat(path)
+        except OSError:
+            continue
+        found.append([path, info.st_size, info.st_mtime_ns])
+        if into and stat.S_ISDIR(info.st_mode) and not path.endswith("-packages"):
+            with contextlib.suppress(OSError):
+                found += _stamps(sorted(os.path.join(path, name) for name in os.listdir(path)))
+    return found
 
 
 def script_programs(script: str) -> list[str]:
@@ -133,9 +235,13 @@ def attach(contract: Contract, plan: GatePlan, files: RepoFiles, *, read: bool,
     except OSError as exc:
         warnings.append(f"warning: gate {gate.name!r} runs uncached: {exc.strerror or exc}")
         return plan
-    slot = CacheSlot(cache_dir(contract.repo_root), key, contract.root, definition, patterns)
+    directory = cache_dir(contract.repo_root)
+    if directory is None:
+        return plan
+    slot = CacheSlot(directory, key, contract.root, definition, patterns)
     if plan.given_files and (gate.when_changed or gate.filters_files):
         slot = _with_file_keys(slot, contract, plan, files)
+    slot = slot._replace(stamps=files.stamps(_stamped(slot)))
     if read:
         slot = slot._replace(hit=lookup(slot, plan, warnings))
     return plan._replace(cache=slot)
@@ -162,10 +268,14 @@ def _file_entry_path(slot: CacheSlot, key: str) -> Path:
 
 
 def _read_entry(path: Path, key: str, gate: str, warnings: list[str]) -> dict[str, Any] | None:
-    """The entry sealed by this user in ``path`` for this key and gate (touched), or None."""
-    data = read_sealed(path, SEAL_PURPOSE, MAX_ENTRY_BYTES, warnings)
+    """The entry in ``path`` for this key and gate (touched), or None."""
     try:
+        data = read_state_file(path, MAX_ENTRY_BYTES)
         entry = json.loads(data.decode("utf-8")) if data is not None else None
+    except StateFileError as exc:
+        # A file in place of its directory: one warning naming it stands for every file.
+        warnings.append(blocker(path) or f"warning: ignoring {path}: {exc}")
+        return None
     except (ValueError, RecursionError):
         return None
     if not (isinstance(entry, dict) and entry.get("version") == CACHE_VERSION
@@ -176,18 +286,13 @@ def _read_entry(path: Path, key: str, gate: str, warnings: list[str]) -> dict[st
     return entry
 
 
-def _write_entry(path: Path, entry: dict[str, Any]) -> bool:
-    """Write ``entry`` sealed; False without a key."""
+def _write_entry(path: Path, entry: dict[str, Any]) -> None:
     entry = {"version": CACHE_VERSION, **entry, "stored_at": round(time.time(), 3)}
-    sealed = seal(SEAL_PURPOSE, (json.dumps(entry, ensure_ascii=True) + "\n").encode())
-    if sealed is None:
-        return False
-    write_state(path, sealed)
-    return True
+    write_state(path, json.dumps(entry, ensure_ascii=True) + "\n")
 
 
 def reused_files(slot: CacheSlot, gate: str, warnings: list[str]) -> frozenset[str]:
-    """The files of ``slot.file_keys`` that already passed: a sealed entry for their key."""
+    """The files of ``slot.file_keys`` that already passed: an entry for their key."""
     return frozenset(path for path, key in slot.file_keys
                      if _read_entry(_file_entry_path(slot, key), key, gate, warnings))
 
@@ -222,43 +327,58 @@ def store(slot: CacheSlot, result: GateResult) -> bool:
         return False
     try:
         files = RepoFiles(slot.root)
-        _store_files(slot, files, result.name)
-        if _key(slot.definition, files.digest(slot.patterns)) != slot.key:
+        unchanged = _key(slot.definition, files.digest(slot.patterns)) == slot.key
+        passed = _unchanged_files(slot, files)
+        # Read after the content: a file swapped while the gate read it, then put back, has
+        # the same content and a new ctime or inode.
+        if files.stamps(_stamped(slot)) != slot.stamps:
+            return False
+        _store_files(slot, passed, result.name)
+        if not unchanged:
             return False  # the inputs changed while the gate ran: the pass proves neither
         tail, truncated = result.output_tail, result.output_truncated  # masked as captured
         encoded = tail.encode("utf-8", "replace")
         if len(encoded) > TAIL_BYTES:
             tail, truncated = encoded[-TAIL_BYTES:].decode("utf-8", "ignore"), True
-        if not _write_entry(slot.path, {
+        _write_entry(slot.path, {
             "key": slot.key, "gate": result.name, "duration_s": result.duration_s,
             "output_tail": tail, "output_truncated": truncated,
             "output_bytes": result.output_bytes,
-        }):
-            return False
+        })
         prune_own_files(slot.directory, is_entry_name, KEEP_ENTRIES)  # the ones used last stay
     except OSError:
         return False
     return True
 
 
-def _store_files(slot: CacheSlot, files: RepoFiles, gate: str) -> None:
-    """An entry for each file the pass checked whose key is the same after the run."""
+def _stamped(slot: CacheSlot) -> tuple[str, ...] | None:
+    """The files whose stamps must hold while the gate runs: all for a per-file slot (each
+    file's context is nearly every file), else its inputs."""
+    return None if slot.file_keys else slot.patterns
+
+
+def _unchanged_files(slot: CacheSlot, files: RepoFiles) -> list[tuple[str, str]]:
+    """The ``(path, key)`` of the files the pass checked whose key is the same after it."""
     if slot.file_definition is None or slot.file_gate is None or not slot.file_keys:
-        return
+        return []
     try:
         context = context_digest(slot.file_gate, slot.root, files)
     except OSError:
-        return
+        return []
+    unchanged = []
     for path, key in slot.file_keys:
-        try:
-            now = _key(slot.file_definition, context, path, files.identity(path))
-        except OSError:
-            continue
-        # A file or context changed while the gate ran is not stored.
-        entry = {"key": key, "gate": gate, "path": path}
-        if now == key and not _write_entry(_file_entry_path(slot, key), entry):
-            return
-    prune_own_files(slot.directory, is_file_entry_name, KEEP_FILE_ENTRIES)
+        with contextlib.suppress(OSError):
+            if _key(slot.file_definition, context, path, files.identity(path)) == key:
+                unchanged.append((path, key))
+    return unchanged
+
+
+def _store_files(slot: CacheSlot, passed: list[tuple[str, str]], gate: str) -> None:
+    """An entry for each file of ``passed``."""
+    for path, key in passed:
+        _write_entry(_file_entry_path(slot, key), {"key": key, "gate": gate, "path": path})
+    if passed:
+        prune_own_files(slot.directory, is_file_entry_name, KEEP_FILE_ENTRIES)
 
 
 def is_entry_name(name: str) -> bool:

@@ -1,4 +1,5 @@
-"""Where the tool keeps its files: the state directory, the per-run log directories and their
+"""Where the tool keeps its files: the private per-user state directory (what decides a
+verdict), the git directory's (logs, durations) with its per-run log directories and their
 pruning, and the writing and reading of files the user names.
 
 PYTEST_DONT_REWRITE
@@ -88,6 +89,47 @@ def _private_temp_dir() -> Path:
         if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o77:
             return path
     return Path(tempfile.mkdtemp(prefix="verifygate-"))
+
+
+def user_state_dir() -> Path | None:
+    """``$XDG_STATE_HOME/verifygate`` (``~/.local/state/verifygate``), made private if
+    missing; None unless it is this user's."""
+    base = os.environ.get("XDG_STATE_HOME", "")
+    if not os.path.isabs(base):  # unset, or relative (which the XDG spec says to ignore)
+        home = os.path.expanduser("~")
+        if not os.path.isabs(home):
+            return None
+        base = os.path.join(home, ".local", "state")
+    directory = Path(base, STATE_DIR_NAME)
+    try:
+        fd = open_state_dir(directory, create=True)
+    except OSError:
+        return None
+    try:
+        owner = os.fstat(fd).st_uid
+    finally:
+        os.close(fd)
+    return directory if owner == os.getuid() else None
+
+
+def private_dir(folder: str, project: Path | str) -> Path | None:
+    """``<user state dir>/<folder>/<project, hashed>``: what decides a verdict (cached passes,
+    an agent's rounds), out of reach of an agent confined to the workspace. None when the user
+    has no state directory."""
+    import hashlib
+
+    base = user_state_dir()
+    if base is None:
+        return None
+    tag = hashlib.sha256(str(project).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return base / folder / tag
+
+
+def repository_key(repo_root: Path) -> str:
+    """What names a repository's private state: its common git directory (linked worktrees
+    share their cached passes), else the directory itself."""
+    state = git_state_dir(repo_root)
+    return os.path.realpath(state.parent if state is not None else repo_root)
 
 
 def new_log_dir(repo_root: Path, warnings: list[str]) -> Path:

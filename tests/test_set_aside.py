@@ -1,0 +1,281 @@
+"""A commit and a push are checked as they will be made, in the user's own environment: a
+project installed editable, its untracked and partly staged files, through the git hooks
+``verifygate install`` writes, pre-commit, prek and ``pytest --verify-staged``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import git, init_repo, work_state, write
+
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
+BIN = Path(sys.executable).parent
+GOOD = "VALUE = 1\n"
+BROKEN = "raise ImportError('BROKEN')\n"
+PYPROJECT = """\
+[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "demo"
+version = "0"
+"""
+
+
+@pytest.fixture(scope="module")
+def editable(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A project directory and a virtualenv with it installed editable, as ``pip install -e
+    .`` installs a src layout (a ``.pth`` naming ``src``): the gates import the work tree."""
+    base = tmp_path_factory.mktemp("editable")
+    project, venv = base / "project", base / "venv"
+    write(project / "pyproject.toml", PYPROJECT)
+    write(project / "src" / "demo" / "__init__.py", "")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--prefix", str(venv),
+                    "--no-build-isolation", "--no-deps", "-e", str(project)],
+                   check=True, capture_output=True)
+    return project, venv / "bin" / "python"
+
+
+@pytest.fixture
+def demo(editable: tuple[Path, Path], tmp_path: Path) -> Iterator[Path]:
+    """The editable project as a fresh repository whose gate imports it through the install:
+    ``demo.core`` imports ``demo.helper``."""
+    project, python = editable
+    for entry in project.iterdir():
+        if entry.name not in ("pyproject.toml", "src"):
+            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+    shutil.rmtree(project / "src")
+    write(project / "src" / "demo" / "__init__.py", "")
+    write(project / "src" / "demo" / "core.py", "from demo.helper import VALUE\n")
+    write(project / "src" / "demo" / "helper.py", GOOD)
+    write(project / ".gitignore", "__pycache__/\n*.egg-info/\n")
+    write(project / "verify.toml", f'[[gate]]\nname = "imports"\n'
+                                   f'command = ["{python}", "-c", "import demo.core"]\n')
+    write(project / ".pre-commit-config.yaml", f"""\
+repos:
+  - repo: local
+    hooks:
+      - id: verifygate
+        name: verifygate
+        entry: {BIN / "verifygate"} run
+        language: system
+        pass_filenames: false
+        always_run: true
+        stages: [pre-commit, pre-push]
+""")
+    init_repo(project)
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "demo")
+    yield project
+
+
+def env_for(tmp_path: Path) -> dict[str, str]:
+    """A user's shell without this virtualenv on PATH, and hook managers' homes of its own."""
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("GIT_", "PRE_COMMIT", "VERIFYGATE_"))}
+    return {**env, "PATH": "/usr/bin:/bin", "PRE_COMMIT_HOME": str(tmp_path / "pre-commit"),
+            "PREK_HOME": str(tmp_path / "prek")}
+
+
+def commit(front_end: str, project: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """A commit checked by ``front_end``; for pytest, its check alone."""
+    env = env_for(tmp_path)
+    if front_end == "pytest":
+        return subprocess.run([sys.executable, "-m", "pytest", "--verify-contract",
+                               "--verify-staged", "-q", "-p", "no:cacheprovider"],
+                              cwd=project, env=env, capture_output=True, text=True)
+    if front_end == "hook":
+        subprocess.run([sys.executable, "-m", "pytest_verifygate", "install"], cwd=project,
+                       check=True, capture_output=True)
+    else:
+        tool = [sys.executable, "-m", "pre_commit"] if front_end == "pre-commit" \
+            else [str(BIN / "prek")]
+        subprocess.run([*tool, "install"], cwd=project, env=env, check=True,
+                       capture_output=True)
+    return subprocess.run(["git", "commit", "-q", "-m", "change"], cwd=project, env=env,
+                          capture_output=True, text=True)
+
+
+def head(project: Path) -> str:
+    return git(project, "rev-parse", "HEAD").strip()
+
+
+@pytest.mark.parametrize("front_end", ["hook", "pytest"])
+def test_a_partly_staged_commit_is_checked_as_staged_through_the_editable_install(
+    demo: Path, tmp_path: Path, front_end: str
+) -> None:
+    # Staged: broken. The fix, unstaged: what the editable install would import from the
+    # work tree, and what the commit does not hold.
+    before = head(demo)
+    write(demo / "src/demo/helper.py", BROKEN)
+    git(demo, "add", "-A")
+    write(demo / "src/demo/helper.py", GOOD)
+    state = work_state(demo)
+    blocked = commit(front_end, demo, tmp_path)
+    output = blocked.stdout + blocked.stderr
+    assert blocked.returncode != 0, output
+    assert "BROKEN" in output
+    assert head(demo) == before
+    assert work_state(demo) == state
+    # The other way round: a good stage under a broken work tree is committed.
+    write(demo / "src/demo/helper.py", "VALUE = 2\n")
+    git(demo, "add", "-A")
+    write(demo / "src/demo/helper.py", BROKEN)
+    done = commit(front_end, demo, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (demo / "src/demo/helper.py").read_text() == BROKEN
+
+
+@pytest.mark.parametrize("front_end", ["hook", "pre-commit", "prek", "pytest"])
+def test_a_module_the_commit_lacks_fails_it(demo: Path, tmp_path: Path,
+                                            front_end: str) -> None:
+    # The staged code imports a module that is on disk, but was never added.
+    write(demo / "src/demo/core.py", "from demo.extra import VALUE\n")
+    git(demo, "add", "src/demo/core.py")
+    write(demo / "src/demo/extra.py", GOOD)
+    state = work_state(demo)
+    blocked = commit(front_end, demo, tmp_path)
+    output = blocked.stdout + blocked.stderr
+    assert blocked.returncode != 0, output
+    assert "No module named 'demo.extra'" in output
+    assert work_state(demo) == state
+    git(demo, "add", "src/demo/extra.py")
+    done = commit(front_end, demo, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_deletion_staged_with_the_file_left_on_disk_fails_the_commit(
+    demo: Path, tmp_path: Path
+) -> None:
+    git(demo, "rm", "-q", "--cached", "src/demo/helper.py")  # still on disk, untracked
+    state = work_state(demo)
+    blocked = commit("hook", demo, tmp_path)
+    assert blocked.returncode != 0, blocked.stdout + blocked.stderr
+    assert "No module named 'demo.helper'" in blocked.stderr
+    assert work_state(demo) == state
+
+
+def test_a_push_checks_the_pushed_commit_in_place(demo: Path, tmp_path: Path) -> None:
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(demo, "remote", "add", "origin", str(remote))
+    git(demo, "push", "-q", "origin", "main")
+    commit("hook", demo, tmp_path)  # installs the hooks; nothing to commit
+    env = env_for(tmp_path)
+
+    def push(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", "push", "-q", "origin", *args], cwd=demo, env=env,
+                              capture_output=True, text=True)
+
+    # Broken, committed past the hook; the fix is only in the work tree.
+    write(demo / "src/demo/helper.py", BROKEN)
+    git(demo, "commit", "-q", "--no-verify", "-am", "broken")
+    write(demo / "src/demo/helper.py", GOOD)
+    state = work_state(demo)
+    blocked = push("main")
+    assert blocked.returncode != 0, blocked.stdout + blocked.stderr
+    assert f"checking the pushed commit {head(demo)[:12]} in place" in blocked.stderr
+    assert "BROKEN" in blocked.stdout + blocked.stderr
+    assert work_state(demo) == state
+    git(demo, "commit", "-q", "--no-verify", "-am", "fixed")
+    assert push("main").returncode == 0
+
+    # A branch that is not checked out cannot be checked where the gates would see it.
+    git(demo, "switch", "-q", "-c", "other")
+    write(demo / "notes.txt", "more\n")
+    git(demo, "add", "notes.txt")
+    git(demo, "commit", "-q", "--no-verify", "-m", "on another branch")
+    git(demo, "switch", "-q", "main")
+    refused = push("other")
+    assert refused.returncode != 0
+    assert ("the pushed commit " + git(demo, "rev-parse", "other").strip()[:12]
+            + " is not the one checked out") in refused.stderr
+    # A tag on a commit the remote has: nothing new to check.
+    git(demo, "tag", "v1", "HEAD~2")
+    assert push("v1").returncode == 0
+
+
+def test_the_index_changed_while_the_gates_ran_fails_the_commit(demo: Path,
+                                                                tmp_path: Path) -> None:
+    # A gate (or anything holding git's environment) stages more during the commit's check:
+    # git would commit what nobody checked.
+    write(demo / "verify.toml", '[[gate]]\nname = "sneaky"\nshell = true\n'
+                                'command = "echo BROKEN > sneaky.txt && git add sneaky.txt"\n')
+    git(demo, "add", "verify.toml")
+    before = head(demo)
+    blocked = commit("hook", demo, tmp_path)
+    assert blocked.returncode != 0, blocked.stdout + blocked.stderr
+    assert "the index changed while the gates ran" in blocked.stderr
+    assert head(demo) == before
+
+
+def test_an_add_while_a_staged_run_is_checking_fails_it(demo: Path) -> None:
+    started = demo.parent / "started"
+    write(demo / "verify.toml", '[[gate]]\nname = "slow"\ncommand = ["python3", "-c", '
+          f'"import time; open(\'{started}\', \'w\').close(); time.sleep(3)"]\n')
+    git(demo, "add", "verify.toml")
+    process = subprocess.Popen([sys.executable, "-m", "pytest_verifygate", "run", "--staged"],
+                               cwd=demo, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    deadline = time.monotonic() + 60
+    while not started.exists():
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.05)
+    write(demo / "late.txt", "BROKEN\n")
+    git(demo, "add", "late.txt")
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 1, out + err
+    assert "the index changed while the gates ran" in err
+    assert "verdict: failed" in out
+
+
+def test_a_fixer_with_partial_staging_fails_and_the_users_work_wins(demo: Path,
+                                                                     tmp_path: Path) -> None:
+    fixer = "import sys\nfor path in sys.argv[1:]:\n    open(path, 'a').write('# fixed\\n')\n"
+    write(demo / "tools/fix.py", fixer)
+    write(demo / "verify.toml", '[[gate]]\nname = "fix"\n'
+                                'command = "python3 tools/fix.py {files}"\n'
+                                'when_changed = ["*.txt"]\n')
+    write(demo / "a.txt", "one\n")
+    write(demo / "b.txt", "one\n")
+    git(demo, "add", "-A")
+    git(demo, "commit", "-q", "-m", "fixer")
+    write(demo / "a.txt", "two\n")
+    write(demo / "b.txt", "two\n")
+    git(demo, "add", "a.txt", "b.txt")
+    write(demo / "a.txt", "two\nthree, unstaged\n")  # partly staged
+    done = subprocess.run([sys.executable, "-m", "pytest_verifygate", "run", "--staged"],
+                          cwd=demo, capture_output=True, text=True)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "files were modified by this gate: a.txt, b.txt" in done.stdout
+    # Where the user has work set aside, it wins, and what the fixer wrote is kept aside.
+    assert (demo / "a.txt").read_text() == "two\nthree, unstaged\n"
+    assert "1 file(s) were written while set aside (a.txt)" in done.stderr
+    kept = list((demo / ".git/verifygate/aside").glob("*/kept-*/a.txt"))
+    assert [path.read_text() for path in kept] == ["two\n# fixed\n"]
+    # Where it has none, the fix stays in the work tree for review, as pre-commit leaves it.
+    assert (demo / "b.txt").read_text() == "two\n# fixed\n"
+    assert git(demo, "diff", "--cached", "--name-only").split() == ["a.txt", "b.txt"]
+
+
+def test_a_gate_that_changes_a_file_it_was_not_given_fails_the_commit(demo: Path,
+                                                                       tmp_path: Path) -> None:
+    write(demo / "verify.toml", '[[gate]]\nname = "format"\nshell = true\n'
+                                'command = "echo reformatted >> src/demo/core.py"\n')
+    git(demo, "add", "verify.toml")
+    blocked = commit("hook", demo, tmp_path)
+    assert blocked.returncode != 0, blocked.stdout + blocked.stderr
+    assert ("files of the staged content were changed while the gates ran "
+            "(src/demo/core.py)") in blocked.stderr
