@@ -229,9 +229,11 @@ def schema_rows(schema: dict[str, Any], spec: dict[str, Any], path: str,
 
 
 def resolve(schema: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
-    reference = spec.get("$ref", "")
-    if reference.startswith("#/$defs/"):
-        return dict(schema["$defs"][reference.removeprefix("#/$defs/")])
+    # The report's schema (draft 2020-12) keeps its parts in $defs, the contract's (draft-07,
+    # as SchemaStore asks) in definitions.
+    for section in ("$defs", "definitions"):
+        if spec.get("$ref", "").startswith(f"#/{section}/"):
+            return dict(schema[section][spec["$ref"].removeprefix(f"#/{section}/")])
     return spec
 
 
@@ -255,7 +257,7 @@ def contract_keys() -> str:
     assert schema is not None, "the package ships contract/contract.schema.json"
     parts = []
     for name, title in (("gate", "`[[gate]]`"), ("settings", "`[settings]`")):
-        rows = list(schema_rows(schema, schema["$defs"][name], "", with_default=True))
+        rows = list(schema_rows(schema, schema["definitions"][name], "", with_default=True))
         parts += [f"## {title}\n", table(("key", "type", "default", "meaning"), rows)]
     return "\n".join(parts)
 

@@ -106,6 +106,7 @@ def verifygate(*args: str, cwd: Path, stdin: str | None = None,
 
 # pytest's xunit2 schema (its default junit_family), vendored: see tests/data/README.md.
 JUNIT_SCHEMA = Path(__file__).parent / "data" / "junit-10.xsd"
+SUREFIRE_SCHEMA = Path(__file__).parent / "data" / "surefire-test-report.xsd"
 
 
 def validate_junit(path: Path) -> None:
@@ -113,6 +114,18 @@ def validate_junit(path: Path) -> None:
     import xmlschema
 
     xmlschema.XMLSchema(str(JUNIT_SCHEMA)).validate(str(path))
+
+
+def validate_surefire(path: Path) -> None:
+    """Fail unless each ``<testsuite>`` of the JUnit file at ``path`` is valid against Maven
+    Surefire's ``surefire-test-report.xsd`` (whose files hold one suite each)."""
+    import xml.etree.ElementTree as ET
+
+    import xmlschema
+
+    schema = xmlschema.XMLSchema(str(SUREFIRE_SCHEMA))
+    for suite in ET.parse(path).getroot().iter("testsuite"):
+        schema.validate(suite)
 
 
 def read_output_file(path: Path) -> dict[str, str]:

@@ -88,6 +88,11 @@ def test_a_byte_order_mark_and_a_bad_contract(repo: Path) -> None:
     assert done.returncode == 1
     assert "key 'when_chnged': unknown key in [[gate]] (did you mean 'when_changed'?)" in \
         done.stdout
+    # The summary names the contract it found, not "no contract".
+    assert done.stderr == ("verifygate check: verify.toml (not loaded): 1 error(s), 0 "
+                           "warning(s): the setup is not sound\n")
+    (repo / "verify.toml").unlink()
+    assert verifygate("check", cwd=repo).stderr.startswith("verifygate check: no contract: ")
 
 
 def test_installed_hooks_whose_command_will_not_start(repo: Path) -> None:

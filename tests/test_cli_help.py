@@ -37,6 +37,21 @@ def test_help_keeps_its_paragraphs(tmp_path: object) -> None:
     assert "\n\nexample: verifygate check\n\nexit status: 0 the setup is sound" in done.stdout
 
 
+@pytest.mark.parametrize("command", ["completion", "agent-hook", "run"])
+def test_help_never_breaks_an_example_or_an_option(command: str) -> None:
+    from pytest_verifygate.cli.parser import _TEXTS
+
+    done = subprocess.run([sys.executable, "-m", "pytest_verifygate", command, "--help"],
+                          capture_output=True, text=True, env={"COLUMNS": "80", "PATH": ""})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    for example in _TEXTS[command][2].split("\n\nexample: "):
+        assert example.removeprefix("example: ") in [
+            line.removeprefix("example: ") for line in lines], example
+    # No option or path cut at its hyphen (--max-rounds, bash-completion, NUL-separated).
+    assert not [line for line in lines if line.endswith("-")], done.stdout
+
+
 # shtab comes with the completion extra: without it ``verifygate completion`` says so instead.
 needs_shtab = pytest.mark.skipif(importlib.util.find_spec("shtab") is None,
                                  reason="needs shtab: pip install -e '.[completion]'")
@@ -63,3 +78,28 @@ def test_bash_completion_completes_a_subcommand(tmp_path: object) -> None:
                            "COMP_CWORD=1; _shtab_verifygate; echo \"${COMPREPLY[@]}\""],
                           capture_output=True, text=True)
     assert done.stdout.split() == ["migrate"], done.stderr
+
+
+@needs_shtab
+def test_bash_completion_offers_the_contracts_gate_names(repo: object) -> None:
+    from pathlib import Path
+
+    from conftest import write
+
+    root = Path(str(repo))
+    write(root / "verify.toml", '[[gate]]\nname = "lint"\ncommand = "true"\n\n[[gate]]\n'
+          'name = "unit tests"\ncommand = "true"\n\n[[gate]]\nname = "types"\ncommand = "true"\n')
+    script = root.parent / "verifygate.bash"
+    script.write_text(verifygate("completion", "bash", cwd=root).stdout)
+    # A real bash, with the script sourced as bash-completion would, completing through the
+    # function `complete -p` names; the verifygate it runs is this one.
+    path = f"{Path(sys.executable).parent}:/usr/bin:/bin"
+    done = subprocess.run(["bash", "-c", f"""source {script}
+        function=$(complete -p verifygate | sed 's/.* -F \\([^ ]*\\) .*/\\1/')
+        for line in 'verifygate run ' 'verifygate run lint un' 'verifygate list --staged t'; do
+            read -ra COMP_WORDS <<< "$line"; [[ $line == *' ' ]] && COMP_WORDS+=('')
+            COMP_CWORD=$(( ${{#COMP_WORDS[@]}} - 1 )); COMPREPLY=()
+            "$function"; echo "${{COMPREPLY[*]}}"
+        done"""], cwd=root, capture_output=True, text=True, env={"PATH": path}, timeout=60)
+    assert done.stdout.splitlines() == ["lint unit\\ tests types", "unit\\ tests", "types"], \
+        done.stderr

@@ -63,3 +63,23 @@ def test_list_names_and_verbose_argv(repo: Path) -> None:
     assert argvs["lint"] == [[sys.executable, "-c", "import sys; print('lint', *sys.argv[1:])",
                               "a b.py"]]
     assert argvs["unit tests"] == [[sys.executable, "-c", "import sys; sys.exit(3)"]]
+
+
+def test_a_gate_named_after_files_is_refused_not_taken_for_a_file(repo: Path) -> None:
+    write(repo / "verify.toml", CONTRACT)
+    write(repo / "a.py", "x = 1\n")
+    commit_all(repo)
+    for command in ("run", "list"):
+        done = verifygate(command, "--files", "a.py", "lint", cwd=repo)
+        assert (done.returncode, done.stdout) == (2, ""), done.stdout
+        assert done.stderr.endswith(
+            f"--files lint: 'lint' is a gate, not a file: name gates before --files "
+            f"(verifygate {command} lint --files ...), or after the files and -- (--files "
+            "F... -- NAME)\n"), done.stderr
+    # Both ways out work; a file that has a gate's name is a file.
+    assert "1 of 2 gate(s) selected" in verifygate("run", "lint", "--files", "a.py",
+                                                   cwd=repo).stdout
+    assert "1 of 2 gate(s) selected" in verifygate("run", "--files", "a.py", "--", "lint",
+                                                   cwd=repo).stdout
+    write(repo / "lint", "")
+    assert verifygate("list", "--files", "a.py", "lint", cwd=repo).returncode == 0

@@ -62,14 +62,14 @@ def test_schema_and_loader_agree(tmp_path: Path, text: str, valid: bool) -> None
         loaded = True
     except ContractError:
         loaded = False
-    validator = jsonschema.Draft202012Validator(_schema())
+    validator = jsonschema.Draft7Validator(_schema())
     assert (loaded, validator.is_valid(tomllib.loads(text))) == (valid, valid)
 
 
 def test_the_schema_checks_a_pyproject_table(tmp_path: Path) -> None:
     table = tomllib.loads('[tool.verifygate]\n[[tool.verifygate.gate]]\nname = "a"\n'
                           'command = "true"\nwhen_chnged = ["x"]\n')["tool"]["verifygate"]
-    errors = list(jsonschema.Draft202012Validator(_schema()).iter_errors(table))
+    errors = list(jsonschema.Draft7Validator(_schema()).iter_errors(table))
     assert [error.message for error in errors] == [
         "Additional properties are not allowed ('when_chnged' was unexpected)"]
 
@@ -87,7 +87,7 @@ LOADER_ONLY = [
 def test_what_only_the_loader_checks(tmp_path: Path, text: str) -> None:
     path = tmp_path / "verify.toml"
     path.write_text(text, encoding="utf-8")
-    assert jsonschema.Draft202012Validator(_schema()).is_valid(tomllib.loads(text))
+    assert jsonschema.Draft7Validator(_schema()).is_valid(tomllib.loads(text))
     with pytest.raises(ContractError):
         load_contract(path)
 
@@ -95,7 +95,7 @@ def test_what_only_the_loader_checks(tmp_path: Path, text: str) -> None:
 def test_the_schema_names_every_key_the_loader_knows() -> None:
     from pytest_verifygate.contract import GATE_KEYS, SETTINGS_KEYS
 
-    definitions = _schema()["$defs"]
+    definitions = _schema()["definitions"]
     assert isinstance(definitions, dict)
     assert sorted(definitions["gate"]["properties"]) == sorted(GATE_KEYS)
     assert sorted(definitions["settings"]["properties"]) == sorted(SETTINGS_KEYS)

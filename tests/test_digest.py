@@ -321,6 +321,11 @@ def test_paths_under_the_repository_are_shown_relative(tmp_path: Path) -> None:
     assert block.split("\n") == ["src/a.py:3: error: boom", "cwd is .",
                                  f"other {root}-backup/x.py", f"{root}2/y.py"]
     assert "Command: `mypy src`" in text
+    # Said, once, where it happened: a `pwd` that printed "." misleads no one.
+    assert text.count("\n\nPaths under the repository are shown relative to its root (`.` is "
+                      "the root).\n\n") == 1
+    assert "Paths under" not in to_digest(report(gate("t", "src/a.py:3: error: boom\n")),
+                                           root=root)
 
 
 def test_a_root_inside_a_word_is_not_cut_out(tmp_path: Path) -> None:

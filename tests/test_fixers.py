@@ -49,6 +49,12 @@ retries = 2
                                         "src/dirty.txt\n")
     assert gate["attempts"] == 1  # a retry would check what the first run fixed
     assert (repo / "src" / "dirty.txt").read_text() == "trailing\n"
+    # Every headline says why a gate that exited 0 failed.
+    write(repo / "src" / "dirty.txt", "trailing again   \n")
+    shown = verifygate("run", "--all", cwd=repo).stdout
+    assert "FAIL  trailing-whitespace  [command_failed] modified the files it was given (exit " \
+        "status 0)" in shown, shown
+    assert "failed: command_failed, modified the files it was given (exit status 0)" in shown
     again = verifygate("run", "--all", cwd=repo)  # fixed now: nothing left to change
     assert again.returncode == 0, again.stdout
     text = verifygate("run", "--files", "src/dirty.txt", cwd=repo)

@@ -100,6 +100,8 @@ def serve(repo: Path, scenario: Scenario, tmp_path: Path, *args: str,
     anyio.run(main)
     text = errors.read_text()
     assert "Traceback" not in text, text
+    # mcp 1.x logs every request at INFO on stderr, where a client shows it as a problem.
+    assert "Processing request" not in text, text
     return text
 
 

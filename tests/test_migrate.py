@@ -237,7 +237,7 @@ def test_well_known_hooks_become_gates_and_the_rest_is_listed(repo: Path) -> Non
 def test_migrate_never_overwrites_and_bad_input_is_one_line(repo: Path) -> None:
     write(repo / ".pre-commit-config.yaml", WELL_KNOWN)
     write(repo / "verify.toml", "# mine\n")
-    done = verifygate("migrate", cwd=repo)
+    done = verifygate("migrate", "--output", "verify.toml", cwd=repo)
     assert (done.returncode, done.stderr) == (2, (
         "verifygate: error: verify.toml already exists: not overwritten (write elsewhere "
         "with --output PATH, or - for stdout)\n"))
@@ -253,6 +253,39 @@ def test_migrate_never_overwrites_and_bad_input_is_one_line(repo: Path) -> None:
                            "config (no 'repos' list)\n")
     done = verifygate("migrate", "nowhere.yaml", cwd=repo)
     assert done.stderr == "verifygate: error: nowhere.yaml: no such file\n"
+
+
+def test_migrate_adds_to_the_contract_init_wrote(repo: Path) -> None:
+    write(repo / ".pre-commit-config.yaml", WELL_KNOWN)
+    mine = ('# mine\n[settings]\njobs = 4\n\n[[gate]]\nname = "mypy"\ncommand = ["uv", "run", '
+            '"mypy"]\n')
+    write(repo / "verify.toml", mine)
+    done = verifygate("migrate", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ("verifygate: added 8 gate(s) from .pre-commit-config.yaml to "
+                           "verify.toml\n")
+    assert "verifygate: migrate: gate 'mypy' is in verify.toml already: kept as it is" in \
+        done.stderr
+    text = (repo / "verify.toml").read_text()
+    assert text.startswith(mine)  # what was there stays, byte for byte
+    contract = tomllib.loads(text)
+    assert contract["settings"] == {"jobs": 4}  # its own settings win
+    names = [gate["name"] for gate in contract["gate"]]
+    assert names[:2] == ["mypy", "check-yaml"] and names.count("mypy") == 1
+    assert contract["gate"][0]["command"] == ["uv", "run", "mypy"]
+    # A [tool.verifygate] table in pyproject.toml is added to the same way.
+    (repo / "verify.toml").unlink()
+    write(repo / "pyproject.toml", '[project]\nname = "x"\n\n[[tool.verifygate.gate]]\n'
+          'name = "lint"\ncommand = "true"\n\n[tool.ruff]\nline-length = 99\n')
+    done = verifygate("migrate", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    data = tomllib.loads((repo / "pyproject.toml").read_text())
+    assert data["tool"]["ruff"] == {"line-length": 99}
+    assert data["tool"]["verifygate"]["settings"] == {"jobs": 1}
+    gates = [gate["name"] for gate in data["tool"]["verifygate"]["gate"]]
+    assert gates[0] == "lint" and gates.count("lint") == 1 and "mypy" in gates
+    assert not (repo / "verify.toml").exists()
+    assert verifygate("list", cwd=repo).returncode == 0
 
 
 def test_lefthook(repo: Path) -> None:

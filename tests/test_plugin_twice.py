@@ -33,6 +33,12 @@ def test_a_gate_that_runs_the_collected_tests_is_pointed_out_once(
     deselected = pytester.runpytest_subprocess("--verify-contract", "-p", "no:cacheprovider",
                                                "--deselect", "verify.toml::unit tests")
     deselected.assert_outcomes(passed=1, deselected=1)  # the advice works
+    # Under pytest-xdist only the workers collect: said all the same.
+    spread = pytester.runpytest_subprocess("--verify-contract", "-p", "no:cacheprovider",
+                                           "-n", "2")
+    spread.assert_outcomes(passed=2)
+    assert [line for line in spread.outlines
+            if "runs pytest, and this run collects" in line] == notices
     gates_only = pytester.runpytest_subprocess("verify.toml", "--verify-contract", "-p",
                                                "no:cacheprovider")
     gates_only.assert_outcomes(passed=1)

@@ -332,6 +332,34 @@ def test_try_repo_runs_the_published_hook_on_the_staged_change(
     assert "docs-check" not in out  # not selected: nothing under docs/ changed
 
 
+@pytest.mark.parametrize("tool", ["pre-commit", "prek"])
+def test_try_repo_at_pre_push_resolves_the_refs_in_the_users_repository(
+    tmp_path: Path, hook_repo: tuple[Path, str], tool: str
+) -> None:
+    project = make_project(tmp_path, tmp_path / "home", local_hook_config(tmp_path / "unused"))
+    for text in ("# Guide\n\nInstall it.\n", "# Guide\n\nInstall it, then run it.\n"):
+        project.write("docs/guide.md", text)
+        project.git("add", "docs/guide.md")
+        project.git("commit", "-q", "--no-verify", "-m", "docs")
+
+    def try_repo(to_ref: str) -> subprocess.CompletedProcess[str]:
+        return hook_manager(tool, project, "try-repo", str(hook_repo[0]), "verifygate",
+                            "--hook-stage", "pre-push", "--from-ref", "HEAD~2", "--to-ref",
+                            to_ref, "--verbose")
+
+    # The refs are the user's, whatever pre-commit's own checkout of the hook is.
+    done = try_repo("HEAD")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "unknown git ref" not in done.stdout + done.stderr
+    assert "PASS  docs-check" in done.stdout
+    # A pushed commit that is not the one checked out is refused in one line, saying why.
+    refused = try_repo("HEAD~1")
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    output = refused.stdout + refused.stderr
+    assert "unknown git ref" not in output
+    assert "is not the one checked out" in output, output
+
+
 def test_published_hook_blocks_a_commit_and_runs_every_gate_on_request(
     tmp_path: Path, hook_repo: tuple[Path, str], shared_pre_commit_home: Path
 ) -> None:

@@ -9,6 +9,8 @@ import configparser
 import contextlib
 import os
 import re
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -19,7 +21,7 @@ _RUNNERS = (("uv.lock", ["uv", "run"]), ("poetry.lock", ["poetry", "run"]),
             ("pdm.lock", ["pdm", "run"]), ("Pipfile.lock", ["pipenv", "run"]))
 _PYTHON = ["python", "pyi"]
 _PYTHON_CONFIGS = ("pyproject.toml", "setup.cfg", "tox.ini", "pytest.ini")
-_PYTHON_VERSION_ENV = re.compile(r"py(py)?\d*(-.*)?$")
+_PYTHON_VERSION_ENV = re.compile(r"py(py)?[\d.]*(-.*)?$")
 
 
 class Starter(NamedTuple):
@@ -27,6 +29,9 @@ class Starter(NamedTuple):
     found: list[str]  # what was detected, for the summary line
     # Better added by hand (comments in the file): tox, nox and pre-commit.
     suggestions: list[str]
+    # Gates whose program is not installed here (written as comments), and why, one line each.
+    unresolved: list[dict[str, Value]]
+    notes: list[str]
 
 
 def starter_gates(root: Path) -> Starter:
@@ -34,16 +39,31 @@ def starter_gates(root: Path) -> Starter:
     tool = pyproject.get("tool", {}) if isinstance(pyproject.get("tool"), dict) else {}
     setup_cfg = _ini(root / "setup.cfg")
     tox_ini = _ini(root / "tox.ini")
-    runner = next((prefix for name, prefix in _RUNNERS if (root / name).is_file()), [])
+    lock, runner = next(((name, prefix) for name, prefix in _RUNNERS
+                         if (root / name).is_file()), ("", []))
+    prefix_for = _command_prefixes(root, runner)
     gates: list[dict[str, Value]] = []
     found: list[str] = []
+    unresolved: list[dict[str, Value]] = []
+    notes: list[str] = []
+    if runner and not shutil.which(runner[0]):
+        notes.append(f"{lock}: {runner[0]} is not on PATH here: the gates run the tools from "
+                     "PATH")
     # Only what is there: a pattern that matches nothing is what verifygate check warns of.
     python_and_config = ["**/*.py", *(["**/*.pyi"] if _any(root, "*.pyi") else []),
                          *(name for name in _PYTHON_CONFIGS if (root / name).is_file())]
 
-    def add(tool_name: str, name: str, command: list[str], **keys: Value) -> None:
-        gates.append({"name": name, "command": [*runner, *command], **keys})
-        found.append(tool_name)
+    def add(tool_name: str, name: str, command: list[str], program: str = "",
+            **keys: Value) -> None:
+        prefix = prefix_for(program or command[0])
+        gate: dict[str, Value] = {"name": name, "command": [*(prefix or []), *command], **keys}
+        if prefix is None:
+            unresolved.append(gate)
+            notes.append(f"not written: gate {name!r}: {program or command[0]} is not installed "
+                         "here (it is in the file as a comment: install it, then uncomment it)")
+        else:
+            gates.append(gate)
+            found.append(tool_name)
 
     # ruff and black read only the files and their config: their passes are cached. mypy,
     # pyright and pytest read what is installed, which the cache key does not see.
@@ -73,7 +93,8 @@ def starter_gates(root: Path) -> Starter:
     if ("pytest" in tool or (root / "pytest.ini").is_file() or "tool:pytest" in setup_cfg
             or "pytest" in tox_ini or any((root / name / "conftest.py").is_file()
                                           for name in ("", "tests", "test", "testing"))):
-        add("pytest", "pytest", ["python", "-m", "pytest", "-q"], when_changed=python_and_config)
+        add("pytest", "pytest", ["python", "-m", "pytest", "-q"], program="pytest",
+            when_changed=python_and_config)
     for docs in ("docs", "doc"):
         if (root / docs / "conf.py").is_file():
             add("sphinx", "docs", ["sphinx-build", "-q", "-b", "dummy", docs,
@@ -84,15 +105,32 @@ def starter_gates(root: Path) -> Starter:
     suggestions = []
     if (root / ".pre-commit-config.yaml").is_file():
         suggestions.append("This project has a .pre-commit-config.yaml: verifygate migrate "
-                           "turns its hooks into gates (or add a gate running "
+                           "adds its hooks to this file as gates (or add a gate running "
                            "[\"pre-commit\", \"run\", \"--files\", \"{files}\"]).")
     for what, each, names, runs in (
-            ("tox environments", "environment", _tox_envs(tox_ini), "tox -e"),
+            ("tox environments", "environment", _tox_envs(tox_ini, tool), "tox -e"),
             ("nox sessions", "session", _nox_sessions(root / "noxfile.py"), "nox -s")):
         if names:
             suggestions.append(f"{what}: {', '.join(names)}: a gate per {each} to check, e.g. "
                                f'command = "{runs} {names[0]}".')
-    return Starter(gates, found, suggestions)
+    return Starter(gates, found, suggestions, unresolved, notes)
+
+
+def _command_prefixes(root: Path, runner: list[str]) -> Callable[[str], list[str] | None]:
+    """What goes before a program's command so that it resolves on this machine: the lock
+    file's runner when it is installed (and the project's ``.venv``, if made yet, has the
+    program, or it is on PATH), nothing when the program is on PATH, else None."""
+    runner_found = bool(runner) and shutil.which(runner[0]) is not None
+    environment = root / ".venv"
+
+    def prefix(program: str) -> list[str] | None:
+        on_path = shutil.which(program) is not None
+        if runner_found and (on_path or not environment.is_dir()
+                             or (environment / "bin" / program).is_file()):
+            return runner
+        return [] if on_path else None
+
+    return prefix
 
 
 def _any(root: Path, pattern: str, but: str = "") -> bool:
@@ -124,13 +162,17 @@ def _ini(path: Path) -> configparser.ConfigParser:
     return parser
 
 
-def _tox_envs(tox_ini: configparser.ConfigParser) -> list[str]:
-    """The envlist's named environments (lint, docs), not the interpreter matrix (py311) or
-    generated names."""
-    if not tox_ini.has_option("tox", "envlist"):
+def _tox_envs(tox_ini: configparser.ConfigParser, tool: dict[str, Any]) -> list[str]:
+    """The envlist's named environments (lint, docs), not the interpreter matrix (py311,
+    py3.13) or generated names; from tox.ini, else ``[tool.tox] env_list`` (tox 4's TOML)."""
+    toml_list = tool.get("tox", {}).get("env_list") if isinstance(tool.get("tox"), dict) else None
+    if tox_ini.has_option("tox", "envlist"):
+        # Commas inside braces (py3{10,11}-django) belong to one generated name.
+        names = re.split(r"[\s,]+(?![^{]*})", tox_ini.get("tox", "envlist"))
+    elif isinstance(toml_list, list):
+        names = [name for name in toml_list if isinstance(name, str)]
+    else:
         return []
-    # Commas inside braces (py3{10,11}-django) belong to one generated name.
-    names = re.split(r"[\s,]+(?![^{]*})", tox_ini.get("tox", "envlist"))
     return [name for name in names if name and not _PYTHON_VERSION_ENV.match(name)
             and not re.search(r"[{}]", name)]
 

@@ -231,8 +231,11 @@ def test_init_reads_a_hostile_project_bounded_and_without_blocking(repo: Path) -
     os.mkfifo(repo / "setup.cfg")
     write(repo / "pyproject.toml", "[tool.ruff]\nline-length = 99\n")
     try:
+        # ruff, a test dependency, on PATH: init writes only gates whose program is there.
+        path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
         done = subprocess.run([sys.executable, "-m", "pytest_verifygate", "init"], cwd=repo,
-                              capture_output=True, text=True, check=False, timeout=30)
+                              capture_output=True, text=True, check=False, timeout=30,
+                              env={**os.environ, "PATH": path})
     except subprocess.TimeoutExpired:
         raise AssertionError("verifygate init hung") from None
     assert done.returncode == 0, done.stderr

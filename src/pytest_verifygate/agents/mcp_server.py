@@ -131,13 +131,15 @@ def output_schemas() -> dict[str, dict[str, Any]]:
 
 def build_server(root: Path, contract: str | None = None) -> Any:
     tools = GateTools(root, contract)
+    # WARNING: mcp 1.x logs each request at INFO on stderr, which clients show as errors.
     if MCP_1:
-        server = GateServer("verifygate", instructions=INSTRUCTIONS)
+        server = GateServer("verifygate", instructions=INSTRUCTIONS, log_level="WARNING")
         # mcp 1's FastMCP takes no version and would name its own: its low-level server,
         # which says who is serving, is the one place to give ours.
         server._mcp_server.version = __version__  # type: ignore[attr-defined, unused-ignore]
     else:
-        server = GateServer("verifygate", instructions=INSTRUCTIONS, version=__version__)
+        server = GateServer("verifygate", instructions=INSTRUCTIONS, version=__version__,
+                            log_level="WARNING")
     server.output_schemas = output_schemas()
     server.gate_tools = tools
 

@@ -31,7 +31,7 @@ def main(args: argparse.Namespace) -> int:
     findings: list[Finding] = list(contract_file_findings(
         (found.parent if found is not None else start).resolve()))
     repo_root = find_repo_root(start)
-    checked = "no contract"
+    checked = "no contract" if found is None else f"{display_path(found)} (not loaded)"
     try:
         contract = prepare(RunRequest(contract=args.contract, start=start,
                                       changes=ChangeRequest(all=True))).contract

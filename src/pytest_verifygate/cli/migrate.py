@@ -1,5 +1,6 @@
 """``verifygate migrate [PATH]``: a contract from a ``.pre-commit-config.yaml`` or a
-``lefthook.yml`` (``migrate/``), never written over an existing file.
+``lefthook.yml`` (``migrate/``), or its gates added to the native contract beside it (what
+``init`` wrote); never written over an existing file.
 
 PYTEST_DONT_REWRITE
 """
@@ -9,8 +10,15 @@ import sys
 from pathlib import Path
 
 from pytest_verifygate.cli.exits import EXIT_OK
-from pytest_verifygate.contract.writer import check_contract_text, contract_text, write_new
+from pytest_verifygate.contract.writer import (
+    check_contract_text,
+    contract_table,
+    contract_text,
+    native_contract,
+    write_new,
+)
 from pytest_verifygate.errors import UsageError
+from pytest_verifygate.migrate import Migration
 
 PRE_COMMIT_NAMES = (".pre-commit-config.yaml", ".pre-commit-config.yml")
 LEFTHOOK_NAMES = ("lefthook.yml", ".lefthook.yml", "lefthook.yaml", ".lefthook.yaml")
@@ -46,6 +54,9 @@ def main(args: argparse.Namespace) -> int:
         comments += [f"- {note}" for note in migration.notes]
     output = Path(args.output) if args.output not in (None, "-") else (
         source.parent / "verify.toml")
+    existing = native_contract(source.parent) if args.output is None else None
+    if existing is not None:
+        return _add_to(existing, migration, comments, source)
     text = contract_text(migration.gates, settings=migration.settings, comments=comments)
     check_contract_text(text, str(output), source.parent.resolve())
     if args.output == "-":
@@ -55,6 +66,33 @@ def main(args: argparse.Namespace) -> int:
         print(f"verifygate: wrote {output}: {len(migration.gates)} gate(s) from {source.name}")
     for note in migration.notes:
         print(f"verifygate: migrate: {note}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _add_to(contract: Path, migration: Migration, comments: list[str], source: Path) -> int:
+    """Append the migrated gates to ``contract`` (as ``init`` wrote it, or by hand), but those
+    whose name it has already: they are most often the same tool, kept as they are."""
+    existing = contract.read_text(encoding="utf-8-sig")
+    table = contract_table(contract) or {}
+    taken = {str(gate.get("name")) for gate in table.get("gate", []) if isinstance(gate, dict)}
+    added = [gate for gate in migration.gates if gate["name"] not in taken]
+    kept = [str(gate["name"]) for gate in migration.gates if gate["name"] in taken]
+    notes = [*migration.notes, *(f"gate {name!r} is in {contract.name} already: kept as it is"
+                                 for name in kept)]
+    if added:
+        pyproject = contract.name == "pyproject.toml"
+        # Settings of its own stay: the migrated ones are written only where there are none.
+        text = contract_text(added, settings=None if "settings" in table else migration.settings,
+                             comments=comments, table="tool.verifygate" if pyproject else "")
+        separator = "" if existing.endswith("\n\n") or not existing else (
+            "\n" if existing.endswith("\n") else "\n\n")
+        check_contract_text(existing + separator + text, contract.name,
+                            contract.parent.resolve(), pyproject=pyproject)
+        with open(contract, "a", encoding="utf-8") as stream:
+            stream.write(separator + text)
+    for note in notes:
+        print(f"verifygate: migrate: {note}", file=sys.stderr)
+    print(f"verifygate: added {len(added)} gate(s) from {source.name} to {contract}")
     return EXIT_OK
 
 

@@ -26,6 +26,16 @@ _INSTALL_AGENT_HOOK = (
     "verifygate install-agent-hook --agent claude",
     "0 written or already there; 2 not a git repository, or a file that is not the agent's "
     "configuration")
+# What completes a gate name, per shell: shtab puts each in the script where that shell wants an
+# argument's candidates (``completion`` defines the functions). The names come from the contract
+# found from the current directory at TAB time, one a line; bash and zsh quote them (a name
+# may hold spaces).
+GATE_NAMES = {
+    "bash": "_verifygate_gate_names",
+    "zsh": "_verifygate_gate_names",
+    "fish": "(verifygate completion --gates 2>/dev/null)",
+    "tcsh": "`verifygate completion --gates`",
+}
 _GIT_HOOKS_EXITS = "0 done; 2 not a git repository, or a hook in the way"
 # Each subcommand, in the order --help lists them: its help line, description, example and
 # exit statuses.
@@ -81,7 +91,7 @@ _TEXTS = {
               "pre-commit and agent hooks whose command will not start.", "verifygate check",
               "0 the setup is sound (warnings may be printed); 1 an error was found"),
     "init": ("write a starter contract from the tools the project uses",
-             "Write verify.toml (with the #:schema line) for the project in the current "
+             "Write verify.toml for the project in the current "
              "directory: a gate per tool it already uses (ruff, black, flake8, mypy, pyright, "
              "pytest, sphinx, pre-commit, tox and nox environments), found in pyproject.toml, "
              "setup.cfg, tox.ini, noxfile.py and tool configs, run through uv/poetry/pdm/pipenv "
@@ -90,13 +100,15 @@ _TEXTS = {
              "0 written; 2 a contract exists already, or no tool was found"),
     "completion": ("print a shell completion script (bash, zsh, fish, tcsh)",
                    "Print the completion script of verifygate for a shell, made by shtab from "
-                   "this parser (pip install 'pytest-verifygate[completion]').",
+                   "this parser (pip install 'pytest-verifygate[completion]'); it completes "
+                   "subcommands, options and, after run and list, the contract's gate names.",
                    "verifygate completion bash > "
                    "~/.local/share/bash-completion/completions/verifygate\n\nexample: "
                    "verifygate completion fish > ~/.config/fish/completions/verifygate.fish",
                    "0 printed; 2 shtab is not installed"),
     "migrate": ("write a contract from .pre-commit-config.yaml or lefthook.yml",
-                "Write verify.toml from a .pre-commit-config.yaml or lefthook.yml: local hooks "
+                "Write verify.toml from a .pre-commit-config.yaml or lefthook.yml (or add to the "
+                "contract beside it, as init wrote it): local hooks "
                 "and well-known hook repositories become gates running the same programs over "
                 "the same files; what does not carry over is listed, with what to do. Needs "
                 "PyYAML (pip install 'pytest-verifygate[migrate]').",
@@ -119,11 +131,24 @@ class Parser(argparse.ArgumentParser):
 
 
 class _HelpFormatter(argparse.HelpFormatter):
-    """argparse's formatter, keeping paragraphs (description, example, exit statuses) apart."""
+    """argparse's formatter, keeping paragraphs (description, example, exit statuses) apart,
+    never breaking a line inside an option or a path (``--max-rounds``, ``bash-completion``)
+    and never at all in an example: what a person copies is kept whole."""
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
-        return "\n\n".join(super(_HelpFormatter, self)._fill_text(paragraph, width, indent)
-                           for paragraph in text.split("\n\n"))
+        import textwrap
+
+        return "\n\n".join(
+            indent + paragraph if paragraph.startswith("example: ") else textwrap.fill(
+                " ".join(paragraph.split()), width, initial_indent=indent,
+                subsequent_indent=indent, break_on_hyphens=False, break_long_words=False)
+            for paragraph in text.split("\n\n"))
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False,
+                             break_long_words=False)
 
 
 def build_parser(command: str | None = None) -> Parser:
@@ -157,8 +182,10 @@ def _add_options(name: str, command: Parser) -> None:
                            "xunit2 (default) or xunit1 (adds each gate's verifygate.* "
                            "properties)")
     if name in ("run", "list"):
+        # shtab's attribute: the completion scripts offer the contract's gate names here.
         add("names", nargs="*", metavar="NAME",
-            help="only these gates (as pre-commit run ID); default: every gate")
+            help="only these gates (as pre-commit run ID); default: every gate"
+            ).complete = GATE_NAMES  # type: ignore[attr-defined]
         contract()
         role()
         add("--phase", metavar="N", type=option_checks.positive_int,
@@ -183,7 +210,7 @@ def _add_options(name: str, command: Parser) -> None:
         add("--format", choices=("text", "json", "agent"), default="text",
             help="what to print: text (default), the JSON report, or the agent digest")
         add("--junit", metavar="PATH",
-            help="write JUnit XML here (what pytest --junitxml writes for the gates)")
+            help="write JUnit XML here (valid against pytest's and Maven Surefire's schemas)")
         junit_family()
         add("--annotations", choices=option_checks.ANNOTATION_CHOICES,
             help="github: print GitHub Actions error annotations for failed gates and append "
@@ -242,10 +269,14 @@ def _add_options(name: str, command: Parser) -> None:
         add("--pyproject", action="store_true",
             help="append [tool.verifygate] to pyproject.toml instead")
     elif name == "completion":
-        add("shell", choices=("bash", "zsh", "fish", "tcsh"), help="the shell to complete for")
+        add("shell", nargs="?", choices=("bash", "zsh", "fish", "tcsh"),
+            help="the shell to complete for")
+        add("--gates", action="store_true", help="print the contract's gate names instead, one "
+            "a line (what the scripts run to complete NAME)")
+        contract()
     elif name == "migrate":
         add("path", nargs="?", metavar="PATH", help="the config, or a directory holding one "
             "(default: the current directory's .pre-commit-config.yaml, else lefthook.yml)")
         add("--output", "-o", metavar="PATH", help="where to write the contract (default: "
-            "verify.toml beside the config; - for stdout); an existing file is never "
-            "overwritten")
+            "verify.toml beside the config, or add to the contract there; - for stdout); an "
+            "existing file is never overwritten")

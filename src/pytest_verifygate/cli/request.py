@@ -34,14 +34,31 @@ def prepare_from_args(args: argparse.Namespace, *, jobs: int | None = None,
         files = read_files_from(args.files_from)
     changes = ChangeRequest(files=files, staged=args.staged, changed_from=args.changed_from,
                             all=args.all, outputs=output_paths(args))
-    plan = prepare(RunRequest(contract=args.contract, changes=changes,
-                              role=asked_roles(args.role, os.environ), phase=args.phase,
-                              jobs=jobs, read_cache=read_cache,
-                              shard=requested_shard(args.shard, os.environ),
-                              names=tuple(dict.fromkeys(getattr(args, "names", None) or ()))))
+    try:
+        plan = prepare(RunRequest(contract=args.contract, changes=changes,
+                                  role=asked_roles(args.role, os.environ), phase=args.phase,
+                                  jobs=jobs, read_cache=read_cache,
+                                  shard=requested_shard(args.shard, os.environ),
+                                  names=tuple(dict.fromkeys(getattr(args, "names", None) or ()))))
+    except UsageError:  # a named file that does not exist: perhaps a gate
+        if args.files:
+            _refuse_gate_names_as_files(args)
+        raise
     for warning in plan.warnings:
         print(f"verifygate: {warning}", file=sys.stderr)
     return plan
+
+
+def _refuse_gate_names_as_files(args: argparse.Namespace) -> None:
+    """``--files`` takes every word after it: a gate's name there that is no file is said to
+    be a gate, with both ways to name it."""
+    plan = prepare(RunRequest(contract=args.contract, changes=ChangeRequest(all=True)))
+    names = {gate.name for gate in plan.contract.gates}
+    for word in args.files:
+        if word in names and not os.path.lexists(word):
+            raise UsageError(f"--files {word}: {word!r} is a gate, not a file: name gates "
+                             f"before --files (verifygate {args.command} {word} --files ...), "
+                             "or after the files and -- (--files F... -- NAME)")
 
 
 def output_paths(args: argparse.Namespace) -> list[str]:

@@ -8,11 +8,9 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from pytest_verifygate.errors import UsageError
-
-# Where taplo and Even Better TOML find the schema (it ships as contract/contract.schema.json).
-SCHEMA_URL = "https://json.schemastore.org/verifygate.json"
 
 Value = str | bool | int | Sequence[str]
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
@@ -40,11 +38,11 @@ def toml_key(key: str) -> str:
 
 def contract_text(gates: Sequence[Mapping[str, Value]], *,
                   settings: Mapping[str, Value] | None = None, comments: Sequence[str] = (),
-                  table: str = "", schema: bool = True) -> str:
+                  table: str = "") -> str:
     """A contract's text: ``comments`` as ``#`` lines, the settings and the gates (keys in the
-    order given), under ``table`` (``tool.verifygate`` in a pyproject.toml)."""
-    lines = [f"#:schema {SCHEMA_URL}"] if schema else []
-    lines += [f"# {line}".rstrip() for comment in comments for line in comment.splitlines()]
+    order given), under ``table`` (``tool.verifygate`` in a pyproject.toml). No ``#:schema``
+    line: until SchemaStore hosts the schema, a URL would not load (docs: Contract keys)."""
+    lines = [f"# {line}".rstrip() for comment in comments for line in comment.splitlines()]
     prefix = f"{table}." if table else ""
     if settings:
         lines += ["", f"[{prefix}settings]"]
@@ -64,6 +62,28 @@ def check_contract_text(text: str, shown: str, root: Path, *, pyproject: bool = 
 
     load_text(text, "pyproject" if pyproject else "toml",
               FieldReader(shown, root, find_repo_root(root) or root))
+
+
+def native_contract(directory: Path) -> Path | None:
+    """The contract ``init`` writes in ``directory``: ``verify.toml``, else a
+    ``pyproject.toml`` with a ``[tool.verifygate]`` table; None if neither is there."""
+    if (directory / "verify.toml").exists():
+        return directory / "verify.toml"
+    pyproject = directory / "pyproject.toml"
+    return pyproject if pyproject.is_file() and contract_table(pyproject) is not None else None
+
+
+def contract_table(path: Path) -> dict[str, Any] | None:
+    """The contract's table in the TOML file at ``path`` (in a pyproject.toml, its
+    ``[tool.verifygate]``, or None)."""
+    from pytest_verifygate.contract.parse import parse_toml
+
+    data = parse_toml(path.read_text(encoding="utf-8-sig"), path.name)
+    if path.name != "pyproject.toml":
+        return data
+    tool = data.get("tool")
+    table = tool.get("verifygate") if isinstance(tool, dict) else None
+    return table if isinstance(table, dict) else None
 
 
 def write_new(path: Path, text: str) -> None:

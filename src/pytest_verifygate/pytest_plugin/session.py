@@ -106,6 +106,7 @@ class VerifyGateSession:
         self.started = False
         self.session: pytest.Session | None = None
         self.collected_names: list[str] | None = None
+        self.collected_tests = False  # items that are not gates: the user's own tests
         self.entries: dict[str, dict[str, Any]] = {}
         self.results: list[GateResult] | None = None
         self.report: Report | None = None
@@ -186,6 +187,7 @@ class VerifyGateSession:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.collected_names = list(dict.fromkeys(
             item.gate.name for item in session.items if isinstance(item, GateItem)))
+        self.collected_tests = any(not isinstance(item, GateItem) for item in session.items)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -204,6 +206,7 @@ class VerifyGateSession:
                      for gate, item in self.item_names.items()}
             self.collected_names = [gates[nodeid] for nodeid in dict.fromkeys(ids)
                                     if nodeid in gates]
+            self.collected_tests = any(nodeid not in gates for nodeid in ids)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> None:
@@ -435,21 +438,22 @@ class VerifyGateSession:
             reporter.write_line(f"verifygate: {notice}", yellow=True)
 
     def suite_twice(self) -> str | None:
-        """A notice when a collected gate runs pytest and this run collects tests too."""
+        """A notice when a collected gate runs pytest and this run collects tests too (under
+        pytest-xdist as well, where only the workers collect)."""
         import shlex
 
-        items: Sequence[pytest.Item] = getattr(self.session, "items", ())
-        gates = [item for item in items if isinstance(item, GateItem)]
-        if len(gates) == len(items):
+        if not self.collected_tests:
             return None  # no tests of pytest's own: nothing runs twice
-        for item in gates:
-            command = item.gate.command
+        gates = {gate.name: gate for gate in self.contract.gates}
+        for name in self.collected_names or ():
+            command = gates[name].command
             words = command.split() if isinstance(command, str) else command
             if any(os.path.basename(word) in ("pytest", "py.test") for word in words):
-                return (f"gate {item.gate.name!r} runs pytest, and this run collects tests "
+                nodeid = f"{self.contract_nodeid}::{self.item_names[name]}"
+                return (f"gate {name!r} runs pytest, and this run collects tests "
                         f"too: the suite runs twice. Collect only the gates (pytest "
                         f"{self.contract_nodeid} --verify-contract), or leave the gate out "
-                        f"here (--deselect {shlex.quote(item.nodeid)})")
+                        f"here (--deselect {shlex.quote(nodeid)})")
         return None
 
 

@@ -32,6 +32,8 @@ MIN_SECTION_BYTES = 1024
 MAX_ERROR_LINES = 12
 MAX_ERROR_LINE_BYTES = 300
 MAX_COMMAND_BYTES = 400
+# Under a gate's section when its command, directory or output named the repository's path.
+SHORTENED_NOTE = "Paths under the repository are shown relative to its root (`.` is the root)."
 MAX_NAME_BYTES = 100
 MAX_NAMES_IN_TITLE = 10
 # Longer backtick runs are shortened so the fence (one longer than the longest run) stays short.
@@ -225,20 +227,24 @@ def gate_digest(gate: Mapping[str, Any], *, root: str | os.PathLike[str] | None 
     budget = max(budget, MIN_PER_GATE_BYTES)
     code = failure_code(gate)
     name = _inline(str(gate.get("name", "?")), min(MAX_NAME_BYTES, budget // 10))
-    command = _inline(normalize_paths(command_text(gate.get("command") or []), root),
-                      min(MAX_COMMAND_BYTES, budget // 5))
-    cwd = _inline(normalize_paths(str(gate.get("cwd") or "."), root), min(100, budget // 10))
+    raw = (command_text(gate.get("command") or []), str(gate.get("cwd") or "."),
+           str(gate.get("output_tail") or ""))
+    shown = [normalize_paths(text, root) for text in raw]
+    command = _inline(shown[0], min(MAX_COMMAND_BYTES, budget // 5))
+    cwd = _inline(shown[1], min(100, budget // 10))
     header = [
         f"{'#' * heading} {_code_span(name)} failed: {code}, {gate_status(gate)}",
         f"Hint: {HINTS.get(code, HINTS[codes.COMMAND_FAILED])}",
         f"Command: {_code_span(command)} (cwd: {_code_span(cwd)})",
     ]
+    if shown != list(raw):  # said, so that a `pwd` printing "." misleads no one
+        header.append(SHORTENED_NOTE)
     reason = gate.get("reason")
     if reason and code in (codes.INTERRUPTED, codes.UNSUPPORTED_FORMAT):
         header.append(f"Reason: {_inline(str(reason), 200)}")
     # Paragraphs of their own: lines of one paragraph render as one line in Markdown.
     head = "\n\n".join(header)
-    lines = clean_output(str(gate.get("output_tail") or ""), root)
+    lines = clean_output(raw[2], root)
     if not lines:
         return _keep(f"{head}\n\n(no output)", budget)
     title = "Output (end):" if gate.get("output_truncated") else "Output:"

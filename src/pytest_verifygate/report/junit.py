@@ -42,6 +42,8 @@ def gate_status(gate: Mapping[str, Any], timeout_seconds: float | None = None) -
         status = f"killed by signal {signal_number}"
         with contextlib.suppress(ValueError):  # a number this platform has no name for
             status += f" ({signal.Signals(int(signal_number)).name})"
+    elif gate.get("modified_files"):  # a fixer: it may well have exited 0
+        status = f"modified the files it was given (exit status {gate.get('exit_code')})"
     elif gate.get("exit_code") is not None:
         status = f"exit status {gate['exit_code']}"
     elif code == codes.UNSUPPORTED_FORMAT:
@@ -135,13 +137,12 @@ def properties(gate: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 def to_junit(report: Report, *, suite_seconds: float | None = None,
              started_at: float | None = None, timeouts: Mapping[str, float] | None = None,
-             hostname: str | None = None, cases: Sequence[Mapping[str, Any]] | None = None,
+             cases: Sequence[Mapping[str, Any]] | None = None,
              names: Mapping[str, str] | None = None, family: str = "xunit2") -> str:
     """The JUnit XML document of a report; ``cases`` (default: its gates) with ``names``
     (default ``item_name``), ``suite_seconds`` (default: their durations added up)."""
     # Imported here: the helpers above serve front ends that need no XML.
     import datetime
-    import platform
     import xml.etree.ElementTree as ET
 
     gates: list[Mapping[str, Any]] = list(report.get("gates", []) if cases is None else cases)
@@ -149,6 +150,8 @@ def to_junit(report: Report, *, suite_seconds: float | None = None,
     skipped = sum(1 for gate in gates if gate.get("outcome") in (codes.SKIPPED, codes.PENDING))
     if suite_seconds is None:
         suite_seconds = sum(float(gate.get("duration_s") or 0.0) for gate in gates)
+    # Only what Maven Surefire's surefire-test-report.xsd declares too (no hostname, no type on
+    # <skipped>): the file is valid against its schema and pytest's junit-10.xsd alike.
     attributes = {
         "name": SUITE_NAME,
         "errors": "0",
@@ -156,7 +159,6 @@ def to_junit(report: Report, *, suite_seconds: float | None = None,
         "skipped": str(skipped),
         "tests": str(len(gates)),
         "time": f"{suite_seconds:.3f}",
-        "hostname": _xml(hostname if hostname is not None else platform.node()),
     }
     if started_at is not None:
         moment = datetime.datetime.fromtimestamp(started_at, datetime.timezone.utc)
@@ -178,9 +180,9 @@ def to_junit(report: Report, *, suite_seconds: float | None = None,
                 ET.SubElement(listed, "property", name=key, value=_xml(value))
         outcome = gate.get("outcome")
         if outcome in (codes.SKIPPED, codes.PENDING):
-            # The reason once, as its message: a body repeating it is shown twice by viewers.
-            ET.SubElement(case, "skipped", message=_xml(skip_message(gate)),
-                          type=skip_code(gate) or str(outcome))
+            # The reason once, as its message (it starts with the skip's code, if any): a body
+            # repeating it is shown twice by viewers.
+            ET.SubElement(case, "skipped", message=_xml(skip_message(gate)))
             continue
         if outcome == codes.FAILED:
             headline = failure_message(gate, (timeouts or {}).get(name))
@@ -191,13 +193,15 @@ def to_junit(report: Report, *, suite_seconds: float | None = None,
             failure.text = _xml(failure_text(gate, headline))
         if outcome == codes.FAILED or gate.get("flaky"):
             # Surefire's record of the attempts before the last (junitparser's is_rerun and
-            # is_flaky). Only the last attempt's output is kept, so these carry none.
+            # is_flaky). Only the last attempt's output is kept, so their <stackTrace>, which
+            # Surefire's schema requires, is empty.
             tag = "rerunFailure" if outcome == codes.FAILED else "flakyFailure"
             attempts = int(gate.get("attempts") or 0)
             note = flaky_note(gate)
             for number in range(1, attempts):
                 message = f"attempt {number} of {attempts} failed" + (f" ({note})" if note else "")
-                ET.SubElement(case, tag, message=message, type="retried")
+                ET.SubElement(ET.SubElement(case, tag, message=message, type="retried"),
+                              "stackTrace")
     root = ET.Element("testsuites", name=SUITE_NAME)
     root.append(suite)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

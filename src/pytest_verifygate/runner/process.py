@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from pytest_verifygate.runner.tree import TREE_ENV, GateTree, Proc, describe
+from pytest_verifygate.runner.tree import TREE_ENV, GateTree, Proc, describe, monotonic
 
 if TYPE_CHECKING:
     import threading
@@ -135,7 +135,7 @@ def run_commands(plan: GatePlan, sink: OutputSink, cancelled: threading.Event,
                  base_env: Mapping[str, str], watchdog: Watchdog) -> AttemptEnd:
     """Run the plan's commands (its chunks of files) in turn within one deadline; the first
     failure decides, and a timeout, a cancel or a command that cannot start stops the rest."""
-    deadline = time.monotonic() + clamp_timeout(plan.gate.timeout_seconds)
+    deadline = monotonic() + clamp_timeout(plan.gate.timeout_seconds)
     end = AttemptEnd()
     for argv in plan.invocations:
         step = _run_command(plan, argv, sink, deadline, cancelled, base_env, watchdog)
@@ -219,7 +219,7 @@ def _watch(process: subprocess.Popen[bytes], sink: OutputSink, deadline: float,
     with selectors.DefaultSelector() as selector:
         selector.register(fd, selectors.EVENT_READ)
         while True:
-            now = time.monotonic()
+            now = monotonic()
             wait = TICK_SECONDS if kill_at is None else min(TICK_SECONDS, kill_at - now)
             wait = max(0.0, min(wait, deadline - now + 0.001))
             # Once the pipe is at its end it is not selected again (it would always be ready).
@@ -232,7 +232,7 @@ def _watch(process: subprocess.Popen[bytes], sink: OutputSink, deadline: float,
                 pipe_open = False
             if exited and not pipe_open:
                 return
-            now = time.monotonic()
+            now = monotonic()
             if kill_at is None:
                 if cancelled.is_set():
                     end.interrupted = True
@@ -270,10 +270,10 @@ def _exited(process: subprocess.Popen[bytes]) -> bool:
 def _wait_exit(process: subprocess.Popen[bytes], seconds: float) -> None:
     """Return when the process exits or ``seconds`` passed, checking often at first (one that
     closed its output usually exits within moments)."""
-    end = time.monotonic() + seconds
+    end = monotonic() + seconds
     delay = 0.0005
     while not _exited(process):
-        left = end - time.monotonic()
+        left = end - monotonic()
         if left <= 0:
             return
         time.sleep(min(delay, left))
@@ -337,8 +337,8 @@ def _drain(fd: int, sink: OutputSink) -> bool:
 
 def _drain_after_kill(fd: int, sink: OutputSink, selector: selectors.BaseSelector) -> bool:
     """After SIGKILL the writers are gone within moments; read what they left, briefly."""
-    end = time.monotonic() + 1.0
-    while time.monotonic() < end:
+    end = monotonic() + 1.0
+    while monotonic() < end:
         if selector.select(0.05) and _drain(fd, sink):
             return True
     return False

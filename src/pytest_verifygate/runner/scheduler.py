@@ -26,6 +26,7 @@ from pytest_verifygate.runner.process import (
     run_commands,
 )
 from pytest_verifygate.runner.records import CacheSlot, GatePlan, GateResult, bare_result
+from pytest_verifygate.runner.tree import monotonic
 from pytest_verifygate.runner.watchdog import Watchdog
 from pytest_verifygate.state.storage import claim_log_dir, log_file_name, make_private_dir
 
@@ -228,7 +229,7 @@ class GateRunner:
             with self._callback_lock:
                 self.on_started(gate)
         log_path = None if self.log_dir is None else self.log_dir / log_file_name(gate.name)
-        started = time.time()
+        started, clock = time.time(), monotonic()
         before = fixers.stamps(plan.root, plan.given_files)
         for attempts in itertools.count(1):
             result = self._attempt(plan, log_path, attempts - 1)
@@ -244,12 +245,12 @@ class GateRunner:
                 result = result._replace(code=codes.INTERRUPTED,
                                          reason="the run was interrupted between two attempts")
                 break
-        finished = time.time()
+        duration = monotonic() - clock
         result = result._replace(
             attempts=attempts,
-            duration_s=round(finished - started, 3),
+            duration_s=round(duration, 3),
             started_at=started,
-            finished_at=finished,
+            finished_at=started + duration,
             flaky=result.outcome == codes.PASSED and attempts > 1,  # a pass ends the retries
         )
         if plan.cache is not None and result.outcome == codes.PASSED and self.store_pass:

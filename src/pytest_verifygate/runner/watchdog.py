@@ -11,10 +11,15 @@ import os
 import select
 import signal
 import sys
-import time
 from typing import TYPE_CHECKING
 
-from pytest_verifygate.runner.tree import GateTree, first_marked, read_proc, wait_until
+from pytest_verifygate.runner.tree import (
+    GateTree,
+    first_marked,
+    monotonic,
+    read_proc,
+    wait_until,
+)
 
 if TYPE_CHECKING:
     import subprocess
@@ -109,7 +114,7 @@ def main() -> None:
     stdin = sys.stdin.fileno()
     pending = b""
     while True:
-        now = time.monotonic()
+        now = monotonic()
         due = [leader for leader, (_, end_at) in gates.items() if end_at <= now]
         if due:
             _end([gates.pop(leader)[0] for leader in due])
