@@ -10,20 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
-from pydantic import Field
-
-try:
-    from mcp.server.mcpserver import Context, MCPServer
-
-    MCP_1 = False
-except ImportError:  # mcp 1.x: the same server, called FastMCP there
-    from mcp.server.fastmcp import Context  # type: ignore[no-redef, attr-defined, unused-ignore]
-    from mcp.server.fastmcp import (  # type: ignore[no-redef, attr-defined, unused-ignore]
-        FastMCP as MCPServer,
-    )
-
-    MCP_1 = True
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
 
 from pytest_verifygate import __version__, engine
 from pytest_verifygate.agents.tools import Answer, GateTools, progress_message
@@ -63,7 +52,7 @@ Rerun = Annotated[bool, Field(
     description="Run the gate now even if the last run_gates call has its result")]
 
 
-# By the wire's names: mcp 2 takes them as aliases, mcp 1 has no others.
+# By the wire's names, which the SDK takes as aliases.
 READ_ONLY = ToolAnnotations.model_validate({
     "readOnlyHint": True, "idempotentHint": True, "openWorldHint": False})
 # Runs the contract's own commands (which may write, as a formatter does), never anything else.
@@ -71,7 +60,7 @@ RUNS_GATES = ToolAnnotations.model_validate({
     "readOnlyHint": False, "destructiveHint": False, "idempotentHint": True})
 
 
-class GateServer(MCPServer):  # type: ignore[misc, unused-ignore]
+class GateServer(MCPServer):
     """The SDK's server, with each tool's output schema, and a refusal of the arguments a tool
     does not take (the SDK would drop them silently)."""
 
@@ -131,15 +120,9 @@ def output_schemas() -> dict[str, dict[str, Any]]:
 
 def build_server(root: Path, contract: str | None = None) -> Any:
     tools = GateTools(root, contract)
-    # WARNING: mcp 1.x logs each request at INFO on stderr, which clients show as errors.
-    if MCP_1:
-        server = GateServer("verifygate", instructions=INSTRUCTIONS, log_level="WARNING")
-        # mcp 1's FastMCP takes no version and would name its own: its low-level server,
-        # which says who is serving, is the one place to give ours.
-        server._mcp_server.version = __version__  # type: ignore[attr-defined, unused-ignore]
-    else:
-        server = GateServer("verifygate", instructions=INSTRUCTIONS, version=__version__,
-                            log_level="WARNING")
+    # WARNING: a line on stderr for each request would show in clients as an error.
+    server = GateServer("verifygate", instructions=INSTRUCTIONS, version=__version__,
+                        log_level="WARNING")
     server.output_schemas = output_schemas()
     server.gate_tools = tools
 
