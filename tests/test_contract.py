@@ -249,7 +249,7 @@ def test_seed_formats_start_from_their_home_systems_settings(repo: Path) -> None
     ("settings", "expected"),
     [
         ({"jobs": "2"}, "key 'settings.jobs': must be an integer, not a string"),
-        ({"jobs": 2.0}, "key 'settings.jobs': must be an integer, not a number"),
+        ({"jobs": 2.5}, "key 'settings.jobs': must be an integer, not a number"),
         ({"on_misssing": "fail"},
          "key 'on_misssing': unknown key in \"settings\" (did you mean 'on_missing'?)"),
         ({"on_missing": "never"}, "key 'settings.on_missing': must be 'fail' or 'skip'"),

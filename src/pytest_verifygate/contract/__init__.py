@@ -14,7 +14,8 @@ from pytest_verifygate.contract.discover import (
     find_repo_root,
     posix_relative,
 )
-from pytest_verifygate.contract.model import GATE_KEYS, SETTINGS_KEYS, Contract, Gate
+from pytest_verifygate.contract.keys import GATE_KEYS, SETTINGS_KEYS
+from pytest_verifygate.contract.model import Contract, Gate
 
 if TYPE_CHECKING:
     from pytest_verifygate.contract.load import load_contract as load_contract

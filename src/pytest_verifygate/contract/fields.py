@@ -6,15 +6,14 @@ PYTEST_DONT_REWRITE
 
 import math
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from pytest_verifygate.contract.keys import CONTROL, ENV_NAME, MAX_SECONDS, MODULE_NAME, Key
 from pytest_verifygate.errors import ContractError
 from pytest_verifygate.patterns import PatternError, check_pattern
-
-# The longest a gate may be given: a timeout past a year is a typo, not a plan.
-MAX_SECONDS = 365 * 24 * 3600
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
@@ -92,8 +91,83 @@ class FieldReader(NamedTuple):
             items.append(self.string(item, gate=gate, key=key))
         return tuple(items)
 
+    def read(self, key: Key, value: object, *, gate: str | None) -> Any:
+        """``value`` of ``key`` (``keys.py``), checked and typed as its kind says; a key outside
+        a gate is named ``settings.<key>``."""
+        name = key.name if gate is not None else f"settings.{key.name}"
+        kind = key.kind
+        if kind in ("strings", "patterns", "names", "env_names", "modules"):
+            items = self.string_list(value, gate=gate, key=name, allow_empty=key.empty is None,
+                                     empty_hint=key.empty)
+            if kind == "patterns":
+                return self.patterns(items, gate=gate, key=name)
+            if kind == "names":
+                return tuple(dict.fromkeys(item.strip() for item in items))
+            if kind == "strings":
+                return items
+            pattern, what = ((ENV_NAME, "a valid environment variable name") if kind == "env_names"
+                             else (MODULE_NAME, "a module name"))
+            for item in items:
+                if not re.fullmatch(pattern, item):
+                    raise self.error(f"{item!r} is not {what}", gate=gate, key=name, hint=None
+                                     if kind == "env_names" else 'name a module as import '
+                                     'would, e.g. "my_project.gates"')
+            return tuple(dict.fromkeys(items)) if kind == "modules" else items
+        readers: dict[str, Any] = {
+            "text": lambda: self.text(value, gate=gate, key=name),
+            "env": lambda: self.env(value, gate=gate, key=name),
+            "phases": lambda: self.phases(value, gate=gate, key=name),
+            "seconds": lambda: self.seconds(value, gate=gate, key=name),
+            "integer": lambda: self.integer(value, gate=gate, key=name, minimum=key.bounds[0],
+                                            maximum=key.bounds[1]),
+            "boolean": lambda: self.boolean(value, gate=gate, key=name),
+            "choice": lambda: self.choice(value, key.choices, gate=gate, key=name),
+            "file_types": lambda: self.file_types(value, gate=gate, key=name),
+            "regex": lambda: self.regex(value, gate=gate, key=name),
+            "cwd": lambda: self.cwd(value, gate=gate, key=name),
+            "ref": lambda: self.string(value, gate=gate, key=name, allow_empty=True).strip(),
+        }
+        return readers[kind]()
+
+    def text(self, value: object, *, gate: str | None, key: str) -> str:
+        """Any non-empty text on one line (a gate's name), without the blanks around it."""
+        text = self.string(value, gate=gate, key=key)
+        control = re.search(CONTROL, text)
+        if control is not None:  # shown on one line everywhere: progress, tables, annotations
+            raise self.error(f"must be one line of text, not hold the control character "
+                             f"U+{ord(control.group()):04X}", gate=gate, key=key,
+                             hint="write the name without line breaks or escapes")
+        return text.strip()
+
+    def env(self, value: object, *, gate: str | None, key: str) -> dict[str, str]:
+        if not isinstance(value, dict):
+            raise self.error(f"must be a table, not {type_name(value)}", gate=gate, key=key,
+                             hint='write env = { NAME = "value" }')
+        for env_name, env_value in value.items():
+            if not re.fullmatch(ENV_NAME, env_name):
+                raise self.error(f"{env_name!r} is not a valid environment variable name",
+                                 gate=gate, key=key)
+            if not isinstance(env_value, str):
+                raise self.error(
+                    f"value of {env_name} must be a string, not {type_name(env_value)}",
+                    gate=gate, key=key, hint=f'write {env_name} = "{env_value}"'
+                    if isinstance(env_value, (int, float, bool)) else None)
+        return {env_name: self.string(env_value, gate=gate, key=key, allow_empty=True)
+                for env_name, env_value in value.items()}
+
+    def phases(self, value: object, *, gate: str | None, key: str) -> tuple[int, ...]:
+        if not isinstance(value, list):
+            raise self.error(f"must be a list of positive integers, not {type_name(value)}",
+                             gate=gate, key=key, hint="write phases = [1, 2]")
+        if not value:
+            raise self.error("must not be an empty list", gate=gate, key=key,
+                             hint="remove the key to mean every phase")
+        return tuple(self.integer(item, gate=gate, key=key, minimum=1) for item in value)
+
     def integer(self, value: object, *, gate: str | None, key: str, minimum: int,
                 maximum: int | None = None) -> int:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)  # 1.0: a whole number, as JSON Schema (and taplo) count it
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.error(f"must be an integer, not {type_name(value)}", gate=gate, key=key)
         if value < minimum or (maximum is not None and value > maximum):

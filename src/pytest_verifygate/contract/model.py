@@ -9,27 +9,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import NamedTuple
 
-CATEGORIES = ("unit", "integration")
-KINDS = ("command", "manual")
-ON_MISSING = ("fail", "skip")
-MAX_RETRIES = 20
-
 # Read-only: one instance is shared by every record that sets no variables.
 EMPTY_ENV: Mapping[str, str] = MappingProxyType({})
 
 # How a key of a pyproject.toml contract is named in messages: the table it lives under.
 PYPROJECT_KEY_PREFIX = "tool.verifygate."
 
-SETTINGS_KEYS = (
-    "timeout_seconds", "jobs", "output_tail_bytes", "on_missing", "fail_when_unverified",
-    "changed_from", "cache", "log_max_bytes", "plugins",
-)
-GATE_KEYS = (
-    "name", "command", "roles", "when_changed", "when_changed_all", "cwd", "env",
-    "timeout_seconds", "shell", "retries", "category", "phases", "kind", "on_missing",
-    "secret_env", "cache", "inputs", "needs", "exclusive", "types", "types_or", "exclude_types",
-    "files_regex", "exclude_regex",
-)
 OPENTIGER_KEYS = ("commands", "byRole", "rules", "settings")
 OPENTIGER_RULE_KEYS = ("whenChangedAny", "whenChangedAll", "commands")
 

@@ -4,28 +4,13 @@
 PYTEST_DONT_REWRITE
 """
 
-import functools
 import graphlib
-import re
-from collections.abc import Callable
 from typing import Any
 
 from pytest_verifygate.contract.fields import FieldReader, did_you_mean, type_name
-from pytest_verifygate.contract.model import (
-    CATEGORIES,
-    GATE_KEYS,
-    KINDS,
-    MAX_RETRIES,
-    ON_MISSING,
-    PYPROJECT_KEY_PREFIX,
-    SEED_SETTINGS,
-    Gate,
-    Settings,
-)
+from pytest_verifygate.contract.keys import GATE, GATE_KEYS, KINDS
+from pytest_verifygate.contract.model import PYPROJECT_KEY_PREFIX, SEED_SETTINGS, Gate, Settings
 from pytest_verifygate.contract.settings import load_settings
-
-_ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
-_CONTROL = r"[\x00-\x08\x0a-\x1f\x7f-\x9f]"  # C0 (but tab), DEL and C1
 
 
 def load_native(data: dict[str, Any], reader: FieldReader, fmt: str) -> tuple[Settings, list[Gate]]:
@@ -68,65 +53,17 @@ def _load_gate(raw: object, position: int, settings: Settings, reader: FieldRead
     if "name" not in raw:
         raise reader.error("is required", gate=label, key="name", hint='add name = "..."')
     # Any text is a name, as in middle ("Type check (mypy)"), without the spaces around it.
-    name = reader.string(raw["name"], gate=label, key="name").strip()
-    control = re.search(_CONTROL, name)
-    if control is not None:
-        # A name is shown on one line everywhere (progress, tables, headings, annotations).
-        raise reader.error(f"must be one line of text, not hold the control character "
-                           f"U+{ord(control.group()):04X}", gate=label, key="name",
-                           hint="write the name without line breaks or escapes")
+    name = reader.text(raw["name"], gate=label, key="name")
     reader.check_keys(raw, GATE_KEYS, gate=name, where=f"[[{reader.key_prefix}gate]]")
     kind = reader.choice(raw.get("kind", "command"), KINDS, gate=name, key="kind")
     command = _command(raw, kind, name, reader)
-    env = _env(raw.get("env", {}), name, reader)
-
-    def strings(key: str, **options: Any) -> tuple[str, ...]:
-        return reader.string_list(raw[key], gate=name, key=key, **options)
-
-    def patterns(key: str, **options: Any) -> tuple[str, ...]:
-        return reader.patterns(strings(key, **options), gate=name, key=key)
-
-    def secret_env() -> tuple[str, ...]:
-        names = strings("secret_env", allow_empty=True)
-        for secret_name in names:
-            if not re.fullmatch(_ENV_NAME, secret_name):
-                raise reader.error(f"{secret_name!r} is not a valid environment variable name",
-                                   gate=name, key="secret_env")
-        return names
-
-    # In this order, so that a gate with several mistakes always reports the same one first.
-    readers: dict[str, Callable[[], Any]] = {
-        "roles": lambda: strings("roles", empty_hint="remove the key to mean every role"),
-        "when_changed": lambda: patterns(
-            "when_changed", empty_hint="remove the key to run the gate always"),
-        "when_changed_all": lambda: patterns("when_changed_all", allow_empty=True),
-        "inputs": lambda: patterns(
-            "inputs", empty_hint="remove the key to use when_changed (or every file)"),
-        "secret_env": secret_env,
-        "phases": lambda: _phases(raw["phases"], name, reader),
-        **{key: functools.partial(reader.file_types, raw.get(key), gate=name, key=key)
-           for key in ("types", "types_or", "exclude_types")},
-        **{key: functools.partial(reader.regex, raw.get(key), gate=name, key=key)
-           for key in ("files_regex", "exclude_regex")},
-        "cwd": lambda: reader.cwd(raw["cwd"], gate=name, key="cwd"),
-        "timeout_seconds": lambda: reader.seconds(
-            raw["timeout_seconds"], gate=name, key="timeout_seconds"),
-        "shell": lambda: reader.boolean(raw["shell"], gate=name, key="shell"),
-        "retries": lambda: reader.integer(raw["retries"], gate=name, key="retries", minimum=0,
-                                          maximum=MAX_RETRIES),
-        "category": lambda: reader.choice(raw["category"], CATEGORIES, gate=name, key="category"),
-        "on_missing": lambda: reader.choice(raw["on_missing"], ON_MISSING, gate=name,
-                                            key="on_missing"),
-        "cache": lambda: reader.boolean(raw["cache"], gate=name, key="cache"),
-        "needs": lambda: tuple(dict.fromkeys(need.strip() for need in strings(
-            "needs", empty_hint="remove the key: the gate needs no other"))),
-        "exclusive": lambda: reader.boolean(raw["exclusive"], gate=name, key="exclusive"),
-    }
-    given = {key: read() for key, read in readers.items() if key in raw}
+    # In the table's order, so that a gate with several mistakes always reports the same one.
+    given = {key.name: reader.read(key, raw[key.name], gate=name) for key in GATE
+             if key.name in raw and key.name not in ("name", "kind", "command")}
     # What the settings (and middle, for its own file) say where the gate says nothing.
     defaults = {"timeout_seconds": settings.timeout_seconds, "on_missing": settings.on_missing,
                 "cache": settings.cache, "shell": middle, "category": "unit" if middle else None}
-    return Gate(name=name, command=command, kind=kind, env=env, **{**defaults, **given})
+    return Gate(name=name, command=command, kind=kind, **{**defaults, **given})
 
 
 def _command(raw: dict[str, Any], kind: str, name: str,
@@ -147,35 +84,6 @@ def _command(raw: dict[str, Any], kind: str, name: str,
         return reader.string(value, gate=name, key="command")
     raise reader.error(f"must be a string or a list of strings, not {type_name(value)}",
                        gate=name, key="command")
-
-
-def _env(env: object, name: str, reader: FieldReader) -> dict[str, str]:
-    if not isinstance(env, dict):
-        raise reader.error(f"must be a table, not {type_name(env)}", gate=name, key="env",
-                           hint='write env = { NAME = "value" }')
-    env_values: dict[str, str] = {}
-    for env_name, env_value in env.items():
-        if not re.fullmatch(_ENV_NAME, env_name):
-            raise reader.error(f"{env_name!r} is not a valid environment variable name",
-                               gate=name, key="env")
-        if not isinstance(env_value, str):
-            raise reader.error(
-                f"value of {env_name} must be a string, not {type_name(env_value)}",
-                gate=name, key="env", hint=f'write {env_name} = "{env_value}"'
-                if isinstance(env_value, (int, float, bool)) else None,
-            )
-        env_values[env_name] = reader.string(env_value, gate=name, key="env", allow_empty=True)
-    return env_values
-
-
-def _phases(value: object, name: str, reader: FieldReader) -> tuple[int, ...]:
-    if not isinstance(value, list):
-        raise reader.error(f"must be a list of positive integers, not {type_name(value)}",
-                           gate=name, key="phases", hint="write phases = [1, 2]")
-    if not value:
-        raise reader.error("must not be an empty list", gate=name, key="phases",
-                           hint="remove the key to mean every phase")
-    return tuple(reader.integer(item, gate=name, key="phases", minimum=1) for item in value)
 
 
 # Gates of a circle of needs named in its error; a longer circle is shown by its ends.
