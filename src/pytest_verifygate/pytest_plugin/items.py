@@ -6,7 +6,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -67,7 +67,7 @@ class ContractFile(pytest.File):
 class GateFailed(Exception):
     """A gate failed; carries its report entry for ``repr_failure``."""
 
-    def __init__(self, entry: Mapping[str, Any], headline: str) -> None:
+    def __init__(self, entry: GateEntry, headline: str) -> None:
         super().__init__(headline)
         self.entry = entry
 
@@ -120,7 +120,7 @@ class GateItem(pytest.Item):
         if entry["outcome"] in (codes.SKIPPED, codes.PENDING):
             pytest.skip(skip_message(entry))
 
-    def _record_properties(self, entry: Mapping[str, Any]) -> None:
+    def _record_properties(self, entry: GateEntry) -> None:
         """The ``verifygate.*`` properties, for JUnit families that allow them in a testcase
         (pytest writes every user property there; xunit2 forbids them)."""
         try:
@@ -144,7 +144,7 @@ class GateItem(pytest.Item):
         return self.path, self.line - 1, f"gate {self.gate.name}"
 
 
-def failure_repr(entry: Mapping[str, Any], head: str, *, path: str, verbosity: int,
+def failure_repr(entry: GateEntry, head: str, *, path: str, verbosity: int,
                  lineno: int = 1) -> Any:
     """The failure as pytest shows it: the headline, then as much output as the verbosity
     asks for.

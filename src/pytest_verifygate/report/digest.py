@@ -10,8 +10,8 @@ import hashlib
 import itertools
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from pytest_verifygate import codes
 from pytest_verifygate.ansi import CURSOR_CONTROL, UNSAFE_CHARACTERS, strip_ansi
@@ -20,7 +20,7 @@ from pytest_verifygate.report.junit import gate_status
 from pytest_verifygate.report.outcomes import failure_code, outcome_counts
 
 if TYPE_CHECKING:
-    from pytest_verifygate.report.model import Report
+    from pytest_verifygate.report.model import GateEntry, Report
 
 PER_GATE_BYTES = 4096
 TOTAL_BYTES = 16384
@@ -221,7 +221,7 @@ def _code_span(text: str) -> str:
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
-def gate_digest(gate: Mapping[str, Any], *, root: str | os.PathLike[str] | None = None,
+def gate_digest(gate: GateEntry, *, root: str | os.PathLike[str] | None = None,
                 budget: int = PER_GATE_BYTES, heading: int = 3) -> str:
     """The digest section of one failed gate entry, at most ``budget`` bytes."""
     budget = max(budget, MIN_PER_GATE_BYTES)

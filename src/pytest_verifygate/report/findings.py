@@ -10,7 +10,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from pytest_verifygate.report.error_formats import (
     ERROR,
@@ -20,6 +20,9 @@ from pytest_verifygate.report.error_formats import (
     builtin_findings,
 )
 from pytest_verifygate.state.storage import read_user_file
+
+if TYPE_CHECKING:
+    from pytest_verifygate.report.model import GateEntry
 
 HOOK_NAME = "pytest_verifygate_annotation_locations"
 
@@ -140,7 +143,7 @@ def _as_finding(item: Any) -> Finding | None:
     return finding
 
 
-def hook_findings(hook: AnnotationHook, gate: Mapping[str, Any], output: str
+def hook_findings(hook: AnnotationHook, gate: GateEntry, output: str
                   ) -> tuple[list[Finding], list[str]]:
     """What the hook's implementations found, and problems with it (one raised, items that
     are not findings)."""
@@ -200,7 +203,7 @@ def locate(findings: Iterable[Finding], resolver: Resolver) -> list[Located]:
     return located
 
 
-def gate_locations(gate: Mapping[str, Any], lines: Sequence[str], resolver: Resolver,
+def gate_locations(gate: GateEntry, lines: Sequence[str], resolver: Resolver,
                    hook: AnnotationHook | None = None) -> tuple[list[Located], list[str]]:
     """A failed gate's errors at files of the repository (the hook's first), and problems with
     the hook; ``lines`` is the cleaned output."""

@@ -31,7 +31,7 @@ from pytest_verifygate.report.outcomes import (
 
 if TYPE_CHECKING:
     from pytest_verifygate.report.findings import AnnotationHook
-    from pytest_verifygate.report.model import Report
+    from pytest_verifygate.report.model import GateEntry, Report
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 OUTPUT_ENV = "GITHUB_OUTPUT"
@@ -55,7 +55,7 @@ def workflow_command(command: str, message: str, **properties: str | int | None)
     return f"::{command}{' ' + shown if shown else ''}::{message.translate(_MESSAGE_ESCAPES)}"
 
 
-def _bases(gate: Mapping[str, Any], repo_root: str | os.PathLike[str],
+def _bases(gate: GateEntry, repo_root: str | os.PathLike[str],
            project_root: str | os.PathLike[str] | None) -> list[str]:
     """Where a gate's relative paths may start: its cwd, the project root, the repository."""
     project = Path(project_root if project_root is not None else repo_root)
@@ -69,7 +69,7 @@ def _shorten(message: str) -> str:
     return message[: MAX_MESSAGE_CHARS - 3] + "..."
 
 
-def gate_annotation(gate: Mapping[str, Any], *, repo_root: str | os.PathLike[str],
+def gate_annotation(gate: GateEntry, *, repo_root: str | os.PathLike[str],
                     project_root: str | os.PathLike[str] | None = None) -> str:
     """The one ``::error`` for a failed gate whose output names no error's place: the first
     error line (else the last line, else how the gate ended), at the first repository
@@ -114,7 +114,7 @@ class Annotations(NamedTuple):
 
 
 def _gate_annotations(
-    gate: Mapping[str, Any], *, repo_root: str | os.PathLike[str],
+    gate: GateEntry, *, repo_root: str | os.PathLike[str],
     project_root: str | os.PathLike[str] | None, hook: AnnotationHook | None,
 ) -> tuple[list[Annotation], list[str]]:
     name = str(gate.get("name", "?"))

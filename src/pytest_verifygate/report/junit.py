@@ -10,7 +10,7 @@ import contextlib
 import re
 import signal
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_verifygate import codes
 from pytest_verifygate.ansi import strip_ansi
@@ -19,7 +19,7 @@ from pytest_verifygate.item_names import item_name
 from pytest_verifygate.report.outcomes import failure_code, flaky_note, skip_code
 
 if TYPE_CHECKING:
-    from pytest_verifygate.report.model import Report
+    from pytest_verifygate.report.model import GateEntry, Report
 
 SUITE_NAME = "verifygate"
 # What XML 1.0 does not allow, as ranges: its complement compiles ten times slower (3 ms a run).
@@ -29,7 +29,7 @@ _INVALID_XML = "[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]"
 TAIL_LIMITS = {0: (40, 4000), 1: (200, 20000)}
 
 
-def gate_status(gate: Mapping[str, Any], timeout_seconds: float | None = None) -> str:
+def gate_status(gate: GateEntry, timeout_seconds: float | None = None) -> str:
     """How a failed gate ended: ``exit status 1``, ``timed out after 5 s``, ..."""
     code = failure_code(gate)
     signal_number = gate.get("signal")
@@ -54,25 +54,26 @@ def gate_status(gate: Mapping[str, Any], timeout_seconds: float | None = None) -
     return status + (f" (after {attempts} attempts)" if attempts > 1 else "")
 
 
-def failure_message(gate: Mapping[str, Any], timeout_seconds: float | None = None) -> str:
+def failure_message(gate: GateEntry, timeout_seconds: float | None = None) -> str:
     """``[<code>] <name>: <how it ended>``: the first line of every failure report."""
     return f"[{failure_code(gate)}] {gate.get('name')}: {gate_status(gate, timeout_seconds)}"
 
 
-def unchanged_entry(name: str, reason: str) -> dict[str, Any]:
+def unchanged_entry(name: str, reason: str) -> GateEntry:
     """The skipped entry of a gate that nothing it watches changed."""
-    return {"name": name, "outcome": codes.SKIPPED, "code": None, "exit_code": None,
-            "duration_s": 0.0, "cached": False, "reason": reason}
+    return {"name": name, "outcome": codes.SKIPPED, "code": None, "command": [], "cwd": ".",
+            "exit_code": None, "signal": None, "duration_s": 0.0, "attempts": 0,
+            "output_tail": "", "output_truncated": False, "cached": False, "reason": reason}
 
 
-def skip_message(gate: Mapping[str, Any]) -> str:
+def skip_message(gate: GateEntry) -> str:
     """Why a skipped or pending gate did not pass."""
     outcome = str(gate.get("outcome"))
     reason = str(gate.get("reason") or outcome)
     return f"pending: {reason}" if outcome == codes.PENDING else reason
 
 
-def failure_text(gate: Mapping[str, Any], headline: str, *, verbosity: int | None = None) -> str:
+def failure_text(gate: GateEntry, headline: str, *, verbosity: int | None = None) -> str:
     """The headline, where to look, then the output the report kept: all of it for a file
     (``verbosity`` None), else cut to ``TAIL_LIMITS`` with the command from ``-v`` on."""
     lines = [headline]
@@ -121,7 +122,7 @@ def has_testcase_properties(family: str) -> bool:
     return family in ("xunit1", "legacy")
 
 
-def properties(gate: Mapping[str, Any]) -> list[tuple[str, str]]:
+def properties(gate: GateEntry) -> list[tuple[str, str]]:
     """The ``verifygate.*`` properties, valued exactly as the pytest plugin values them."""
     exit_code = gate.get("exit_code")
     return [
@@ -137,7 +138,7 @@ def properties(gate: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 def to_junit(report: Report, *, suite_seconds: float | None = None,
              started_at: float | None = None, timeouts: Mapping[str, float] | None = None,
-             cases: Sequence[Mapping[str, Any]] | None = None,
+             cases: Sequence[GateEntry] | None = None,
              names: Mapping[str, str] | None = None, family: str = "xunit2") -> str:
     """The JUnit XML document of a report; ``cases`` (default: its gates) with ``names``
     (default ``item_name``), ``suite_seconds`` (default: their durations added up)."""
@@ -145,7 +146,7 @@ def to_junit(report: Report, *, suite_seconds: float | None = None,
     import datetime
     import xml.etree.ElementTree as ET
 
-    gates: list[Mapping[str, Any]] = list(report.get("gates", []) if cases is None else cases)
+    gates: list[GateEntry] = list(report.get("gates", []) if cases is None else cases)
     failures = sum(1 for gate in gates if gate.get("outcome") == codes.FAILED)
     skipped = sum(1 for gate in gates if gate.get("outcome") in (codes.SKIPPED, codes.PENDING))
     if suite_seconds is None:

@@ -181,7 +181,7 @@ def _listed(names: Sequence[str], limit: int = 6) -> str:
 def verdict_line(report: Report, *, report_path: str | None = None) -> str:
     """``verdict: failed (1 passed, 1 failed, 0 skipped, 0 pending): tests [command_failed]``."""
     verdict = report["verdict"]
-    gates: list[Mapping[str, Any]] = list(report.get("gates", []))
+    gates = report["gates"]
     interrupted = [str(gate["name"]) for gate in gates if is_interrupted(gate)]
     failed = [gate for gate in gates if _outcome(gate) == codes.FAILED]
     pending = [str(gate["name"]) for gate in gates if gate.get("outcome") == codes.PENDING]
@@ -205,7 +205,7 @@ def closing_summary(report: Report, timeouts: Mapping[str, float] | None = None
                     ) -> list[tuple[str, list[Styled]]]:
     """After a failure, as pytest's ``--durations`` and short test summary: (title, lines) of
     the slowest gates that ran and of the failed gates."""
-    gates: list[Mapping[str, Any]] = list(report.get("gates", []))
+    gates = report["gates"]
     failed = [gate for gate in gates if gate.get("outcome") == codes.FAILED]
     if not failed:
         return []
