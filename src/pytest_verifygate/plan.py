@@ -74,7 +74,7 @@ def plan_gates(
             env["PATH"] = node_bin_path(cwd, os.environ.get("PATH", ""))
         plan = GatePlan(gate, cwd, invocations=invocations, env=env,
                         display_command=_truncated(invocations[0]), given_files=tuple(given),
-                        root=contract.root)
+                        root=contract.root, file_args=tuple(files))
         if gate.cache:
             from pytest_verifygate.git import inputs  # only when some gate caches its passes
             from pytest_verifygate.state import result_cache
@@ -106,7 +106,8 @@ def _without_passed_files(plan: GatePlan, parsed: ParsedCommand, root: Path,
     invocations = tuple(tuple(argv) for argv in expand(parsed, files))
     keys = tuple(item for item in slot.file_keys if item[0] not in reused)
     return plan._replace(invocations=invocations, display_command=_truncated(invocations[0]),
-                         given_files=remaining, cache=slot._replace(file_keys=keys))
+                         given_files=remaining, cache=slot._replace(file_keys=keys),
+                         file_args=tuple(files))
 
 
 def node_bin_path(cwd: Path, path: str) -> str:

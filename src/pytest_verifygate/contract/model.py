@@ -27,8 +27,8 @@ SETTINGS_KEYS = (
 GATE_KEYS = (
     "name", "command", "roles", "when_changed", "when_changed_all", "cwd", "env",
     "timeout_seconds", "shell", "retries", "category", "phases", "kind", "on_missing",
-    "secret_env", "cache", "inputs", "needs", "exclusive", "types", "types_or", "exclude_types",
-    "files_regex", "exclude_regex",
+    "secret_env", "cache", "inputs", "needs", "exclusive", "serial", "types", "types_or",
+    "exclude_types", "files_regex", "exclude_regex",
 )
 OPENTIGER_KEYS = ("commands", "byRole", "rules", "settings")
 OPENTIGER_RULE_KEYS = ("whenChangedAny", "whenChangedAll", "commands")
@@ -77,6 +77,7 @@ class Gate(NamedTuple):
     inputs: tuple[str, ...] | None = None  # None: when_changed's patterns, or every file
     needs: tuple[str, ...] = ()
     exclusive: bool = False
+    serial: bool = False  # its {files} never split into chunks run at once
     # pre-commit's types, types_or, exclude_types, files and exclude (``filetypes.py``).
     types: tuple[str, ...] = ()
     types_or: tuple[str, ...] = ()

@@ -121,6 +121,7 @@ def _load_gate(raw: object, position: int, settings: Settings, reader: FieldRead
         "needs": lambda: tuple(dict.fromkeys(need.strip() for need in strings(
             "needs", empty_hint="remove the key: the gate needs no other"))),
         "exclusive": lambda: reader.boolean(raw["exclusive"], gate=name, key="exclusive"),
+        "serial": lambda: reader.boolean(raw["serial"], gate=name, key="serial"),
     }
     given = {key: read() for key, read in readers.items() if key in raw}
     # What the settings (and middle, for its own file) say where the gate says nothing.
