@@ -21,7 +21,7 @@ from pytest_verifygate.commands import MIN_CHUNK_FILES
 from pytest_verifygate.runner import fixers
 from pytest_verifygate.runner.logfile import DEFAULT_LOG_MAX_BYTES, GateLog
 from pytest_verifygate.runner.process import HELD_OUTPUT_REASON, OutputSink, run_commands
-from pytest_verifygate.runner.records import GatePlan, GateResult, bare_result
+from pytest_verifygate.runner.records import CacheSlot, GatePlan, GateResult, bare_result
 from pytest_verifygate.runner.watchdog import Watchdog
 from pytest_verifygate.state.storage import claim_log_dir, log_file_name, make_private_dir
 
@@ -82,6 +82,9 @@ class GateRunner:
         self._workers: list[threading.Thread] | None = None
         self._callback_lock = threading.Lock()
         self._watchdog = Watchdog()  # ends the gates' trees even if this process cannot
+        # Passes of gates with caching on, stored when the run ends: one look at the files
+        # after the last gate tells for every gate that its inputs held while it ran.
+        self._passes: list[tuple[CacheSlot, GateResult]] = []
 
     def start(self) -> None:
         """Queue every gate; up to ``jobs`` run at once, the rest wait their turn."""
@@ -217,7 +220,8 @@ class GateRunner:
                 self._ready.release()
 
     def close(self) -> None:
-        """Cancel what is still running and wait for the worker threads to finish."""
+        """Cancel what is still running, wait for the worker threads to finish and store the
+        passes the result cache keeps."""
         if self._workers is None:
             return
         if len(self._done) < len(self.plans):
@@ -226,6 +230,11 @@ class GateRunner:
             if worker.ident is not None:  # a Ctrl-C may have come before it was started
                 worker.join()
         self._watchdog.close()
+        passes, self._passes = self._passes, []
+        if passes:
+            from pytest_verifygate.state.result_cache import store  # only for gates with caching on
+
+            store(passes)
         self._release_log_dir()
 
     def __enter__(self) -> GateRunner:
@@ -267,9 +276,7 @@ class GateRunner:
             flaky=result.outcome == codes.PASSED and attempts > 1,  # a pass ends the retries
         )
         if plan.cache is not None and result.outcome == codes.PASSED:
-            from pytest_verifygate.state.result_cache import store  # only for gates with caching on
-
-            store(plan.cache, result)
+            self._passes.append((plan.cache, result))  # stored by ``close``
         return self._finish(plan, result)
 
     def _finish(self, plan: GatePlan, result: GateResult) -> GateResult:
