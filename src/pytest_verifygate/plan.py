@@ -39,6 +39,7 @@ def plan_gates(
     plans: list[GatePlan] = []
     tracked: tuple[str, ...] | None = None
     repo_files: RepoFiles | None = None
+    tags: dict[str, frozenset[str]] = {}  # each file's kinds, read once for every gate
     for selection in selections:
         if not selection.selected:
             continue
@@ -61,7 +62,7 @@ def plan_gates(
             else:
                 if tracked is None:
                     tracked = all_files(contract.root)
-                candidates = files_for_gate(gate, tracked, contract.root)
+                candidates = files_for_gate(gate, tracked, contract.root, tags)
             given = [path for path in candidates if os.path.lexists(contract.root / path)]
             files = [_relative_to_cwd(path, contract.root, cwd) for path in given]
             if not files:
