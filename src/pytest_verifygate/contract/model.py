@@ -22,7 +22,7 @@ PYPROJECT_KEY_PREFIX = "tool.verifygate."
 
 SETTINGS_KEYS = (
     "timeout_seconds", "jobs", "output_tail_bytes", "on_missing", "fail_when_unverified",
-    "changed_from", "cache", "log_max_bytes", "plugins",
+    "changed_from", "cache", "log_max_bytes", "plugins", "verify_while_editing",
 )
 GATE_KEYS = (
     "name", "command", "roles", "when_changed", "when_changed_all", "cwd", "env",
@@ -46,6 +46,7 @@ class Settings(NamedTuple):
     cache: bool = False
     log_max_bytes: int = 16 * 1024 * 1024  # per gate attempt's log file (head and tail kept)
     plugins: tuple[str, ...] = ()  # modules whose hook implementations the run loads
+    verify_while_editing: bool = False  # install-agent-hook adds the after-edit hooks
 
 
 # Middle and openTiger run one gate at a time in declared order. A missing script fails (not

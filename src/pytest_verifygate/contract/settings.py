@@ -37,6 +37,7 @@ def load_settings(raw: object, reader: FieldReader, defaults: Settings, *,
         "changed_from": lambda value, key: reader.string(
             value, gate=None, key=key, allow_empty=True).strip(),
         "cache": lambda value, key: reader.boolean(value, gate=None, key=key),
+        "verify_while_editing": lambda value, key: reader.boolean(value, gate=None, key=key),
         "plugins": lambda value, key: _module_names(reader, value, key),
     }
     return defaults._replace(**{setting: check(raw[setting], f"settings.{setting}")
