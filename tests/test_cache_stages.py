@@ -57,8 +57,9 @@ def record(tmp_path: Path) -> Path:
 
 
 def lint_contract(repo: Path, record: Path, **gate: Any) -> None:
+    # serial: one process a run, whatever the cores (each run is one line of the record).
     write_contract(repo, {"name": "lint", "command": [*python(RECORDING, str(record)), "{files}"],
-                          "when_changed": ["src/**/*.py"], "cache": True, **gate})
+                          "when_changed": ["src/**/*.py"], "cache": True, "serial": True, **gate})
 
 
 @pytest.mark.parametrize("change", ["deletion", "rename"])
@@ -164,7 +165,7 @@ def test_a_changed_command_or_tool_checks_every_file_again(repo: Path, record: P
     write(tool, f"#!{sys.executable}\n{RECORDING.replace('; ', chr(10))}\n")
     tool.chmod(0o755)
     write_contract(repo, {"name": "lint", "command": [str(tool), str(record), "{files}"],
-                          "when_changed": ["src/**/*.py"], "cache": True})
+                          "when_changed": ["src/**/*.py"], "cache": True, "serial": True})
     names = ten_files(repo)
     gate_report(repo, "--all")
     gate_report(repo, "--all")
@@ -173,14 +174,14 @@ def test_a_changed_command_or_tool_checks_every_file_again(repo: Path, record: P
     gate_report(repo, "--all")
     assert len(runs(record)) == 2 and sorted(runs(record)[-1]) == names
     write_contract(repo, {"name": "lint", "command": [str(tool), str(record), "-v", "{files}"],
-                          "when_changed": ["src/**/*.py"], "cache": True})
+                          "when_changed": ["src/**/*.py"], "cache": True, "serial": True})
     gate_report(repo, "--all")
     assert len(runs(record)) == 3 and sorted(runs(record)[-1]) == names
 
 
 def test_gates_without_when_changed_are_not_reused_per_file(repo: Path, record: Path) -> None:
     write_contract(repo, {"name": "lint", "command": [*python(RECORDING, str(record)), "{files}"],
-                          "cache": True})
+                          "cache": True, "serial": True})
     names = ten_files(repo)
     gate_report(repo, "--all")
     write(repo / "src" / "m4.py", "x = 'edited'\n")
@@ -194,7 +195,7 @@ def test_a_gate_by_file_type_is_reused_per_file(repo: Path, record: Path,
                                                 when_changed: list[str] | None) -> None:
     """As ``verifygate init`` writes ruff's gate: file types, no ``when_changed``; or with a
     ``when_changed`` that also matches files of other types, which are its context."""
-    gate: dict[str, Any] = {"name": "lint", "types": ["python"], "cache": True,
+    gate: dict[str, Any] = {"name": "lint", "types": ["python"], "cache": True, "serial": True,
                             "command": [*python(RECORDING, str(record)), "{files}"]}
     write_contract(repo, gate if when_changed is None else {**gate, "when_changed": when_changed})
     names = ten_files(repo)

@@ -116,6 +116,28 @@ def test_a_new_configuration_has_the_agents_documented_shape(agent: str, repo: P
     assert oct((repo / FILES[agent]).stat().st_mode & 0o777) == oct(0o644 & ~_umask())
 
 
+# The after-edit event each agent gets with --background (or the contract's setting).
+AFTER_EDIT = {"claude": "PostToolUse", "codex": "PostToolUse", "cursor": "afterFileEdit",
+              "gemini": "AfterTool"}
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_the_after_edit_hook_is_installed_only_when_asked(agent: str, repo: Path) -> None:
+    install(repo, "--agent", agent)
+    assert AFTER_EDIT[agent] not in config(repo, agent)["hooks"]
+    write(repo / "verify.toml", "[settings]\nverify_while_editing = true\n\n[[gate]]\n"
+                                'name = "lint"\ncommand = "true"\n')
+    for asked in (["--background"], []):  # the install asks, or the contract does
+        (repo / FILES[agent]).unlink()
+        install(repo, "--agent", agent, *asked)
+        hooks = config(repo, agent)["hooks"]
+        assert {**hooks, AFTER_EDIT[agent]: None} == {**FRESH[agent]["hooks"],
+                                                       AFTER_EDIT[agent]: None}
+        (entry,) = hooks[AFTER_EDIT[agent]]
+        command = (entry["hooks"][0] if "hooks" in entry else entry)["command"]
+        assert command == hook_command(agent, background=True)
+
+
 @pytest.mark.parametrize("agent", AGENTS)
 def test_merging_keeps_every_existing_entry_and_key(agent: str, repo: Path) -> None:
     path = write(repo / FILES[agent], json.dumps(EXISTING[agent], indent=4))

@@ -186,6 +186,7 @@ repos:
     entry: ruff check
     language: system
     types: [python]
+    require_serial: true
   - id: commit-message
     name: commit message
     entry: ./check-message
@@ -214,6 +215,9 @@ def test_well_known_hooks_become_gates_and_the_rest_is_listed(repo: Path) -> Non
     assert gates["ruff-check"]["types_or"] == ["python", "pyi", "jupyter"]
     assert [name for name, gate in gates.items() if gate.get("cache")] == [
         "ruff-check", "ruff-format", "codespell"]  # not mypy: it reads what is installed
+    # pre-commit's require_serial, the config's or the manifest's: never split into chunks.
+    assert [name for name, gate in gates.items() if gate.get("serial")] == [
+        "ruff-check", "ruff-format", "mypy", "lint"]
     assert gates["ruff-format"]["exclude_regex"] == "(?:docs/|ext/)|(?:tests/test_lowlevel.py)"
     assert gates["mypy"]["command"] == ["mypy", "--ignore-missing-imports", "--scroll-output",
                                         "{files}"]

@@ -15,6 +15,8 @@ import pytest
 from pytest_verifygate.contract import load_contract
 from pytest_verifygate.engine import plan_gates, run_gates
 from pytest_verifygate.git.changes import ChangeSet
+from pytest_verifygate.runner import scheduler
+from pytest_verifygate.runner.records import GateResult
 from pytest_verifygate.runner.scheduler import GateRunner
 from pytest_verifygate.selection import select_gates
 
@@ -316,3 +318,96 @@ def test_ctrl_c_while_the_workers_start_leaves_no_traceback(
     monkeypatch.setattr(threading.Thread, "start", started)
     runner.close()  # cancels gate-0's gate and joins it; gate-1 never ran
     assert calls[:2] == ["gate-0", "gate-1"]
+
+
+# A {files} gate's chunk: logs "start|end <pid> <time> <files>" and prints its files; a chunk
+# given a file named bad* fails with exit status 3 after saying so.
+CHUNK = """\
+import os, sys, time
+log, seconds, files = sys.argv[1], float(sys.argv[2]), sys.argv[3:]
+def note(word):
+    with open(log, "a") as handle:
+        handle.write(f"{word} {os.getpid()} {time.time()} {len(files)}\\n")
+note("start")
+time.sleep(seconds)
+print("chunk", *files, flush=True)
+note("end")
+bad = [name for name in files if name.startswith("bad")]
+if bad:
+    print("BAD", *bad)
+    sys.exit(3)
+"""
+
+
+def chunked(repo: Path, monkeypatch: pytest.MonkeyPatch, files: list[str], keys: str = "",
+            seconds: float = 0.5, jobs: int = 1) -> tuple[GateResult, list[list[str]]]:
+    """A {files} gate over ``files`` on four cores (whatever this machine has), one job; its
+    result and the chunks' log lines."""
+    monkeypatch.setattr(scheduler, "available_cores", lambda: 4)
+    write(repo / "chunk.py", CHUNK)
+    for name in files:
+        write(repo / name, "")
+    write(repo / "verify.toml", f'[[gate]]\nname = "g"\n{keys}\ncommand = '
+                                f'"{sys.executable} chunk.py events.log {seconds} {{files}}"\n')
+    loaded = load_contract(repo / "verify.toml")
+    changes = ChangeSet("files", files=tuple(files))
+    (result,) = run_gates(loaded, select_gates(loaded, changes), changes, jobs=jobs).results
+    lines = [line.split() for line in (repo / "events.log").read_text().splitlines()]
+    return result, lines
+
+
+FILES = [f"f{index:02}.txt" for index in range(16)]
+
+
+def test_one_gate_s_files_run_in_chunks_at_once_on_the_free_cores(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    result, lines = chunked(repo, monkeypatch, FILES)
+    starts = [float(line[2]) for line in lines if line[0] == "start"]
+    ends = [float(line[2]) for line in lines if line[0] == "end"]
+    assert len(starts) == 4 and sum(int(line[3]) for line in lines if line[0] == "start") == 16
+    assert max(starts) < min(ends)  # all four chunks were running at the same moment
+    assert result.outcome == "passed"
+    # Each chunk's output whole, in chunk order: the files in their order.
+    assert result.output_tail.splitlines() == [f"chunk {' '.join(FILES[part:part + 4])}"
+                                               for part in range(0, 16, 4)]
+
+
+def test_a_failing_chunk_fails_the_gate_with_its_own_output_and_code(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = sorted([*FILES[:7], "bad.txt"])
+    result, lines = chunked(repo, monkeypatch, files)
+    assert len([line for line in lines if line[0] == "start"]) == 2
+    assert (result.outcome, result.code, result.exit_code) == (
+        "failed", "command_failed", 3)
+    assert files[0] == "bad.txt"
+    assert result.output_tail.splitlines() == [
+        f"chunk {' '.join(files[:4])}", "BAD bad.txt", f"chunk {' '.join(files[4:])}"]
+
+
+@pytest.mark.parametrize("key", ["serial = true", "exclusive = true"])
+def test_serial_and_exclusive_gates_are_never_split(
+        repo: Path, monkeypatch: pytest.MonkeyPatch, key: str) -> None:
+    result, lines = chunked(repo, monkeypatch, FILES, key, seconds=0)
+    assert [(line[0], line[3]) for line in lines] == [("start", "16"), ("end", "16")]
+    assert result.outcome == "passed"
+
+
+def test_chunks_share_the_gate_s_deadline_and_leave_no_process(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    started = time.monotonic()
+    result, lines = chunked(repo, monkeypatch, FILES, "timeout_seconds = 1", seconds=60)
+    assert time.monotonic() - started < 15
+    assert (result.outcome, result.code) == ("failed", "timeout")
+    pids = [int(line[1]) for line in lines if line[0] == "start"]
+    assert len(pids) == 4 and wait_dead(pids) == []
+
+
+def test_a_chunk_that_rewrites_a_file_fails_the_gate(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fixer = CHUNK.replace('note("start")', 'note("start")\nif "f05.txt" in files: '
+                                           'open("f05.txt", "w").write("fixed")')
+    monkeypatch.setattr(sys.modules[__name__], "CHUNK", fixer)
+    result, lines = chunked(repo, monkeypatch, FILES, seconds=0)
+    assert len([line for line in lines if line[0] == "start"]) == 4
+    assert (result.outcome, result.modified_files) == (
+        "failed", ("f05.txt",))

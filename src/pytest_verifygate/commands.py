@@ -9,6 +9,7 @@ where ``parse_command`` is strict, since nothing is spawned from what they retur
 PYTEST_DONT_REWRITE
 """
 
+import itertools
 import os
 import re
 import shlex
@@ -27,6 +28,8 @@ ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _PLACEHOLDER_WORD = re.compile(r"(?<![^\s;|&(])\{files\}(?![^\s;|&)])")
 # Linux caps one argv string at 128 KiB (MAX_ARG_STRLEN): it bounds a `sh -c` script.
 _MAX_SINGLE_ARG = 128 * 1024 - 1024
+# A chunk run beside others holds at least this many files: pre-commit's xargs partition.
+MIN_CHUNK_FILES = 4
 
 
 class UnsupportedCommand(Exception):
@@ -207,12 +210,19 @@ def command_text(command: str | Sequence[str]) -> str:
     return shlex.join(str(word) for word in command)
 
 
-def expand(parsed: ParsedCommand, files: Sequence[str]) -> list[list[str]]:
+def expand(parsed: ParsedCommand, files: Sequence[str], parts: int = 1) -> list[list[str]]:
     """The argv lists to spawn: ``{files}`` replaced, split into OS-sized chunks.
 
     Without ``{files}`` there is exactly one invocation. For a shell gate, the files are
     quoted for sh before they are put into the script, so no name can inject a command.
+    ``parts`` > 1 cuts the files into that many chunks of one size, in order, to run at once
+    (as pre-commit's xargs: none of fewer than ``MIN_CHUNK_FILES`` files).
     """
+    parts = min(parts, -(-len(files) // MIN_CHUNK_FILES)) if parsed.uses_files else 1
+    if parts > 1:
+        cuts = [len(files) * part // parts for part in range(parts + 1)]
+        return [argv for start, end in itertools.pairwise(cuts)
+                for argv in expand(parsed, files[start:end])]
     if parsed.shell:
         script = parsed.words[0]
         if not parsed.uses_files:

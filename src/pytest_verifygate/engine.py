@@ -260,14 +260,14 @@ def _runner(
         on_finished=finished,
         log_max_bytes=contract.settings.log_max_bytes,
         log_filter=redactor.stream_masker,
-        store_pass=_store_pass if any(plan.cache for plan in plans) else None,
+        store_passes=_store_passes if any(plan.cache for plan in plans) else None,
     )
 
 
-def _store_pass(slot: CacheSlot, result: GateResult) -> None:
+def _store_passes(passes: list[tuple[CacheSlot, GateResult]]) -> None:
     from pytest_verifygate.result_cache import store  # only when some gate caches its passes
 
-    store(slot, result)
+    store(passes)
 
 
 def start_order(contract: Contract, gate_plans: Sequence[GatePlan], jobs: int

@@ -35,18 +35,27 @@ class FileFilter(Protocol):
 
 
 def files_of_gate(gate: FileFilter, root: Path, paths: Sequence[str],
-                  deleted: Collection[str] = ()) -> tuple[str, ...]:
+                  deleted: Collection[str] = (),
+                  tags: dict[str, frozenset[str]] | None = None) -> tuple[str, ...]:
     """The ``paths`` (relative to ``root``) that ``gate``'s types and regexes let through, in
-    order; a path in ``deleted`` has the tags its name gives, plus ``file``."""
+    order; a path in ``deleted`` has the tags its name gives, plus ``file``. ``tags``: the
+    tags found so far, for the gates of one plan (each file is read once)."""
     if not gate.filters_files:
         return tuple(paths)
     include = _finder(gate.files_regex or "")
     exclude = _finder(gate.exclude_regex) if gate.exclude_regex else None
     wanted = frozenset(gate.types), frozenset(gate.types_or), frozenset(gate.exclude_types)
     typed = any(wanted)
+    tags = {} if tags is None else tags
+
+    def tagged(path: str) -> frozenset[str]:
+        if path not in tags:
+            tags[path] = _tags(str(root / path), path in deleted)
+        return tags[path]
+
     return tuple(path for path in paths if include(path)
                  and not (exclude is not None and exclude(path))
-                 and (not typed or _tags_match(_tags(str(root / path), path in deleted), *wanted)))
+                 and (not typed or _tags_match(tagged(path), *wanted)))
 
 
 def describe_filter(gate: FileFilter) -> str:

@@ -35,6 +35,7 @@ def plan_gates(contract: Contract, selections: Sequence[Selection], *,
     plans: list[GatePlan] = []
     tracked: tuple[str, ...] | None = None
     repo_files: RepoFiles | None = None
+    tags: dict[str, frozenset[str]] = {}  # each file's kinds, read once for every gate
     for selection in selections:
         if not selection.selected:
             continue
@@ -57,7 +58,7 @@ def plan_gates(contract: Contract, selections: Sequence[Selection], *,
             else:
                 if tracked is None:
                     tracked = all_files(contract.root)
-                candidates = files_for_gate(gate, tracked, contract.root)
+                candidates = files_for_gate(gate, tracked, contract.root, tags)
             given = [path for path in candidates if os.path.lexists(contract.root / path)]
             files = [_relative_to_cwd(path, contract.root, cwd) for path in given]
             if not files:
@@ -70,7 +71,7 @@ def plan_gates(contract: Contract, selections: Sequence[Selection], *,
             env["PATH"] = node_bin_path(cwd, os.environ.get("PATH", ""))
         plan = GatePlan(gate, cwd, invocations=invocations, env=env,
                         display_command=_truncated(invocations[0]), given_files=tuple(given),
-                        root=contract.root)
+                        root=contract.root, file_args=tuple(files))
         if gate.cache:
             # Only when some gate caches its passes.
             from pytest_verifygate import result_cache
@@ -101,7 +102,8 @@ def _without_passed_files(plan: GatePlan, parsed: ParsedCommand, root: Path) -> 
     invocations = tuple(tuple(argv) for argv in expand(parsed, files))
     keys = tuple(item for item in slot.file_keys if item[0] not in reused)
     return plan._replace(invocations=invocations, display_command=_truncated(invocations[0]),
-                         given_files=remaining, cache=slot._replace(file_keys=keys))
+                         given_files=remaining, cache=slot._replace(file_keys=keys),
+                         file_args=tuple(files))
 
 
 def node_bin_path(cwd: Path, path: str) -> str:

@@ -12,7 +12,6 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import importlib
-import inspect
 from typing import TYPE_CHECKING, cast
 
 from pytest_verifygate.contract.discover import display_path
@@ -40,6 +39,8 @@ def register_plugins(contract: Contract, manager: pluggy.PluginManager) -> None:
     """Import the contract's plugins and register them with ``manager`` (ours, or pytest's,
     which may hold one already). A plugin that cannot be imported, is blocked (``-p no:``)
     or clashes with a plugin of its name is a contract error."""
+    import inspect  # only for a contract that names plugins: most do not
+
     import pluggy
 
     mark = pluggy.HookimplMarker("pytest")

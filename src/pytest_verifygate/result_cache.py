@@ -16,6 +16,7 @@ import re
 import shlex
 import stat
 import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +29,10 @@ from pytest_verifygate.runner.records import CacheSlot, GatePlan, GateResult
 from pytest_verifygate.selection import files_for_gate
 from pytest_verifygate.state.files import (
     StateFileError,
+    open_state_dir,
     prune_own_files,
     read_state_file,
-    write_state,
+    replace_in,
 )
 from pytest_verifygate.state.storage import blocker, private_dir, repository_key
 
@@ -72,9 +74,10 @@ def cache_dir(repo_root: Path) -> Path | None:
     return private_dir("cache", repository_key(repo_root))
 
 
-def _definition(contract: Contract, plan: GatePlan, **fields: Any) -> str:
+def _definition(contract: Contract, plan: GatePlan) -> dict[str, Any]:
+    """What a pass depends on besides its files, the same for the gate's key and its files'."""
     gate = plan.gate
-    return json.dumps({
+    return {
         "version": CACHE_VERSION,
         "gate": gate.name,
         "project": os.path.relpath(contract.root, contract.repo_root),
@@ -84,8 +87,11 @@ def _definition(contract: Contract, plan: GatePlan, **fields: Any) -> str:
         "shell": gate.shell,
         "tools": tool_identities(plan),
         "outside": outside_identities(plan, contract.root),
-        **fields,
-    }, sort_keys=True, ensure_ascii=True)
+    }
+
+
+def _text(definition: dict[str, Any], **fields: Any) -> str:
+    return json.dumps({**definition, **fields}, sort_keys=True, ensure_ascii=True)
 
 
 def context_digest(gate: Gate, root: Path, files: RepoFiles) -> str:
@@ -106,15 +112,21 @@ def _looks_like_configuration(path: str) -> bool:
 
 def _configuration_names(gate: Gate, root: Path, files: RepoFiles) -> frozenset[str]:
     """The file names the gate's command and the project's configuration files mention: a
-    file a tool is told to read (codespell's ``dictionary = words.txt``) is configuration too."""
+    file a tool is told to read (codespell's ``dictionary = words.txt``) is configuration too.
+    The files are read once per listing, for every gate."""
     from pytest_verifygate.state.storage import read_user_file
 
-    texts = [gate.command_text.encode()]
-    found = [path for path in files.paths() if _looks_like_configuration(path)]
-    if len(found) > MAX_CONFIG_FILES:  # cannot be read on every run: no reuse file by file
-        raise OSError(f"more than {MAX_CONFIG_FILES} configuration files")
-    # Larger ones are lock files and data, not what a person writes to name a file.
-    texts += filter(None, (read_user_file(root / path, MAX_CONFIG_BYTES) for path in found))
+    if "configuration" not in files.derived:
+        found = [path for path in files.paths() if _looks_like_configuration(path)]
+        if len(found) > MAX_CONFIG_FILES:  # cannot be read on every run: no reuse file by file
+            raise OSError(f"more than {MAX_CONFIG_FILES} configuration files")
+        # Larger ones are lock files and data, not what a person writes to name a file.
+        texts = filter(None, (read_user_file(root / path, MAX_CONFIG_BYTES) for path in found))
+        files.derived["configuration"] = _names_in(texts)
+    return files.derived["configuration"] | _names_in([gate.command_text.encode()])
+
+
+def _names_in(texts: Iterable[bytes]) -> frozenset[str]:
     return frozenset(os.fsdecode(word.rstrip(b"/").rsplit(b"/", 1)[-1])
                      for text in texts for word in _WORDS.findall(text))
 
@@ -166,15 +178,17 @@ def outside_identities(plan: GatePlan, root: Path) -> list[list[Any]]:
     program, the environment variables named after it and Python's own (docs:
     how-to/cache.md)."""
     names = [os.path.basename(name) for name in program_names(plan)]
-    home = Path(os.environ.get("HOME") or os.path.expanduser("~"))
-    config_home = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
-    user_site = Path(os.environ.get("PYTHONUSERBASE") or home / ".local")
-    paths = [str(parent / file) for parent in root.resolve().parents
+    # Strings, not Path objects: a few hundred paths for every gate.
+    home = os.environ.get("HOME") or os.path.expanduser("~")
+    config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    user_site = os.environ.get("PYTHONUSERBASE") or os.path.join(home, ".local")
+    paths = [os.path.join(parent, file) for parent in map(str, root.resolve().parents)
              for file in _CONFIG_NAMES]
-    paths += [str(place) for name in names for place in (
-        config_home / name, *(home / f".{name}{end}" for end in _USER_CONFIG_ENDS))]
+    paths += [place for name in names for place in (
+        os.path.join(config_home, name), *(os.path.join(home, f".{name}{end}")
+                                           for end in _USER_CONFIG_ENDS))]
     prefixes = tuple(f"{name.upper().replace('-', '_')}_" for name in names)
-    return [_stamps([*paths, *glob.glob(str(user_site / _SITE_PACKAGES))], into=True),
+    return [_stamps([*paths, *glob.glob(os.path.join(user_site, _SITE_PACKAGES))], into=True),
             sorted((key, value) for key, value in os.environ.items()
                    if key in _PYTHON_VARIABLES or key.startswith(prefixes))]
 
@@ -228,8 +242,9 @@ def attach(contract: Contract, plan: GatePlan, files: RepoFiles, *, read: bool) 
     A gate whose inputs cannot be hashed gets none: it runs, with a warning."""
     gate = plan.gate
     patterns = gate.inputs if gate.inputs is not None else gate.when_changed
-    definition = _definition(contract, plan, inputs=patterns,
-                             invocations=[list(argv) for argv in plan.invocations])
+    common = _definition(contract, plan)
+    definition = _text(common, inputs=patterns,
+                       invocations=[list(argv) for argv in plan.invocations])
     try:
         key = _key(definition, files.digest(patterns))
     except OSError as exc:
@@ -240,20 +255,20 @@ def attach(contract: Contract, plan: GatePlan, files: RepoFiles, *, read: bool) 
         return plan
     slot = CacheSlot(directory, key, contract.root, definition, patterns)
     if plan.given_files and (gate.when_changed or gate.filters_files):
-        slot = _with_file_keys(slot, contract, plan, files)
+        slot = _with_file_keys(slot, contract.root, plan, files, common)
     slot = slot._replace(stamps=files.stamps(_stamped(slot)))
     if read:
         slot = slot._replace(hit=lookup(slot, plan))
     return plan._replace(cache=slot)
 
 
-def _with_file_keys(slot: CacheSlot, contract: Contract, plan: GatePlan,
-                    files: RepoFiles) -> CacheSlot:
+def _with_file_keys(slot: CacheSlot, root: Path, plan: GatePlan, files: RepoFiles,
+                    common: dict[str, Any]) -> CacheSlot:
     """``slot`` with a key for each file the plan gives the gate, by its unexpanded command."""
-    definition = _definition(contract, plan, per_file=True, command=plan.gate.command,
-                             when_changed=plan.gate.when_changed, inputs=plan.gate.inputs)
+    definition = _text(common, per_file=True, command=plan.gate.command,
+                       when_changed=plan.gate.when_changed, inputs=plan.gate.inputs)
     try:
-        context = context_digest(plan.gate, contract.root, files)
+        context = context_digest(plan.gate, root, files)
     except OSError:
         return slot
     keys: list[tuple[str, str]] = []
@@ -286,9 +301,18 @@ def _read_entry(path: Path, key: str, gate: str) -> dict[str, Any] | None:
     return entry
 
 
-def _write_entry(path: Path, entry: dict[str, Any]) -> None:
-    entry = {"version": CACHE_VERSION, **entry, "stored_at": round(time.time(), 3)}
-    write_state(path, json.dumps(entry, ensure_ascii=True) + "\n")
+def _write_entries(directory: Path, entries: list[tuple[str, dict[str, Any]]]) -> None:
+    """Write each ``(name, entry)`` into ``directory``, not synced to disk: an entry a crash
+    cut short is not right in every way, so it is not believed (``_read_entry``)."""
+    if not entries:
+        return
+    dir_fd = open_state_dir(directory, create=True)
+    try:
+        for name, entry in entries:
+            entry = {"version": CACHE_VERSION, **entry, "stored_at": round(time.time(), 3)}
+            replace_in(dir_fd, name, json.dumps(entry, ensure_ascii=True) + "\n", sync=False)
+    finally:
+        os.close(dir_fd)
 
 
 def reused_files(slot: CacheSlot, gate: str) -> frozenset[str]:
@@ -320,35 +344,48 @@ def _cached_pass(plan: GatePlan, entry: dict[str, Any]) -> GateResult:
                       cached=True)
 
 
-def store(slot: CacheSlot, result: GateResult) -> bool:
-    """Remember a clean pass (no retry) whose inputs did not change while the gate ran; True
-    if stored. Never raises for a cache it cannot write."""
+def store(passes: Sequence[tuple[CacheSlot, GateResult]]) -> None:
+    """Remember the clean passes (no retry) of a run whose inputs did not change while it ran:
+    one look at the files after the last gate serves every gate, stricter than one after each
+    (a gate's inputs held over a longer time). Never raises for a cache it cannot write."""
+    seen: dict[Path, RepoFiles] = {}
+    written: set[Path] = set()
+    for slot, result in passes:
+        files = seen.setdefault(slot.root, RepoFiles(slot.root))
+        with contextlib.suppress(OSError):
+            if _store(slot, result, files):
+                written.add(slot.directory)
+    for directory in written:  # the ones used last stay
+        prune_own_files(directory, is_entry_name, KEEP_ENTRIES)
+        prune_own_files(directory, is_file_entry_name, KEEP_FILE_ENTRIES)
+
+
+def _store(slot: CacheSlot, result: GateResult, files: RepoFiles) -> bool:
+    """Store one pass (``store``); whether anything was written. ``OSError`` where the inputs
+    cannot be listed or the cache cannot be written."""
     if result.outcome != codes.PASSED or result.flaky or result.cached:
         return False
-    try:
-        files = RepoFiles(slot.root)
-        unchanged = _key(slot.definition, files.digest(slot.patterns)) == slot.key
-        passed = _unchanged_files(slot, files)
-        # Read after the content: a file swapped while the gate read it, then put back, has
-        # the same content and a new ctime or inode.
-        if files.stamps(_stamped(slot)) != slot.stamps:
-            return False
-        _store_files(slot, passed, result.name)
-        if not unchanged:
-            return False  # the inputs changed while the gate ran: the pass proves neither
+    unchanged = _key(slot.definition, files.digest(slot.patterns)) == slot.key
+    passed = _unchanged_files(slot, files)
+    # Read after the content: a file swapped while the gate read it, then put back, has
+    # the same content and a new ctime or inode.
+    if files.stamps(_stamped(slot)) != slot.stamps:
+        return False
+    entries: list[tuple[str, dict[str, Any]]] = [
+        (_file_entry_path(slot, key).name, {"key": key, "gate": result.name, "path": path})
+        for path, key in passed]
+    if unchanged:  # else the inputs changed while the gate ran: the pass proves neither
         tail, truncated = result.output_tail, result.output_truncated  # masked as captured
         encoded = tail.encode("utf-8", "replace")
         if len(encoded) > TAIL_BYTES:
             tail, truncated = encoded[-TAIL_BYTES:].decode("utf-8", "ignore"), True
-        _write_entry(slot.path, {
+        entries.append((slot.path.name, {
             "key": slot.key, "gate": result.name, "duration_s": result.duration_s,
             "output_tail": tail, "output_truncated": truncated,
             "output_bytes": result.output_bytes,
-        })
-        prune_own_files(slot.directory, is_entry_name, KEEP_ENTRIES)  # the ones used last stay
-    except OSError:
-        return False
-    return True
+        }))
+    _write_entries(slot.directory, entries)
+    return bool(entries)
 
 
 def _stamped(slot: CacheSlot) -> tuple[str, ...] | None:
@@ -371,14 +408,6 @@ def _unchanged_files(slot: CacheSlot, files: RepoFiles) -> list[tuple[str, str]]
             if _key(slot.file_definition, context, path, files.identity(path)) == key:
                 unchanged.append((path, key))
     return unchanged
-
-
-def _store_files(slot: CacheSlot, passed: list[tuple[str, str]], gate: str) -> None:
-    """An entry for each file of ``passed``."""
-    for path, key in passed:
-        _write_entry(_file_entry_path(slot, key), {"key": key, "gate": gate, "path": path})
-    if passed:
-        prune_own_files(slot.directory, is_file_entry_name, KEEP_FILE_ENTRIES)
 
 
 def is_entry_name(name: str) -> bool:

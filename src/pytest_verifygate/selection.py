@@ -209,13 +209,14 @@ def pattern_warnings(contract: Contract, gates: Iterable[Gate] | None = None,
             for name, key, pattern in places if pattern in missing]
 
 
-def files_for_gate(gate: Gate, candidates: Sequence[str], root: Path) -> tuple[str, ...]:
+def files_for_gate(gate: Gate, candidates: Sequence[str], root: Path,
+                   tags: dict[str, frozenset[str]] | None = None) -> tuple[str, ...]:
     """``candidates`` (paths under ``root``) filtered by the gate's ``when_changed`` and by the
-    kinds and names it takes."""
+    kinds and names it takes (``tags``: see ``files_of_gate``)."""
     files = tuple(candidates if gate.when_changed is None
                   else match_files(gate.when_changed, candidates))
     if not gate.filters_files:
         return files
     from pytest_verifygate.filetypes import files_of_gate
 
-    return files_of_gate(gate, root, files)
+    return files_of_gate(gate, root, files, tags=tags)

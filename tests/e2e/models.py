@@ -34,9 +34,10 @@ class Shell(NamedTuple):
 
 
 class Say(NamedTuple):
-    """A reply that ends the turn with ``text``."""
+    """A reply that ends the turn with ``text``, after ``think`` seconds (the model's time)."""
 
     text: str
+    think: float = 0.0
 
 
 class Delegate(NamedTuple):
@@ -217,6 +218,8 @@ def _handler(models: FakeModels) -> type[BaseHTTPRequestHandler]:
                 return Say("OK")
             request.role = SUBAGENT if "Bash" in tools and "Agent" not in tools else AGENT
             request.reply = models.script.next(request.role)
+            if isinstance(request.reply, Say):
+                time.sleep(request.reply.think)
             return request.reply
 
         def refuse(self) -> None:

@@ -6,8 +6,13 @@ request and every hook call is logged (``harness.py``); the assertions are on th
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import stat
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +31,7 @@ from .harness import (
     agent_status,
     install_hook,
     installed_commands,
+    make_project,
     run_agent,
     write_file,
 )
@@ -315,3 +321,55 @@ def test_a_monorepo_session_is_judged_from_where_it_began(project: Project,
     assert [stop.decision for stop in stops] == ["block", "allow"], session.describe()
     assert "`tests`" in stops[0].reason, stops[0].reason
     assert session.exit_code == 0, session.describe()
+
+
+# --------------------------------------------------------------------------------------------
+# verifying while the agent works
+
+GATE_SECONDS = 3
+THINK_SECONDS = 6  # past the edits' settling (1 s) and the gate's run
+
+
+def test_a_stop_after_the_agent_thought_finds_its_work_verified(
+        tmp_path: Path, node_tools: None, record_property: pytest.RecordProperty) -> None:
+    """The agent fixes a failing test, thinks for seconds and stops, with a gate that takes
+    seconds: with --background the gate ran while it thought, and the stop reuses its pass;
+    without, the stop runs it. The verdicts are the same; no process is left."""
+    seconds = {}
+    for background in (False, True):
+        project = make_project(tmp_path / ("with" if background else "without"))
+        log = project.logs / "gate.log"
+        gate = [sys.executable, "-B", "-c", "import sys, time, calc; open(sys.argv[1], 'a')"
+                f".write('ran\\n'); time.sleep({GATE_SECONDS}); assert calc.add(2, 2) == 4",
+                str(log)]
+        (project.root / "verify.toml").write_text(
+            "[settings]\ncache = true\n\n[[gate]]\nname = \"tests\"\n"
+            f"command = {json.dumps(gate)}\n", encoding="utf-8")
+        (project.root / "calc.py").write_text(BROKEN, encoding="utf-8")
+        project.git("commit", "-qam", "a failing test, a slow gate")
+        install_hook(project, CLAUDE, *(["--background"] if background else []))
+        session = run_agent(project, CLAUDE, Script((Shell(FIX),
+                                                     Say("Fixed.", think=THINK_SECONDS))))
+        (stop,) = session.stops()
+        assert stop.decision == "allow" and session.exit_code == 0, session.describe()
+        assert log.read_text() == "ran\n"  # once: by the background run, or by the stop
+        deadline = time.monotonic() + 5
+        while left_in(project.root) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not left_in(project.root), session.describe()
+        seconds[background] = round(stop.seconds, 3)
+    record_property("e2e: claude stop after thinking, gate of 3 s, without --background (s)",
+                    seconds[False])
+    record_property("e2e: claude stop after thinking, gate of 3 s, with --background (s)",
+                    seconds[True])
+    assert seconds[False] >= GATE_SECONDS > seconds[True], seconds
+
+
+def left_in(root: Path) -> list[str]:
+    """The processes still working in ``root`` (a background run, its gates)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and Path(os.readlink(entry / "cwd")).is_relative_to(root):
+                found.append((entry / "cmdline").read_bytes().decode(errors="replace"))
+    return found

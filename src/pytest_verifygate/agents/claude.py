@@ -46,12 +46,18 @@ def entries(command: str, max_rounds: int) -> list[protocol.HookEntry]:
     ]
 
 
+def after_edit(command: str) -> protocol.HookEntry:
+    # Agents edit through the shell too.
+    return ("PostToolUse", {"matcher": "Edit|MultiEdit|Write|NotebookEdit|Bash",
+                            "hooks": [protocol.command_hook(command, SESSION_START_TIMEOUT)]})
+
+
 ADAPTER = protocol.Adapter(
     name="claude", title="Claude Code", parse=parse, render=render,
     # The command holds this machine's interpreter path: Claude Code's per-user file, which
     # is not committed, rather than the shared one.
     config_file=".claude/settings.local.json", shared_file=".claude/settings.json",
-    entries=entries, retired=("SubagentStop",),
+    entries=entries, retired=("SubagentStop",), after_edit=after_edit,
     setup=("Claude Code reads project hooks when a session starts: restart running sessions "
            "(a changed hook is reviewed in /hooks); the project's trust prompt must be "
            "accepted once",

@@ -6,7 +6,7 @@ PYTEST_DONT_REWRITE
 
 from typing import Any
 
-from pytest_verifygate.agents import claude, protocol
+from pytest_verifygate.agents import SESSION_START_TIMEOUT, claude, protocol
 
 
 def parse(data: dict[str, Any]) -> protocol.HookPayload:
@@ -16,6 +16,9 @@ def parse(data: dict[str, Any]) -> protocol.HookPayload:
 ADAPTER = protocol.Adapter(
     name="codex", title="Codex CLI", parse=parse, render=claude.render,
     config_file=".codex/hooks.json", entries=claude.entries, retired=("SubagentStop",),
+    # After every tool: Codex edits with apply_patch and its shell alike.
+    after_edit=lambda command: ("PostToolUse", {"hooks": [
+        protocol.command_hook(command, SESSION_START_TIMEOUT)]}),
     setup=("Codex skips a project's hooks without a word unless the project is trusted and "
            "each hook is: in `codex`, trust the project, then review and trust the hooks in "
            "/hooks (again whenever a hook's command changes); hooks are on by default, no "

@@ -39,11 +39,12 @@ def program() -> list[str]:
     return [sys.executable, "-E", *SAFE_PATH, "-m", MODULES[0]]
 
 
-def hook_command(agent: str, max_rounds: int | None = None) -> str:
+def hook_command(agent: str, max_rounds: int | None = None, *, background: bool = False
+                 ) -> str:
     words = [*program(), "agent-hook", "--agent", agent]
     if max_rounds is not None:
         words += ["--max-rounds", str(max_rounds)]
-    return guarded(shlex.join(words), agent)
+    return guarded(shlex.join(words + ["--background"] * background), agent)
 
 
 def guarded(command: str, agent: str) -> str:
@@ -120,11 +121,12 @@ def repointed(command: str, agent: str) -> str:
 
 
 def merge_hooks(config: object, adapter: Adapter, command: str, max_rounds: int,
-                *, replace: bool = False) -> Merged:
+                *, replace: bool = False, after_edit: str | None = None) -> Merged:
     """Add ``adapter``'s hooks running ``command`` to ``config`` and remove those of its retired
     events. An event that already runs the agent hook keeps it, but with ``replace`` (other
     options were asked for) its command becomes ``command``, and a command that would not
-    start runs this interpreter. A document of another shape is refused, never rewritten."""
+    start runs this interpreter; with ``after_edit``, the after-edit event runs that command.
+    A document of another shape is refused, never rewritten."""
     if not isinstance(config, dict):
         raise ConfigShapeError(f"it holds a JSON {type(config).__name__}, not an object")
     added: list[str] = []
@@ -134,7 +136,10 @@ def merge_hooks(config: object, adapter: Adapter, command: str, max_rounds: int,
     hooks = config.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise ConfigShapeError("'hooks' is not an object")
-    for event, entry in adapter.entries(command, max_rounds):
+    events = adapter.entries(command, max_rounds)
+    if after_edit is not None and adapter.after_edit is not None:
+        events.append(adapter.after_edit(after_edit))
+    for event, entry in events:
         entries = hooks.setdefault(event, [])
         if not isinstance(entries, list):
             raise ConfigShapeError(f"'hooks.{event}' is not a list")
@@ -144,7 +149,8 @@ def merge_hooks(config: object, adapter: Adapter, command: str, max_rounds: int,
                          if is_agent_hook(hook.get("command"), adapter.name)), None)
         if existing is None:
             entries.append(entry)
-            added.append(f"{event}: `{command}`{_details(entry)}")
+            added.append(f"{event}: `{(entry['hooks'][0] if nested else entry)['command']}`"
+                         f"{_details(entry)}")
             continue
         update = {}
         if replace:

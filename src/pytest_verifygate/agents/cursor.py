@@ -71,6 +71,7 @@ def entries(command: str, max_rounds: int) -> list[protocol.HookEntry]:
 ADAPTER = protocol.Adapter(
     name="cursor", title="Cursor", parse=parse, render=render,
     config_file=".cursor/hooks.json", entries=entries, top_level={"version": 1},
+    after_edit=lambda command: ("afterFileEdit", {"command": command}),
     setup=("Cursor reads .cursor/hooks.json when it starts: restart it; its hooks output shows "
            "the hook's notes",),
 )

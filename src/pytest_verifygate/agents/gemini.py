@@ -41,9 +41,15 @@ def entries(command: str, max_rounds: int) -> list[protocol.HookEntry]:
     ]
 
 
+def after_edit(command: str) -> protocol.HookEntry:
+    hook = protocol.command_hook(command, SESSION_START_TIMEOUT * 1000,
+                                 name="verifygate-after-edit")
+    return ("AfterTool", {"matcher": "write_file|replace|run_shell_command", "hooks": [hook]})
+
+
 ADAPTER = protocol.Adapter(
     name="gemini", title="Gemini CLI", parse=parse, render=render,
-    config_file=".gemini/settings.json", entries=entries,
+    config_file=".gemini/settings.json", entries=entries, after_edit=after_edit,
     setup=("Gemini CLI loads project hooks only in a trusted folder: trust this one when it "
            "asks; hooks are on by default",
            "headless (`gemini -p`): set GEMINI_CLI_TRUST_WORKSPACE=true (`--skip-trust` "

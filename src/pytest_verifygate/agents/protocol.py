@@ -74,8 +74,9 @@ class Adapter(NamedTuple):
     """One agent's protocol: ``parse`` its payload (or raise ``PayloadError``), ``render`` a
     decision as its stdout, and what ``install-agent-hook`` writes: the ``entries`` for a
     command and a round cap, keys the file must have (``top_level``), events whose hook is
-    removed (``retired``), what the agent needs before the hook runs (``setup``) and the
-    agent's committed file beside a per-user ``config_file`` (``shared_file``)."""
+    removed (``retired``), what the agent needs before the hook runs (``setup``), the
+    agent's committed file beside a per-user ``config_file`` (``shared_file``) and the
+    entry of its after-edit event (``after_edit``)."""
 
     name: str
     title: str
@@ -87,6 +88,8 @@ class Adapter(NamedTuple):
     retired: tuple[str, ...] = ()
     setup: tuple[str, ...] = ()
     shared_file: str | None = None
+    # The entry of the after-edit event for a command (``install-agent-hook --background``).
+    after_edit: Callable[[str], HookEntry] | None = None
 
 
 def read_input(stream: BinaryIO) -> bytes:

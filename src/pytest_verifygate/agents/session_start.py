@@ -1,11 +1,12 @@
 """A session's record: where it began (the commit, the directory, every ref and worktree HEAD)
 and the commits seen at its stops, kept in the user's private state directory; and what the
 record tells of work the agent moved out of what is checked out (``docs/how-to/agents.md``,
-"Where the session's work is").
+"Where the session's work is"); the run request of the session's stop.
 
 PYTEST_DONT_REWRITE
 """
 
+import argparse
 import json
 import os
 import time
@@ -13,8 +14,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from pytest_verifygate.agents.state import is_state_name, session_file_stem
+from pytest_verifygate.engine import RunRequest
 from pytest_verifygate.errors import ChangeSetError
-from pytest_verifygate.gitcmd import git_answer, git_output, head_commit
+from pytest_verifygate.git.changes import ChangeRequest
+from pytest_verifygate.gitcmd import empty_tree, git_answer, git_output, head_commit
 from pytest_verifygate.state.files import (
     StateFileError,
     prune_own_files,
@@ -218,3 +221,23 @@ def changed_from_start(repo_root: Path, changed_from: str) -> tuple[StartPoint, 
             f"--changed-from {changed_from} shares no history with HEAD: every file counts "
             "as changed")
     return StartPoint(base.decode().strip(), FROM_CHANGED_FROM), None
+
+
+def run_request(args: argparse.Namespace, cwd: Path, start: StartPoint | None) -> RunRequest:
+    """What a session's stop (and its background run) checks: everything since the starting
+    point, committed or not, plus untracked files, under the contract as it was there, for
+    the gates of ``--role``."""
+    bound_by = None
+    if start is None:  # outside git: nothing tells what changed, so every gate applies
+        changes = ChangeRequest(all=True)
+    elif start.commit is None:
+        # The repository had no commit when the session began: every file is the session's,
+        # and there was no contract to bind it (the empty tree holds none).
+        no_commit_yet = head_commit(Path.cwd()) is None
+        changes = ChangeRequest(worktree=True) if no_commit_yet else ChangeRequest(all=True)
+        bound_by = empty_tree(Path.cwd())
+    else:
+        changes = ChangeRequest(changed_from=args.changed_from or start.commit)
+        bound_by = start.commit
+    return RunRequest(contract=args.contract, start=cwd, changes=changes, role=args.role,
+                      read_cache=not args.no_cache, jobs=args.jobs, bound_by=bound_by)

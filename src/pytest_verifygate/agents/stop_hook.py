@@ -13,16 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_verifygate import codes, engine
-from pytest_verifygate.agents import session_start, status
+from pytest_verifygate.agents import background, session_start, status
 from pytest_verifygate.agents.protocol import SESSION_START, SUBAGENT_STOP, Decision, HookPayload
 from pytest_verifygate.agents.session_start import SessionRecord, StartPoint
 from pytest_verifygate.agents.state import Rounds, SessionState
 from pytest_verifygate.contract import find_contract, find_repo_root, posix_relative
 from pytest_verifygate.contract.revision import NoContractError, change_note
-from pytest_verifygate.engine import Plan, RunRequest
+from pytest_verifygate.engine import Plan
 from pytest_verifygate.errors import ContractError, VerifyGateError
-from pytest_verifygate.git.changes import ChangeRequest
-from pytest_verifygate.gitcmd import empty_tree, head_commit
 from pytest_verifygate.plugins import plugin_hook
 from pytest_verifygate.state.files import StateFileError, write_state
 
@@ -105,7 +103,7 @@ def judge(args: argparse.Namespace, payload: HookPayload) -> Decision:
             if moved is not None:
                 return fail_closed(args, payload, moved)
             start = StartPoint(record.commit, session_start.FROM_SESSION_START)
-        plan = engine.prepare(_request(args, payload, start))
+        plan = engine.prepare(session_start.run_request(args, payload.cwd, start))
         hook = plugin_hook(plan.contract)  # a plugin that cannot load is a contract error
     except NoContractError as exc:
         return allow(f"{exc}: no gate applies", status.VERIFIED)
@@ -157,36 +155,16 @@ def _session_started(payload: HookPayload) -> Decision:
         return Decision()
     try:
         session_start.record_start(payload.cwd, repo_root, payload.session_id)
+        background.retire(repo_root)  # a run an earlier session left
     except (VerifyGateError, StateFileError, OSError) as exc:
         _warn(f"no starting point recorded: {one_line(exc)}")
     return Decision()
 
 
-def _request(args: argparse.Namespace, payload: HookPayload, start: StartPoint | None
-             ) -> RunRequest:
-    """Everything since the starting point, committed or not, plus untracked files, under
-    the contract as it was there, for the gates of ``--role``."""
-    bound_by = None
-    if start is None:  # outside git: nothing tells what changed, so every gate applies
-        changes = ChangeRequest(all=True)
-    elif start.commit is None:
-        # The repository had no commit when the session began: every file is the session's,
-        # and there was no contract to bind it (the empty tree holds none).
-        no_commit_yet = head_commit(Path.cwd()) is None
-        changes = ChangeRequest(worktree=True) if no_commit_yet else ChangeRequest(all=True)
-        bound_by = empty_tree(Path.cwd())
-    else:
-        changes = ChangeRequest(changed_from=args.changed_from or start.commit)
-        bound_by = start.commit
-    return RunRequest(contract=args.contract, start=payload.cwd, changes=changes,
-                      role=args.role, read_cache=not args.no_cache, jobs=args.jobs,
-                      bound_by=bound_by)
-
-
 def _changed_since(args: argparse.Namespace, payload: HookPayload, start: StartPoint,
                    repo_root: Path | None) -> bool:
     """Whether anything changed since ``start``; when git cannot tell, something did."""
-    request = _request(args, payload, start)
+    request = session_start.run_request(args, payload.cwd, start)
     try:
         return bool(engine.change_set(request, repo_root or Path.cwd()).files)
     except VerifyGateError:
@@ -305,6 +283,7 @@ def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
            record: SessionRecord | None) -> Decision:
     rounds = _rounds(payload)
     stored = rounds.load()
+    background.settle(plan)  # its passes are in the cache once it ended
     if plan.changes.filtering and not plan.changes.files:
         hidden = (session_start.discarded(record, Path.cwd())
                   if record is not None else [])

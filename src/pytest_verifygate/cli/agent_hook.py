@@ -22,6 +22,10 @@ EXIT_BLOCK_UNKNOWN_AGENT = 2
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.background or args.worker:  # before the stop's imports: an edit waits for it
+        from pytest_verifygate.agents import background
+
+        return background.work(args) if args.worker else background.after_edit(args)
     from pytest_verifygate.agents.detect import ADAPTERS, UnreadPayload, read_payload
     from pytest_verifygate.agents.protocol import Adapter, read_input
     from pytest_verifygate.agents.stop_hook import (

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_verifygate.cli.exits import EXIT_OK
-from pytest_verifygate.errors import UsageError
+from pytest_verifygate.errors import UsageError, VerifyGateError
 
 if TYPE_CHECKING:
     from pytest_verifygate.agents.protocol import Adapter
@@ -41,9 +41,12 @@ def main(args: argparse.Namespace) -> int:
     shown = adapter.config_file
     config, mode = _read(path, shown)
     max_rounds = args.max_rounds if args.max_rounds is not None else 3
+    after_edit = (hook_command(adapter.name, args.max_rounds, background=True)
+                  if args.background or _verifies_while_editing() else None)
     try:
         merged = merge_hooks(config, adapter, hook_command(adapter.name, args.max_rounds),
-                             max_rounds, replace=args.max_rounds is not None)
+                             max_rounds, replace=args.max_rounds is not None,
+                             after_edit=after_edit)
     except ConfigShapeError as exc:
         raise UsageError(f"{NAME}: {shown}: {exc}: not {adapter.title}'s configuration "
                          f"as documented; fix it by hand, then run {NAME} again (the "
@@ -64,6 +67,17 @@ def main(args: argparse.Namespace) -> int:
     for line in adapter.setup:
         print(f"  needs  {line.replace('<root>', str(root))}")
     return EXIT_OK
+
+
+def _verifies_while_editing() -> bool:
+    """Whether the contract found from here sets ``verify_while_editing``."""
+    from pytest_verifygate.engine import RunRequest, prepare
+    from pytest_verifygate.git.changes import ChangeSet
+
+    try:  # no change set is computed: the contract is all it reads
+        return prepare(RunRequest(changes=ChangeSet("all"))).contract.settings.verify_while_editing
+    except VerifyGateError:  # no contract, or a broken one: the stop hook says so
+        return False
 
 
 def _where(root: Path, adapter: "Adapter") -> str:

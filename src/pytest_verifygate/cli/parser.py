@@ -245,6 +245,9 @@ def _add_options(name: str, command: Parser) -> None:
             default=DEFAULT_BUDGET, help=f"stop the gates and block after this long (default "
             f"{DEFAULT_BUDGET}: below the {STOP_TIMEOUT} s timeout the installer writes; keep "
             "it below the agent's hook timeout)")
+        add("--background", action="store_true", help="the after-edit hook: start the gates "
+            "in the background, answer at once (see install-agent-hook --background)")
+        add("--worker", nargs=2, help=argparse.SUPPRESS)  # the background run it starts
     elif name == "merge":
         add("reports", nargs="+", metavar="REPORT.json",
             help="the JSON reports of every shard (verifygate run --shard K/N --json)")
@@ -258,6 +261,9 @@ def _add_options(name: str, command: Parser) -> None:
             help="the agent whose project configuration to write or merge")
         add("--max-rounds", type=option_checks.positive_int, metavar="N",
             help="failing rounds before the hook stops blocking (default 3)")
+        add("--background", action="store_true", help="also verify while the agent works: "
+            "after each edit, the gates run in the background (default: when the contract "
+            "sets verify_while_editing)")
     elif name == "agent-status":
         add("--clear", action="store_true", help="forget the last stop (before a new agent run)")
     elif name in ("mcp", "check"):

@@ -97,6 +97,8 @@ SETTINGS = (
         default=""),
     Key("cache", "boolean", "every gate's default cache", default=False),
     Key("plugins", "modules", "modules whose verifygate hooks every run loads", default=[]),
+    Key("verify_while_editing", "boolean", "install-agent-hook also runs the gates in the "
+        "background after each edit", default=False),
 )
 
 # In the order they are read: a gate with several mistakes always reports the same one first.
@@ -138,6 +140,8 @@ GATE = (
     Key("needs", "names", "start only after these gates passed",
         empty="remove the key: the gate needs no other"),
     Key("exclusive", "boolean", "no other gate runs while this one does", default=False),
+    Key("serial", "boolean", "{files} in one process at a time, never split over the free "
+        "cores", default=False),
 )
 
 SETTINGS_KEYS = tuple(key.name for key in SETTINGS)

@@ -31,6 +31,7 @@ class Settings(NamedTuple):
     cache: bool = False
     log_max_bytes: int = 16 * 1024 * 1024  # per gate attempt's log file (head and tail kept)
     plugins: tuple[str, ...] = ()  # modules whose hook implementations the run loads
+    verify_while_editing: bool = False  # install-agent-hook adds the after-edit hooks
 
 
 # Middle and openTiger run one gate at a time in declared order. A missing script fails (not
@@ -62,6 +63,7 @@ class Gate(NamedTuple):
     inputs: tuple[str, ...] | None = None  # None: when_changed's patterns, or every file
     needs: tuple[str, ...] = ()
     exclusive: bool = False
+    serial: bool = False  # its {files} never split into chunks run at once
     # pre-commit's types, types_or, exclude_types, files and exclude (``filetypes.py``).
     types: tuple[str, ...] = ()
     types_or: tuple[str, ...] = ()

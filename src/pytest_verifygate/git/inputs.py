@@ -55,6 +55,9 @@ class RepoFiles:
         self._matched: dict[tuple[str, ...] | None, tuple[str, ...]] = {}
         self._hashed: dict[str, str] = {}  # files hashed here, shared by every gate's digest
         self._unhashable: dict[str, OSError] = {}  # and those that could not be
+        # What a caller works out from this listing once for all its gates (the result
+        # cache's configuration names).
+        self.derived: dict[str, frozenset[str]] = {}
 
     def digest(self, patterns: tuple[str, ...] | None) -> str:
         """A fingerprint of the files matching ``patterns`` (None: every file)."""

@@ -22,6 +22,7 @@ class HookDefinition(NamedTuple):
     language: str = "python"
     # It rewrites the files it is given (pre-commit fails it when it does).
     known_fixer: bool = False
+    require_serial: bool = False  # its files in one process (pre-commit's key)
 
 
 class HookRepository(NamedTuple):
@@ -44,7 +45,7 @@ def _fix(entry: str, *types: str, **more: Any) -> HookDefinition:
     return HookDefinition(entry, types=types, known_fixer=True, **more)
 
 
-_RUFF_CHECK = HookDefinition("ruff check --force-exclude", types_or=_PY)
+_RUFF_CHECK = HookDefinition("ruff check --force-exclude", types_or=_PY, require_serial=True)
 _PRE_COMMIT_HOOKS = {
     "check-added-large-files": _check("check-added-large-files"),
     "check-ast": _check("check-ast", "python"),
@@ -115,22 +116,26 @@ KNOWN_REPOSITORIES: dict[str, HookRepository] = {
     "ruff-pre-commit": HookRepository("ruff", {
         "ruff": _RUFF_CHECK,
         "ruff-check": _RUFF_CHECK,
-        "ruff-format": _fix("ruff format --force-exclude", types_or=_PY),
+        "ruff-format": _fix("ruff format --force-exclude", types_or=_PY, require_serial=True),
     }),
     "mirrors-mypy": HookRepository("mypy", {"mypy": HookDefinition(
-        "mypy", args=("--ignore-missing-imports", "--scroll-output"), types_or=_PY_PYI)}),
-    "black": HookRepository("black", {"black": _fix("black", types_or=_PY_PYI),
-                                      "black-jupyter": _fix("black", types_or=_PY)}),
+        "mypy", args=("--ignore-missing-imports", "--scroll-output"), types_or=_PY_PYI,
+        require_serial=True)}),
+    "black": HookRepository("black", {
+        "black": _fix("black", types_or=_PY_PYI, require_serial=True),
+        "black-jupyter": _fix("black", types_or=_PY, require_serial=True)}),
     "pre-commit-hooks": HookRepository("pre-commit-hooks", _PRE_COMMIT_HOOKS),
     "codespell": HookRepository("codespell", {"codespell": _check("codespell", "text")}),
-    "flake8": HookRepository("flake8", {"flake8": _check("flake8", "python")}),
+    "flake8": HookRepository("flake8", {"flake8": _check("flake8", "python",
+                                                         require_serial=True)}),
     "isort": HookRepository("isort", {"isort": _fix("isort", args=("--filter-files",),
-                                                    types_or=("cython", "pyi", "python"))}),
+                                                    types_or=("cython", "pyi", "python"),
+                                                    require_serial=True)}),
     "pyupgrade": HookRepository("pyupgrade", {"pyupgrade": _fix("pyupgrade", "python")}),
     "blacken-docs": HookRepository("blacken-docs", {"blacken-docs": _fix(
         "blacken-docs", types_or=("rst", "markdown", "tex", *_PY_PYI))}),
     "pyright-python": HookRepository("pyright", {
-        "pyright": HookDefinition("pyright", types_or=_PY_PYI)}),
+        "pyright": HookDefinition("pyright", types_or=_PY_PYI, require_serial=True)}),
     "uv-pre-commit": HookRepository("uv", {
         "uv-lock": HookDefinition("uv lock", files=r"^(uv\.lock|pyproject\.toml|uv\.toml)$",
                                   pass_filenames=False),
@@ -142,7 +147,8 @@ KNOWN_REPOSITORIES: dict[str, HookRepository] = {
     }),
     "typos": HookRepository("typos", {"typos": _fix("typos", "text",
                                                     args=("--write-changes",))}),
-    "zizmor-pre-commit": HookRepository("zizmor", {"zizmor": _check("zizmor", "yaml")}),
+    "zizmor-pre-commit": HookRepository("zizmor", {"zizmor": _check("zizmor", "yaml",
+                                                                    require_serial=True)}),
     "pyproject-fmt": HookRepository("pyproject-fmt", {
         "pyproject-fmt": _fix("pyproject-fmt", files=r"(^|/)pyproject\.toml$")}),
     "pygrep-hooks": HookRepository("pre-commit", rev_is_version=False, hooks={

@@ -151,6 +151,8 @@ def _gate(hook: Mapping[str, Any], config: Mapping[str, Any],
     if pass_filenames:
         argv.append("{files}")
     gate: dict[str, Value] = {"command": argv}
+    if pass_filenames and hook.get("require_serial"):
+        gate["serial"] = True  # pre-commit's xargs runs its files in one process too
     roles = [stage for stage in dict.fromkeys(stages) if stage in _FILE_STAGES]
     if "pre-commit" not in roles:
         gate["roles"] = roles  # verifygate run --role manual, as pre-commit's --hook-stage

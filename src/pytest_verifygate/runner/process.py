@@ -16,7 +16,7 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import IO, TYPE_CHECKING, NamedTuple, Protocol
 
 from pytest_verifygate.runner.tree import TREE_ENV, GateTree, Proc, describe, monotonic
 
@@ -132,18 +132,68 @@ class AttemptEnd:
 
 
 def run_commands(plan: GatePlan, sink: OutputSink, cancelled: threading.Event,
-                 base_env: Mapping[str, str], watchdog: Watchdog) -> AttemptEnd:
-    """Run the plan's commands (its chunks of files) in turn within one deadline; the first
-    failure decides, and a timeout, a cancel or a command that cannot start stops the rest."""
+                 base_env: Mapping[str, str], watchdog: Watchdog, lanes: int = 1) -> AttemptEnd:
+    """Run the plan's commands (its chunks of files) within one deadline: in turn, or with
+    ``lanes`` > 1 its files cut into that many chunks run at once, their outputs passed on
+    in chunk order. The first failure decides (a timeout or a cancel before it); in turn, a
+    timeout, a cancel or a command that cannot start stops the rest."""
     deadline = monotonic() + clamp_timeout(plan.gate.timeout_seconds)
+    if lanes > 1:
+        from pytest_verifygate.commands import expand, parse_command
+
+        chunks = expand(parse_command(plan.gate.command, shell=plan.gate.shell),
+                        plan.file_args, lanes)
+        if len(chunks) > 1:
+            return _run_chunks(plan, chunks, sink, deadline, cancelled, base_env, watchdog,
+                               lanes)
     end = AttemptEnd()
     for argv in plan.invocations:
         step = _run_command(plan, argv, sink, deadline, cancelled, base_env, watchdog)
-        if not end.failed or step.timed_out or step.interrupted:
-            end = step
+        end = _decisive(end, step)
         if step.timed_out or step.interrupted or step.spawn_failed:
             break
     return end
+
+
+def _decisive(end: AttemptEnd, step: AttemptEnd) -> AttemptEnd:
+    """Which of two chunks' ends, the earlier ``end`` and ``step``, says how the gate ended."""
+    decisive = step if not end.failed or step.timed_out or step.interrupted else end
+    decisive.output_held = end.output_held or step.output_held
+    return decisive
+
+
+class _Spool(NamedTuple):
+    """One chunk's output, kept (on disk past ``READ_SIZE``) until the chunks before it are
+    passed on."""
+
+    file: IO[bytes]
+
+    def write(self, data: bytes) -> None:
+        self.file.write(data)
+
+    def note(self, text: str) -> None:
+        self.write(text.encode("utf-8", "replace"))
+
+
+def _run_chunks(plan: GatePlan, chunks: list[list[str]], sink: OutputSink, deadline: float,
+                cancelled: threading.Event, base_env: Mapping[str, str], watchdog: Watchdog,
+                lanes: int) -> AttemptEnd:
+    import tempfile
+    from concurrent.futures import ThreadPoolExecutor
+
+    with contextlib.ExitStack() as stack:
+        spools = [_Spool(stack.enter_context(tempfile.SpooledTemporaryFile(READ_SIZE)))
+                  for _ in chunks]
+        with ThreadPoolExecutor(lanes, thread_name_prefix=f"chunks-{plan.gate.name}") as pool:
+            ends = list(pool.map(lambda argv, spool: _run_command(
+                plan, argv, spool, deadline, cancelled, base_env, watchdog), chunks, spools))
+        end = AttemptEnd()
+        for step, spool in zip(ends, spools, strict=True):
+            end = _decisive(end, step)
+            spool.file.seek(0)
+            while data := spool.file.read(READ_SIZE):
+                sink.write(data)
+        return end
 
 
 def clamp_timeout(seconds: float) -> float:
@@ -155,8 +205,8 @@ def clamp_timeout(seconds: float) -> float:
     return MAX_TIMEOUT_SECONDS if math.isnan(value) else min(max(0.0, value), MAX_TIMEOUT_SECONDS)
 
 
-def _run_command(plan: GatePlan, argv: Sequence[str], sink: OutputSink, deadline: float,
-                 cancelled: threading.Event, base_env: Mapping[str, str],
+def _run_command(plan: GatePlan, argv: Sequence[str], sink: OutputSink | _Spool,
+                 deadline: float, cancelled: threading.Event, base_env: Mapping[str, str],
                  watchdog: Watchdog) -> AttemptEnd:
     """Spawn ``argv`` and supervise it until every process it started is gone. ``base_env`` is
     the runner thread's copy: ``os.environ`` read here races pytest setting it (a KeyError)."""
@@ -201,12 +251,12 @@ def _run_command(plan: GatePlan, argv: Sequence[str], sink: OutputSink, deadline
     return end
 
 
-def _not_started(sink: OutputSink, message: str) -> AttemptEnd:
+def _not_started(sink: OutputSink | _Spool, message: str) -> AttemptEnd:
     sink.write(f"verifygate: {message}\n".encode())
     return AttemptEnd(spawn_failed=True)
 
 
-def _watch(process: subprocess.Popen[bytes], sink: OutputSink, deadline: float,
+def _watch(process: subprocess.Popen[bytes], sink: OutputSink | _Spool, deadline: float,
            cancelled: threading.Event, tree: GateTree, end: AttemptEnd) -> None:
     """Read the pipe and watch the process; on a deadline, a cancel, or leftovers holding the
     pipe after the process exited, signal the tree."""
@@ -319,7 +369,7 @@ def _widen_pipe(fd: int) -> None:
             fcntl.fcntl(fd, set_size, READ_SIZE)
 
 
-def _drain(fd: int, sink: OutputSink) -> bool:
+def _drain(fd: int, sink: OutputSink | _Spool) -> bool:
     """Read what is available; True at end of file."""
     while True:
         try:
@@ -335,7 +385,8 @@ def _drain(fd: int, sink: OutputSink) -> bool:
             return False
 
 
-def _drain_after_kill(fd: int, sink: OutputSink, selector: selectors.BaseSelector) -> bool:
+def _drain_after_kill(fd: int, sink: OutputSink | _Spool,
+                      selector: selectors.BaseSelector) -> bool:
     """After SIGKILL the writers are gone within moments; read what they left, briefly."""
     end = monotonic() + 1.0
     while monotonic() < end:

@@ -86,6 +86,7 @@ class GatePlan(NamedTuple):
     cache: CacheSlot | None = None
     given_files: tuple[str, ...] = ()
     root: Path | None = None
+    file_args: tuple[str, ...] = ()  # what {files} expands to (from cwd): split at run time
 
 
 def bare_result(plan: GatePlan, outcome: codes.Outcome, code: str | None,

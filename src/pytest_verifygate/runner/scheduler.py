@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from pytest_verifygate import codes
+from pytest_verifygate.commands import MIN_CHUNK_FILES
 from pytest_verifygate.runner import fixers
 from pytest_verifygate.runner.logfile import DEFAULT_LOG_MAX_BYTES, GateLog
 from pytest_verifygate.runner.process import (
@@ -57,7 +58,7 @@ class GateRunner:
         log_max_bytes: int = DEFAULT_LOG_MAX_BYTES,
         start_order: Sequence[str] | None = None,
         log_filter: Callable[[], OutputFilter] | None = None,
-        store_pass: Callable[[CacheSlot, GateResult], object] | None = None,
+        store_passes: Callable[[list[tuple[CacheSlot, GateResult]]], object] | None = None,
     ) -> None:
         self.plans = list(plans)  # in contract order: the order results are returned in
         self.start_order = start_order
@@ -66,7 +67,7 @@ class GateRunner:
         self.log_dir = log_dir
         self.log_max_bytes = log_max_bytes
         self.log_filter = log_filter  # a fresh secret masker per attempt: logs are sinks too
-        self.store_pass = store_pass  # the result cache's, for gates that cache their passes
+        self.store_passes = store_passes  # the result cache's, for gates that keep passes
         self._release_log_dir = claim_log_dir(None)
         self.classify_hook = classify_hook
         self.on_started = on_started
@@ -82,9 +83,15 @@ class GateRunner:
         self._running: dict[str, bool] = {}
         self._done: dict[str, GateResult | BaseException] = {}
         self._needs: dict[str, tuple[str, ...]] = {}
+        # Cores the running gates' processes take (``_lanes``): name -> how many.
+        self._cores = available_cores()
+        self._lanes: dict[str, int] = {}
         self._workers: list[threading.Thread] | None = None
         self._callback_lock = threading.Lock()
         self._watchdog = Watchdog()  # ends the gates' trees even if this process cannot
+        # Passes of gates with caching on, stored when the run ends: one look at the files
+        # after the last gate tells for every gate that its inputs held while it ran.
+        self._passes: list[tuple[CacheSlot, GateResult]] = []
 
     def start(self) -> None:
         """Queue every gate; up to ``jobs`` run at once, the rest wait their turn."""
@@ -118,32 +125,36 @@ class GateRunner:
     def _deliver(self, plan: GatePlan, outcome: GateResult | BaseException) -> None:
         with self._ready:
             self._running.pop(plan.gate.name, None)
+            self._lanes.pop(plan.gate.name, None)
             self._done.setdefault(plan.gate.name, outcome)
             self._ready.notify_all()
 
     def _work(self) -> None:
         while (picked := self._next_gate()) is not None:
-            plan, held_back = picked
+            plan, held_back, lanes = picked
             outcome: GateResult | BaseException
             try:
-                outcome = (self._run_plan(plan) if held_back is None
+                outcome = (self._run_plan(plan, lanes) if held_back is None
                            else self._finish(plan, held_back))
             except BaseException as exc:  # handed to whoever waits for this gate
                 outcome = exc
             self._deliver(plan, outcome)
 
-    def _next_gate(self) -> tuple[GatePlan, GateResult | None] | None:
-        """The next gate (None: none is left) and its skip result if a gate it needs did not
-        pass; blocks while every waiting gate must wait."""
+    def _next_gate(self) -> tuple[GatePlan, GateResult | None, int] | None:
+        """The next gate (None: none is left), its skip result if a gate it needs did not
+        pass, and how many processes its files may run in at once; blocks while every waiting
+        gate must wait."""
         with self._ready:
             while self._waiting:
                 picked = self._pick()
                 if picked is not None:
                     index, held_back = picked
                     plan = self._waiting.pop(index)
+                    lanes = 1
                     if held_back is None:
                         self._running[plan.gate.name] = plan.gate.exclusive
-                    return plan, held_back
+                        lanes = self._lanes[plan.gate.name] = self._free_cores(plan)
+                    return plan, held_back, lanes
                 # Woken when a gate ends; the timeout re-checks a cancel made without a notify.
                 self._ready.wait(WAIT_STEP_SECONDS)
             return None
@@ -170,6 +181,18 @@ class GateRunner:
             if not unfinished:
                 return index, None
         return None
+
+    def _free_cores(self, plan: GatePlan) -> int:
+        """The cores a gate's chunks may take: the free ones, shared with the gates that can
+        start beside it now (pre-commit runs one hook's chunks on every core, #851); one for a
+        gate that is ``serial``, ``exclusive`` or has too few files to split. Called with
+        ``_ready`` held, after ``plan`` left ``_waiting``."""
+        gate = plan.gate
+        if gate.serial or gate.exclusive or len(plan.file_args) <= MIN_CHUNK_FILES:
+            return 1
+        free = self._cores - sum(self._lanes.values())
+        idle = self.jobs - len(self._running)
+        return max(1, free // (1 + min(idle, len(self._waiting))))
 
     def result(self, name: str) -> GateResult:
         """Wait for one gate's result, starting the run if needed."""
@@ -204,7 +227,8 @@ class GateRunner:
                 self._ready.release()
 
     def close(self) -> None:
-        """Cancel what is still running and wait for the worker threads to finish."""
+        """Cancel what is still running, wait for the worker threads to finish and store the
+        passes the result cache keeps."""
         if self._workers is None:
             return
         if len(self._done) < len(self.plans):
@@ -213,6 +237,9 @@ class GateRunner:
             if worker.ident is not None:  # a Ctrl-C may have come before it was started
                 worker.join()
         self._watchdog.close()
+        passes, self._passes = self._passes, []
+        if passes and self.store_passes is not None:
+            self.store_passes(passes)
         self._release_log_dir()
 
     def __enter__(self) -> GateRunner:
@@ -221,7 +248,7 @@ class GateRunner:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _run_plan(self, plan: GatePlan) -> GateResult:
+    def _run_plan(self, plan: GatePlan, lanes: int = 1) -> GateResult:
         gate = plan.gate
         if self.cancelled.is_set():
             return self._finish(plan, _not_started(plan))
@@ -232,7 +259,7 @@ class GateRunner:
         started, clock = time.time(), monotonic()
         before = fixers.stamps(plan.root, plan.given_files)
         for attempts in itertools.count(1):
-            result = self._attempt(plan, log_path, attempts - 1)
+            result = self._attempt(plan, log_path, attempts - 1, lanes)
             changed = fixers.modified(plan.root, before)
             if changed:  # never retried: a second run would check what the first one fixed
                 result = _modified(result, changed)
@@ -253,8 +280,8 @@ class GateRunner:
             finished_at=started + duration,
             flaky=result.outcome == codes.PASSED and attempts > 1,  # a pass ends the retries
         )
-        if plan.cache is not None and result.outcome == codes.PASSED and self.store_pass:
-            self.store_pass(plan.cache, result)
+        if plan.cache is not None and result.outcome == codes.PASSED:
+            self._passes.append((plan.cache, result))  # stored by ``close``
         return self._finish(plan, result)
 
     def _finish(self, plan: GatePlan, result: GateResult) -> GateResult:
@@ -263,7 +290,8 @@ class GateRunner:
                 self.on_finished(plan.gate, result)
         return result
 
-    def _attempt(self, plan: GatePlan, log_path: Path | None, attempt_number: int) -> GateResult:
+    def _attempt(self, plan: GatePlan, log_path: Path | None, attempt_number: int,
+                 lanes: int = 1) -> GateResult:
         if plan.unsupported is not None:
             return bare_result(plan, codes.FAILED, codes.UNSUPPORTED_FORMAT,
                                output=f"verifygate: {plan.unsupported}\n")
@@ -271,7 +299,7 @@ class GateRunner:
         log = None if log_path is None else GateLog(log_path, attempt_number, self.log_max_bytes)
         sink = OutputSink(log, self.tail_bytes, masker)
         try:
-            end = run_commands(plan, sink, self.cancelled, self.base_env, self._watchdog)
+            end = run_commands(plan, sink, self.cancelled, self.base_env, self._watchdog, lanes)
         finally:
             sink.close_log()
         output, truncated = sink.text()
@@ -315,6 +343,14 @@ class GateRunner:
             return result._replace(outcome=codes.SKIPPED,
                                    reason=f"{result.code} (on_missing = \"skip\")")
         return result
+
+
+def available_cores() -> int:
+    """The CPUs this process may run on (its affinity: a container's share, ``taskset``)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS
+        return os.cpu_count() or 1
 
 
 def run_order(plans: Sequence[GatePlan],

@@ -139,18 +139,23 @@ def prune_own_files(directory: Path, is_own: Callable[[str], bool], keep: int, *
     except OSError:
         return 0
     try:
-        dated: list[tuple[int, str]] = []
+        own: list[os.DirEntry[str]] = []
         stale = time.time_ns() - STALE_TEMP_NS
         with os.scandir(fd) as entries:
             for entry in entries:
                 with contextlib.suppress(OSError):
                     if not entry.is_file(follow_symlinks=False):
                         continue
-                    mtime = entry.stat(follow_symlinks=False).st_mtime_ns
                     if is_own(entry.name):
-                        dated.append((mtime, entry.name))
-                    elif _TEMP_NAME.fullmatch(entry.name) and mtime < stale:
+                        own.append(entry)
+                    elif (_TEMP_NAME.fullmatch(entry.name)
+                          and entry.stat(follow_symlinks=False).st_mtime_ns < stale):
                         os.unlink(entry.name, dir_fd=fd)
+        # Dated only when some must go: a stat each, thousands in a full cache.
+        dated: list[tuple[int, str]] = []
+        for entry in own if len(own) > keep else ():
+            with contextlib.suppress(OSError):
+                dated.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.name))
         dated.sort()
         removed = 0
         for _, name in dated[: max(0, len(dated) - keep)]:
@@ -176,9 +181,11 @@ def write_state(path: Path, data: str | bytes) -> None:
         os.close(dir_fd)
 
 
-def replace_in(dir_fd: int, name: str, data: str | bytes, *, mode: int = 0o600) -> None:
+def replace_in(dir_fd: int, name: str, data: str | bytes, *, mode: int = 0o600,
+               sync: bool = True) -> None:
     """Write ``name`` in ``dir_fd`` through a new temp file (``O_EXCL``: never a planted link)
-    and ``os.replace`` (a link at ``name`` is replaced, not followed), with ``mode``."""
+    and ``os.replace`` (a link at ``name`` is replaced, not followed), with ``mode``; with
+    ``sync``, on disk before it replaces the old one."""
     temp = f".{name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
                  dir_fd=dir_fd)
@@ -188,7 +195,8 @@ def replace_in(dir_fd: int, name: str, data: str | bytes, *, mode: int = 0o600) 
         with os.fdopen(fd, "wb") as handle:
             handle.write(data.encode("utf-8") if isinstance(data, str) else data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if sync:
+                os.fsync(handle.fileno())
         os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(OSError):
