@@ -411,3 +411,30 @@ def test_a_chunk_that_rewrites_a_file_fails_the_gate(
     assert len([line for line in lines if line[0] == "start"]) == 4
     assert (result.outcome, result.modified_files) == (
         "failed", ("f05.txt",))
+
+
+@pytest.mark.parametrize("on_missing", ["skip", "fail"])
+def test_each_chunk_is_judged_on_its_own_output(repo: Path, monkeypatch: pytest.MonkeyPatch,
+                                                on_missing: str) -> None:
+    """pytest over chunks of files: a chunk of modules without tests exits 5 (no tests); a
+    failing test in another chunk still fails the gate, and with every test passing the gate
+    passes, whatever the contract does with a run that finds no tests."""
+    monkeypatch.setattr(scheduler, "available_cores", lambda: 2)
+    files = [*(f"src/a{index}.py" for index in range(5)),
+             *(f"tests/test_b{index}.py" for index in range(5))]
+    for name in files:
+        write(repo / name, "def test_ok():\n    assert True\n" if "test_" in name else "x = 1\n")
+    write(repo / "verify.toml", f'[settings]\non_missing = "{on_missing}"\n[[gate]]\n'
+          f'name = "tests"\ncommand = "{sys.executable} -m pytest -q -p no:cacheprovider '
+          '{files}"\nwhen_changed = ["**/*.py"]\n')
+    loaded = load_contract(repo / "verify.toml")
+    changes = ChangeSet("files", files=tuple(files))
+
+    def run() -> GateResult:
+        (result,) = run_gates(loaded, select_gates(loaded, changes), changes, jobs=1).results
+        return result
+
+    assert run().outcome == "passed"
+    write(repo / "tests/test_b3.py", "def test_broken():\n    assert False\n")
+    result = run()
+    assert (result.outcome, result.code, result.exit_code) == ("failed", "command_failed", 1)

@@ -124,6 +124,10 @@ class AttemptEnd:
     interrupted: bool = False
     spawn_failed: bool = False
     output_held: bool = False  # after everything found was killed (``HELD_OUTPUT_NOTE``)
+    # Run in chunks at once: each failed chunk's exit status, signal and output (to be
+    # classified alone), and whether any chunk passed.
+    chunk_failures: tuple[tuple[int | None, int | None, str], ...] = ()
+    chunk_passed: bool = False
 
     @property
     def failed(self) -> bool:
@@ -188,11 +192,16 @@ def _run_chunks(plan: GatePlan, chunks: list[list[str]], sink: OutputSink, deadl
             ends = list(pool.map(lambda argv, spool: _run_command(
                 plan, argv, spool, deadline, cancelled, base_env, watchdog), chunks, spools))
         end = AttemptEnd()
+        failures = []
         for step, spool in zip(ends, spools, strict=True):
             end = _decisive(end, step)
             spool.file.seek(0)
-            while data := spool.file.read(READ_SIZE):
-                sink.write(data)
+            output = spool.file.read()
+            sink.write(output)
+            if step.failed:
+                text = output[-sink.tail_bytes:].decode("utf-8", "replace")
+                failures.append((step.exit_code, step.signal, text))
+        end.chunk_failures, end.chunk_passed = tuple(failures), len(failures) < len(ends)
         return end
 
 

@@ -22,6 +22,7 @@ from pytest_verifygate.runner import fixers
 from pytest_verifygate.runner.logfile import DEFAULT_LOG_MAX_BYTES, GateLog
 from pytest_verifygate.runner.process import (
     HELD_OUTPUT_REASON,
+    AttemptEnd,
     OutputFilter,
     OutputSink,
     run_commands,
@@ -316,9 +317,9 @@ class GateRunner:
         if end.exit_code == 0:
             # Passed, but not quietly: the summary line says what was left behind.
             return result._replace(reason=HELD_OUTPUT_REASON) if end.output_held else result
-        return self._classified(plan, result)
+        return self._classified(plan, result, end)
 
-    def _classified(self, plan: GatePlan, result: GateResult) -> GateResult:
+    def _classified(self, plan: GatePlan, result: GateResult, end: AttemptEnd) -> GateResult:
         """A failed command's result with its code (the classifier's, or the hook's); a missing
         tool or target is a skip where the gate says so."""
         from pytest_verifygate.classify import Failure, classify  # only when a gate failed
@@ -326,10 +327,19 @@ class GateRunner:
         argv = plan.invocations[0] if plan.invocations else ()
         # The gate declared before: a clean step makes an artifact check's failure a sequence_issue.
         index = self.plans.index(plan)
-        previous = self.plans[index - 1].invocations if index else ()
-        code = classify(Failure(result.exit_code, result.signal, result.output_tail, argv,
-                                plan.cwd, previous[0] if previous else ()))
-        result = result._replace(outcome=codes.FAILED, code=code)
+        previous = (self.plans[index - 1].invocations or ((),))[0] if index else ()
+        # Each chunk run at once is judged on its own output: a chunk that found no tests says
+        # nothing of another that failed, and a real failure in any chunk fails the gate.
+        failures = end.chunk_failures or ((result.exit_code, result.signal, result.output_tail),)
+        judged = [(classify(Failure(exit_code, signal, output, argv, plan.cwd, previous)),
+                   exit_code, signal) for exit_code, signal, output in failures]
+        real = [item for item in judged if item[0] not in codes.MISSING_CODES]
+        if not real and end.chunk_passed and {item[0] for item in judged} == {
+                codes.NO_TEST_FILES}:
+            return result._replace(exit_code=0, signal=None)  # other chunks ran the tests
+        code, exit_code, signal = (real or judged)[0]
+        result = result._replace(outcome=codes.FAILED, code=code, exit_code=exit_code,
+                                 signal=signal)
         if self.classify_hook is not None:
             override = self.classify_hook(plan.gate, result)
             if override is not None:
