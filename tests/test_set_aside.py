@@ -279,3 +279,16 @@ def test_a_gate_that_changes_a_file_it_was_not_given_fails_the_commit(demo: Path
     assert blocked.returncode != 0, blocked.stdout + blocked.stderr
     assert ("files of the staged content were changed while the gates ran "
             "(src/demo/core.py)") in blocked.stderr
+
+
+def test_pytest_fails_a_check_whose_index_changed_even_with_gates_deselected(
+        demo: Path, tmp_path: Path) -> None:
+    write(demo / "verify.toml", '[[gate]]\nname = "sneaky"\nshell = true\n'
+                                'command = "echo BROKEN > sneaky.txt && git add sneaky.txt"\n'
+                                '[[gate]]\nname = "other"\ncommand = ["true"]\n')
+    git(demo, "add", "verify.toml")
+    done = subprocess.run([sys.executable, "-m", "pytest", "--verify-contract",
+                           "--verify-staged", "-k", "sneaky", "-q", "-p", "no:cacheprovider"],
+                          cwd=demo, env=env_for(tmp_path), capture_output=True, text=True)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "the index changed while the gates ran" in done.stdout

@@ -375,6 +375,11 @@ class VerifyGateSession:
             self.messages += [*written.problems, *written.warnings]
             if written.problems:
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        if self.errors and session.exitstatus in (pytest.ExitCode.OK,
+                                                  pytest.ExitCode.NO_TESTS_COLLECTED):
+            # The commit's check failed beside its gates (the index changed meanwhile): with
+            # some gates deselected too, nothing that ran vouches for what is committed.
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if any(s.reason == DESELECTED_REASON for s in selections) or session.exitstatus not in (
                 pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             return
