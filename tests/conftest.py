@@ -151,13 +151,15 @@ def read_output_file(path: Path) -> dict[str, str]:
 
 def work_state(repo: Path) -> dict[str, object]:
     """Everything of the user's a check must leave as it found it: each path of the work tree
-    (``.git`` aside) with its kind, mode and bytes or link target, empty directories included;
-    the index's entries; the stash list."""
+    (``.git`` and ``__pycache__`` aside) with its kind, mode and bytes or link target, empty
+    directories included; the index's entries; the stash list."""
     import stat
 
     files: dict[str, object] = {}
     for directory, subdirs, names in os.walk(repo):
-        subdirs[:] = sorted(d for d in subdirs if not (directory == str(repo) and d == ".git"))
+        # Bytecode a gate writes when it imports the project is ignored: the environment.
+        subdirs[:] = sorted(d for d in subdirs if d != "__pycache__"
+                            and not (directory == str(repo) and d == ".git"))
         for name in [*subdirs, *names]:
             path = os.path.join(directory, name)
             info = os.lstat(path)

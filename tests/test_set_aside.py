@@ -221,8 +221,8 @@ def test_the_index_changed_while_the_gates_ran_fails_the_commit(demo: Path,
     assert head(demo) == before
 
 
-def test_an_add_while_a_staged_run_is_checking_fails_it(demo: Path) -> None:
-    started = demo.parent / "started"
+def test_an_add_while_a_staged_run_is_checking_fails_it(demo: Path, tmp_path: Path) -> None:
+    started = tmp_path / "started"  # this test's own: the project's parent is shared
     write(demo / "verify.toml", '[[gate]]\nname = "slow"\ncommand = ["python3", "-c", '
           f'"import time; open(\'{started}\', \'w\').close(); time.sleep(3)"]\n')
     git(demo, "add", "verify.toml")
@@ -292,3 +292,58 @@ def test_pytest_fails_a_check_whose_index_changed_even_with_gates_deselected(
                           cwd=demo, env=env_for(tmp_path), capture_output=True, text=True)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "the index changed while the gates ran" in done.stdout
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["alone", "xdist"])
+def test_pytest_s_own_conftest_sees_the_staged_content(demo: Path, tmp_path: Path,
+                                                       workers: list[str]) -> None:
+    # conftest.py imports the package before any plugin's configure: the staged content must
+    # already be in place then, or the user's tests run against the unstaged fix.
+    write(demo / "conftest.py", "import demo.helper\n")
+    write(demo / "tests/test_value.py", "import demo.helper\n\n\ndef test_value():\n"
+                                        "    assert demo.helper.VALUE == 1\n")
+    write(demo / "verify.toml", '[[gate]]\nname = "ok"\ncommand = ["true"]\n')
+    git(demo, "add", "-A")
+    git(demo, "commit", "-q", "-m", "tests")
+    write(demo / "src/demo/helper.py", "VALUE = 2\n")
+    git(demo, "add", "-A")
+    write(demo / "src/demo/helper.py", GOOD)  # the fix, unstaged
+    state = work_state(demo)
+    # This pytest, importing the package from the work tree as its editable install does.
+    done = subprocess.run([sys.executable, "-m", "pytest", "--verify-contract",
+                           "--verify-staged", "-q", "-p", "no:cacheprovider", *workers,
+                           "tests"],
+                          cwd=demo, env={**env_for(tmp_path), "PYTHONPATH": str(demo / "src")},
+                          capture_output=True, text=True)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "assert 2 == 1" in done.stdout
+    assert work_state(demo) == state
+
+
+def test_work_a_killed_check_set_aside_is_put_back_before_any_run_judges(
+        demo: Path, tmp_path: Path) -> None:
+    started = tmp_path / "started"  # this test's own: the project's parent is shared
+    write(demo / "verify.toml", '[[gate]]\nname = "slow"\ncommand = ["python3", "-c", '
+          f'"import time; open(\'{started}\', \'w\').close(); time.sleep(60)"]\n')
+    git(demo, "add", "verify.toml")
+    write(demo / "notes.txt", "untracked work\n")
+    check = subprocess.Popen([sys.executable, "-m", "pytest_verifygate", "run", "--staged"],
+                             cwd=demo, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not started.exists():
+        assert check.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    assert not (demo / "notes.txt").exists()
+    # While the check is at work, another run would judge the work tree without the work.
+    busy = subprocess.run([sys.executable, "-m", "pytest_verifygate", "list"], cwd=demo,
+                          capture_output=True, text=True)
+    assert busy.returncode == 2 and "a commit's check is at work" in busy.stderr
+    os.killpg(check.pid, 9)
+    check.wait()
+    # Killed: the next run of any front end puts the work back first (here pytest).
+    done = subprocess.run([sys.executable, "-m", "pytest", "--verify-contract", "--co", "-q",
+                           "-p", "no:cacheprovider"], cwd=demo, env=env_for(tmp_path),
+                          capture_output=True, text=True)
+    assert "putting back what a killed run" in done.stderr, done.stdout + done.stderr
+    assert (demo / "notes.txt").read_text() == "untracked work\n"

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from pytest_verifygate import codes
 from pytest_verifygate.contract import Contract, Gate, load_contract
 from pytest_verifygate.git.changes import ChangeRequest, ChangeSet, compute_changes
-from pytest_verifygate.notices import collecting
+from pytest_verifygate.notices import collecting, warn
 from pytest_verifygate.plan import plan_gates
 from pytest_verifygate.selection import (
     Selection,
@@ -70,6 +70,9 @@ class RunRequest(NamedTuple):
     # it had run as they were there, with those added since (``contract/revision.py``).
     bound_by: str | None = None
     names: tuple[str, ...] = ()  # only these gates (``verifygate run NAME...``); empty: all
+    # The front end set the work tree aside for this run itself (a commit's check): any other
+    # run first puts back what a killed one left aside, and waits for none (``set_aside``).
+    work_set_aside: bool = False
 
 
 class Plan(NamedTuple):
@@ -129,6 +132,10 @@ def prepare(request: RunRequest) -> Plan:
 
     Raises ``ContractError`` / ``ChangeSetError`` (one line each) for what a user can fix.
     """
+    if not request.work_set_aside:
+        from pytest_verifygate.git.set_aside import put_back
+
+        put_back(request.start or Path.cwd(), warn)
     if request.bound_by is None:
         contract = load_contract(request.contract, start=request.start,
                                  flag=request.contract_flag)

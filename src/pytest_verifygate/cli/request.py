@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 
 
 def prepare_from_args(args: argparse.Namespace, *, jobs: int | None = None,
-                      read_cache: bool = True) -> Plan:
-    """The engine's plan for these flags; its warnings are printed on stderr."""
+                      read_cache: bool = True, work_set_aside: bool = False) -> Plan:
+    """The engine's plan for these flags (``work_set_aside``: by this run, for a commit's
+    check); its warnings are printed on stderr."""
     files = args.files
     if args.files_from is not None:
         files = read_files_from(args.files_from)
@@ -39,7 +40,8 @@ def prepare_from_args(args: argparse.Namespace, *, jobs: int | None = None,
                                   role=asked_roles(args.role, os.environ), phase=args.phase,
                                   jobs=jobs, read_cache=read_cache,
                                   shard=requested_shard(args.shard, os.environ),
-                                  names=tuple(dict.fromkeys(getattr(args, "names", None) or ()))))
+                                  names=tuple(dict.fromkeys(getattr(args, "names", None) or ())),
+                                  work_set_aside=work_set_aside))
     except UsageError:  # a named file that does not exist: perhaps a gate
         if args.files:
             _refuse_gate_names_as_files(args)

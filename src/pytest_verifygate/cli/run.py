@@ -18,7 +18,7 @@ from pytest_verifygate.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, 
 from pytest_verifygate.cli.request import output_paths, prepare_from_args, write_outputs
 from pytest_verifygate.contract import display_path
 from pytest_verifygate.git.changes import ChangeRequest
-from pytest_verifygate.git.set_aside import put_back, set_aside_for
+from pytest_verifygate.git.set_aside import set_aside_for
 from pytest_verifygate.signals import Interruptible
 
 if TYPE_CHECKING:
@@ -52,9 +52,8 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
                             changed_from=args.changed_from, all=args.all,
                             outputs=output_paths(args))
     with Interruptible() as guard, set_aside_for(changes, Path.cwd(), _say) as aside:
-        if aside is None:  # a commit's check does it first too
-            _put_back_killed_runs()
-        plan = prepare_from_args(args, jobs=args.jobs, read_cache=not args.no_cache)
+        plan = prepare_from_args(args, jobs=args.jobs, read_cache=not args.no_cache,
+                                 work_set_aside=aside is not None)
         contract, selected = plan.contract, plan.selected
         hook = plugin_hook(contract)  # a plugin that cannot load stops here, before any output
         text = args.format == "text"
@@ -117,17 +116,6 @@ def _main(args: argparse.Namespace, stop: CommandStop | None) -> int:
         print("verifygate: interrupted; unfinished gates are marked interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_FAILED if report["verdict"] == codes.VERDICT_FAILED else EXIT_OK
-
-
-def _put_back_killed_runs() -> None:
-    from pytest_verifygate.contract import find_repo_root
-
-    top = find_repo_root(Path.cwd())
-    if top is not None:
-        try:
-            put_back(top, _say)
-        except OSError as exc:
-            _say(f"warning: cannot look for work an earlier run set aside: {exc}")
 
 
 def _say(line: str) -> None:

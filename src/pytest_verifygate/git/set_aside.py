@@ -36,6 +36,7 @@ from pytest_verifygate.git.changes import (
 )
 from pytest_verifygate.gitcmd import empty_tree, git_answer, git_output
 from pytest_verifygate.notices import collecting
+from pytest_verifygate.signals import hold_interrupts
 from pytest_verifygate.state.files import open_state_dir, replace_in
 from pytest_verifygate.state.outputs import own_files
 from pytest_verifygate.state.storage import git_state_dir
@@ -234,8 +235,9 @@ class SetAside:
             own = own_files(top, self.outputs, Path.cwd())
         found = {path: recorded for path, recorded in found.items()
                  if recorded is not None or path not in own}
-        if not found:
-            return  # nothing differs: nothing is touched
+        if not found:  # nothing differs: nothing is touched, and no other run waits on this
+            self.close()
+            return
         if self.lock is None:
             self._take_lock()
         _check_environment(top, found)
@@ -347,12 +349,13 @@ class SetAside:
 
     def close(self) -> str | None:
         """Put back whatever is set aside, once, keeping what was written over it meanwhile;
-        why not, if it cannot be (it stays where the next run puts it back from). Front ends
-        call it under ``signals.Interruptible``, whose first signal ends the gates and whose
-        later ones are ignored, so no signal cuts it short."""
+        why not, if it cannot be (it stays where the next run puts it back from). Under
+        ``signals.Interruptible`` (every front end's) a signal is noted from here on, never
+        raised: nothing cuts the putting back short."""
         failure = None
         try:
             if self.run_dir is not None and self.home is not None:
+                hold_interrupts()
                 run_dir, self.run_dir = self.run_dir, None
                 try:
                     _restore(self.target.top, run_dir, self.entries, self.removed_dirs,
@@ -368,19 +371,25 @@ class SetAside:
         return failure
 
 
-def put_back(top: Path, say: Say) -> None:
-    """Put back what a killed run set aside in the work tree at ``top``, if any: every run
-    does this first (one ``stat`` when there is nothing)."""
-    state = git_state_dir(top)
-    home = _home(state, top) if state is not None else None
-    if home is None or not home.is_dir():
+def put_back(here: Path, say: Say) -> None:
+    """Put back what a killed run set aside in the work tree holding ``here``, if any; every
+    run does this first (one ``stat`` when there is nothing), as the work tree it judges must
+    be the user's. ``ChangeSetError`` while a commit's check is at work there."""
+    from pytest_verifygate.contract.discover import find_repo_root
+
+    top = find_repo_root(here)
+    state = git_state_dir(top) if top is not None else None
+    if top is None or state is None or not _home(state, top).is_dir():
         return
+    home = _home(state, top)
     lock = _lock(home)
-    if lock is not None:  # else a run is at work there: what it set aside is its own
-        try:
-            recover(home, top, say)
-        finally:
-            os.close(lock)
+    if lock is None:
+        raise ChangeSetError("a commit's check is at work in this work tree and may have set "
+                             "work aside: wait for it to finish, then try again")
+    try:
+        recover(home, top, say)
+    finally:
+        os.close(lock)
 
 
 def _home(state: Path, top: Path) -> Path:

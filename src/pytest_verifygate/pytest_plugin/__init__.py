@@ -15,6 +15,9 @@ from pytest_verifygate.pytest_plugin.options import add_options
 # A pytest run inside a gate ignores --verify-contract (with `addopts = --verify-contract` and a
 # gate running pytest, gates would run gates forever) and says so in its header.
 _NESTED_KEY = pytest.StashKey[str]()
+# The work tree whose work this session's commit check set aside, for the pytest processes it
+# starts (xdist's workers, and pytest under a test) to leave alone.
+ASIDE_ENV = "VERIFYGATE_WORK_SET_ASIDE"
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -38,7 +41,7 @@ def pytest_load_initial_conftests(
     command_line = len(args) - len(early_config.invocation_params.args)
     for index, word in enumerate(args[:-1]):
         if word == "--":
-            return
+            break
         if word != "--verify-contract":
             continue
         following = args[index + 1]
@@ -47,6 +50,49 @@ def pytest_load_initial_conftests(
             args[index] = "--verify-contract="
         elif index >= command_line:
             args[index] = f"--verify-contract={following}"
+    _set_aside(early_config)
+
+
+def _set_aside(config: pytest.Config) -> None:
+    """A commit's check (``--verify-staged``, or under pre-commit's commit stage) sees the
+    work tree as the commit records it from before the first ``conftest.py`` is imported
+    (docs: pre-commit and git hooks); xdist's workers, and any pytest under it, see their
+    controller's (``ASIDE_ENV``: ``PYTEST_XDIST_WORKER`` is also inherited by a pytest that a
+    test of an unrelated xdist session starts, which must check on its own)."""
+    known = config.known_args_namespace
+    if getattr(known, "verify_contract", None) is None:
+        return  # without the option, nothing of the engine is imported
+    from pytest_verifygate.runner.process import GATE_ENV
+
+    here, aside_top = config.invocation_params.dir, os.environ.get(ASIDE_ENV)
+    if os.environ.get(GATE_ENV) or (aside_top and here.is_relative_to(aside_top)):
+        return
+    from pytest_verifygate.errors import VerifyGateError
+    from pytest_verifygate.git.changes import ChangeRequest
+    from pytest_verifygate.git.set_aside import set_aside_for
+    from pytest_verifygate.pytest_plugin.items import ASIDE_KEY
+
+    changes = ChangeRequest(files=known.verify_files, staged=known.verify_staged,
+                            changed_from=known.verify_changed_from
+                            or str(config.getini("verify_changed_from") or "").strip() or None,
+                            all=known.verify_all)
+    lines: list[str] = []
+    try:
+        aside = set_aside_for(changes, here, lines.append).__enter__()
+    except VerifyGateError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[ASIDE_KEY] = (aside, lines)
+    if aside is not None:
+        os.environ[ASIDE_ENV] = str(aside.target.top)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from pytest_verifygate.pytest_plugin.items import ASIDE_KEY
+
+    aside, _ = config.stash.get(ASIDE_KEY, (None, []))
+    if aside is not None:  # put back, once, also when the session never began
+        os.environ.pop(ASIDE_ENV, None)
+        aside.close()
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -29,6 +29,7 @@ from pytest_verifygate.selection import BY_CHANGES, Selection
 if TYPE_CHECKING:
     from pytest_verifygate.contract import Contract
     from pytest_verifygate.engine import Plan
+    from pytest_verifygate.git.set_aside import SetAside
     from pytest_verifygate.report.model import GateEntry
     from pytest_verifygate.report.redact import Redactor
     from pytest_verifygate.runner.records import GateResult
@@ -49,6 +50,8 @@ class GateSession(Protocol):
 
 
 SESSION_KEY: pytest.StashKey[GateSession] = pytest.StashKey()
+# What a commit's check set aside before conftest.py was imported, and what it had to say.
+ASIDE_KEY: pytest.StashKey[tuple[SetAside | None, list[str]]] = pytest.StashKey()
 INTERRUPTED_REASON = "the run stopped (-x, --maxfail or Ctrl-C) before this gate finished"
 
 

@@ -20,13 +20,17 @@ import pytest
 from pytest_verifygate import codes, engine, option_checks
 from pytest_verifygate.contract import posix_relative
 from pytest_verifygate.engine import prepare
-from pytest_verifygate.git.changes import ChangeRequest, ChangeSet
-from pytest_verifygate.git.set_aside import SetAside, set_aside_for
+from pytest_verifygate.git.changes import ChangeSet
 from pytest_verifygate.item_names import item_names, role_marker
 from pytest_verifygate.notices import Notices, collecting
 from pytest_verifygate.plugins import register_plugins
 from pytest_verifygate.pytest_plugin.declared import declared_lines
-from pytest_verifygate.pytest_plugin.items import INTERRUPTED_REASON, ContractFile, GateItem
+from pytest_verifygate.pytest_plugin.items import (
+    ASIDE_KEY,
+    INTERRUPTED_REASON,
+    ContractFile,
+    GateItem,
+)
 from pytest_verifygate.pytest_plugin.options import output_paths, read_options
 from pytest_verifygate.report.redact import Redactor, redactor_for
 from pytest_verifygate.report.terminal import (
@@ -78,14 +82,13 @@ class VerifyGateSession:
         self.interruptible = Interruptible(keep_others=True)  # pytest keeps its own SIGINT
         # SIGTERM, SIGHUP, SIGQUIT end the session like Ctrl-C, from before work is set aside.
         self.interruptible.__enter__()
-        self.aside_lines: list[str] = []
+        self.aside, self.aside_lines = config.stash.get(ASIDE_KEY, (None, []))
         self.aside_stack = contextlib.ExitStack()
-        self.aside: SetAside | None = None
+        if self.aside is not None:
+            self.aside_stack.callback(self.aside.close)
         self.errors: list[str] = []
+        request = request._replace(work_set_aside=self.aside is not None or shared is not None)
         try:
-            if shared is None and isinstance(request.changes, ChangeRequest):
-                self.aside = self.aside_stack.enter_context(set_aside_for(
-                    request.changes, config.invocation_params.dir, self.aside_lines.append))
             self.plan = plan = prepare(request)
         except BaseException:
             self.aside_stack.close()
