@@ -167,6 +167,27 @@ def test_a_deletion_staged_with_the_file_left_on_disk_fails_the_commit(
     assert work_state(demo) == state
 
 
+@pytest.mark.parametrize("front_end", ["pre-commit", "prek"])
+def test_a_commit_with_nothing_staged_checks_what_it_records(demo: Path, tmp_path: Path,
+                                                             front_end: str) -> None:
+    # HEAD imports a module nobody added (committed with --no-verify); the module is on disk,
+    # untracked. A message-only commit records HEAD's tree: broken. (pre-commit and prek set
+    # unstaged changes aside themselves, never untracked files.)
+    write(demo / "src/demo/core.py", "from demo.extra import VALUE\n")
+    git(demo, "commit", "-q", "--no-verify", "-am", "broken")
+    write(demo / "src/demo/extra.py", GOOD)
+    before, state = head(demo), work_state(demo)
+    commit(front_end, demo, tmp_path)  # installs the hook; with nothing staged, git refuses
+    assert head(demo) == before
+    blocked = subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "again"],
+                             cwd=demo, env=env_for(tmp_path), capture_output=True, text=True)
+    output = blocked.stdout + blocked.stderr
+    assert blocked.returncode != 0, output
+    assert "No module named 'demo.extra'" in output
+    assert head(demo) == before
+    assert work_state(demo) == state
+
+
 def test_a_push_checks_the_pushed_commit_in_place(demo: Path, tmp_path: Path) -> None:
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))

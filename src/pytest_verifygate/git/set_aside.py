@@ -107,10 +107,13 @@ def commit_target(here: Path, *, staged: bool) -> Target | None:
                 "checked out can be checked in your environment: check it out and push again "
                 "(git switch <branch>; git push), or push it with --no-verify and let CI check it")
         return Target(top, f"the pushed commit {commit[:12]}", tree=tree)
+    # git sets ``GIT_INDEX_FILE`` for its pre-commit hook (the index ``git commit -a`` or
+    # ``--only`` builds is another file): a commit, even of nothing staged (``--amend``,
+    # ``--allow-empty``), records the index. Without it, nothing staged under pre-commit is
+    # ``pre-commit run --all-files``: the work tree as it is.
+    committing = "GIT_INDEX_FILE" in env
     if staged or (not ref and not env.get("PRE_COMMIT_REMOTE_BRANCH")
-                  and git_output(top, *STAGED_DIFF)):
-        # Nothing staged under pre-commit (``run --all-files``): the work tree as it is.
-        # (``GIT_INDEX_FILE``, where git set it for ``git commit -a``, is the index.)
+                  and (committing or git_output(top, *STAGED_DIFF))):
         return Target(top, "the staged content", index_file=here / index_line.strip("\n"))
     return None
 
