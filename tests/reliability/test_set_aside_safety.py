@@ -5,8 +5,10 @@ second run, a planted link (docs: pre-commit and git hooks, "What the gates see"
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -62,6 +64,9 @@ def odd_work(repo: Path, untracked: int = 20) -> None:
     write(repo / "nested" / "file.txt", "nested\n")
     git(repo / "nested", "init", "-q")
     write(repo / "ignored" / "cache.bin", "environment\n")
+    # A directory of untracked files alone, with the modes a mkdir under a umask loses.
+    write(repo / "shared" / "notes.txt", "ours\n")
+    (repo / "shared").chmod(0o2777)
     for number in range(untracked):
         write(repo / "many" / f"{number % 10}" / f"file{number}.txt", f"{number}\n")
 
@@ -215,3 +220,30 @@ def test_an_untracked_virtualenv_the_check_runs_in_is_never_moved(repo: Path,
     assert done.stderr == ("verifygate: error: the virtualenv .venv/ this runs in is neither "
                            "committed nor ignored: add it to .gitignore, then try again\n")
     assert work_state(repo) == state
+
+
+def test_a_hard_linked_file_is_never_parted_from_its_links(tmp_path: Path) -> None:
+    # The work tree on another file system than its git directory: a file set aside there
+    # would be copied, and its other links would keep the old content. The check refuses.
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or os.stat(shm).st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("needs /dev/shm on a file system of its own")
+    work = Path(tempfile.mkdtemp(dir=shm))
+    try:
+        git(tmp_path, "init", "-q", f"--separate-git-dir={tmp_path / 'git'}", str(work))
+        git(work, "config", "user.email", "t@example.com")
+        git(work, "config", "user.name", "t")
+        write(work / "verify.toml", '[[gate]]\nname = "ok"\ncommand = ["true"]\n')
+        commit_all(work)
+        write(work / "draft.txt", "untracked\n")
+        os.link(work / "draft.txt", work / "draft-link.txt")
+        write(work / "verify.toml", '[[gate]]\nname = "ok"\ncommand = ["python3", "-V"]\n')
+        git(work, "add", "verify.toml")
+        state = work_state(work)
+        done = staged_run(work)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "has other hard links" in done.stderr and "Traceback" not in done.stderr
+        assert work_state(work) == state
+        assert os.stat(work / "draft.txt").st_ino == os.stat(work / "draft-link.txt").st_ino
+    finally:
+        shutil.rmtree(work)

@@ -292,10 +292,16 @@ class SetAside:
                     break  # where this run (and likely a shell) stands: it stays
                 try:
                     mode = stat.S_IMODE(os.lstat(top / directory).st_mode)
-                    os.rmdir(top / directory)
-                except OSError:  # not empty, or gone already
+                except OSError:  # gone already
                     break
+                # In the journal first: a run killed right after the rmdir still knows the mode.
                 self.removed_dirs.append((directory, mode))
+                self._save()
+                try:
+                    os.rmdir(top / directory)
+                except OSError:  # not empty
+                    self.removed_dirs.pop()
+                    break
                 directory = str(Path(directory).parent)
 
     def _write_tree_content(self) -> None:
@@ -486,7 +492,8 @@ def _restore(top: Path, run_dir: Path, entries: list[_Entry],
             os.rmdir(top / directory)
     for directory, mode in sorted(removed_dirs, key=lambda item: item[0].count("/")):
         with contextlib.suppress(FileExistsError):
-            os.mkdir(top / directory, mode)
+            os.mkdir(top / directory)
+            os.chmod(top / directory, mode)  # as it was: mkdir's mode passes the umask, no setgid
     for entry in entries:
         if entry.slot is not None and os.path.lexists(run_dir / entry.slot):
             _move(run_dir / entry.slot, top / entry.path)
@@ -536,7 +543,8 @@ def _stamp(path: Path) -> Stamp | None:
 
 
 def _move(source: Path, target: Path) -> None:
-    """Move a file, link or directory as it is, across file systems if need be."""
+    """Move a file, link or directory as it is, across file systems if need be (never a file
+    with other hard links: a copy would part it from them)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         os.rename(source, target)
@@ -544,6 +552,10 @@ def _move(source: Path, target: Path) -> None:
     except OSError as exc:
         if exc.errno != errno.EXDEV:
             raise
+    if os.lstat(source).st_nlink > 1 and not os.path.isdir(source):
+        raise ChangeSetError(f"{source} has other hard links, and the git directory is on another "
+                             "file system, where moving it aside would part them: stage it or "
+                             "remove the other links, then commit again")
     import shutil
 
     if os.path.isdir(source) and not os.path.islink(source):
