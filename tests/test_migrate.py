@@ -209,7 +209,7 @@ def test_well_known_hooks_become_gates_and_the_rest_is_listed(repo: Path) -> Non
         "python", "-m", "pre_commit.languages.pygrep", r"\beval\(", "{files}"]
     assert gates["trailing-whitespace"] == {
         "name": "trailing-whitespace", "command": ["trailing-whitespace-fixer", "{files}"],
-        "exclude_regex": "docs/|ext/", "types": ["text"]}
+        "exclude_regex": "docs/|ext/", "types": ["text"], "fixer": True}
     assert gates["ruff-check"]["command"] == ["ruff", "check", "--force-exclude", "--fix",
                                               "{files}"]
     assert gates["ruff-check"]["types_or"] == ["python", "pyi", "jupyter"]
@@ -218,6 +218,9 @@ def test_well_known_hooks_become_gates_and_the_rest_is_listed(repo: Path) -> Non
     # pre-commit's require_serial, the config's or the manifest's: never split into chunks.
     assert [name for name, gate in gates.items() if gate.get("serial")] == [
         "ruff-check", "ruff-format", "mypy", "lint"]
+    # pre-commit's fixers (and ruff given --fix): never run while an agent edits.
+    assert [name for name, gate in gates.items() if gate.get("fixer")] == [
+        "trailing-whitespace", "mixed-line-ending", "ruff-check", "ruff-format"]
     assert gates["ruff-format"]["exclude_regex"] == "(?:docs/|ext/)|(?:tests/test_lowlevel.py)"
     assert gates["mypy"]["command"] == ["mypy", "--ignore-missing-imports", "--scroll-output",
                                         "{files}"]

@@ -152,9 +152,9 @@ def work(args: argparse.Namespace) -> int:
 
 
 def _cacheable(plans: list[GatePlan]) -> list[GatePlan]:
-    """The plans a background run starts: those that run something and whose pass the cache
-    keeps, after the gates they need (a gate needing one left out would run where the stop
-    runs it after)."""
+    """The plans a background run starts: those that run something, rewrite no file (a
+    ``fixer`` would race the agent's edits) and whose pass the cache keeps, after the gates
+    they need (a gate needing one left out would run where the stop runs it after)."""
     from pytest_verifygate.runner.scheduler import needs_process, run_order
 
     names = {gate_plan.gate.name for gate_plan in plans}
@@ -162,7 +162,7 @@ def _cacheable(plans: list[GatePlan]) -> list[GatePlan]:
              and gate_plan.cache is not None and gate_plan.cache.hit is not None}
     kept = []
     for gate_plan in run_order(plans):
-        if (gate_plan.cache is not None and needs_process(gate_plan)
+        if (gate_plan.cache is not None and needs_process(gate_plan) and not gate_plan.gate.fixer
                 and all(need in ready or need not in names for need in gate_plan.gate.needs)):
             kept.append(gate_plan)
             ready.add(gate_plan.gate.name)

@@ -142,6 +142,8 @@ GATE = (
     Key("exclusive", "boolean", "no other gate runs while this one does", default=False),
     Key("serial", "boolean", "{files} in one process at a time, never split over the free "
         "cores", default=False),
+    Key("fixer", "boolean", "it may rewrite the files it checks (a formatter): never run in the "
+        "background while an agent edits", default=False),
 )
 
 SETTINGS_KEYS = tuple(key.name for key in SETTINGS)

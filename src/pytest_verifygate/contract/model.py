@@ -64,6 +64,7 @@ class Gate(NamedTuple):
     needs: tuple[str, ...] = ()
     exclusive: bool = False
     serial: bool = False  # its {files} never split into chunks run at once
+    fixer: bool = False  # it may rewrite files: never run while an agent edits them
     # pre-commit's types, types_or, exclude_types, files and exclude (``filetypes.py``).
     types: tuple[str, ...] = ()
     types_or: tuple[str, ...] = ()

@@ -153,6 +153,8 @@ def _gate(hook: Mapping[str, Any], config: Mapping[str, Any],
     gate: dict[str, Value] = {"command": argv}
     if pass_filenames and hook.get("require_serial"):
         gate["serial"] = True  # pre-commit's xargs runs its files in one process too
+    if _fixer(hook):
+        gate["fixer"] = True  # no background run rewrites a file an agent is editing
     roles = [stage for stage in dict.fromkeys(stages) if stage in _FILE_STAGES]
     if "pre-commit" not in roles:
         gate["roles"] = roles  # verifygate run --role manual, as pre-commit's --hook-stage
@@ -198,6 +200,15 @@ def _group(regex: str) -> str:
     return f"(?{flags}:{rest}\n)" if "x" in flags else f"(?{flags}:{rest})"
 
 
+def _fixer(hook: Mapping[str, Any]) -> bool:
+    """A hook that rewrites the files it is given: a known fixer, or one whose id, entry or
+    args say so (a check taken for a fixer only ever loses the background run)."""
+    words = [hook["id"], hook.get("entry", ""), *(hook.get("args") or ())]
+    said = " ".join(map(str, words))
+    return bool(hook.get("known_fixer")) or any(word in said
+                                                for word in ("fix", "format", "whitespace"))
+
+
 def _pitfalls(hook_id: str, argv: list[str], gate: dict[str, Value], hook: Mapping[str, Any],
               notes: list[str]) -> None:
     """What users migrating by hand got wrong: ruff without ``--force-exclude``, fixers
@@ -206,9 +217,7 @@ def _pitfalls(hook_id: str, argv: list[str], gate: dict[str, Value], hook: Mappi
     if program == "ruff" and "{files}" in argv and "--force-exclude" not in argv:
         notes.append(f"hook {hook_id!r}: ruff given file names checks them even when its "
                      "config excludes them (extend-exclude); add --force-exclude to its args")
-    fixer = hook.get("known_fixer") or any(word in str(hook.get("entry", "")) + hook_id
-                                           for word in ("fix", "format", "whitespace"))
-    if fixer and "{files}" in argv and gate.get("types") == ["file"] and not hook.get(
+    if _fixer(hook) and "{files}" in argv and gate.get("types") == ["file"] and not hook.get(
             "types_or") and not hook.get("files"):
         notes.append(f"hook {hook_id!r} looks like a fixer and takes files of every type: "
                      "add types = [\"text\"] so that it never rewrites a binary file")
