@@ -341,6 +341,27 @@ def test_pytest_s_own_conftest_sees_the_staged_content(demo: Path, tmp_path: Pat
     assert work_state(demo) == state
 
 
+@pytest.mark.parametrize("ending", ["conftest", "usage"])
+def test_pytest_puts_the_work_back_when_it_ends_before_it_begins(demo: Path, tmp_path: Path,
+                                                                 ending: str) -> None:
+    # The staged conftest.py cannot be imported, or the command line has an unknown option:
+    # pytest ends without configuring, and the work it set aside comes back all the same.
+    write(demo / "verify.toml", '[[gate]]\nname = "ok"\ncommand = ["true"]\n')
+    write(demo / "conftest.py", "raise RuntimeError('BROKEN')\n" if ending == "conftest"
+          else "")
+    git(demo, "add", "-A")
+    write(demo / "conftest.py", "")  # the fix, unstaged
+    write(demo / "notes.txt", "untracked work\n")
+    state = work_state(demo)
+    extra = ["--no-such-option"] if ending == "usage" else []
+    done = subprocess.run([sys.executable, "-m", "pytest", "--verify-contract",
+                           "--verify-staged", "-q", "-p", "no:cacheprovider", *extra],
+                          cwd=demo, env=env_for(tmp_path), capture_output=True, text=True)
+    assert done.returncode != 0, done.stdout + done.stderr
+    assert ("BROKEN" if ending == "conftest" else "no-such-option") in done.stderr
+    assert work_state(demo) == state
+
+
 def test_work_a_killed_check_set_aside_is_put_back_before_any_run_judges(
         demo: Path, tmp_path: Path) -> None:
     started = tmp_path / "started"  # this test's own: the project's parent is shared

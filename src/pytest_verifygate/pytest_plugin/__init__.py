@@ -6,6 +6,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import atexit
 import os
 
 import pytest
@@ -84,6 +85,9 @@ def _set_aside(config: pytest.Config) -> None:
     config.stash[ASIDE_KEY] = (aside, lines)
     if aside is not None:
         os.environ[ASIDE_ENV] = str(aside.target.top)
+        # pytest ends without pytest_unconfigure when it fails before configuring (a
+        # conftest.py that cannot be imported, an unknown option): the work comes back then too.
+        atexit.register(aside.close)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
