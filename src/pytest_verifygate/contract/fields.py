@@ -231,8 +231,6 @@ class FieldReader(NamedTuple):
 
     def regex(self, value: object, *, gate: str | None, key: str) -> str:
         """A Python regular expression, as pre-commit's ``files`` / ``exclude``."""
-        import re
-
         text = self.string(value, gate=gate, key=key)
         try:
             re.compile(text)
