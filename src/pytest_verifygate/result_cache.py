@@ -356,8 +356,8 @@ def store(passes: Sequence[tuple[CacheSlot, GateResult]]) -> None:
             if _store(slot, result, files):
                 written.add(slot.directory)
     for directory in written:  # the ones used last stay
-        prune_own_files(directory, is_entry_name, KEEP_ENTRIES)
-        prune_own_files(directory, is_file_entry_name, KEEP_FILE_ENTRIES)
+        prune_own_files(directory, _ENTRY_NAME.fullmatch, KEEP_ENTRIES)
+        prune_own_files(directory, _FILE_ENTRY_NAME.fullmatch, KEEP_FILE_ENTRIES)
 
 
 def _store(slot: CacheSlot, result: GateResult, files: RepoFiles) -> bool:
@@ -408,11 +408,3 @@ def _unchanged_files(slot: CacheSlot, files: RepoFiles) -> list[tuple[str, str]]
             if _key(slot.file_definition, context, path, files.identity(path)) == key:
                 unchanged.append((path, key))
     return unchanged
-
-
-def is_entry_name(name: str) -> bool:
-    return _ENTRY_NAME.fullmatch(name) is not None
-
-
-def is_file_entry_name(name: str) -> bool:
-    return _FILE_ENTRY_NAME.fullmatch(name) is not None
