@@ -34,7 +34,7 @@ from pytest_verifygate.state.files import (
     read_state_file,
     replace_in,
 )
-from pytest_verifygate.state.storage import blocker, private_dir, repository_key
+from pytest_verifygate.state.storage import blocker, private_dir, read_user_file, repository_key
 
 CACHE_VERSION = 1
 KEEP_ENTRIES = 512
@@ -114,8 +114,6 @@ def _configuration_names(gate: Gate, root: Path, files: RepoFiles) -> frozenset[
     """The file names the gate's command and the project's configuration files mention: a
     file a tool is told to read (codespell's ``dictionary = words.txt``) is configuration too.
     The files are read once per listing, for every gate."""
-    from pytest_verifygate.state.storage import read_user_file
-
     if "configuration" not in files.derived:
         found = [path for path in files.paths() if _looks_like_configuration(path)]
         if len(found) > MAX_CONFIG_FILES:  # cannot be read on every run: no reuse file by file

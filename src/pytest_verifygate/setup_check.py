@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pytest_verifygate.contract import Contract, Gate
+from pytest_verifygate.contract import Contract, Gate, display_path
 from pytest_verifygate.errors import UsageError, VerifyGateError
 
 ERROR = "error"
@@ -52,7 +52,6 @@ def contract_file_findings(directory: Path) -> Iterator[Finding]:
 def gate_findings(contract: Contract, tracked: Sequence[str],
                   environ: dict[str, str]) -> Iterator[Finding]:
     from pytest_verifygate.commands import UnsupportedCommand, parse_command
-    from pytest_verifygate.contract import display_path
 
     shown = display_path(contract.path)
     for gate in contract.gates:
