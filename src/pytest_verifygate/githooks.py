@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_verifygate.errors import ChangeSetError, UsageError
+from pytest_verifygate.state.files import DIRECTORY, replace_in
 from pytest_verifygate.state.storage import read_user_file
 
 HOOKS = ("pre-commit", "pre-push")
@@ -150,8 +151,6 @@ def uninstall(directory: Path, names: Sequence[str]) -> list[str]:
 def _write(path: Path, text: str) -> None:
     """Replace ``path`` atomically with an executable script, following no link: a name
     planted in the hooks directory never leads the write, or the chmod, to a user's file."""
-    from pytest_verifygate.state.files import DIRECTORY, replace_in
-
     dir_fd = os.open(path.parent, DIRECTORY)
     try:
         replace_in(dir_fd, path.name, text, mode=0o755)

@@ -12,6 +12,7 @@ from typing import NamedTuple
 from pytest_verifygate.contract import Contract, Gate, display_path
 from pytest_verifygate.errors import UsageError
 from pytest_verifygate.git.changes import ChangeSet, all_files
+from pytest_verifygate.gitcmd import git_answer
 from pytest_verifygate.patterns import match_files, matches_any, matching_any, unmatched
 
 # What left a gate out (``Selection.left_out_by``): pytest collects a gate left out by the
@@ -162,7 +163,6 @@ def unmatched_pattern_warnings(contract: Contract, selections: Sequence[Selectio
     contract and commit: the next runs list no tracked files (a commit's hook waits for them)."""
     import hashlib
 
-    from pytest_verifygate.gitcmd import git_answer
     from pytest_verifygate.state.files import StateFileError, read_state_file, write_state
     from pytest_verifygate.state.storage import git_state_dir
 
