@@ -10,16 +10,14 @@ import argparse
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from pytest_verifygate import codes
 from pytest_verifygate.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from pytest_verifygate.errors import UsageError, VerifyGateError
+from pytest_verifygate.report.model import Report
 from pytest_verifygate.report.model import problem as report_problem
 from pytest_verifygate.report.outcomes import summary_counts
-
-if TYPE_CHECKING:
-    from pytest_verifygate.report.model import Report
 
 SHARD_REASON_PREFIX = "in shard "
 _SPLIT_HINT = ("the shards split the gates differently: give every shard the same "
