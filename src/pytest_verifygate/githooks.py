@@ -10,7 +10,9 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_verifygate.errors import UsageError
+from pytest_verifygate.errors import ChangeSetError, UsageError
+from pytest_verifygate.state.files import DIRECTORY, replace_in
+from pytest_verifygate.state.storage import read_user_file
 
 HOOKS = ("pre-commit", "pre-push")
 MARKER = "# verifygate: written by verifygate install"
@@ -69,7 +71,6 @@ printf '%s\\n' "$input" | {{
 
 def hooks_dir(start: Path) -> Path:
     """Where git runs hooks from for the repository at ``start`` (``core.hooksPath``)."""
-    from pytest_verifygate.errors import ChangeSetError
     from pytest_verifygate.gitcmd import git_output
 
     try:
@@ -96,16 +97,12 @@ MAX_HOOK_BYTES = 1 << 20
 def is_ours(path: Path) -> bool:
     """Whether the hook at ``path`` is a regular file carrying the marker (read bounded and
     non-blocking: a FIFO planted there never hangs install)."""
-    from pytest_verifygate.state.storage import read_user_file
-
     text = read_user_file(path, MAX_HOOK_BYTES)
     return text is not None and MARKER.encode() in text[:4096]
 
 
 def install(directory: Path, names: Sequence[str], python: str) -> list[str]:
     """Write the hooks; what was done, one line per hook."""
-    from pytest_verifygate.state.storage import read_user_file
-
     directory.mkdir(parents=True, exist_ok=True)
     done = []
     for name in names:
@@ -154,8 +151,6 @@ def uninstall(directory: Path, names: Sequence[str]) -> list[str]:
 def _write(path: Path, text: str) -> None:
     """Replace ``path`` atomically with an executable script, following no link: a name
     planted in the hooks directory never leads the write, or the chmod, to a user's file."""
-    from pytest_verifygate.state.files import DIRECTORY, replace_in
-
     dir_fd = os.open(path.parent, DIRECTORY)
     try:
         replace_in(dir_fd, path.name, text, mode=0o755)

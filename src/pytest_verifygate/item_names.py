@@ -34,14 +34,18 @@ def item_names(names: Iterable[str]) -> dict[str, str]:
     result: dict[str, str] = {}
     for name in names:
         safe = item_name(name)
-        if safe != name:
-            candidate, number = safe, 2
-            while candidate in taken:
-                candidate, number = f"{safe} ({number})", number + 1
-            safe = candidate
-            taken.add(safe)
-        result[name] = safe
+        result[name] = safe if safe == name else unique_name(safe, taken)
     return result
+
+
+def unique_name(name: str, taken: set[str], form: str = "{} ({})") -> str:
+    """``name``, or ``form`` of it and 2, 3, ... (``name (2)``): the first not ``taken``, which
+    it joins."""
+    candidate, number = name, 2
+    while candidate in taken:
+        candidate, number = form.format(name, number), number + 1
+    taken.add(candidate)
+    return candidate
 
 
 def role_marker(role: str) -> str:

@@ -124,12 +124,9 @@ def _relative_to_cwd(path: str, root: Path, cwd: Path) -> str:
 def _unspawned(gate: Gate, cwd: Path) -> GatePlan:
     """The plan of a gate that starts nothing (pending, unsupported, skipped): its command as
     declared."""
-    return GatePlan(gate, cwd, display_command=_display(gate.command_text))
-
-
-def _display(command: str) -> tuple[str, ...]:
-    words = shell_words(command)
-    return _truncated(words) if words is not None else (command,)
+    words = shell_words(gate.command_text)
+    shown = _truncated(words) if words is not None else (gate.command_text,)
+    return GatePlan(gate, cwd, display_command=shown)
 
 
 def _truncated(argv: Sequence[str]) -> tuple[str, ...]:

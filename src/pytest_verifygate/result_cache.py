@@ -34,7 +34,7 @@ from pytest_verifygate.state.files import (
     read_state_file,
     replace_in,
 )
-from pytest_verifygate.state.storage import blocker, private_dir, repository_key
+from pytest_verifygate.state.storage import blocker, private_dir, read_user_file, repository_key
 
 CACHE_VERSION = 1
 KEEP_ENTRIES = 512
@@ -114,8 +114,6 @@ def _configuration_names(gate: Gate, root: Path, files: RepoFiles) -> frozenset[
     """The file names the gate's command and the project's configuration files mention: a
     file a tool is told to read (codespell's ``dictionary = words.txt``) is configuration too.
     The files are read once per listing, for every gate."""
-    from pytest_verifygate.state.storage import read_user_file
-
     if "configuration" not in files.derived:
         found = [path for path in files.paths() if _looks_like_configuration(path)]
         if len(found) > MAX_CONFIG_FILES:  # cannot be read on every run: no reuse file by file
@@ -356,8 +354,8 @@ def store(passes: Sequence[tuple[CacheSlot, GateResult]]) -> None:
             if _store(slot, result, files):
                 written.add(slot.directory)
     for directory in written:  # the ones used last stay
-        prune_own_files(directory, is_entry_name, KEEP_ENTRIES)
-        prune_own_files(directory, is_file_entry_name, KEEP_FILE_ENTRIES)
+        prune_own_files(directory, _ENTRY_NAME.fullmatch, KEEP_ENTRIES)
+        prune_own_files(directory, _FILE_ENTRY_NAME.fullmatch, KEEP_FILE_ENTRIES)
 
 
 def _store(slot: CacheSlot, result: GateResult, files: RepoFiles) -> bool:
@@ -408,11 +406,3 @@ def _unchanged_files(slot: CacheSlot, files: RepoFiles) -> list[tuple[str, str]]
             if _key(slot.file_definition, context, path, files.identity(path)) == key:
                 unchanged.append((path, key))
     return unchanged
-
-
-def is_entry_name(name: str) -> bool:
-    return _ENTRY_NAME.fullmatch(name) is not None
-
-
-def is_file_entry_name(name: str) -> bool:
-    return _FILE_ENTRY_NAME.fullmatch(name) is not None

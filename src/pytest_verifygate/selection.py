@@ -9,8 +9,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from pytest_verifygate.contract import Contract, Gate
-from pytest_verifygate.git.changes import ChangeSet
+from pytest_verifygate.contract import Contract, Gate, display_path
+from pytest_verifygate.errors import UsageError
+from pytest_verifygate.git.changes import ChangeSet, all_files
+from pytest_verifygate.gitcmd import git_answer
 from pytest_verifygate.patterns import match_files, matches_any, matching_any, unmatched
 
 # What left a gate out (``Selection.left_out_by``): pytest collects a gate left out by the
@@ -77,7 +79,6 @@ def only_named(selections: Sequence[Selection], names: Sequence[str],
     for name in names:
         if name not in known:
             from pytest_verifygate.contract.fields import did_you_mean
-            from pytest_verifygate.errors import UsageError
 
             hint = did_you_mean(name, known) or f"gates: {', '.join(known)}"
             raise UsageError(f"{shown} has no gate named {name!r} ({hint})")
@@ -162,8 +163,6 @@ def unmatched_pattern_warnings(contract: Contract, selections: Sequence[Selectio
     contract and commit: the next runs list no tracked files (a commit's hook waits for them)."""
     import hashlib
 
-    from pytest_verifygate.git.changes import all_files
-    from pytest_verifygate.gitcmd import git_answer
     from pytest_verifygate.state.files import StateFileError, read_state_file, write_state
     from pytest_verifygate.state.storage import git_state_dir
 
@@ -191,9 +190,6 @@ def pattern_warnings(contract: Contract, gates: Iterable[Gate] | None = None,
                      tracked: Sequence[str] | None = None) -> list[str]:
     """One warning per pattern (not negated) of ``gates`` (default: all) that matches none of
     the ``tracked`` files (default: git's, under the contract's root)."""
-    from pytest_verifygate.contract.discover import display_path
-    from pytest_verifygate.git.changes import all_files
-
     gates = contract.gates if gates is None else gates
     if tracked is None:
         tracked = all_files(contract.root)

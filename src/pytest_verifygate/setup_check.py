@@ -13,8 +13,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pytest_verifygate.contract import Contract, Gate
+from pytest_verifygate.contract import Contract, Gate, display_path
+from pytest_verifygate.contract.parse import parse_toml
 from pytest_verifygate.errors import UsageError, VerifyGateError
+from pytest_verifygate.patterns import unmatched
 
 ERROR = "error"
 WARNING = "warning"
@@ -52,7 +54,6 @@ def contract_file_findings(directory: Path) -> Iterator[Finding]:
 def gate_findings(contract: Contract, tracked: Sequence[str],
                   environ: dict[str, str]) -> Iterator[Finding]:
     from pytest_verifygate.commands import UnsupportedCommand, parse_command
-    from pytest_verifygate.contract import display_path
 
     shown = display_path(contract.path)
     for gate in contract.gates:
@@ -87,7 +88,6 @@ def _program(where: str, program: str, cwd: Path, environ: dict[str, str]) -> It
 def _pattern_findings(where: str, gate: Gate, root: Path,
                       tracked: Sequence[str]) -> Iterator[Finding]:
     from pytest_verifygate.filetypes import describe_filter, files_of_gate
-    from pytest_verifygate.patterns import unmatched
 
     for key in ("when_changed", "when_changed_all", "inputs"):
         includes = [pattern for pattern in getattr(gate, key) or ()
@@ -184,8 +184,6 @@ def _commands(data: Any) -> Iterable[str]:
 
 
 def _pyproject_tool(path: Path) -> dict[str, Any]:
-    from pytest_verifygate.contract.parse import parse_toml
-
     try:
         data = parse_toml((_read(path) or b"").decode("utf-8-sig"), path.name)
     except (UnicodeDecodeError, VerifyGateError):

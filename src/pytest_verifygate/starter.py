@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from pytest_verifygate.contract.parse import parse_toml
 from pytest_verifygate.contract.writer import Value
 
 # A lock file says which runner puts the project's tools on PATH.
@@ -147,8 +148,6 @@ def _any(root: Path, pattern: str, but: str = "") -> bool:
 
 
 def _toml(path: Path) -> dict[str, Any]:
-    from pytest_verifygate.contract.parse import parse_toml
-
     try:
         return parse_toml(_text(path, "utf-8-sig"), str(path))
     except UnicodeDecodeError:

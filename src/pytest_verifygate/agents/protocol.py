@@ -22,7 +22,6 @@ SUBAGENT_STOP = "subagent_stop"
 SESSION_START = "session_start"
 
 
-
 class PayloadError(Exception):
     """The hook input is not what the agent's stop hook receives."""
 

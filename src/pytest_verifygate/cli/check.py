@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from pytest_verifygate.cli.exits import EXIT_FAILED, EXIT_OK
+from pytest_verifygate.contract import display_path, find_contract, find_repo_root
 from pytest_verifygate.errors import ContractError
 from pytest_verifygate.setup_check import (
     ERROR,
@@ -21,7 +22,6 @@ from pytest_verifygate.setup_check import (
 
 
 def main(args: argparse.Namespace) -> int:
-    from pytest_verifygate.contract import display_path, find_contract, find_repo_root
     from pytest_verifygate.engine import RunRequest, prepare
     from pytest_verifygate.git.changes import ChangeRequest, all_files
 

@@ -9,6 +9,7 @@ import argparse
 import sys
 
 from pytest_verifygate.cli.exits import EXIT_OK
+from pytest_verifygate.cli.parser import build_parser
 from pytest_verifygate.errors import UsageError
 
 # The functions parser.GATE_NAMES names, defined in the script.
@@ -37,8 +38,6 @@ def main(args: argparse.Namespace) -> int:
     except ImportError:
         raise UsageError("shell completion needs shtab: pip install "
                          "'pytest-verifygate[completion]' (or pip install shtab)") from None
-    from pytest_verifygate.cli.parser import build_parser
-
     sys.stdout.write(shtab.complete(build_parser(), shell=args.shell,
                                     preamble=_PREAMBLES.get(args.shell, "")))
     return EXIT_OK

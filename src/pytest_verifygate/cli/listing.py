@@ -9,6 +9,7 @@ import sys
 
 from pytest_verifygate.cli.exits import EXIT_OK
 from pytest_verifygate.cli.request import prepare_from_args
+from pytest_verifygate.commands import command_text
 from pytest_verifygate.contract import display_path
 from pytest_verifygate.engine import listed_gates
 
@@ -37,8 +38,6 @@ def main(args: argparse.Namespace) -> int:
     for row in rows:
         print(f"  {row['mark']:<4}  {row['name']:<{width}}  {row['reason']}")
         if args.verbose:
-            from pytest_verifygate.commands import command_text
-
             # Each invocation as a line sh would read alike (more than one: {files} chunked).
             for argv in row["argv"]:
                 print(f"  {'':<4}  {'':<{width}}  $ {command_text(argv)}")

@@ -10,16 +10,14 @@ import argparse
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from pytest_verifygate import codes
 from pytest_verifygate.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from pytest_verifygate.errors import UsageError
+from pytest_verifygate.errors import UsageError, VerifyGateError
+from pytest_verifygate.report.model import Report
 from pytest_verifygate.report.model import problem as report_problem
 from pytest_verifygate.report.outcomes import summary_counts
-
-if TYPE_CHECKING:
-    from pytest_verifygate.report.model import Report
 
 SHARD_REASON_PREFIX = "in shard "
 _SPLIT_HINT = ("the shards split the gates differently: give every shard the same "
@@ -27,11 +25,11 @@ _SPLIT_HINT = ("the shards split the gates differently: give every shard the sam
 
 
 def main(args: argparse.Namespace) -> int:
-    from pytest_verifygate.cli.request import output_paths
+    from pytest_verifygate.cli.request import output_paths, write_outputs
     from pytest_verifygate.contract import find_repo_root
     from pytest_verifygate.git.changes import refuse_tracked_outputs
     from pytest_verifygate.report.document import dumps
-    from pytest_verifygate.report.terminal import verdict_line
+    from pytest_verifygate.report.terminal import summary_table, verdict_line
     from pytest_verifygate.state.durations import measured_seconds, record_durations
 
     refuse_tracked_outputs(output_paths(args), Path.cwd())
@@ -42,8 +40,6 @@ def main(args: argparse.Namespace) -> int:
     if root is not None:  # recorded for the next build's split
         order = [entry["name"] for entry in (*merged["gates"], *merged["not_selected"])]
         record_durations(root, merged["contract"], measured_seconds(merged["gates"]), order)
-    from pytest_verifygate.cli.request import write_outputs
-
     here = root or Path.cwd()
     problems = write_outputs(
         args, merged, repo_root=here, project_root=here,
@@ -54,7 +50,6 @@ def main(args: argparse.Namespace) -> int:
         print(f"verifygate: {merged['contract']}: {len(args.reports)} shard report(s) merged, "
               f"{len(merged['gates'])} gate(s) ran")
         if any(gate["outcome"] == codes.FAILED for gate in merged["gates"]):
-            from pytest_verifygate.report.terminal import summary_table
             from pytest_verifygate.runner.records import result_from_entry
 
             print(summary_table([result_from_entry(gate) for gate in merged["gates"]]))
@@ -246,7 +241,6 @@ def _junit_timeouts(merged: Report, root: Path | None) -> dict[str, float]:
     """Each timed-out gate's ``timeout_seconds`` for JUnit's headline, from the contract when
     this repository has it (without, the headline says ``timed out``: nothing is guessed)."""
     from pytest_verifygate import engine
-    from pytest_verifygate.errors import VerifyGateError
 
     if root is None or not any(gate.get("code") == codes.TIMEOUT for gate in merged["gates"]):
         return {}

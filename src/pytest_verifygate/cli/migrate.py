@@ -18,7 +18,7 @@ from pytest_verifygate.contract.writer import (
     write_new,
 )
 from pytest_verifygate.errors import UsageError
-from pytest_verifygate.migrate import Migration
+from pytest_verifygate.migrate import Migration, load_yaml
 
 PRE_COMMIT_NAMES = (".pre-commit-config.yaml", ".pre-commit-config.yml")
 LEFTHOOK_NAMES = ("lefthook.yml", ".lefthook.yml", "lefthook.yaml", ".lefthook.yaml")
@@ -31,8 +31,6 @@ def main(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read {source}: {getattr(exc, 'strerror', None) or exc}"
                          ) from None
-    from pytest_verifygate.migrate import load_yaml
-
     config = load_yaml(text, str(source))
     if "lefthook" in source.name:
         from pytest_verifygate.migrate.lefthook import from_lefthook

@@ -113,21 +113,15 @@ class FieldReader(NamedTuple):
                                      if kind == "env_names" else 'name a module as import '
                                      'would, e.g. "my_project.gates"')
             return tuple(dict.fromkeys(items)) if kind == "modules" else items
-        readers: dict[str, Any] = {
-            "text": lambda: self.text(value, gate=gate, key=name),
-            "env": lambda: self.env(value, gate=gate, key=name),
-            "phases": lambda: self.phases(value, gate=gate, key=name),
-            "seconds": lambda: self.seconds(value, gate=gate, key=name),
-            "integer": lambda: self.integer(value, gate=gate, key=name, minimum=key.bounds[0],
-                                            maximum=key.bounds[1]),
-            "boolean": lambda: self.boolean(value, gate=gate, key=name),
-            "choice": lambda: self.choice(value, key.choices, gate=gate, key=name),
-            "file_types": lambda: self.file_types(value, gate=gate, key=name),
-            "regex": lambda: self.regex(value, gate=gate, key=name),
-            "cwd": lambda: self.cwd(value, gate=gate, key=name),
-            "ref": lambda: self.string(value, gate=gate, key=name, allow_empty=True).strip(),
-        }
-        return readers[kind]()
+        if kind == "integer":
+            return self.integer(value, gate=gate, key=name, minimum=key.bounds[0],
+                                maximum=key.bounds[1])
+        if kind == "choice":
+            return self.choice(value, key.choices, gate=gate, key=name)
+        if kind == "ref":
+            return self.string(value, gate=gate, key=name, allow_empty=True).strip()
+        # Every other kind is read by the method of its name (text, env, seconds, cwd, ...).
+        return getattr(self, kind)(value, gate=gate, key=name)
 
     def text(self, value: object, *, gate: str | None, key: str) -> str:
         """Any non-empty text on one line (a gate's name), without the blanks around it."""
@@ -231,8 +225,6 @@ class FieldReader(NamedTuple):
 
     def regex(self, value: object, *, gate: str | None, key: str) -> str:
         """A Python regular expression, as pre-commit's ``files`` / ``exclude``."""
-        import re
-
         text = self.string(value, gate=gate, key=key)
         try:
             re.compile(text)

@@ -19,6 +19,7 @@ from pytest_verifygate.contract.model import (
     Settings,
 )
 from pytest_verifygate.contract.settings import load_settings
+from pytest_verifygate.item_names import unique_name
 from pytest_verifygate.patterns import MAX_PATTERN_LENGTH
 
 # Longest gate name made from a command; longer commands are cut at a word boundary.
@@ -77,7 +78,7 @@ def load_opentiger(data: object, reader: FieldReader) -> tuple[Settings, list[Ga
     if not uses:
         raise reader.error("defines no commands", key="commands", hint='add "commands": ["..."]')
     used: set[str] = set()
-    gates = [Gate(name=_unique_name(name_from_command(use.command), used), command=use.command,
+    gates = [Gate(name=unique_name(name_from_command(use.command), used), command=use.command,
                   roles=use.roles, when_changed=use.when_changed,
                   when_changed_all=use.when_changed_all, cwd=use.cwd,
                   timeout_seconds=settings.timeout_seconds, on_missing=settings.on_missing,
@@ -252,13 +253,3 @@ def name_from_command(command: str) -> str:
     while rest and len(" ".join([*head, ELLIPSIS, rest[-1], *tail])) <= MAX_NAME_LENGTH:
         tail.insert(0, rest.pop())
     return " ".join([*head, ELLIPSIS, *tail])
-
-
-def _unique_name(base: str, used: set[str]) -> str:
-    """``base``, or ``base (2)``, ``base (3)``... the first not in ``used``, marked used."""
-    name, counter = base, 2
-    while name in used:
-        name = f"{base} ({counter})"
-        counter += 1
-    used.add(name)
-    return name

@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_verifygate.contract.discover import find_repo_root
+from pytest_verifygate.contract.parse import parse_toml
 from pytest_verifygate.errors import UsageError
 
 Value = str | bool | int | Sequence[str]
@@ -56,7 +58,6 @@ def contract_text(gates: Sequence[Mapping[str, Value]], *,
 def check_contract_text(text: str, shown: str, root: Path, *, pyproject: bool = False) -> None:
     """Load ``text`` as the contract it will be (raising ``ContractError``): what is written is
     always a contract the loader accepts."""
-    from pytest_verifygate.contract.discover import find_repo_root
     from pytest_verifygate.contract.fields import FieldReader
     from pytest_verifygate.contract.load import load_text
 
@@ -76,8 +77,6 @@ def native_contract(directory: Path) -> Path | None:
 def contract_table(path: Path) -> dict[str, Any] | None:
     """The contract's table in the TOML file at ``path`` (in a pyproject.toml, its
     ``[tool.verifygate]``, or None)."""
-    from pytest_verifygate.contract.parse import parse_toml
-
     data = parse_toml(path.read_text(encoding="utf-8-sig"), path.name)
     if path.name != "pyproject.toml":
         return data

@@ -62,13 +62,3 @@ def _at_most(data: object, limit: int) -> bool:
         elif isinstance(item, list):
             pending += item
     return True
-
-
-def unique_name(name: str, taken: set[str]) -> str:
-    """``name``, or ``name-2``, ``name-3``... when a gate already has it."""
-    candidate, number = name, 1
-    while candidate in taken:
-        number += 1
-        candidate = f"{name}-{number}"
-    taken.add(candidate)
-    return candidate

@@ -10,7 +10,8 @@ from typing import Any
 
 from pytest_verifygate.contract.writer import Value
 from pytest_verifygate.errors import UsageError
-from pytest_verifygate.migrate import Migration, unique_name
+from pytest_verifygate.item_names import unique_name
+from pytest_verifygate.migrate import Migration
 
 _FILE_TEMPLATES = re.compile(r"\{(staged_files|push_files|all_files|files)\}")
 _BRACES = re.compile(r"\{([^{}]*,[^{}]*)\}")
@@ -37,7 +38,7 @@ def from_lefthook(config: object, shown: str) -> Migration:
             if gate is not None:
                 # The same command name in both hooks (lint, lint): pre-push-lint for the second.
                 wanted = name if name not in taken else f"{hook_name}-{name}"
-                gates.append({"name": unique_name(wanted, taken), **gate})
+                gates.append({"name": unique_name(wanted, taken, "{}-{}"), **gate})
     return Migration(gates, {}, notes)
 
 

@@ -11,7 +11,8 @@ from typing import Any
 
 from pytest_verifygate.contract.writer import Value
 from pytest_verifygate.errors import UsageError
-from pytest_verifygate.migrate import Migration, unique_name
+from pytest_verifygate.item_names import unique_name
+from pytest_verifygate.migrate import Migration
 from pytest_verifygate.migrate.known_hooks import KNOWN_REPOSITORIES
 
 # pre-commit's own names for stages before 3.2 (``commit`` is ``pre-commit`` today).
@@ -64,7 +65,7 @@ def from_pre_commit(config: object, shown: str, frozen: dict[str, str]) -> Migra
             effective = _effective_hook(url, hook, repo, packages, notes, frozen)
             gate = _gate(effective, config, notes) if effective is not None else None
             if gate is not None:
-                gates.append({"name": unique_name(hook["id"], taken), **gate})
+                gates.append({"name": unique_name(hook["id"], taken, "{}-{}"), **gate})
     if packages:
         pins = " ".join(shlex.quote(f"{name}=={version}" if version else name)
                         for name, version in packages.items())

@@ -183,13 +183,9 @@ def printed(planned: Annotations) -> list[str]:
 
 
 def error_annotations(report: Report, *, repo_root: str | os.PathLike[str],
-                      project_root: str | os.PathLike[str] | None = None,
-                      hook: AnnotationHook | None = None, stop: CommandStop | None = None
-                      ) -> list[str]:
-    """The lines to print for a report's failed gates; with ``stop``, around them."""
-    lines = printed(plan_annotations(report, repo_root=repo_root, project_root=project_root,
-                                      hook=hook))
-    return stop.around(lines) if stop is not None else lines
+                      hook: AnnotationHook | None = None) -> list[str]:
+    """The lines to print for a report's failed gates."""
+    return printed(plan_annotations(report, repo_root=repo_root, hook=hook))
 
 
 # A line starts after CR or LF (the runner splits on both); its leading blanks are trimmed.
@@ -307,8 +303,7 @@ def _left_out_section(left_out: Sequence[Annotation]) -> list[str]:
 
 
 def step_summary(report: Report, *, repo_root: str | os.PathLike[str] | None = None,
-                 project_root: str | os.PathLike[str] | None = None,
-                 hook: AnnotationHook | None = None, planned: Annotations | None = None) -> str:
+                 planned: Annotations | None = None) -> str:
     """The Markdown for ``$GITHUB_STEP_SUMMARY``: verdict, gates, errors not annotated, digest."""
     verdict = str(report.get("verdict"))
     # A verdict that settles the run wears its outcome's icon; pending and unverified inform.
@@ -341,8 +336,7 @@ def step_summary(report: Report, *, repo_root: str | os.PathLike[str] | None = N
     lines.append(f"**{outcome_counts(report.get('summary', {}))}**"
                  + (f"; {not_selected} gate(s) not selected" if not_selected else ""))
     if planned is None and repo_root is not None:
-        planned = plan_annotations(report, repo_root=repo_root, project_root=project_root,
-                                   hook=hook)
+        planned = plan_annotations(report, repo_root=repo_root)
     if planned is not None and planned.left_out:
         lines += _left_out_section(planned.left_out)
     if any(gate.get("outcome") == codes.FAILED for gate in gates):
@@ -353,7 +347,7 @@ def step_summary(report: Report, *, repo_root: str | os.PathLike[str] | None = N
     return "\n".join(lines) + "\n\n"
 
 
-def _append(environ: Mapping[str, str], variable: str, text: Callable[[], str]) -> str | None:
+def append_to(environ: Mapping[str, str], variable: str, text: Callable[[], str]) -> str | None:
     """Append ``text()`` to the file ``$variable`` names when it is set; a warning when it
     cannot (the run's result stands)."""
     path = environ.get(variable, "")
@@ -366,16 +360,6 @@ def _append(environ: Mapping[str, str], variable: str, text: Callable[[], str]) 
     except OSError as exc:
         return f"cannot append to {variable} {path}: {exc.strerror or exc}"
     return None
-
-
-def append_step_summary(report: Report, environ: Mapping[str, str], *,
-                        repo_root: str | os.PathLike[str] | None = None,
-                        project_root: str | os.PathLike[str] | None = None,
-                        hook: AnnotationHook | None = None, planned: Annotations | None = None
-                        ) -> str | None:
-    """Append the step summary to ``$GITHUB_STEP_SUMMARY`` when set; a warning if it cannot."""
-    return _append(environ, STEP_SUMMARY_ENV, lambda: step_summary(
-        report, repo_root=repo_root, project_root=project_root, hook=hook, planned=planned))
 
 
 def write_step_outputs(report: Report, environ: Mapping[str, str], *,
@@ -395,4 +379,4 @@ def write_step_outputs(report: Report, environ: Mapping[str, str], *,
             written += f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
         return written
 
-    return _append(environ, OUTPUT_ENV, text)
+    return append_to(environ, OUTPUT_ENV, text)

@@ -147,8 +147,8 @@ class Progress:
             self.stream.flush()
 
 
-def summary_table(results: Sequence[GateResult]) -> str:
-    return "\n".join(render(line, False) for line in table_lines(results))
+def summary_table(results: Sequence[GateResult], color: bool = False) -> str:
+    return "\n".join(render(line, color) for line in table_lines(results))
 
 
 def table_lines(results: Sequence[GateResult]) -> list[Styled]:
@@ -249,7 +249,7 @@ def run_summary(report: Report, results: Sequence[GateResult], *,
         failed = [gate for gate in report.get("gates", []) if gate.get("outcome") == codes.FAILED]
         digest = "".join(fold(f"verifygate {gate.get('name')} [{failure_code(gate)}]",
                               gate_digest(gate, root=root)) for gate in failed).rstrip()
-    table = "\n".join(render(line, color) for line in table_lines(results))
+    table = summary_table(results, color)
     closing = "".join(paint(f"{title}:", "bold", color) + "\n"
                       + "".join(render(line, color) + "\n" for line in lines)
                       for title, lines in sections)

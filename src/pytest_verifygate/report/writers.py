@@ -70,7 +70,8 @@ def write_all(report: Report, targets: Targets, *, repo_root: Path, project_root
     planned = github.plan_annotations(report, repo_root=repo_root, project_root=project_root,
                                       hook=hook)
     warnings = [*planned.warnings, *filter(None, (
-        github.append_step_summary(report, os.environ, repo_root=repo_root, planned=planned),
+        github.append_to(os.environ, github.STEP_SUMMARY_ENV, lambda: github.step_summary(
+            report, repo_root=repo_root, planned=planned)),
         github.write_step_outputs(report, os.environ, report_path=report_path)))]
     return Written(problems, warnings, github.printed(planned), report_path)
 

@@ -130,7 +130,7 @@ def _check(info: os.stat_result, limit: int) -> None:
         raise StateFileError(f"larger than {limit} bytes")
 
 
-def prune_own_files(directory: Path, is_own: Callable[[str], bool], keep: int, *,
+def prune_own_files(directory: Path, is_own: Callable[[str], object], keep: int, *,
                     companions: Callable[[str], Iterable[str]] = lambda name: ()) -> int:
     """Remove the files ``is_own`` names but the newest ``keep`` (by mtime), with their
     ``companions``, and temp files a killed writer left; return how many went."""
