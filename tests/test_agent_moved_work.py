@@ -230,3 +230,83 @@ def test_a_monorepo_session_is_judged_from_where_it_began(agent: str, repo: Path
     write(repo / "packages/b/mod.py", BAD)
     reason = blocking_reason(agent, stop(agent, repo / "packages/a"))  # then `cd packages/a`
     assert "packages/b/mod.py:1: error: bug found" in reason
+
+
+# --------------------------------------------------------------------------------------------
+# the session's commits are accounted for, whatever else changed
+
+
+@pytest.fixture
+def published(project: Path, tmp_path: Path) -> Path:
+    """``project`` with a bare remote ``origin`` that has its ``main``."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(project, "remote", "add", "origin", str(remote))
+    git(project, "push", "-q", "-u", "origin", "main")
+    return project
+
+
+def a_harmless_change(repo: Path) -> None:
+    """What the gates pass: a change of its own for the stop to be judged on."""
+    write(repo / "notes.txt", "nothing to check\n")
+
+
+@pytest.mark.parametrize("pushed", [False, True], ids=["in-the-reflog", "pushed"])
+@pytest.mark.parametrize("agent", AGENTS)
+def test_commits_reset_away_behind_a_harmless_change_block(agent: str, pushed: bool,
+                                                           published: Path) -> None:
+    """Broken work committed (and pushed), reset away, then some other change: the stop is
+    not judged on the other change alone."""
+    work = committed_broken_work(published, branch=None)
+    if pushed:
+        git(published, "push", "-q", "origin", "main")
+    reset_to_start(published)
+    a_harmless_change(published)
+    reason = cannot_check(agent, published)
+    if pushed:
+        assert (f"the session's commits ({work[:12]}) were pushed "
+                "(refs/remotes/origin/main) but are not in what is checked out") in reason
+    else:
+        assert (f"the session's commits ({work[:12]}) are on nothing checked out any more "
+                "(a reset, a deleted branch), and what they changed (calc.py) is not among "
+                "the changes judged") in reason
+
+
+def test_a_pushed_branch_deleted_here_blocks(published: Path) -> None:
+    work = committed_broken_work(published)
+    git(published, "push", "-q", "origin", "feat")
+    git(published, "switch", "-q", "main")
+    git(published, "branch", "-q", "-D", "feat")
+    a_harmless_change(published)
+    assert (f"the session's commits ({work[:12]}) were pushed (refs/remotes/origin/feat)"
+            in cannot_check("claude", published))
+
+
+def test_a_pushed_commit_amended_here_blocks_until_the_fix_is_pushed(published: Path) -> None:
+    """The remote holds the broken commit, HEAD its fix: what was pushed was never judged."""
+    work = committed_broken_work(published, branch=None)
+    git(published, "push", "-q", "origin", "main")
+    write(published / "calc.py", GOOD.replace("a + b", "b + a"))
+    git(published, "commit", "-q", "-a", "--amend", "--no-edit")
+    reason = cannot_check("codex", published)
+    assert f"the session's commits ({work[:12]}) were pushed" in reason
+    git(published, "push", "-q", "--force-with-lease", "origin", "main")
+    assert_allowed_silently("codex", stop("codex", published))
+
+
+def test_work_rewritten_into_what_is_checked_out_is_let_through(published: Path) -> None:
+    """Commits squashed into one, rebased, their branch deleted: what they changed is part
+    of what is judged, and the result passes."""
+    begun(published, "s-1")
+    git(published, "switch", "-q", "-c", "feat")
+    write(published / "calc.py", BAD)
+    commit_all(published, "broken")
+    write(published / "calc.py", GOOD.replace("a + b", "b + a"))
+    commit_all(published, "fixed")
+    git(published, "switch", "-q", "main")
+    git(published, "merge", "-q", "--squash", "feat")
+    commit_all(published, "squashed")
+    git(published, "branch", "-q", "-D", "feat")
+    a_harmless_change(published)
+    assert_allowed_silently("gemini", stop("gemini", published))
+

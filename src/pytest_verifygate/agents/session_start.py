@@ -16,7 +16,7 @@ from typing import NamedTuple
 from pytest_verifygate.agents.state import is_state_name, session_file_stem
 from pytest_verifygate.engine import RunRequest
 from pytest_verifygate.errors import ChangeSetError
-from pytest_verifygate.git.changes import ChangeRequest
+from pytest_verifygate.git.changes import ChangeRequest, ChangeSet, all_files
 from pytest_verifygate.gitcmd import empty_tree, git_answer, git_output, head_commit
 from pytest_verifygate.state.files import (
     StateFileError,
@@ -127,18 +127,20 @@ def _exists(repo_root: Path, commit: str) -> bool:
                       f"{commit}^{{commit}}") is not None
 
 
-def _not_in(repo_root: Path, tips: list[str], record: SessionRecord, *, limit: int = 10,
-            but_head: bool = True) -> list[str]:
+def _not_in(repo_root: Path, tips: list[str], record: SessionRecord, *,
+            limit: int | None = 10, but_head: bool = True) -> list[str]:
     """Commits reachable from ``tips`` but from nothing that was there when the session began
-    (and, ``but_head``, from nothing checked out): the session's own."""
+    (and, ``but_head``, from nothing checked out): the session's own, newest first, at most
+    ``limit`` (None: all)."""
     if not tips:
         return []
     excluded = [*record.refs.values(), *([record.commit] if record.commit else [])]
     if but_head and head_commit(repo_root) is not None:
         excluded.append("HEAD")
     lines = [*tips, *(f"^{tip}" for tip in excluded)]
-    out = git_output(repo_root, "rev-list", f"--max-count={limit}", "--ignore-missing",
-                     "--stdin", stdin="\n".join(lines).encode() + b"\n")
+    most = [] if limit is None else [f"--max-count={limit}"]
+    out = git_output(repo_root, "rev-list", *most, "--ignore-missing", "--stdin",
+                     stdin="\n".join(lines).encode() + b"\n")
     return out.decode().split()
 
 
@@ -162,11 +164,64 @@ def moved_work(record: SessionRecord, repo_root: Path) -> tuple[str | None, str 
     return None, None
 
 
-def discarded(record: SessionRecord, repo_root: Path) -> list[str]:
-    """The session's commits that nothing checked out holds any more (a ``reset --hard``, a
-    branch deleted): from HEAD's reflog since the start and the commits seen at its stops."""
-    return _not_in(repo_root, [*_reflog_since(repo_root, record.started), *record.seen],
-                   record)
+def unjudged(record: SessionRecord, root: Path, changes: ChangeSet) -> str | None:
+    """Why commits the session made are not part of what its stop judges, else None: the
+    project at ``root`` judged on ``changes``. A commit of the session that HEAD does not hold
+    (HEAD's reflog since the start and the commits seen at its stops tell them) passes only
+    when it was rewritten into what is judged (amended, rebased, squashed: each file it
+    changed is among ``changes``), and never when it was pushed: the remote has it as it is."""
+    off_head = _not_in(root, [*_reflog_since(root, record.started), *record.seen], record,
+                       limit=None)
+    if not off_head:
+        return None
+    remote_tips = git_output(root, "for-each-ref", "--format=%(objectname)", "refs/remotes/"
+                             ).decode().split()
+    on_remotes = set(_not_in(root, remote_tips, record, limit=None))
+    pushed = [commit for commit in off_head if commit in on_remotes]
+    if pushed:
+        ref = git_output(root, "for-each-ref", "--count=1", "--format=%(refname)",
+                         f"--contains={pushed[0]}", "refs/remotes/").decode().strip()
+        return (f"the session's commits ({_listed(pushed)}) were pushed ({ref}) but are not in "
+                "what is checked out, so what was pushed was never judged: check out (or "
+                "merge) the pushed commits so that they can be verified (to undo one, `git "
+                "revert` it), or push the checked-out work in their place")
+    judged = set(changes.files) if changes.filtering else set(all_files(root))
+    left_out: dict[str, None] = {}  # the files, in the order the commits were found
+    commits = []
+    for commit, files in _changed_by(root, off_head).items():
+        if not files <= judged:
+            commits.append(commit)
+            left_out.update(dict.fromkeys(sorted(files - judged)))
+    if not commits:
+        return None
+    return (f"the session's commits ({_listed(commits)}) are on nothing checked out any more "
+            "(a reset, a deleted branch), and what they changed "
+            f"({_listed(list(left_out), short=False)}) is not among the changes judged: check "
+            "out the commit that holds your work so that it can be verified; to undo it, `git "
+            "revert` it instead")
+
+
+def _listed(items: list[str], most: int = 3, *, short: bool = True) -> str:
+    """``items`` named in a message: commits by their short id, at most ``most`` of them."""
+    shown = ", ".join(item[:12] if short else item for item in items[:most])
+    return shown + (f" and {len(items) - most} more" if len(items) > most else "")
+
+
+def _changed_by(root: Path, commits: list[str]) -> dict[str, set[str]]:
+    """The files under ``root`` each of ``commits`` changed (a merge: from its first parent;
+    a root commit: all of its files)."""
+    out = git_output(root, "diff-tree", "--stdin", "-r", "--raw", "-z", "--no-abbrev",
+                     "--no-renames", "--relative", "--root", "-m", "--first-parent",
+                     stdin="\n".join(commits).encode() + b"\n")
+    changed: dict[str, set[str]] = {commit: set() for commit in commits}
+    fields = iter(out.split(b"\0"))
+    files: set[str] = set()
+    for field in fields:
+        if field.startswith(b":"):  # a file's modes, ids and status; its path comes next
+            files.add(os.fsdecode(next(fields, b"")))
+        elif field:  # the commit whose files follow (one that changed none under root: none)
+            files = changed.setdefault(field.decode(), set())
+    return changed
 
 
 def note_seen(record: SessionRecord, repo_root: Path, *tips: str) -> SessionRecord:
@@ -182,6 +237,10 @@ def note_seen(record: SessionRecord, repo_root: Path, *tips: str) -> SessionReco
 
 def _reflog_since(repo_root: Path, started: float) -> list[str]:
     """The commits HEAD pointed to since ``started`` (none without a reflog)."""
+    if head_commit(repo_root) is None:
+        # git shows no reflog of an unborn HEAD (a repository or an orphan branch before its
+        # first commit): the refs and the commits seen at the stops still tell the session's.
+        return []
     out = git_answer(repo_root, "log", "-g", "--date=unix", "--format=%H %gd", "HEAD")
     commits = []
     for line in (out or b"").decode().splitlines():
