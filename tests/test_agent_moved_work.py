@@ -310,3 +310,13 @@ def test_work_rewritten_into_what_is_checked_out_is_let_through(published: Path)
     a_harmless_change(published)
     assert_allowed_silently("gemini", stop("gemini", published))
 
+
+def test_commits_reset_away_stay_the_sessions_after_their_reflog_expired(project: Path
+                                                                         ) -> None:
+    """A stop that found the commits in HEAD's reflog keeps them: expiring it changes
+    nothing."""
+    work = committed_broken_work(project, branch=None)
+    reset_to_start(project)
+    assert f"the session's commits ({work[:12]})" in cannot_check("cursor", project)
+    git(project, "reflog", "expire", "--expire=now", "--all")
+    assert f"the session's commits ({work[:12]})" in cannot_check("cursor", project)

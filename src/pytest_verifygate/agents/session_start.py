@@ -225,13 +225,17 @@ def _changed_by(root: Path, commits: list[str]) -> dict[str, set[str]]:
 
 
 def note_seen(record: SessionRecord, repo_root: Path, *tips: str) -> SessionRecord:
-    """``record`` with HEAD and ``tips`` among the commits seen, where they are the session's:
-    a reflog the agent expires, a worktree it removes, later, do not hide what a stop saw."""
-    seen = list(record.seen)
-    for tip in (head_commit(repo_root), *tips):
-        if tip is not None and tip not in seen and _not_in(repo_root, [tip], record, limit=1,
-                                                          but_head=False):
-            seen.append(tip)
+    """``record`` with the session's own commits among HEAD, HEAD's reflog since the start and
+    ``tips`` kept as seen: a reflog the agent expires, a worktree it removes, later, do not
+    hide what a stop found. Only the newest of them are kept, each holding its ancestors."""
+    candidates = [*record.seen, head_commit(repo_root), *_reflog_since(repo_root, record.started),
+                  *tips]
+    known = list(dict.fromkeys(commit for commit in candidates if commit is not None))
+    own = set(_not_in(repo_root, known, record, limit=None, but_head=False))
+    seen = [commit for commit in known if commit in own]
+    if len(seen) > 1:
+        newest = set(git_output(repo_root, "merge-base", "--independent", *seen).split())
+        seen = [commit for commit in seen if commit.encode() in newest]
     return record._replace(seen=tuple(seen[-KEEP_SEEN:]))
 
 
