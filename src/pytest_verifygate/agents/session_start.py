@@ -1,14 +1,17 @@
-"""A session's record: where it began (the commit, the directory, every ref and worktree HEAD)
-and the commits seen at its stops, kept in the user's private state directory; and what the
-record tells of work the agent moved out of what is checked out (``docs/how-to/agents.md``,
-"Where the session's work is"); the run request of the session's stop.
+"""A session's record: where it began (the commit, the directory, every ref and worktree HEAD,
+git's clean filters) and the commits seen at its stops, kept in the user's private state
+directory; and what the record tells of work the agent moved out of what is checked out or hid
+from git (``docs/how-to/agents.md``, "Where the session's work is"); the run request of the
+session's stop.
 
 PYTEST_DONT_REWRITE
 """
 
 import argparse
+import hashlib
 import json
 import os
+import stat
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -26,7 +29,7 @@ from pytest_verifygate.state.files import (
 )
 from pytest_verifygate.state.storage import user_state_dir
 
-RECORD_VERSION = 2
+RECORD_VERSION = 3  # 3: git's clean filters at the start
 KEEP_SESSIONS = 200
 MAX_RECORD_BYTES = 16 << 20  # every ref of a large repository
 KEEP_SEEN = 50
@@ -34,12 +37,26 @@ KEEP_SEEN = 50
 # ever checked out).
 FOREIGN_REFS = ("refs/remotes/", "refs/prefetch/", "refs/notes/")
 WORKTREE = "worktree "  # the key of a worktree's HEAD among the refs
+ABSENT = "absent"
+
+
+class GitFilters(NamedTuple):
+    """What makes git report a file unchanged that is not, from outside the tree: a SHA-256 of
+    the ``filter.*`` configuration of every scope, and of ``.git/info/attributes`` (or
+    ``ABSENT``)."""
+
+    configuration: str
+    info_attributes: str
+
+
+NO_FILTERS = GitFilters(hashlib.sha256(b"").hexdigest(), ABSENT)
 
 
 class SessionRecord(NamedTuple):
     """What bound at a session's start. ``commit`` None: the repository had no commit then;
     ``refs``: every ref's and every worktree HEAD's commit then; ``seen``: the session's own
-    commits seen checked out or on a ref at its stops."""
+    commits seen checked out or on a ref at its stops; ``filters`` None: a record of an
+    earlier release, which did not keep them."""
 
     session_id: str
     repository: str
@@ -48,6 +65,7 @@ class SessionRecord(NamedTuple):
     started: float
     refs: dict[str, str]
     seen: tuple[str, ...] = ()
+    filters: GitFilters | None = None
 
     @property
     def short(self) -> str:
@@ -68,7 +86,8 @@ def record_start(directory: Path, repo_root: Path, session_id: str) -> None:
     if load(session_id) is not None:
         return
     save(SessionRecord(session_id, os.path.realpath(repo_root), os.path.realpath(directory),
-                       head_commit(repo_root), time.time(), snapshot(repo_root)))
+                       head_commit(repo_root), time.time(), snapshot(repo_root),
+                       filters=git_filters(repo_root)))
 
 
 def load(session_id: str) -> SessionRecord | None:
@@ -82,11 +101,14 @@ def load(session_id: str) -> SessionRecord | None:
         return None
     try:
         data = json.loads(raw.decode("utf-8"))
+        filters = data.get("filters")
         record = SessionRecord(
             str(data["session_id"]), str(data["repository"]), str(data["directory"]),
             None if data["commit"] is None else str(data["commit"]), float(data["started"]),
             {str(name): str(tip) for name, tip in data["refs"].items()},
-            tuple(str(commit) for commit in data["seen"]))
+            tuple(str(commit) for commit in data["seen"]),
+            None if filters is None else GitFilters(str(filters["configuration"]),
+                                                    str(filters["info_attributes"])))
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         raise StateFileError(f"{path}: not a session record ({type(exc).__name__})") from None
     if record.session_id != session_id:
@@ -99,7 +121,8 @@ def save(record: SessionRecord) -> None:
     path = record_path(record.session_id)
     if path is None:
         raise OSError("no private state directory (set HOME or XDG_STATE_HOME)")
-    data = {"version": RECORD_VERSION, **record._asdict(), "seen": list(record.seen)}
+    data = {"version": RECORD_VERSION, **record._asdict(), "seen": list(record.seen),
+            "filters": None if record.filters is None else record.filters._asdict()}
     write_state(path, json.dumps(data, indent=1) + "\n")
     prune_own_files(path.parent, is_state_name, KEEP_SESSIONS)
 
@@ -120,6 +143,60 @@ def snapshot(repo_root: Path) -> dict[str, str]:
         elif word == "HEAD" and worktree is not None:
             refs[WORKTREE + worktree] = value
     return refs
+
+
+def git_filters(repo_root: Path) -> GitFilters:
+    """The clean filters configured now, and the attributes of ``.git/info/attributes``."""
+    configuration = git_answer(repo_root, "config", "--get-regexp", r"^filter\.") or b""
+    where = git_output(repo_root, "rev-parse", "--git-path", "info/attributes")
+    return GitFilters(hashlib.sha256(configuration).hexdigest(),
+                      _file_digest(repo_root / os.fsdecode(where.rstrip(b"\n"))))
+
+
+def _file_digest(path: Path) -> str:
+    """The SHA-256 of the file git reads at ``path``, through a link as git does; what else is
+    there, said in words. Opened without blocking: a FIFO there never hangs the stop."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (FileNotFoundError, NotADirectoryError):
+        return ABSENT
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "not a regular file"
+        digest = hashlib.sha256()
+        while chunk := os.read(fd, 1 << 20):
+            digest.update(chunk)
+        return digest.hexdigest()
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
+    finally:
+        os.close(fd)
+
+
+def filters_changed(record: SessionRecord, repo_root: Path) -> str | None:
+    """Why what git reports changed cannot be believed, else None: its clean filters (a
+    filter's output is what git compares) or ``.git/info/attributes`` (which applies them,
+    outside the tree) are not what they were when the session began."""
+    now = git_filters(repo_root)
+    if record.filters is None:
+        # A record of an earlier release: nothing tells what was set at the start. Where
+        # nothing is set now, nothing can hide a change; else the doubt is not a pass.
+        if now == NO_FILTERS:
+            return None
+        return ("the session's record was made by an earlier verifygate and does not tell "
+                "whether git's clean filters or .git/info/attributes changed during the "
+                "session, and some are set now (they decide which changes git shows): start a "
+                "new session")
+    changed = [what for what, before, after in zip(
+        ("the `filter.*` configuration", ".git/info/attributes"), record.filters, now,
+        strict=True) if before != after]
+    if not changed:
+        return None
+    return ("git's clean filters or .git/info/attributes changed during the session "
+            f"({' and '.join(changed)}); restore them, since they decide which changes git "
+            "shows (a change a person made holds from the next session on)")
 
 
 def _exists(repo_root: Path, commit: str) -> bool:

@@ -98,6 +98,9 @@ def judge(args: argparse.Namespace, payload: HookPayload) -> Decision:
             _keep(session_start.note_seen(record, repo_root, *filter(None, [tip])), record)
             if moved is not None:
                 return fail_closed(args, payload, moved)
+            hidden = session_start.filters_changed(record, repo_root)
+            if hidden is not None:
+                return fail_closed(args, payload, hidden)
             start = StartPoint(record.commit, session_start.FROM_SESSION_START)
         plan = engine.prepare(session_start.run_request(args, payload.cwd, start))
         hook = plugin_hook(plan.contract)  # a plugin that cannot load is a contract error
