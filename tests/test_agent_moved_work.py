@@ -1,18 +1,22 @@
 """``verifygate agent-hook`` judges the session's work wherever the agent puts it: on another
 branch, reset away, stashed, in another worktree, under a rewritten start, from another
-directory of a monorepo; and a session whose start was never recorded is not verified.
+directory of a monorepo, behind git's clean filters; and a session whose start was never
+recorded is not verified.
 
 Real payloads of each agent, real git repositories, real gates.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from pytest_verifygate.agents.session_start import record_path
 from test_agent_hook import BAD, GOOD, begun, checked_project, contract
 from test_agents_protocols import (
     AGENTS,
@@ -230,3 +234,191 @@ def test_a_monorepo_session_is_judged_from_where_it_began(agent: str, repo: Path
     write(repo / "packages/b/mod.py", BAD)
     reason = blocking_reason(agent, stop(agent, repo / "packages/a"))  # then `cd packages/a`
     assert "packages/b/mod.py:1: error: bug found" in reason
+
+
+# --------------------------------------------------------------------------------------------
+# the session's commits are accounted for, whatever else changed
+
+
+@pytest.fixture
+def published(project: Path, tmp_path: Path) -> Path:
+    """``project`` with a bare remote ``origin`` that has its ``main``."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(project, "remote", "add", "origin", str(remote))
+    git(project, "push", "-q", "-u", "origin", "main")
+    return project
+
+
+def a_harmless_change(repo: Path) -> None:
+    """What the gates pass: a change of its own for the stop to be judged on."""
+    write(repo / "notes.txt", "nothing to check\n")
+
+
+@pytest.mark.parametrize("pushed", [False, True], ids=["in-the-reflog", "pushed"])
+@pytest.mark.parametrize("agent", AGENTS)
+def test_commits_reset_away_behind_a_harmless_change_block(agent: str, pushed: bool,
+                                                           published: Path) -> None:
+    """Broken work committed (and pushed), reset away, then some other change: the stop is
+    not judged on the other change alone."""
+    work = committed_broken_work(published, branch=None)
+    if pushed:
+        git(published, "push", "-q", "origin", "main")
+    reset_to_start(published)
+    a_harmless_change(published)
+    reason = cannot_check(agent, published)
+    if pushed:
+        assert (f"the session's commits ({work[:12]}) were pushed "
+                "(refs/remotes/origin/main) but are not in what is checked out") in reason
+    else:
+        assert (f"the session's commits ({work[:12]}) are on nothing checked out any more "
+                "(a reset, a deleted branch), and what they changed (calc.py) is not among "
+                "the changes judged") in reason
+
+
+def test_a_pushed_branch_deleted_here_blocks(published: Path) -> None:
+    work = committed_broken_work(published)
+    git(published, "push", "-q", "origin", "feat")
+    git(published, "switch", "-q", "main")
+    git(published, "branch", "-q", "-D", "feat")
+    a_harmless_change(published)
+    assert (f"the session's commits ({work[:12]}) were pushed (refs/remotes/origin/feat)"
+            in cannot_check("claude", published))
+
+
+def test_a_pushed_commit_amended_here_blocks_until_the_fix_is_pushed(published: Path) -> None:
+    """The remote holds the broken commit, HEAD its fix: what was pushed was never judged."""
+    work = committed_broken_work(published, branch=None)
+    git(published, "push", "-q", "origin", "main")
+    write(published / "calc.py", GOOD.replace("a + b", "b + a"))
+    git(published, "commit", "-q", "-a", "--amend", "--no-edit")
+    reason = cannot_check("codex", published)
+    assert f"the session's commits ({work[:12]}) were pushed" in reason
+    git(published, "push", "-q", "--force-with-lease", "origin", "main")
+    assert_allowed_silently("codex", stop("codex", published))
+
+
+def test_work_rewritten_into_what_is_checked_out_is_let_through(published: Path) -> None:
+    """Commits squashed into one, rebased, their branch deleted: what they changed is part
+    of what is judged, and the result passes."""
+    begun(published, "s-1")
+    git(published, "switch", "-q", "-c", "feat")
+    write(published / "calc.py", BAD)
+    commit_all(published, "broken")
+    write(published / "calc.py", GOOD.replace("a + b", "b + a"))
+    commit_all(published, "fixed")
+    git(published, "switch", "-q", "main")
+    git(published, "merge", "-q", "--squash", "feat")
+    commit_all(published, "squashed")
+    git(published, "branch", "-q", "-D", "feat")
+    a_harmless_change(published)
+    assert_allowed_silently("gemini", stop("gemini", published))
+
+
+def test_commits_reset_away_stay_the_sessions_after_their_reflog_expired(project: Path
+                                                                         ) -> None:
+    """A stop that found the commits in HEAD's reflog keeps them: expiring it changes
+    nothing."""
+    work = committed_broken_work(project, branch=None)
+    reset_to_start(project)
+    assert f"the session's commits ({work[:12]})" in cannot_check("cursor", project)
+    git(project, "reflog", "expire", "--expire=now", "--all")
+    assert f"the session's commits ({work[:12]})" in cannot_check("cursor", project)
+
+
+# --------------------------------------------------------------------------------------------
+# git's clean filters: what decides which files git reports changed
+
+
+@pytest.fixture
+def no_user_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the repository's own configuration: no filter of the user's or the system's."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+
+
+# A clean filter that shows git every file as committed: whatever the file holds, unchanged.
+HIDING = "git show HEAD:%f"
+ATTRIBUTES = "calc.py filter=hide\n"
+
+
+def info_attributes(repo: Path) -> Path:
+    return repo / ".git" / "info" / "attributes"
+
+
+@pytest.mark.usefixtures("no_user_config")
+@pytest.mark.parametrize("during", ["configuration", "attributes"])
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_clean_filter_set_up_during_the_session_blocks(agent: str, during: str,
+                                                         project: Path) -> None:
+    """Broken work hidden from git by a filter the session set up (its command, or the
+    attributes that apply it): not "nothing changed"."""
+    if during == "configuration":
+        write(project / ".gitattributes", ATTRIBUTES)  # names a filter nobody defined yet
+        commit_all(project, "attributes")
+    else:
+        git(project, "config", "filter.hide.clean", HIDING)
+    begun(project, "s-1")
+    write(project / "calc.py", BAD)
+    if during == "configuration":
+        git(project, "config", "filter.hide.clean", HIDING)
+    else:
+        write(info_attributes(project), ATTRIBUTES)
+    git(project, "add", "-A")  # the index takes the file's new stat data, and its old content
+    assert git(project, "status", "--porcelain") == ""  # git itself is fooled
+    reason = cannot_check(agent, project)
+    what = ("the `filter.*` configuration" if during == "configuration"
+            else ".git/info/attributes")
+    assert ("not verified: git's clean filters or .git/info/attributes changed during the "
+            f"session ({what}); restore them") in reason
+    if during == "configuration":
+        git(project, "config", "--unset", "filter.hide.clean")
+    else:
+        info_attributes(project).unlink()
+    # Restored: judged again. (By what the index's stat data then says: `git add` under the
+    # filter recorded the broken file's stat data with the old content, see the security
+    # model's limits.)
+    assert "clean filters" not in stop(agent, project).stdout
+
+
+@pytest.mark.usefixtures("no_user_config")
+def test_a_filter_set_up_before_the_session_is_trusted(project: Path) -> None:
+    """A filter and attributes that were there when the session began are the user's: the
+    stop is judged by the gates, as without them."""
+    git(project, "config", "filter.plain.clean", "cat")
+    write(info_attributes(project), "*.py filter=plain\n")
+    begun(project, "s-1")
+    write(project / "calc.py", BAD)
+    reason = blocking_reason("claude", stop("claude", project))
+    assert "calc.py:1: error: bug found" in reason
+    assert "clean filters" not in reason
+
+
+def from_an_earlier_release(session: str) -> None:
+    """The session's record as a release that kept no fingerprint of git's filters wrote it."""
+    path = record_path(session)
+    assert path is not None
+    data = json.loads(path.read_text())
+    data.pop("filters", None)
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.usefixtures("no_user_config")
+@pytest.mark.parametrize("filters_now", [False, True], ids=["none", "some"])
+def test_a_record_without_the_filters_blocks_only_where_filters_are_set(
+        filters_now: bool, project: Path) -> None:
+    """Where no filter is set now, none can hide a change, whatever happened during the
+    session; where one is, the record cannot tell whether it was set before."""
+    begun(project, "s-1")
+    from_an_earlier_release("s-1")
+    write(project / "calc.py", BAD)
+    if not filters_now:
+        assert "calc.py:1: error: bug found" in blocking_reason("gemini",
+                                                                stop("gemini", project))
+        return
+    git(project, "config", "filter.hide.clean", HIDING)
+    write(info_attributes(project), ATTRIBUTES)
+    reason = cannot_check("gemini", project)
+    assert ("the session's record was made by an earlier verifygate and does not tell "
+            "whether git's clean filters or .git/info/attributes changed during the session"
+            ) in reason

@@ -32,10 +32,6 @@ if TYPE_CHECKING:
 UNREAD_KEY = "unread-payload"
 # The project directory an agent names for its hooks, where it names one.
 PROJECT_DIR_VARIABLES = {"claude": "CLAUDE_PROJECT_DIR", "gemini": "GEMINI_PROJECT_DIR"}
-DISCARDED = ("the session's commits ({}) are on nothing checked out any more (a reset, a "
-             "deleted branch) and nothing the session changed is left in their place: check "
-             "out the commit that holds your work so that it can be verified; to undo it, "
-             "`git revert` it instead")
 NO_RECORD = ("no start was recorded for this session, so what it changed cannot be told (the "
              "hook for the session's start is missing, or could not write the private state "
              "directory): run `verifygate install-agent-hook` again and start a new session, "
@@ -102,6 +98,9 @@ def judge(args: argparse.Namespace, payload: HookPayload) -> Decision:
             _keep(session_start.note_seen(record, repo_root, *filter(None, [tip])), record)
             if moved is not None:
                 return fail_closed(args, payload, moved)
+            hidden = session_start.filters_changed(record, repo_root)
+            if hidden is not None:
+                return fail_closed(args, payload, hidden)
             start = StartPoint(record.commit, session_start.FROM_SESSION_START)
         plan = engine.prepare(session_start.run_request(args, payload.cwd, start))
         hook = plugin_hook(plan.contract)  # a plugin that cannot load is a contract error
@@ -283,13 +282,16 @@ def _check(args: argparse.Namespace, payload: HookPayload, plan: Plan,
            record: SessionRecord | None) -> Decision:
     rounds = _rounds(payload)
     stored = rounds.load()
+    if record is not None:
+        # Whatever else changed: the session's commits are all judged, or the stop is not.
+        try:
+            unjudged = session_start.unjudged(record, plan.contract.root, plan.changes)
+        except VerifyGateError as exc:  # git cannot tell them: not "none"
+            unjudged = one_line(exc)
+        if unjudged is not None:
+            return fail_closed(args, payload, unjudged)
     background.settle(plan)  # its passes are in the cache once it ended
     if plan.changes.filtering and not plan.changes.files:
-        hidden = (session_start.discarded(record, Path.cwd())
-                  if record is not None else [])
-        if hidden:
-            return fail_closed(args, payload, DISCARDED.format(
-                ", ".join(commit[:12] for commit in hidden[:3])))
         # Nothing changed: nothing to verify, and nothing left of earlier failures.
         if stored != SessionState():
             rounds.save(SessionState())
