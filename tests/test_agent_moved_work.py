@@ -13,17 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from test_agent_hook import BAD, GOOD, begun, checked_project, contract
+from test_agent_hook import BAD, GOOD, checked_project, contract
 from test_agents_protocols import (
     AGENTS,
-    PAYLOADS,
     assert_allowed_silently,
     blocking_reason,
-    run_hook,
-    stop,
 )
 
-from conftest import commit_all, git, write
+from conftest import PAYLOADS, begun, commit_all, git, run_hook, stop, write
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +45,7 @@ def committed_broken_work(repo: Path, branch: str | None = "feat") -> str:
 
 
 def cannot_check(agent: str, repo: Path) -> str:
-    reason = blocking_reason(agent, stop(agent, repo))
+    reason = blocking_reason(agent, stop(repo, agent=agent))
     assert "your work could not be checked" in reason, reason
     return reason
 
@@ -57,12 +54,12 @@ def cannot_check(agent: str, repo: Path) -> str:
 def test_switching_away_from_the_branch_of_a_blocked_stop_blocks(agent: str,
                                                                   project: Path) -> None:
     work = committed_broken_work(project)
-    assert "calc.py:1: error: bug found" in blocking_reason(agent, stop(agent, project))
+    assert "calc.py:1: error: bug found" in blocking_reason(agent, stop(project, agent=agent))
     git(project, "switch", "-q", "main")
     reason = cannot_check(agent, project)
     assert f"your commits on refs/heads/feat ({work[:12]}) are not checked out here" in reason
     git(project, "merge", "-q", "feat")  # the work checked out: judged by the gates again
-    assert "calc.py:1: error: bug found" in blocking_reason(agent, stop(agent, project))
+    assert "calc.py:1: error: bug found" in blocking_reason(agent, stop(project, agent=agent))
 
 
 def reset_to_start(repo: Path) -> None:
@@ -91,7 +88,7 @@ def reflog_expired_too(repo: Path) -> None:
 def test_commits_discarded_with_nothing_in_their_place_block(
         agent: str, discard: Callable[[Path], None], project: Path) -> None:
     work = committed_broken_work(project)
-    blocking_reason(agent, stop(agent, project))
+    blocking_reason(agent, stop(project, agent=agent))
     discard(project)
     assert git(project, "status", "--porcelain") == ""
     reason = cannot_check(agent, project)
@@ -103,13 +100,13 @@ def test_a_reverted_commit_and_an_amended_fix_are_let_through(agent: str,
                                                              project: Path) -> None:
     committed_broken_work(project, branch=None)
     git(project, "revert", "--no-edit", "HEAD")  # undone in the open: nothing changed
-    assert_allowed_silently(agent, stop(agent, project))
+    assert_allowed_silently(agent, stop(project, agent=agent))
     write(project / "calc.py", BAD)
     commit_all(project, "broken again")
-    blocking_reason(agent, stop(agent, project))
+    blocking_reason(agent, stop(project, agent=agent))
     write(project / "calc.py", GOOD.replace("a + b", "b + a"))
     git(project, "commit", "-q", "-a", "--amend", "--no-edit")  # agents amend all the time
-    assert_allowed_silently(agent, stop(agent, project))
+    assert_allowed_silently(agent, stop(project, agent=agent))
 
 
 @pytest.mark.parametrize("agent", AGENTS)
@@ -166,7 +163,7 @@ def test_a_worktree_removed_after_a_blocked_stop_still_blocks(project: Path,
 def test_a_tag_on_broken_work_reset_away_blocks_and_notes_do_not(project: Path) -> None:
     work = committed_broken_work(project, branch=None)
     git(project, "notes", "add", "-m", "reviewed")  # notes are no work checked out
-    assert "calc.py:1: error: bug found" in blocking_reason("codex", stop("codex", project))
+    assert "calc.py:1: error: bug found" in blocking_reason("codex", stop(project, agent="codex"))
     git(project, "tag", "keep")
     reset_to_start(project)
     assert f"refs/tags/keep ({work[:12]})" in cannot_check("codex", project)
@@ -181,12 +178,12 @@ def test_a_replaced_commit_is_seen_as_it_is(project: Path) -> None:
     work = committed_broken_work(project, branch=None)
     git(project, "replace", work, start)
     assert git(project, "diff", "--stat", start, "HEAD") == ""  # git itself is fooled
-    assert "calc.py:1: error: bug found" in blocking_reason("claude", stop("claude", project))
+    assert "calc.py:1: error: bug found" in blocking_reason("claude", stop(project))
 
 
 def test_an_orphan_branch_after_a_blocked_stop_blocks(project: Path) -> None:
     work = committed_broken_work(project, branch=None)
-    blocking_reason("gemini", stop("gemini", project))
+    blocking_reason("gemini", stop(project, agent="gemini"))
     git(project, "checkout", "-q", "--orphan", "fresh")
     git(project, "rm", "-q", "-r", "-f", ".")
     write(project / "notes.txt", "nothing to check\n")
@@ -228,5 +225,5 @@ def test_a_monorepo_session_is_judged_from_where_it_began(agent: str, repo: Path
     commit_all(repo, "a monorepo")
     begun(repo, "s-1")  # the session begins at the root
     write(repo / "packages/b/mod.py", BAD)
-    reason = blocking_reason(agent, stop(agent, repo / "packages/a"))  # then `cd packages/a`
+    reason = blocking_reason(agent, stop(repo / "packages/a", agent=agent))  # then `cd packages/a`
     assert "packages/b/mod.py:1: error: bug found" in reason

@@ -12,7 +12,7 @@ from pytest_verifygate.errors import ChangeSetError
 from pytest_verifygate.git.changes import ChangeRequest, ChangeSet, all_files, compute_changes
 from pytest_verifygate.gitcmd import git_output
 
-from conftest import commit_all, git, write
+from conftest import commit_all, git, verifygate, write
 
 ODD_NAMES = ["with space.py", "quote'\".py", "uni-ß-✓.py", "$(touch pwned).py", "-rf",
              "new\nline.py", "semi;colon.py"]
@@ -138,23 +138,19 @@ def test_a_named_file_neither_on_disk_nor_in_the_index_is_an_error(
     (repo / "src" / "attr" / "unstaged.py").unlink()  # deleted, still in the index
     here = repo / "src"
 
-    def verifygate(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "pytest_verifygate.cli", *args],
-                              cwd=here, input=stdin, capture_output=True, text=True)
-
     fix = ("named files are relative to the current directory; a deletion is found by "
            "--changed-from REF)")
     meant = f"src/attr/_make.py: no such file in the work tree or the index (did you mean " \
             f"attr/_make.py? {fix}"
-    for done in (verifygate("run", "--files", "src/attr/_make.py"),
-                 verifygate("run", "--files-from", "-", stdin="src/attr/_make.py\n")):
+    for done in (verifygate("run", "--files", "src/attr/_make.py", cwd=here),
+                 verifygate("run", "--files-from", "-", stdin="src/attr/_make.py\n", cwd=here)):
         assert (done.returncode, done.stdout) == (2, ""), done
         assert done.stderr.splitlines() == [f"verifygate: error: {meant}"]
-    gone = verifygate("list", "--files", "attr/gone.py")
+    gone = verifygate("list", "--files", "attr/gone.py", cwd=here)
     assert gone.returncode == 2 and gone.stderr.splitlines() == [
         f"verifygate: error: attr/gone.py: no such file in the work tree or the index ({fix}"]
     for named in ("attr/_make.py", "attr/unstaged.py"):  # on disk, or in the index
-        assert verifygate("run", "--files", named).returncode == 1
+        assert verifygate("run", "--files", named, cwd=here).returncode == 1
     pytester.chdir()
     result = pytester.runpytest_subprocess("--verify-contract", str(repo / "verify.toml"),
                                            "--verify-files", str(repo / "src" / "x.py"))
@@ -234,7 +230,6 @@ def test_change_set_round_trips_through_a_dict() -> None:
 
 def test_files_the_package_writes_are_never_changes(repo: Path) -> None:
     import json
-    import sys
 
     from pytest_verifygate.engine import RunRequest, prepare
 
@@ -242,17 +237,13 @@ def test_files_the_package_writes_are_never_changes(repo: Path) -> None:
                                 'when_changed = ["**"]\n')
     commit_all(repo)
 
-    def verifygate(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "pytest_verifygate.cli", *args],
-                              cwd=repo, capture_output=True, text=True, check=False)
-
     def selected(**request: object) -> list[str]:
         plan = prepare(RunRequest(start=repo, changes=ChangeRequest(**request)))  # type: ignore[arg-type]
         return [s.gate.name for s in plan.selected]
 
     write(repo / "src" / "a.py", "x = 1\n")
     first = verifygate("run", "--changed-from", "HEAD", "--json", "out/report.json",
-                       "--junit", "out/junit.xml")
+                       "--junit", "out/junit.xml", cwd=repo)
     assert first.returncode == 0, first.stderr
     assert json.loads((repo / "out" / "report.json").read_text())["summary"]["passed"] == 1
     git(repo, "add", "src/a.py")
@@ -260,7 +251,7 @@ def test_files_the_package_writes_are_never_changes(repo: Path) -> None:
     # The next run, whatever its source, does not take the report or JUnit file for changes.
     assert selected(worktree=True) == []
     assert compute_changes(repo, ChangeRequest(worktree=True)).files == ()
-    listed = verifygate("list", "--changed-from", "HEAD", "--format", "json")
+    listed = verifygate("list", "--changed-from", "HEAD", "--format", "json", cwd=repo)
     assert json.loads(listed.stdout)["gates"][0]["selected"] is False
     git(repo, "add", "-A")  # staged, the reports are part of the commit: a change
     assert selected(staged=True) == ["everything"]
@@ -271,10 +262,11 @@ def test_files_the_package_writes_are_never_changes(repo: Path) -> None:
     # Nothing under .git/ is a change, even when named.
     assert selected(files=[".git/config", "nested/.git/HEAD"]) == []
     # So are the files verifygate merge writes from shard reports.
-    shard = verifygate("run", "--all", "--shard", "1/1", "--json", str(repo.parent / "s1.json"))
+    shard = verifygate("run", "--all", "--shard", "1/1", "--json", str(repo.parent / "s1.json"),
+                       cwd=repo)
     assert shard.returncode == 0, shard.stderr
     merged = verifygate("merge", str(repo.parent / "s1.json"), "--json", "merged/report.json",
-                        "--junit", "merged/junit.xml")
+                        "--junit", "merged/junit.xml", cwd=repo)
     assert merged.returncode == 0, merged.stderr
     assert selected(worktree=True) == []
     # Edited since it was written, a report is a change like any file.
@@ -292,7 +284,6 @@ def test_a_report_over_a_tracked_or_staged_file_is_refused(repo: Path,
     own output, be no change for the stop, --changed-from or the commit: the gate judging it
     would never run again."""
     import json
-    import sys
 
     write(repo / "verify.toml", '[[gate]]\nname = "json"\nwhen_changed = ["*.json", "*.xml"]\n'
                                 'command = ["true"]\n')
@@ -303,21 +294,18 @@ def test_a_report_over_a_tracked_or_staged_file_is_refused(repo: Path,
     git(repo, "add", "staged.json")
     contents = {path: path.read_bytes() for path in repo.glob("**/*.*") if ".git" not in path.parts}
 
-    def verifygate(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "pytest_verifygate.cli", *args],
-                              cwd=repo, capture_output=True, text=True, check=False)
-
     for args, named in (
             (("run", "--all", "--json", "config.json"), "config.json"),
             (("run", "--all", "--json", "staged.json"), "staged.json"),
             (("run", "--all", "--junit", "docs/junit.xml"), "docs/junit.xml")):
-        done = verifygate(*args)
+        done = verifygate(*args, cwd=repo)
         assert (done.returncode, done.stdout) == (2, ""), done
         assert done.stderr.splitlines() == ["verifygate: error: " + TRACKED_REPORT.format(named)]
-    shard = verifygate("run", "--all", "--shard", "1/1", "--json", str(repo.parent / "s1.json"))
+    shard = verifygate("run", "--all", "--shard", "1/1", "--json", str(repo.parent / "s1.json"),
+                       cwd=repo)
     assert shard.returncode == 0, shard.stderr
     for option in ("--json", "--junit"):
-        merged = verifygate("merge", str(repo.parent / "s1.json"), option, "config.json")
+        merged = verifygate("merge", str(repo.parent / "s1.json"), option, "config.json", cwd=repo)
         assert (merged.returncode, merged.stderr.splitlines()) == (
             2, ["verifygate: error: " + TRACKED_REPORT.format("config.json")])
     pytester.chdir()

@@ -23,7 +23,7 @@ import pytest
 from plugin_support import QUIET_PLUGINS, init_repo, write_contract
 from pytest_verifygate.report.terminal import color_wanted
 
-from conftest import write
+from conftest import verifygate, write
 
 PY = sys.executable
 ESC = "\x1b["
@@ -40,9 +40,15 @@ def gates(repo: Path, *, failing: bool = True) -> None:
              '"import sys; print(\'a.py:1: error\'); sys.exit(3)"]\n' if failing else ""))
 
 
+@pytest.fixture(autouse=True)
+def _no_color_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only what a test sets decides on color, not the settings of whoever runs the tests."""
+    for name in COLOR_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
 def environment(**values: str) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if key not in COLOR_VARIABLES}
-    return {**env, "TERM": "xterm-256color", **values}
+    return {**os.environ, "TERM": "xterm-256color", **values}
 
 
 def in_terminal(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
@@ -71,11 +77,6 @@ def in_terminal(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, s
         os.close(controller)
         status = process.wait(timeout=30)
     return status, b"".join(chunks).decode("utf-8", "replace")
-
-
-def verifygate(repo: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PY, "-m", "pytest_verifygate.cli", "run", "--all", *args], cwd=repo,
-                          env=env, capture_output=True, text=True, timeout=60)
 
 
 # -- the decision, as pytest's ------------------------------------------------------------
@@ -124,7 +125,7 @@ def test_a_terminal_gets_color(repo: Path) -> None:
 
 def test_a_pipe_gets_no_color(repo: Path) -> None:
     gates(repo)
-    done = verifygate(repo, env=environment())
+    done = verifygate("run", "--all", env=environment(), cwd=repo)
     assert done.returncode == 1, done.stderr
     assert "FAIL" in done.stdout and ESC not in done.stdout + done.stderr
 
@@ -162,22 +163,22 @@ def test_color_no_wins_on_a_terminal(repo: Path) -> None:
 def test_a_pipe_gets_color_when_asked(repo: Path, args: tuple[str, ...],
                                       env: dict[str, str]) -> None:
     gates(repo)
-    done = verifygate(repo, *args, env=environment(**env))
+    done = verifygate("run", "--all", *args, env=environment(**env), cwd=repo)
     assert GREEN_PASS in done.stdout and RED_FAIL in done.stdout, done.stdout
 
 
 def test_reports_digests_and_json_never_get_color(repo: Path) -> None:
     gates(repo)
     env = environment(FORCE_COLOR="1")
-    done = verifygate(repo, "--color=yes", "--json", "report.json", "--junit", "junit.xml",
-                      env=env)
+    done = verifygate("run", "--all", "--color=yes", "--json", "report.json", "--junit",
+                      "junit.xml", env=env, cwd=repo)
     assert RED_FAIL in done.stdout  # the text on stdout is colored, as asked
     for name in ("report.json", "junit.xml"):
         assert ESC not in (repo / name).read_text(), name
-    as_json = verifygate(repo, "--color=yes", "--format", "json", env=env)
+    as_json = verifygate("run", "--all", "--color=yes", "--format", "json", env=env, cwd=repo)
     assert ESC not in as_json.stdout
     assert json.loads(as_json.stdout)["verdict"] == "failed"
-    digest = verifygate(repo, "--color=yes", "--format", "agent", env=env)
+    digest = verifygate("run", "--all", "--color=yes", "--format", "agent", env=env, cwd=repo)
     assert "types" in digest.stdout and ESC not in digest.stdout
 
 
@@ -191,7 +192,7 @@ def closing(output: str) -> list[str]:
 
 def test_a_failed_run_ends_with_the_slowest_and_the_failed_gates(repo: Path) -> None:
     gates(repo)
-    done = verifygate(repo, env=environment())
+    done = verifygate("run", "--all", env=environment(), cwd=repo)
     assert done.returncode == 1
     tail = closing(done.stdout)
     slowest = tail[1:tail.index("failed gates:")]
@@ -206,7 +207,7 @@ def test_a_failed_run_ends_with_the_slowest_and_the_failed_gates(repo: Path) -> 
 
 def test_a_passing_run_has_no_closing_summary(repo: Path) -> None:
     gates(repo, failing=False)
-    done = verifygate(repo, env=environment())
+    done = verifygate("run", "--all", env=environment(), cwd=repo)
     assert done.returncode == 0
     assert "slowest gates" not in done.stdout and "failed gates" not in done.stdout
 
@@ -218,7 +219,7 @@ def test_a_passing_run_has_no_closing_summary(repo: Path) -> None:
 def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     init_repo(pytester.path, monkeypatch)
     monkeypatch.setenv("PYTEST_ADDOPTS", QUIET_PLUGINS)
-    for name in COLOR_VARIABLES:
+    for name in COLOR_VARIABLES:  # pytester sets PY_COLORS=0 for its runs
         monkeypatch.delenv(name, raising=False)
     return pytester
 

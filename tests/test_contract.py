@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -16,12 +15,7 @@ from pytest_verifygate.contract.model import EMPTY_ENV
 from pytest_verifygate.contract.opentiger import minimatch_to_gitignore
 from pytest_verifygate.errors import ContractError
 
-from conftest import write
-
-
-def verifygate(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest_verifygate.cli", *args], cwd=repo,
-                          capture_output=True, text=True, timeout=120, env={**os.environ})
+from conftest import verifygate, write
 
 FULL = """
 [settings]
@@ -274,14 +268,14 @@ def test_an_opentiger_script_that_is_not_defined_fails_unless_the_contract_skips
     contract = write(repo / ".opentiger" / "verify.contract.json",
                      json.dumps({"commands": ["npm run lint"]}))
     report, junit = repo.parent / "report.json", repo.parent / "junit.xml"
-    done = verifygate(repo, "run", "--all", "--json", str(report))
+    done = verifygate("run", "--all", "--json", str(report), cwd=repo)
     assert done.returncode == 1, done.stdout + done.stderr
     (gate,) = json.loads(report.read_text())["gates"]
     assert (gate["name"], gate["outcome"], gate["code"]) == ("npm run lint", "failed",
                                                              "missing_script")
     contract.write_text(json.dumps({"commands": ["npm run lint"],
                                     "settings": {"on_missing": "skip"}}))
-    done = verifygate(repo, "run", "--all", "--json", str(report), "--junit", str(junit))
+    done = verifygate("run", "--all", "--json", str(report), "--junit", str(junit), cwd=repo)
     assert done.returncode == 0, done.stdout + done.stderr
     (gate,) = json.loads(report.read_text())["gates"]
     assert (gate["outcome"], gate["code"]) == ("skipped", None)

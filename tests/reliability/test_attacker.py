@@ -21,9 +21,9 @@ from pytest_verifygate.agents.status import status_path
 from pytest_verifygate.filetypes import _finder
 from pytest_verifygate.report.github import write_step_outputs
 from reliability.support import examples
-from test_agent_hook import BAD, GOOD, begun, checked_project
+from test_agent_hook import BAD, GOOD, checked_project
 
-from conftest import commit_all, git, read_output_file, verifygate, write
+from conftest import begun, commit_all, git, read_output_file, verifygate, write
 
 
 def test_install_never_writes_through_a_planted_temp_link(repo: Path, tmp_path: Path) -> None:

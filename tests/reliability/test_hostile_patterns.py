@@ -27,8 +27,7 @@ from pytest_verifygate.contract.opentiger import MAX_EXPANSIONS, expand_braces
 from pytest_verifygate.errors import ContractError
 from pytest_verifygate.selection import pattern_warnings
 
-from .support import verifygate
-from conftest import commit_all, git, write
+from conftest import commit_all, git, verifygate, write
 
 # Generous for two shared cores: what these tests guard against took minutes, or forever.
 SECONDS = 20
@@ -45,8 +44,8 @@ def _one_line_error(repo: Path, *args: str) -> str:
     begun = time.monotonic()
     done = verifygate("list", *args, cwd=repo, timeout=SECONDS)
     assert time.monotonic() - begun < SECONDS
-    assert done.returncode == 2, done.stderr.decode()
-    lines = done.stderr.decode().strip().splitlines()
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, lines
     return lines[0]
 
@@ -137,7 +136,7 @@ def test_hostile_file_names_against_the_worst_patterns_allowed_stay_linear(repo:
     done = verifygate("list", "--files-from", "paths.txt", "--format", "json", cwd=repo,
                       timeout=120)
     elapsed = time.monotonic() - begun
-    assert done.returncode == 0, done.stderr.decode()
+    assert done.returncode == 0, done.stderr
     assert elapsed < SECONDS, f"selection took {elapsed:.1f} s"
     listed = json.loads(done.stdout)
     selected = {gate["name"] for gate in listed["gates"] if gate["selected"]}
@@ -179,7 +178,7 @@ def test_a_pattern_matching_no_tracked_file_is_a_warning_in_every_run(repo: Path
                "tracked file")
 
     def stderr(*args: str) -> str:
-        return verifygate(*args, cwd=repo, timeout=SECONDS).stderr.decode()
+        return verifygate(*args, cwd=repo, timeout=SECONDS).stderr
 
     for args in (["run", "--staged"], ["run", "--staged"], ["list", "--staged"],
                  ["list", "--files", "src/app.py"], ["run", "--changed-from", "HEAD"]):
@@ -220,7 +219,7 @@ def test_patterns_that_all_match_are_not_matched_again_for_the_same_contract_and
     git(repo, "add", "verify.toml")
     git(repo, "commit", "-q", "-m", "a typo")
     done = verifygate("run", "--changed-from", "HEAD", cwd=repo, timeout=SECONDS)
-    assert "'dcos/**' matches no tracked file" in done.stderr.decode()
+    assert "'dcos/**' matches no tracked file" in done.stderr
 
 
 def test_pattern_warnings_name_every_pattern_that_matches_no_tracked_file(repo: Path) -> None:
