@@ -20,6 +20,9 @@ from plugin_support import QUIET_PLUGINS, init_repo, python, write_contract
 
 from conftest import commit_all, git, verifygate, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 # A gate program that appends the files it was given, one run per line, to ``argv[1]``, and
 # fails if any of them starts with the word "broken"; options are not recorded.
 RECORDING = (

@@ -18,6 +18,7 @@ ODD_NAMES = ["with space.py", "quote'\".py", "uni-ß-✓.py", "$(touch pwned).py
              "new\nline.py", "semi;colon.py"]
 
 
+@pytest.mark.slow
 def test_staged_includes_deletions_and_both_sides_of_a_rename(repo: Path) -> None:
     write(repo / "keep.py", "a\n")
     write(repo / "gone.py", "b\n")
@@ -34,12 +35,14 @@ def test_staged_includes_deletions_and_both_sides_of_a_rename(repo: Path) -> Non
     assert changes.existing_files == ("new.py",)
 
 
+@pytest.mark.slow
 def test_staged_in_a_repository_without_commits(repo: Path) -> None:
     write(repo / "first.py", "x\n")
     git(repo, "add", "first.py")
     assert compute_changes(repo, ChangeRequest(staged=True)).files == ("first.py",)
 
 
+@pytest.mark.slow
 def test_changed_from_uses_the_merge_base_and_untracked_files(repo: Path) -> None:
     write(repo / "base.py", "0\n")
     commit_all(repo, "base")
@@ -59,6 +62,7 @@ def test_changed_from_uses_the_merge_base_and_untracked_files(repo: Path) -> Non
     assert (changes.source, changes.ref) == ("ref", "main")
 
 
+@pytest.mark.slow
 def test_pre_commit_range_from_the_environment(repo: Path) -> None:
     write(repo / "a.py", "1\n")
     commit_all(repo)
@@ -78,6 +82,7 @@ def test_pre_commit_range_from_the_environment(repo: Path) -> None:
     assert compute_changes(repo, environ={"PRE_COMMIT": "1"}).files == ("c.py",)
 
 
+@pytest.mark.slow
 def test_settings_and_environment_refs(repo: Path) -> None:
     write(repo / "a.py", "1\n")
     commit_all(repo)
@@ -90,6 +95,7 @@ def test_settings_and_environment_refs(repo: Path) -> None:
     assert nothing.source == "all" and not nothing.filtering
 
 
+@pytest.mark.slow
 def test_odd_file_names_survive(repo: Path) -> None:
     write(repo / "seed", "s\n")
     commit_all(repo)
@@ -101,6 +107,7 @@ def test_odd_file_names_survive(repo: Path) -> None:
     assert not (repo / "pwned").exists()
 
 
+@pytest.mark.slow
 def test_non_utf8_file_names(repo: Path) -> None:
     raw = b"caf\xe9.py"
     (repo / os.fsdecode(raw)).write_text("x\n")
@@ -122,6 +129,7 @@ def test_explicit_files_relative_to_cwd_and_root(repo: Path) -> None:
     assert changes.files == ("b.py", "src/a.py")
 
 
+@pytest.mark.slow
 def test_a_named_file_neither_on_disk_nor_in_the_index_is_an_error(
         repo: Path, pytester: pytest.Pytester) -> None:
     """From a subdirectory, a path written from the project root named nothing: nothing ran
@@ -158,6 +166,7 @@ def test_a_named_file_neither_on_disk_nor_in_the_index_is_an_error(
     result.stderr.fnmatch_lines(["*src/x.py: no such file in the work tree or the index*"])
 
 
+@pytest.mark.slow
 def test_paths_are_relative_to_a_project_in_a_subdirectory(repo: Path) -> None:
     write(repo / "proj" / "verify.toml", "")
     write(repo / "other.py", "")
@@ -178,6 +187,7 @@ def test_paths_are_relative_to_a_project_in_a_subdirectory(repo: Path) -> None:
     assert (since_commit.files, since_commit.deleted) == (("src/a.py",), {"src/a.py"})
 
 
+@pytest.mark.slow
 def test_unknown_ref_and_no_repository(repo: Path, tmp_path: Path) -> None:
     write(repo / "a.py", "1\n")
     commit_all(repo)
@@ -191,6 +201,7 @@ def test_unknown_ref_and_no_repository(repo: Path, tmp_path: Path) -> None:
         compute_changes(plain, ChangeRequest(staged=True))
 
 
+@pytest.mark.slow
 def test_git_output_is_git_stdout_or_one_line_saying_why_not(repo: Path, tmp_path: Path) -> None:
     write(repo / "a.py", "1\n")
     commit_all(repo)
@@ -205,6 +216,7 @@ def test_git_output_is_git_stdout_or_one_line_saying_why_not(repo: Path, tmp_pat
         git_output(plain, "diff", "--name-only")
 
 
+@pytest.mark.slow
 def test_shallow_clone_without_merge_base_says_how_to_fix(repo: Path, tmp_path: Path) -> None:
     write(repo / "a.py", "1\n")
     commit_all(repo, "one")
@@ -228,6 +240,7 @@ def test_change_set_round_trips_through_a_dict() -> None:
     assert ChangeSet.from_dict(changes.to_dict()) == changes
 
 
+@pytest.mark.slow
 def test_files_the_package_writes_are_never_changes(repo: Path) -> None:
     import json
 
@@ -278,6 +291,7 @@ TRACKED_REPORT = ("{} is a file git tracks: write the report elsewhere (a git-ig
                   "or outside the work tree)")
 
 
+@pytest.mark.slow
 def test_a_report_over_a_tracked_or_staged_file_is_refused(repo: Path,
                                                            pytester: pytest.Pytester) -> None:
     """Written over a tracked file, a report would replace the user's file and, as the tool's
@@ -319,6 +333,7 @@ def test_a_report_over_a_tracked_or_staged_file_is_refused(repo: Path,
     assert json.loads((repo / "config.json").read_text()) == {"a": 1}
 
 
+@pytest.mark.slow
 def test_a_staged_run_asks_git_once_for_each_answer(repo: Path, tmp_path: Path) -> None:
     # A commit waits for these: the work tree's place and its index, what differs from the
     # index (untracked files and hidden edits included), the staged diff, HEAD (what the

@@ -113,6 +113,7 @@ def test_color_is_decided_as_pytest_decides(choice: str, tty: bool, env: dict[st
 # -- verifygate run ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_terminal_gets_color(repo: Path) -> None:
     gates(repo)
     status, output = in_terminal([PY, "-m", "pytest_verifygate.cli", "run", "--all"], repo,
@@ -123,6 +124,7 @@ def test_a_terminal_gets_color(repo: Path) -> None:
     assert verdict.startswith(f"{ESC}31m"), verdict
 
 
+@pytest.mark.slow
 def test_a_pipe_gets_no_color(repo: Path) -> None:
     gates(repo)
     done = verifygate("run", "--all", env=environment(), cwd=repo)
@@ -130,6 +132,7 @@ def test_a_pipe_gets_no_color(repo: Path) -> None:
     assert "FAIL" in done.stdout and ESC not in done.stdout + done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("env", "colored"), [
     ({"NO_COLOR": "1"}, False),
     ({"PY_COLORS": "0"}, False),
@@ -148,6 +151,7 @@ def test_the_environment_decides_on_a_terminal(repo: Path, env: dict[str, str],
         assert ESC + "3" not in output and ESC + "1m" not in output, output
 
 
+@pytest.mark.slow
 def test_color_no_wins_on_a_terminal(repo: Path) -> None:
     gates(repo, failing=False)
     status, output = in_terminal([PY, "-m", "pytest_verifygate.cli", "run", "--all",
@@ -155,6 +159,7 @@ def test_color_no_wins_on_a_terminal(repo: Path) -> None:
     assert status == 0 and "PASS" in output and GREEN_PASS not in output, output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("args", "env"), [
     (("--color=yes",), {}),
     ((), {"FORCE_COLOR": "1"}),
@@ -167,6 +172,7 @@ def test_a_pipe_gets_color_when_asked(repo: Path, args: tuple[str, ...],
     assert GREEN_PASS in done.stdout and RED_FAIL in done.stdout, done.stdout
 
 
+@pytest.mark.slow
 def test_reports_digests_and_json_never_get_color(repo: Path) -> None:
     gates(repo)
     env = environment(FORCE_COLOR="1")
@@ -190,6 +196,7 @@ def closing(output: str) -> list[str]:
     return lines[lines.index("slowest gates:"):]
 
 
+@pytest.mark.slow
 def test_a_failed_run_ends_with_the_slowest_and_the_failed_gates(repo: Path) -> None:
     gates(repo)
     done = verifygate("run", "--all", env=environment(), cwd=repo)
@@ -205,6 +212,7 @@ def test_a_failed_run_ends_with_the_slowest_and_the_failed_gates(repo: Path) -> 
     assert tail[-1].startswith("verdict: failed"), tail
 
 
+@pytest.mark.slow
 def test_a_passing_run_has_no_closing_summary(repo: Path) -> None:
     gates(repo, failing=False)
     done = verifygate("run", "--all", env=environment(), cwd=repo)
@@ -247,6 +255,7 @@ def test_pytest_s_color_option_colors_the_summary(project: pytest.Pytester) -> N
     assert not any(ESC in line for line in summary_section(plain.outlines))
 
 
+@pytest.mark.slow
 def test_pytest_s_summary_names_the_slowest_and_the_failed_gates(
     project: pytest.Pytester,
 ) -> None:

@@ -260,6 +260,7 @@ def test_opentiger_settings_are_checked_like_toml_settings(
     assert str(error.value).startswith(".opentiger/verify.contract.json: " + expected)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("npm") is None, reason="needs npm")
 def test_an_opentiger_script_that_is_not_defined_fails_unless_the_contract_skips_it(
     repo: Path,
@@ -430,6 +431,7 @@ def test_manual_gates_need_no_command(repo: Path) -> None:
     assert gate.kind == "manual" and gate.command == ""
 
 
+@pytest.mark.slow
 def test_importing_the_contract_package_imports_no_parser_or_pathspec() -> None:
     # The command line imports the contract package on every commit: the parsers, pathspec
     # and difflib cost milliseconds and are imported only when a file or a hint needs them.

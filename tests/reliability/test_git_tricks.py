@@ -24,6 +24,9 @@ from test_agent_hook import BAD, GOOD, checked_project
 
 from conftest import commit_all, git, stop, verifygate, write
 
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def project(repo: Path) -> Path:

@@ -23,6 +23,9 @@ from pytest_verifygate.state import durations
 
 from conftest import commit_all, verifygate, write
 
+# Contracts of thousands of gates, and runs of them: outside the fast loop.
+pytestmark = pytest.mark.slow
+
 GATES = 5000
 # Generous for two shared cores: the quadratic or recursive walks these tests guard against
 # took 20 s or more (or raised RecursionError) at this size.

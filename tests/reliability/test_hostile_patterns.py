@@ -54,6 +54,7 @@ def _one_line_error(repo: Path, *args: str) -> str:
 # openTiger's braces
 
 
+@pytest.mark.slow
 def test_braces_that_multiply_past_the_bound_are_one_contract_error(repo: Path) -> None:
     options = ",".join(f"o{index}" for index in range(10))
     _opentiger(repo, ["src/*.ts", "/".join([f"{{{options}}}"] * 5) + "/*.ts"])
@@ -63,6 +64,7 @@ def test_braces_that_multiply_past_the_bound_are_one_contract_error(repo: Path) 
     assert "{a,b}" in line  # the fix
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("glob", [
     "{a,b}" * 200,  # two hundred groups: the expansion recursed once per group
     "x{" + ",".join(["a"] * 300) + "}",
@@ -106,6 +108,7 @@ def test_braces_within_the_bound_still_select(repo: Path) -> None:
 # wildcards against long names and deep paths
 
 
+@pytest.mark.slow
 def test_too_many_wildcards_are_one_contract_error(repo: Path) -> None:
     write(repo / "verify.toml", '[[gate]]\nname = "lint"\ncommand = "true"\n'
                                 'when_changed = ["**/*a*a*a*a*a*a*a*a*a*a*b"]\n')
@@ -114,6 +117,7 @@ def test_too_many_wildcards_are_one_contract_error(repo: Path) -> None:
     assert "'*' in one name" in line and "use fewer wildcards" in line
 
 
+@pytest.mark.slow
 def test_hostile_file_names_against_the_worst_patterns_allowed_stay_linear(repo: Path) -> None:
     """Patterns at the bounds (three ``**``, three ``*`` in one name) against thousands of
     long names and deep paths built to make a backtracking engine try every split."""
@@ -147,6 +151,7 @@ def test_hostile_file_names_against_the_worst_patterns_allowed_stay_linear(repo:
 # patterns that cannot do their job
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("pattern", "fix"), [
     ("./src/**", "write 'src/**'"),
     ("src/../lib/**", "without them"),
@@ -163,6 +168,7 @@ def test_a_pattern_that_can_never_match_is_a_contract_error_with_a_fix(
     assert "can never match" in line and fix in line
 
 
+@pytest.mark.slow
 def test_a_pattern_matching_no_tracked_file_is_a_warning_in_every_run(repo: Path) -> None:
     """A mistyped ``when_changed`` on the tests gate let every commit pass with the tests
     left out, and only ``verifygate check`` said so."""
@@ -190,6 +196,7 @@ def test_a_pattern_matching_no_tracked_file_is_a_warning_in_every_run(repo: Path
         assert warning not in stderr(*args)
 
 
+@pytest.mark.slow
 def test_patterns_that_all_match_are_not_matched_again_for_the_same_contract_and_index(
         repo: Path, tmp_path: Path) -> None:
     real_git = shutil.which("git")
@@ -222,6 +229,7 @@ def test_patterns_that_all_match_are_not_matched_again_for_the_same_contract_and
     assert "'dcos/**' matches no tracked file" in done.stderr
 
 
+@pytest.mark.slow
 def test_pattern_warnings_name_every_pattern_that_matches_no_tracked_file(repo: Path) -> None:
     write(repo / "verify.toml",
           '[[gate]]\nname = "lint"\ncommand = "true"\n'
