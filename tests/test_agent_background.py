@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from test_agent_hook import BAD, GOOD, HOOK, begun, stop
+from test_agent_hook import BAD, GOOD, HOOK
 
-from conftest import commit_all, write
+from conftest import begun, commit_all, run_hook, stop, write
 
 pytestmark = pytest.mark.slow
 
@@ -50,7 +50,7 @@ def log(repo: Path) -> Path:
     write(repo / "calc.py", BAD)
     write(repo / "verify.toml", contract(path))
     commit_all(repo)
-    begun(repo, "session-1")
+    begun(repo, "s-1")
     return path
 
 
@@ -59,15 +59,13 @@ def lines(log: Path, word: str) -> list[str]:
         if log.exists() else []
 
 
-def edited(repo: Path, session: str = "session-1") -> float:
+def edited(repo: Path, session: str = "s-1") -> float:
     """The after-edit hook, as Claude Code calls it after an edit; how long it took."""
     payload = {"session_id": session, "cwd": str(repo), "hook_event_name": "PostToolUse",
                "tool_name": "Edit", "tool_input": {}, "tool_response": {}}
-    started = time.monotonic()
-    done = subprocess.run([*HOOK, "--agent", "claude", "--background"],
-                          input=json.dumps(payload).encode(), capture_output=True, timeout=60)
-    assert (done.returncode, done.stdout, done.stderr) == (0, b"{}\n", b""), done
-    return time.monotonic() - started
+    run = run_hook(payload, "--agent", "claude", "--background", cwd=repo, timeout=60)
+    assert (run.stdout, run.stderr) == ("{}\n", ""), run
+    return run.seconds
 
 
 def ours() -> list[int]:
@@ -184,7 +182,7 @@ def test_a_killed_background_run_leaves_no_process_and_no_pass(repo: Path, log: 
 def test_the_end_of_the_agent_or_a_new_session_ends_the_background_run(
         repo: Path, log: Path) -> None:
     write(repo / "calc.py", GOOD)
-    payload = json.dumps({"session_id": "session-1", "cwd": str(repo),
+    payload = json.dumps({"session_id": "s-1", "cwd": str(repo),
                           "hook_event_name": "PostToolUse"})
     # An agent that runs the after-edit hook, then thinks: its background run watches it.
     agent = subprocess.Popen([

@@ -26,16 +26,13 @@ from test_agent_hook import (
     CHECK_GATE,
     GOOD,
     assert_gone,
-    begun,
     checked_project,
     contract,
-    hook_process,
     wait_for_gate,
 )
-from test_agents_protocols import PAYLOADS
 from test_install_hook import FRESH, VERIFYGATE
 
-from conftest import commit_all, git, write
+from conftest import PAYLOADS, HookRun, begun, commit_all, git, run_hook, stop, write
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
@@ -46,29 +43,7 @@ def project(repo: Path) -> Path:
     return checked_project(repo)
 
 
-class Stop:
-    """One run of the hook on a payload: its exit status, stdout (as JSON) and stderr."""
-
-    def __init__(self, payload: dict[str, Any] | bytes, *args: str, cwd: Path,
-                 env: dict[str, str] | None = None) -> None:
-        raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        started = time.monotonic()
-        done = hook_process(raw, *args, cwd=cwd, env=env)
-        self.seconds = time.monotonic() - started
-        self.returncode, self.stdout, self.stderr = done.returncode, done.stdout, done.stderr
-        self.json: dict[str, Any] | None = json.loads(self.stdout) if self.stdout else None
-
-    def __repr__(self) -> str:
-        return f"Stop({self.returncode}, {self.stdout!r}, {self.stderr!r})"
-
-
-def stop(agent: str, repo: Path, *args: str, session: str = "s-1",
-         env: dict[str, str] | None = None, **fields: Any) -> Stop:
-    begun(repo, session)
-    return Stop(PAYLOADS[agent](repo, session, **fields), *args, cwd=repo, env=env)
-
-
-def reason(agent: str, answer: Stop) -> str:
+def reason(agent: str, answer: HookRun) -> str:
     """The reason ``answer`` blocks with, in exactly the agent's format."""
     assert answer.returncode == 0 and answer.json is not None, answer
     key = {"claude": "reason", "codex": "reason", "gemini": "reason"}[agent]
@@ -78,7 +53,7 @@ def reason(agent: str, answer: Stop) -> str:
     return text
 
 
-def handed_over(answer: Stop) -> str:
+def handed_over(answer: HookRun) -> str:
     assert answer.returncode == 0 and answer.json is not None, answer
     assert set(answer.json) == {"systemMessage"}, answer
     message: str = answer.json["systemMessage"]
@@ -106,7 +81,7 @@ def test_a_gate_that_outlasts_the_budget_is_stopped_and_the_stop_blocked(
         f"\"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); "
         'time.sleep(600)"]\n'))
     write(project / "calc.py", GOOD + "\n")
-    answer = stop("claude", project, "--budget", "3")
+    answer = stop(project, "--budget", "3")
     wait_for_gate(pid_file)
     assert answer.seconds < 30
     text = reason("claude", answer)
@@ -163,10 +138,10 @@ def test_an_internal_error_blocks_until_the_cap(agent: str, project: Path,
                                                 tmp_path: Path) -> None:
     env = crashing_plugin(tmp_path, project)
     write(project / "calc.py", BAD)
-    text = reason(agent, stop(agent, project, "--max-rounds", "2", env=env))
+    text = reason(agent, stop(project, "--max-rounds", "2", env=env, agent=agent))
     assert "an internal error stopped the check (RuntimeError: the plugin broke)" in text
-    assert "round 2 of 2" in reason(agent, stop(agent, project, "--max-rounds", "2", env=env))
-    capped = stop(agent, project, "--max-rounds", "2", env=env)
+    assert "round 2 of 2" in reason(agent, stop(project, "--max-rounds", "2", env=env, agent=agent))
+    capped = stop(project, "--max-rounds", "2", env=env, agent=agent)
     assert "still cannot be checked after 2 round(s)" in handed_over(capped)
     assert "Traceback" not in capped.stderr
 
@@ -177,7 +152,7 @@ def test_a_plugin_that_cannot_load_is_a_contract_error(project: Path) -> None:
     write(contract, contract.read_text() + '\n[settings]\nplugins = ["vg_missing"]\n')
     commit_all(project)
     write(project / "calc.py", BAD)
-    text = reason("codex", stop("codex", project))
+    text = reason("codex", stop(project, agent="codex"))
     assert "cannot load plugin 'vg_missing'" in text and "settings.plugins" in text
     assert "internal error" not in text
 
@@ -188,7 +163,7 @@ def test_a_git_error_blocks(project: Path) -> None:
     begun(project, "s-1")
     with (project / ".git" / "config").open("a") as config:
         config.write("[broken\n")
-    text = reason("codex", stop("codex", project))
+    text = reason("codex", stop(project, agent="codex"))
     assert text.startswith("verifygate blocked this stop (round 1 of 3): your work could not "
                            "be checked")
     assert "config" in text
@@ -201,14 +176,14 @@ def test_a_git_error_blocks(project: Path) -> None:
 def test_a_gemini_answer_over_a_mebibyte_is_read(project: Path) -> None:
     write(project / "calc.py", BAD)
     long_answer = "I fixed it. " * (300 * 1024)  # 3.6 MB of the agent's own answer
-    text = reason("gemini", stop("gemini", project, prompt_response=long_answer))
+    text = reason("gemini", stop(project, prompt_response=long_answer, agent="gemini"))
     assert "### `check` failed" in text
 
 
 def test_a_payload_too_large_to_read_is_no_escape(project: Path) -> None:
     write(project / "calc.py", BAD)
     payload = PAYLOADS["gemini"](project, "huge", prompt_response="x" * MAX_PAYLOAD_BYTES)
-    answer = Stop(payload, "--agent", "gemini", cwd=project)
+    answer = run_hook(payload, "--agent", "gemini", cwd=project)
     text = reason("gemini", answer)
     assert "too large to read" in text and "round 1 of 3" in text
 
@@ -232,22 +207,22 @@ def test_gemini_retries_that_quote_the_round_keep_the_cap(project: Path,
     write(project / "calc.py", BAD)
     prompt = "Fix the sign in calc.py"
     for round_number in (1, 2, 3):
-        answer = stop("gemini", project, env=env, prompt=prompt, active=False)
+        answer = stop(project, env=env, prompt=prompt, active=False, agent="gemini")
         prompt = reason("gemini", answer)
         assert f"round {round_number} of 3" in prompt
     # Nothing could record the session's start either: each round says so.
     assert "cannot be checked after 3 round(s) (no start was recorded" in handed_over(
-        stop("gemini", project, env=env, prompt=prompt, active=False))
+        stop(project, env=env, prompt=prompt, active=False, agent="gemini"))
 
 
 def test_without_any_state_a_stop_already_sent_back_is_handed_over(project: Path,
                                                                    tmp_path: Path) -> None:
     env = nothing_writable(project, tmp_path)
     write(project / "calc.py", BAD)
-    first = stop("claude", project, env=env)
+    first = stop(project, env=env)
     assert "round 1 of 3" in reason("claude", first)
     assert "the round cap cannot count this stop" in first.stderr
-    handed_over(stop("claude", project, env=env, active=True))
+    handed_over(stop(project, env=env, active=True))
 
 
 def test_gemini_rounds_are_counted_outside_the_repository(project: Path) -> None:
@@ -257,8 +232,8 @@ def test_gemini_rounds_are_counted_outside_the_repository(project: Path) -> None
     write(project / "calc.py", BAD)
     for round_number in (1, 2, 3):
         assert f"round {round_number} of 3" in reason(
-            "gemini", stop("gemini", project, prompt="go on", active=False))
-    handed_over(stop("gemini", project, prompt="go on", active=False))
+            "gemini", stop(project, prompt="go on", active=False, agent="gemini"))
+    handed_over(stop(project, prompt="go on", active=False, agent="gemini"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -269,16 +244,16 @@ def test_agent_status_tells_how_the_last_stop_ended(project: Path) -> None:
     none = agent_status(project)
     assert none.returncode == 1 and "no stop recorded" in none.stdout
     write(project / "calc.py", BAD)
-    reason("codex", stop("codex", project, "--max-rounds", "1"))
+    reason("codex", stop(project, "--max-rounds", "1", agent="codex"))
     blocked = agent_status(project)
     assert blocked.returncode == 1
     assert blocked.stdout.startswith("verifygate agent-status: blocked (codex session s-1")
-    handed_over(stop("codex", project, "--max-rounds", "1"))
+    handed_over(stop(project, "--max-rounds", "1", agent="codex"))
     capped = agent_status(project)
     assert capped.returncode == 1
     assert "handed over" in capped.stdout and "`check`" in capped.stdout
     write(project / "calc.py", GOOD + "# fixed\n")
-    assert stop("codex", project).stdout == ""
+    assert stop(project, agent="codex").stdout == ""
     verified = agent_status(project)
     assert verified.returncode == 0, verified
     assert verified.stdout.startswith("verifygate agent-status: verified (codex session s-1")
@@ -289,7 +264,7 @@ def test_agent_status_tells_how_the_last_stop_ended(project: Path) -> None:
 
 def test_agent_status_believes_no_record_of_another_repository(project: Path) -> None:
     write(project / "calc.py", BAD)
-    reason("claude", stop("claude", project))
+    reason("claude", stop(project))
     path = status_path(project)
     assert path is not None
     record = json.loads(path.read_text())
@@ -307,8 +282,8 @@ def test_agent_status_outside_git_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_a_subagent_stop_records_no_status(project: Path) -> None:
     write(project / "calc.py", BAD)
-    reason("claude", stop("claude", project))
-    stop("claude", project, event="SubagentStop", agent_id="a-1", agent_type="Explore")
+    reason("claude", stop(project))
+    stop(project, event="SubagentStop", agent_id="a-1", agent_type="Explore")
     assert agent_status(project).stdout.startswith("verifygate agent-status: blocked")
 
 
@@ -353,7 +328,7 @@ def test_hostile_state_or_contracts_never_let_an_unchecked_stop_through(hostile:
     or a verified pass: never a stop let through unchecked."""
     hostile(project)
     write(project / "calc.py", GOOD + "# touched\n")
-    answer = stop("claude", project)
+    answer = stop(project)
     if answer.stdout:
         assert "your work could not be checked" in reason("claude", answer)
         assert agent_status(project).returncode == 1

@@ -8,29 +8,21 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_verifygate.agents.session_start import record_start
 from pytest_verifygate.agents.state import Rounds, session_file_stem
 from pytest_verifygate.contract import find_repo_root
 from pytest_verifygate.report.digest import TOTAL_BYTES
 from test_digest import code_blocks
 
-from conftest import commit_all, git, write
+from conftest import begun, commit_all, git, run_hook, stop, write
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
-
-# Where the hook process runs when the test does not say: some other directory, outside any
-# git repository (a payload that cannot be read is counted in the repository the hook runs
-# in: never this one's).
-ELSEWHERE = Path(tempfile.gettempdir())
 
 _SCRIPT = Path(sys.executable).with_name("verifygate")
 HOOK = ([str(_SCRIPT)] if _SCRIPT.exists() else
@@ -51,61 +43,6 @@ sys.exit(1 if bad else 0)
 """
 GOOD = "def add(a, b):\n    return a + b\n"
 BAD = "def add(a, b):\n    return a - b  # BUG\n"
-
-
-@dataclass
-class HookRun:
-    returncode: int
-    stdout: str
-    stderr: str
-
-    @property
-    def answer(self) -> dict[str, Any] | None:
-        return json.loads(self.stdout) if self.stdout.strip() else None
-
-    @property
-    def blocked(self) -> bool:
-        return self.answer is not None and self.answer.get("decision") == "block"
-
-    @property
-    def reason(self) -> str:
-        assert self.answer is not None and self.blocked, self
-        reason: str = self.answer["reason"]
-        return reason
-
-    @property
-    def message(self) -> str:
-        assert self.answer is not None and "decision" not in self.answer, self
-        message: str = self.answer["systemMessage"]
-        return message
-
-
-def begun(cwd: Path, session: str) -> None:
-    """Record the session's start in ``cwd`` as its start hook would, unless it has one."""
-    root = find_repo_root(cwd)
-    if root is not None:
-        record_start(cwd, root, session)
-
-
-def stop(cwd: Path, *args: str, session: str = "session-1", raw: bytes | None = None,
-         event: str = "Stop", active: bool = False, begin: bool = True,
-         **extra: str) -> HookRun:
-    """Run the hook the way Claude Code does: payload on stdin, from some other directory
-    (``raw``, which may not say where: from ``cwd``). ``begin``: a stop of a session whose
-    start was not recorded yet records it first, in ``cwd``, as the start hook would."""
-    where = ELSEWHERE if raw is None else cwd
-    if raw is None and event == "Stop" and begin:
-        begun(cwd, session)
-    if raw is None:
-        raw = json.dumps({"session_id": session, "transcript_path": "/nonexistent.jsonl",
-                          "cwd": str(cwd), "hook_event_name": event,
-                          "stop_hook_active": active, **extra}).encode()
-    done = subprocess.run([*HOOK, *args], input=raw, capture_output=True, check=False,
-                          cwd=where, timeout=60)
-    run = HookRun(done.returncode, done.stdout.decode(), done.stderr.decode())
-    assert run.returncode == 0, run
-    assert "Traceback" not in run.stderr, run.stderr
-    return run
 
 
 def contract(gates: str) -> str:
@@ -134,14 +71,14 @@ def status(repo: Path) -> list[str]:
     return git(repo, "status", "--porcelain", "--ignored", "--untracked-files=all").splitlines()
 
 
-def rounds_path(repo: Path, session: str = "session-1") -> Path:
+def rounds_path(repo: Path, session: str = "s-1") -> Path:
     """Where the hook counts a session's rounds in ``repo``: the user's state directory."""
     path = Rounds.of(session, find_repo_root(repo) or repo).path
     assert path is not None
     return path
 
 
-def saved_state(repo: Path, session: str = "session-1") -> dict[str, Any]:
+def saved_state(repo: Path, session: str = "s-1") -> dict[str, Any]:
     data: dict[str, Any] = json.loads(rounds_path(repo, session).read_text())
     return data
 
@@ -349,17 +286,6 @@ def test_megabytes_of_backticks_give_a_bounded_reason(project: Path) -> None:
 # what prevents checking blocks (fail closed), with the reason, never a traceback
 
 
-def hook_process(raw: bytes, *args: str, cwd: Path | None = None,
-                 env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([*HOOK, *args], input=raw, capture_output=True, check=False,
-                          cwd=cwd or ELSEWHERE, timeout=120,
-                          env=None if env is None else {**os.environ, **env})
-    out = subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(),
-                                      done.stderr.decode())
-    assert "Traceback" not in out.stderr, out.stderr
-    return out
-
-
 @pytest.mark.parametrize(("raw", "expected"), [
     (b"", "malformed hook input: empty input"),
     (b"   \n", "malformed hook input: empty input"),
@@ -373,12 +299,12 @@ def test_input_of_no_agent_blocks_with_exit_status_2_until_the_cap(raw: bytes, e
     """No agent's protocol can be spoken: exit status 2 with the reason on stderr is what
     Claude Code, Codex CLI and Gemini CLI all read as a block. Counted per repository."""
     for round_number in (1, 2):
-        done = hook_process(raw, "--max-rounds", "2", cwd=project)
+        done = run_hook(raw, "--max-rounds", "2", cwd=project, status=None)
         assert done.returncode == 2, done
         assert done.stdout == ""
         assert f"verifygate blocked this stop (round {round_number} of 2)" in done.stderr
         assert expected in done.stderr
-    capped = hook_process(raw, "--max-rounds", "2", cwd=project)
+    capped = run_hook(raw, "--max-rounds", "2", cwd=project)
     assert capped.returncode == 0, capped
     assert capped.stdout == ""
     assert "a human must review" in capped.stderr
@@ -386,7 +312,7 @@ def test_input_of_no_agent_blocks_with_exit_status_2_until_the_cap(raw: bytes, e
 
 def test_a_payload_of_another_event_is_no_stop_and_is_let_be() -> None:
     raw = b'{"session_id": "s", "cwd": "/", "hook_event_name": "PreToolUse"}'
-    done = hook_process(raw)
+    done = run_hook(raw)
     assert done.returncode == 0 and done.stdout == ""
     assert done.stderr.count("\n") == 1
     assert "unrecognised hook input: hook event 'PreToolUse' is not a stop hook payload" in (
@@ -405,7 +331,7 @@ def test_a_payload_of_another_event_is_no_stop_and_is_let_be() -> None:
 ])
 def test_a_malformed_payload_blocks_with_a_clear_reason(raw: bytes, expected: str,
                                                          tmp_path: Path) -> None:
-    run = stop(tmp_path, raw=raw)
+    run = run_hook(raw, cwd=tmp_path)
     assert "malformed Claude Code hook input" in run.stderr
     assert expected in run.reason
     assert run.reason.startswith("verifygate blocked this stop (round 1 of 3): your work could "
@@ -414,7 +340,7 @@ def test_a_malformed_payload_blocks_with_a_clear_reason(raw: bytes, expected: st
 
 def test_a_malformed_payload_with_the_agent_named_is_answered_in_its_format(
         tmp_path: Path) -> None:
-    run = stop(tmp_path, "--agent", "claude", raw=b"{not json")
+    run = run_hook(b"{not json", "--agent", "claude", cwd=tmp_path)
     assert "malformed hook input: input is not JSON" in run.reason
 
 
@@ -447,7 +373,7 @@ def test_outside_git_every_gate_runs(tmp_path: Path) -> None:
     write(plain / "calc.py", BAD)
     assert "calc.py:1: error: bug found" in stop(plain).reason
     write(plain / "calc.py", GOOD)
-    assert stop(plain).answer is None
+    assert stop(plain).json is None
 
 
 def test_outside_git_without_a_contract_allows_the_stop(tmp_path: Path) -> None:

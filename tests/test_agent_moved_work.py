@@ -17,17 +17,14 @@ from pathlib import Path
 import pytest
 
 from pytest_verifygate.agents.session_start import record_path
-from test_agent_hook import BAD, GOOD, begun, checked_project, contract
+from test_agent_hook import BAD, GOOD, checked_project, contract
 from test_agents_protocols import (
     AGENTS,
-    PAYLOADS,
     assert_allowed_silently,
     blocking_reason,
-    run_hook,
-    stop,
 )
 
-from conftest import commit_all, git, write
+from conftest import PAYLOADS, begun, commit_all, git, run_hook, stop, write
 
 pytestmark = pytest.mark.slow
 
@@ -52,7 +49,7 @@ def committed_broken_work(repo: Path, branch: str | None = "feat") -> str:
 
 
 def cannot_check(agent: str, repo: Path) -> str:
-    reason = blocking_reason(agent, stop(agent, repo))
+    reason = blocking_reason(agent, stop(repo, agent=agent))
     assert "your work could not be checked" in reason, reason
     return reason
 
@@ -61,12 +58,12 @@ def cannot_check(agent: str, repo: Path) -> str:
 def test_switching_away_from_the_branch_of_a_blocked_stop_blocks(agent: str,
                                                                   project: Path) -> None:
     work = committed_broken_work(project)
-    assert "calc.py:1: error: bug found" in blocking_reason(agent, stop(agent, project))
+    assert "calc.py:1: error: bug found" in blocking_reason(agent, stop(project, agent=agent))
     git(project, "switch", "-q", "main")
     reason = cannot_check(agent, project)
     assert f"your commits on refs/heads/feat ({work[:12]}) are not checked out here" in reason
     git(project, "merge", "-q", "feat")  # the work checked out: judged by the gates again
-    assert "calc.py:1: error: bug found" in blocking_reason(agent, stop(agent, project))
+    assert "calc.py:1: error: bug found" in blocking_reason(agent, stop(project, agent=agent))
 
 
 def reset_to_start(repo: Path) -> None:
@@ -95,7 +92,7 @@ def reflog_expired_too(repo: Path) -> None:
 def test_commits_discarded_with_nothing_in_their_place_block(
         agent: str, discard: Callable[[Path], None], project: Path) -> None:
     work = committed_broken_work(project)
-    blocking_reason(agent, stop(agent, project))
+    blocking_reason(agent, stop(project, agent=agent))
     discard(project)
     assert git(project, "status", "--porcelain") == ""
     reason = cannot_check(agent, project)
@@ -107,13 +104,13 @@ def test_a_reverted_commit_and_an_amended_fix_are_let_through(agent: str,
                                                              project: Path) -> None:
     committed_broken_work(project, branch=None)
     git(project, "revert", "--no-edit", "HEAD")  # undone in the open: nothing changed
-    assert_allowed_silently(agent, stop(agent, project))
+    assert_allowed_silently(agent, stop(project, agent=agent))
     write(project / "calc.py", BAD)
     commit_all(project, "broken again")
-    blocking_reason(agent, stop(agent, project))
+    blocking_reason(agent, stop(project, agent=agent))
     write(project / "calc.py", GOOD.replace("a + b", "b + a"))
     git(project, "commit", "-q", "-a", "--amend", "--no-edit")  # agents amend all the time
-    assert_allowed_silently(agent, stop(agent, project))
+    assert_allowed_silently(agent, stop(project, agent=agent))
 
 
 @pytest.mark.parametrize("agent", AGENTS)
@@ -170,7 +167,7 @@ def test_a_worktree_removed_after_a_blocked_stop_still_blocks(project: Path,
 def test_a_tag_on_broken_work_reset_away_blocks_and_notes_do_not(project: Path) -> None:
     work = committed_broken_work(project, branch=None)
     git(project, "notes", "add", "-m", "reviewed")  # notes are no work checked out
-    assert "calc.py:1: error: bug found" in blocking_reason("codex", stop("codex", project))
+    assert "calc.py:1: error: bug found" in blocking_reason("codex", stop(project, agent="codex"))
     git(project, "tag", "keep")
     reset_to_start(project)
     assert f"refs/tags/keep ({work[:12]})" in cannot_check("codex", project)
@@ -185,12 +182,12 @@ def test_a_replaced_commit_is_seen_as_it_is(project: Path) -> None:
     work = committed_broken_work(project, branch=None)
     git(project, "replace", work, start)
     assert git(project, "diff", "--stat", start, "HEAD") == ""  # git itself is fooled
-    assert "calc.py:1: error: bug found" in blocking_reason("claude", stop("claude", project))
+    assert "calc.py:1: error: bug found" in blocking_reason("claude", stop(project))
 
 
 def test_an_orphan_branch_after_a_blocked_stop_blocks(project: Path) -> None:
     work = committed_broken_work(project, branch=None)
-    blocking_reason("gemini", stop("gemini", project))
+    blocking_reason("gemini", stop(project, agent="gemini"))
     git(project, "checkout", "-q", "--orphan", "fresh")
     git(project, "rm", "-q", "-r", "-f", ".")
     write(project / "notes.txt", "nothing to check\n")
@@ -232,7 +229,7 @@ def test_a_monorepo_session_is_judged_from_where_it_began(agent: str, repo: Path
     commit_all(repo, "a monorepo")
     begun(repo, "s-1")  # the session begins at the root
     write(repo / "packages/b/mod.py", BAD)
-    reason = blocking_reason(agent, stop(agent, repo / "packages/a"))  # then `cd packages/a`
+    reason = blocking_reason(agent, stop(repo / "packages/a", agent=agent))  # then `cd packages/a`
     assert "packages/b/mod.py:1: error: bug found" in reason
 
 
@@ -295,7 +292,7 @@ def test_a_pushed_commit_amended_here_blocks_until_the_fix_is_pushed(published: 
     reason = cannot_check("codex", published)
     assert f"the session's commits ({work[:12]}) were pushed" in reason
     git(published, "push", "-q", "--force-with-lease", "origin", "main")
-    assert_allowed_silently("codex", stop("codex", published))
+    assert_allowed_silently("codex", stop(published, agent="codex"))
 
 
 def test_work_rewritten_into_what_is_checked_out_is_let_through(published: Path) -> None:
@@ -312,7 +309,7 @@ def test_work_rewritten_into_what_is_checked_out_is_let_through(published: Path)
     commit_all(published, "squashed")
     git(published, "branch", "-q", "-D", "feat")
     a_harmless_change(published)
-    assert_allowed_silently("gemini", stop("gemini", published))
+    assert_allowed_silently("gemini", stop(published, agent="gemini"))
 
 
 def test_commits_reset_away_stay_the_sessions_after_their_reflog_expired(project: Path
@@ -378,7 +375,7 @@ def test_a_clean_filter_set_up_during_the_session_blocks(agent: str, during: str
     # Restored: judged again. (By what the index's stat data then says: `git add` under the
     # filter recorded the broken file's stat data with the old content, see the security
     # model's limits.)
-    assert "clean filters" not in stop(agent, project).stdout
+    assert "clean filters" not in stop(project, agent=agent).stdout
 
 
 @pytest.mark.usefixtures("no_user_config")
@@ -389,7 +386,7 @@ def test_a_filter_set_up_before_the_session_is_trusted(project: Path) -> None:
     write(info_attributes(project), "*.py filter=plain\n")
     begun(project, "s-1")
     write(project / "calc.py", BAD)
-    reason = blocking_reason("claude", stop("claude", project))
+    reason = blocking_reason("claude", stop(project, agent="claude"))
     assert "calc.py:1: error: bug found" in reason
     assert "clean filters" not in reason
 
@@ -414,7 +411,7 @@ def test_a_record_without_the_filters_blocks_only_where_filters_are_set(
     write(project / "calc.py", BAD)
     if not filters_now:
         assert "calc.py:1: error: bug found" in blocking_reason("gemini",
-                                                                stop("gemini", project))
+                                                                stop(project, agent="gemini"))
         return
     git(project, "config", "filter.hide.clean", HIDING)
     write(info_attributes(project), ATTRIBUTES)

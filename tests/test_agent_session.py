@@ -19,14 +19,12 @@ from test_agent_hook import (
     CHECK_GATE,
     GOOD,
     HOOK,
-    HookRun,
     checked_project,
     contract,
     rounds_path,
-    stop,
 )
 
-from conftest import commit_all, git, write
+from conftest import HookRun, commit_all, git, stop, write
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
@@ -39,8 +37,8 @@ def project(repo: Path) -> Path:
     return checked_project(repo)
 
 
-def session_start(cwd: Path, session: str = "session-1", source: str = "startup") -> HookRun:
-    run = stop(cwd, event="SessionStart", source=source, session=session)
+def session_start(cwd: Path, session: str = "s-1", source: str = "startup") -> HookRun:
+    run = stop(cwd, event="SessionStart", source=source, session=session, begin=False)
     assert run.stdout == ""  # what a SessionStart hook prints becomes the agent's context
     return run
 
@@ -49,14 +47,14 @@ def head(repo: Path) -> str:
     return git(repo, "rev-parse", "HEAD").strip()
 
 
-def recorded_start(session: str = "session-1") -> dict[str, Any]:
+def recorded_start(session: str = "s-1") -> dict[str, Any]:
     path = record_path(session)
     assert path is not None
     data: dict[str, Any] = json.loads(path.read_text())
     return data
 
 
-def last_report(repo: Path, session: str = "session-1") -> dict[str, Any]:
+def last_report(repo: Path, session: str = "s-1") -> dict[str, Any]:
     data: dict[str, Any] = json.loads(
         rounds_path(repo, session).with_suffix(".report.json").read_text())
     return data

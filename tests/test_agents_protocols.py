@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -20,15 +18,13 @@ from pytest_verifygate.agents.detect import ADAPTERS, detect
 from test_agent_hook import (
     BAD,
     CHECK_GATE,
-    ELSEWHERE,
     GOOD,
     HOOK,
-    begun,
     checked_project,
     contract,
 )
 
-from conftest import commit_all, git, write
+from conftest import PAYLOADS, HookRun, claude, commit_all, git, run_hook, stop, write
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
@@ -40,78 +36,11 @@ STEADY_GATE = contract('[[gate]]\nname = "steady"\ncommand = [PY, "-c", '
                        'when_changed = ["*.py"]\n')
 
 
-def claude(cwd: Path, session: str, *, active: bool = False, event: str = "Stop",
-           **extra: Any) -> dict[str, Any]:
-    return {"session_id": session, "transcript_path": "/nonexistent/transcript.jsonl",
-            "cwd": str(cwd), "permission_mode": "default", "hook_event_name": event,
-            "stop_hook_active": active, **extra}
-
-
-def codex(cwd: Path, session: str, *, active: bool = False, event: str = "Stop",
-          **extra: Any) -> dict[str, Any]:
-    # Codex's stop.command.input schema: every key required.
-    return {"session_id": session, "turn_id": "turn-7", "transcript_path": None,
-            "cwd": str(cwd), "hook_event_name": event, "model": "gpt-5-codex",
-            "permission_mode": "default", "stop_hook_active": active,
-            "last_assistant_message": "Done: the sign is fixed.", **extra}
-
-
-def cursor(cwd: Path, session: str, *, loop_count: int = 0, status: str = "completed",
-           **extra: Any) -> dict[str, Any]:
-    return {"conversation_id": session, "generation_id": "gen-42", "model": "claude-4-sonnet",
-            "hook_event_name": "stop", "cursor_version": "1.7.2",
-            "workspace_roots": [str(cwd)], "user_email": "dev@example.invalid",
-            "status": status, "loop_count": loop_count, **extra}
-
-
-def gemini(cwd: Path, session: str, *, active: bool = False, event: str = "AfterAgent",
-           **extra: Any) -> dict[str, Any]:
-    payload = {"session_id": session, "transcript_path": "/nonexistent/session.json",
-               "cwd": str(cwd), "hook_event_name": event, "timestamp": "2025-12-01T10:30:00Z"}
-    if event == "AfterAgent":
-        payload |= {"prompt": "Fix the sign in calc.py", "prompt_response": "Done.",
-                    "stop_hook_active": active}
-    return payload | extra
-
-
-PAYLOADS: dict[str, Callable[..., dict[str, Any]]] = {
-    "claude": claude, "codex": codex, "cursor": cursor, "gemini": gemini}
 AGENTS = list(PAYLOADS)
 TITLES = {"claude": "Claude Code", "codex": "Codex CLI", "cursor": "Cursor", "gemini": "Gemini CLI"}
 
 
-class Answer:
-    """One run of the hook: exit status, stdout (parsed when it holds JSON), stderr."""
-
-    def __init__(self, done: subprocess.CompletedProcess[bytes]) -> None:
-        self.returncode = done.returncode
-        self.stdout = done.stdout.decode()
-        self.stderr = done.stderr.decode()
-        assert self.returncode == 0, self
-        assert "Traceback" not in self.stderr, self.stderr
-        self.json: dict[str, Any] | None = None
-        if self.stdout:
-            # One JSON object on one line, and nothing else (Gemini CLI requires it).
-            assert self.stdout.endswith("\n") and self.stdout.count("\n") == 1, self.stdout
-            self.json = json.loads(self.stdout)
-
-    def __repr__(self) -> str:
-        return f"Answer({self.returncode}, {self.stdout!r}, {self.stderr!r})"
-
-
-def run_hook(payload: dict[str, Any] | bytes, *args: str, cwd: Path | None = None) -> Answer:
-    raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    done = subprocess.run([*HOOK, *args], input=raw, capture_output=True, timeout=120,
-                          cwd=cwd or ELSEWHERE, check=False)
-    return Answer(done)
-
-
-def stop(agent: str, repo: Path, *args: str, session: str = "s-1", **fields: Any) -> Answer:
-    begun(repo, session)
-    return run_hook(PAYLOADS[agent](repo, session, **fields), *args)
-
-
-def blocking_reason(agent: str, answer: Answer) -> str:
+def blocking_reason(agent: str, answer: HookRun) -> str:
     """The reason an answer blocks with, checking the exact fields of the agent's format."""
     data = answer.json
     assert data is not None, answer
@@ -125,7 +54,7 @@ def blocking_reason(agent: str, answer: Answer) -> str:
     return str(data["reason"])
 
 
-def assert_allowed_silently(agent: str, answer: Answer) -> None:
+def assert_allowed_silently(agent: str, answer: HookRun) -> None:
     if agent in ("claude", "codex"):
         assert answer.stdout == "", answer
     else:
@@ -144,7 +73,7 @@ def project(repo: Path) -> Path:
 @pytest.mark.parametrize("agent", AGENTS)
 def test_a_failing_round_blocks_in_the_agents_format(agent: str, project: Path) -> None:
     write(project / "calc.py", BAD)
-    reason = blocking_reason(agent, stop(agent, project))
+    reason = blocking_reason(agent, stop(project, agent=agent))
     assert reason.startswith("verifygate blocked this stop (round 1 of 3): the verify contract's "
                              "gates fail on your changes.")
     assert "### `check` failed: command_failed, exit status 1" in reason
@@ -154,58 +83,58 @@ def test_a_failing_round_blocks_in_the_agents_format(agent: str, project: Path) 
 @pytest.mark.parametrize("agent", AGENTS)
 def test_a_passing_round_lets_the_agent_stop(agent: str, project: Path) -> None:
     write(project / "calc.py", GOOD + "# reviewed\n")
-    answer = stop(agent, project)
+    answer = stop(project, agent=agent)
     assert_allowed_silently(agent, answer)
 
 
 @pytest.mark.parametrize("agent", ["claude", "codex", "gemini"])
 def test_the_cap_hands_the_work_to_a_human(agent: str, project: Path) -> None:
     write(project / "calc.py", BAD)
-    first = stop(agent, project, "--max-rounds", "2")
+    first = stop(project, "--max-rounds", "2", agent=agent)
     assert "round 1 of 2" in blocking_reason(agent, first)
-    second = stop(agent, project, "--max-rounds", "2", active=True)
+    second = stop(project, "--max-rounds", "2", active=True, agent=agent)
     assert "round 2 of 2" in blocking_reason(agent, second)
-    capped = stop(agent, project, "--max-rounds", "2", active=True)
+    capped = stop(project, "--max-rounds", "2", active=True, agent=agent)
     assert capped.json is not None and set(capped.json) == {"systemMessage"}, capped
     message = capped.json["systemMessage"]
     assert "gates still fail after 2 round(s) of fixes (`check`)" in message
     assert "a human must review" in message
     assert "a human must review" in capped.stderr
     # A human sends the agent back: a fresh set of rounds.
-    assert "round 1 of 2" in blocking_reason(agent, stop(agent, project, "--max-rounds", "2"))
+    assert "round 1 of 2" in blocking_reason(agent, stop(project, "--max-rounds", "2", agent=agent))
 
 
 def test_cursor_counts_the_rounds_with_loop_count(project: Path) -> None:
     write(project / "calc.py", BAD)
-    first = stop("cursor", project, "--max-rounds", "2", loop_count=0)
+    first = stop(project, "--max-rounds", "2", loop_count=0, agent="cursor")
     assert "round 1 of 2" in blocking_reason("cursor", first)
     # Cursor's own count decides, whatever this conversation's state says: a conversation
     # the hook never saw, one follow-up into its run, is in its second round.
-    other = stop("cursor", project, "--max-rounds", "2", session="s-2", loop_count=1)
+    other = stop(project, "--max-rounds", "2", session="s-2", loop_count=1, agent="cursor")
     assert "round 2 of 2" in blocking_reason("cursor", other)
     assert "This is the last round" in blocking_reason("cursor", other)
     # At the cap the hand-over goes to the agent, to relay: the stop hook's only channel.
-    capped = stop("cursor", project, "--max-rounds", "2", loop_count=2)
+    capped = stop(project, "--max-rounds", "2", loop_count=2, agent="cursor")
     handed_over = blocking_reason("cursor", capped)
     assert handed_over.startswith("verifygate: gates still fail after 2 round(s) of fixes")
     assert "a human must review" in handed_over
     assert "Do not try another fix for these failures. Stop now, and tell the user" in handed_over
     # The agent relays it and stops again: let it go, without running the gates again.
     write(project / "verify.toml", CHECK_GATE.replace('"check.py"', '"check.py", "ran.txt"'))
-    after = stop("cursor", project, "--max-rounds", "2", loop_count=3)
+    after = stop(project, "--max-rounds", "2", loop_count=3, agent="cursor")
     assert after.json == {}
     assert "already sent back 3 time(s) in this run" in after.stderr
     assert not (project / "ran.txt").exists()
     # The user prompts again (Cursor's count restarts): fresh rounds.
     assert "round 1 of 2" in blocking_reason(
-        "cursor", stop("cursor", project, "--max-rounds", "2", loop_count=0))
+        "cursor", stop(project, "--max-rounds", "2", loop_count=0, agent="cursor"))
 
 
 @pytest.mark.parametrize("status", ["aborted", "error"])
 def test_cursor_never_overrules_a_stop_the_user_aborted(status: str, project: Path) -> None:
     write(project / "calc.py", BAD)
     write(project / "verify.toml", CHECK_GATE.replace('"check.py"', '"check.py", "ran.txt"'))
-    answer = stop("cursor", project, status=status)
+    answer = stop(project, status=status, agent="cursor")
     assert answer.json == {}
     assert f"status {status!r}" in answer.stderr
     assert not (project / "ran.txt").exists()
@@ -216,7 +145,7 @@ def test_every_agent_gets_the_same_digest_for_the_same_change(repo: Path) -> Non
     write(repo / "calc.py", GOOD)
     commit_all(repo)
     write(repo / "calc.py", BAD)
-    reasons = {agent: blocking_reason(agent, stop(agent, repo, session=f"same-{agent}"))
+    reasons = {agent: blocking_reason(agent, stop(repo, session=f"same-{agent}", agent=agent))
                for agent in AGENTS}
     assert len(set(reasons.values())) == 1, reasons
     assert "calc.py:2: error: wrong sign" in reasons["claude"]
@@ -229,7 +158,7 @@ def test_every_agent_gets_the_same_digest_for_the_same_change(repo: Path) -> Non
 @pytest.mark.parametrize("agent", AGENTS)
 def test_an_unreadable_contract_blocks_every_agent(agent: str, project: Path) -> None:
     write(project / "verify.toml", CHECK_GATE + "timeout_secnds = 5\n")
-    reason = blocking_reason(agent, stop(agent, project))
+    reason = blocking_reason(agent, stop(project, agent=agent))
     assert "the verify contract cannot be loaded" in reason
     assert "timeout_secnds" in reason
 
@@ -329,13 +258,13 @@ def test_a_subagent_stop_is_not_gated(agent: str, project: Path) -> None:
     write(project / "verify.toml", CHECK_GATE.replace('"check.py"', '"check.py", "ran.txt"'))
     commit_all(project)
     write(project / "calc.py", BAD)
-    assert "round 1 of 3" in blocking_reason(agent, stop(agent, project))
+    assert "round 1 of 3" in blocking_reason(agent, stop(project, agent=agent))
     for _ in range(4):
-        sub = stop(agent, project, event="SubagentStop", agent_id="explore-1",
-                   agent_type="Explore", agent_transcript_path=None)
+        sub = stop(project, event="SubagentStop", agent_id="explore-1",
+                   agent_type="Explore", agent_transcript_path=None, agent=agent)
         assert sub.stdout == "" and sub.stderr == "", sub
     assert (project / "ran.txt").read_text().count("ran") == 1  # no gate ran for them
-    assert "round 2 of 3" in blocking_reason(agent, stop(agent, project))
+    assert "round 2 of 3" in blocking_reason(agent, stop(project, agent=agent))
 
 
 @pytest.mark.parametrize(("transcript", "agent"), [
@@ -355,7 +284,7 @@ def test_a_session_start_without_turn_id_is_told_apart(transcript: str | None, a
     assert started.stdout == "" and started.stderr == ""
     write(project / "calc.py", BAD)
     commit_all(project)
-    reason = blocking_reason(agent, stop(agent, project, session=f"start-{agent}"))
+    reason = blocking_reason(agent, stop(project, session=f"start-{agent}", agent=agent))
     assert "every change since HEAD when the session began" in reason
 
 

@@ -31,16 +31,10 @@ from pytest_verifygate.result_cache import (
     script_programs,
 )
 
-from conftest import commit_all, git, write
+from conftest import commit_all, git, verifygate, write
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
-
-
-def verifygate(repo: Path, *args: str, env: dict[str, str] | None = None
-               ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest_verifygate.cli", *args], cwd=repo,
-                          capture_output=True, text=True, env={**os.environ, **(env or {})})
 
 
 def run_report(repo: Path, *args: str, status: int = 0,
@@ -48,7 +42,7 @@ def run_report(repo: Path, *args: str, status: int = 0,
     """``verifygate run --all``; the report's gates by name (the report is written outside
     the work tree, so it never becomes an input itself)."""
     path = repo.parent / "report.json"
-    done = verifygate(repo, "run", "--all", "--json", str(path), *args, env=env)
+    done = verifygate("run", "--all", "--json", str(path), *args, env=env, cwd=repo)
     assert done.returncode == status, done.stdout + done.stderr
     report = json.loads(path.read_text(encoding="utf-8"))
     validate_report(report)
@@ -84,7 +78,7 @@ def test_a_pass_is_reused_without_running_the_gate(repo: Path, counter: Path) ->
     first = run_report(repo)
     assert runs(counter) == 1
     assert first["lint"]["cached"] is False
-    done = verifygate(repo, "run", "--all")
+    done = verifygate("run", "--all", cwd=repo)
     assert done.returncode == 0, done.stderr
     assert runs(counter) == 1, "the second run executed the gate"
     assert re.search(r"PASS  lint\s+cached", done.stdout), done.stdout

@@ -18,7 +18,10 @@ import pytest
 
 from plugin_support import QUIET_PLUGINS, init_repo, python, write_contract
 
-from conftest import commit_all, git, write
+from conftest import commit_all, git, verifygate, write
+
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
 
 # A gate program that appends the files it was given, one run per line, to ``argv[1]``, and
 # fails if any of them starts with the word "broken"; options are not recorded.
@@ -29,15 +32,10 @@ RECORDING = (
 )
 
 
-def verifygate(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest_verifygate.cli", *args], cwd=repo,
-                          capture_output=True, text=True, env=dict(os.environ))
-
-
 def gate_report(repo: Path, *args: str, status: int = 0) -> dict[str, Any]:
     """``verifygate run ARGS``: the report's only gate."""
     path = repo.parent / "report.json"
-    done = verifygate(repo, "run", "--json", str(path), *args)
+    done = verifygate("run", "--json", str(path), *args, cwd=repo)
     assert done.returncode == status, done.stdout + done.stderr
     gates: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["gates"]
     assert len(gates) == 1, gates
@@ -92,7 +90,7 @@ def test_the_same_content_is_checked_once_from_edit_to_push(repo: Path, record: 
     git(tmp_path, "init", "-q", "--bare", str(remote))
     git(repo, "remote", "add", "origin", str(remote))
     git(repo, "push", "-q", "origin", "main")
-    assert verifygate(repo, "install", "--hook", "pre-push").returncode == 0
+    assert verifygate("install", "--hook", "pre-push", cwd=repo).returncode == 0
     # The agent's stop: edits, a deletion and a rename, nothing staged.
     write(repo / "src" / "m0.py", "x = 10\n")
     (repo / "src" / "m1.py").unlink()
@@ -262,7 +260,7 @@ def codespell_project(repo: Path, config: str) -> None:
     """codespell's gate as ``verifygate migrate`` writes it: ``types = ["text"]``, cached."""
     write(repo / "pyproject.toml", f"[tool.codespell]\n{config}\n")
     write(repo / ".pre-commit-config.yaml", CODESPELL_HOOK)
-    assert verifygate(repo, "migrate").returncode == 0
+    assert verifygate("migrate", cwd=repo).returncode == 0
     assert 'cache = true' in (repo / "verify.toml").read_text()
     write(repo / "notes.txt", "teh cat\n")
     for index in range(3):

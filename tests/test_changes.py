@@ -12,12 +12,13 @@ from pytest_verifygate.errors import ChangeSetError
 from pytest_verifygate.git.changes import ChangeRequest, ChangeSet, all_files, compute_changes
 from pytest_verifygate.gitcmd import git_output
 
-from conftest import commit_all, git, write
+from conftest import commit_all, git, verifygate, write
 
 ODD_NAMES = ["with space.py", "quote'\".py", "uni-ß-✓.py", "$(touch pwned).py", "-rf",
              "new\nline.py", "semi;colon.py"]
 
 
+@pytest.mark.slow
 def test_staged_includes_deletions_and_both_sides_of_a_rename(repo: Path) -> None:
     write(repo / "keep.py", "a\n")
     write(repo / "gone.py", "b\n")
@@ -34,12 +35,14 @@ def test_staged_includes_deletions_and_both_sides_of_a_rename(repo: Path) -> Non
     assert changes.existing_files == ("new.py",)
 
 
+@pytest.mark.slow
 def test_staged_in_a_repository_without_commits(repo: Path) -> None:
     write(repo / "first.py", "x\n")
     git(repo, "add", "first.py")
     assert compute_changes(repo, ChangeRequest(staged=True)).files == ("first.py",)
 
 
+@pytest.mark.slow
 def test_changed_from_uses_the_merge_base_and_untracked_files(repo: Path) -> None:
     write(repo / "base.py", "0\n")
     commit_all(repo, "base")
@@ -59,6 +62,7 @@ def test_changed_from_uses_the_merge_base_and_untracked_files(repo: Path) -> Non
     assert (changes.source, changes.ref) == ("ref", "main")
 
 
+@pytest.mark.slow
 def test_pre_commit_range_from_the_environment(repo: Path) -> None:
     write(repo / "a.py", "1\n")
     commit_all(repo)
@@ -78,6 +82,7 @@ def test_pre_commit_range_from_the_environment(repo: Path) -> None:
     assert compute_changes(repo, environ={"PRE_COMMIT": "1"}).files == ("c.py",)
 
 
+@pytest.mark.slow
 def test_settings_and_environment_refs(repo: Path) -> None:
     write(repo / "a.py", "1\n")
     commit_all(repo)
@@ -90,6 +95,7 @@ def test_settings_and_environment_refs(repo: Path) -> None:
     assert nothing.source == "all" and not nothing.filtering
 
 
+@pytest.mark.slow
 def test_odd_file_names_survive(repo: Path) -> None:
     write(repo / "seed", "s\n")
     commit_all(repo)
@@ -101,6 +107,7 @@ def test_odd_file_names_survive(repo: Path) -> None:
     assert not (repo / "pwned").exists()
 
 
+@pytest.mark.slow
 def test_non_utf8_file_names(repo: Path) -> None:
     raw = b"caf\xe9.py"
     (repo / os.fsdecode(raw)).write_text("x\n")
@@ -122,6 +129,7 @@ def test_explicit_files_relative_to_cwd_and_root(repo: Path) -> None:
     assert changes.files == ("b.py", "src/a.py")
 
 
+@pytest.mark.slow
 def test_a_named_file_neither_on_disk_nor_in_the_index_is_an_error(
         repo: Path, pytester: pytest.Pytester) -> None:
     """From a subdirectory, a path written from the project root named nothing: nothing ran
@@ -138,23 +146,19 @@ def test_a_named_file_neither_on_disk_nor_in_the_index_is_an_error(
     (repo / "src" / "attr" / "unstaged.py").unlink()  # deleted, still in the index
     here = repo / "src"
 
-    def verifygate(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "pytest_verifygate.cli", *args],
-                              cwd=here, input=stdin, capture_output=True, text=True)
-
     fix = ("named files are relative to the current directory; a deletion is found by "
            "--changed-from REF)")
     meant = f"src/attr/_make.py: no such file in the work tree or the index (did you mean " \
             f"attr/_make.py? {fix}"
-    for done in (verifygate("run", "--files", "src/attr/_make.py"),
-                 verifygate("run", "--files-from", "-", stdin="src/attr/_make.py\n")):
+    for done in (verifygate("run", "--files", "src/attr/_make.py", cwd=here),
+                 verifygate("run", "--files-from", "-", stdin="src/attr/_make.py\n", cwd=here)):
         assert (done.returncode, done.stdout) == (2, ""), done
         assert done.stderr.splitlines() == [f"verifygate: error: {meant}"]
-    gone = verifygate("list", "--files", "attr/gone.py")
+    gone = verifygate("list", "--files", "attr/gone.py", cwd=here)
     assert gone.returncode == 2 and gone.stderr.splitlines() == [
         f"verifygate: error: attr/gone.py: no such file in the work tree or the index ({fix}"]
     for named in ("attr/_make.py", "attr/unstaged.py"):  # on disk, or in the index
-        assert verifygate("run", "--files", named).returncode == 1
+        assert verifygate("run", "--files", named, cwd=here).returncode == 1
     pytester.chdir()
     result = pytester.runpytest_subprocess("--verify-contract", str(repo / "verify.toml"),
                                            "--verify-files", str(repo / "src" / "x.py"))
@@ -162,6 +166,7 @@ def test_a_named_file_neither_on_disk_nor_in_the_index_is_an_error(
     result.stderr.fnmatch_lines(["*src/x.py: no such file in the work tree or the index*"])
 
 
+@pytest.mark.slow
 def test_paths_are_relative_to_a_project_in_a_subdirectory(repo: Path) -> None:
     write(repo / "proj" / "verify.toml", "")
     write(repo / "other.py", "")
@@ -182,6 +187,7 @@ def test_paths_are_relative_to_a_project_in_a_subdirectory(repo: Path) -> None:
     assert (since_commit.files, since_commit.deleted) == (("src/a.py",), {"src/a.py"})
 
 
+@pytest.mark.slow
 def test_unknown_ref_and_no_repository(repo: Path, tmp_path: Path) -> None:
     write(repo / "a.py", "1\n")
     commit_all(repo)
@@ -195,6 +201,7 @@ def test_unknown_ref_and_no_repository(repo: Path, tmp_path: Path) -> None:
         compute_changes(plain, ChangeRequest(staged=True))
 
 
+@pytest.mark.slow
 def test_git_output_is_git_stdout_or_one_line_saying_why_not(repo: Path, tmp_path: Path) -> None:
     write(repo / "a.py", "1\n")
     commit_all(repo)
@@ -209,6 +216,7 @@ def test_git_output_is_git_stdout_or_one_line_saying_why_not(repo: Path, tmp_pat
         git_output(plain, "diff", "--name-only")
 
 
+@pytest.mark.slow
 def test_shallow_clone_without_merge_base_says_how_to_fix(repo: Path, tmp_path: Path) -> None:
     write(repo / "a.py", "1\n")
     commit_all(repo, "one")
@@ -232,9 +240,9 @@ def test_change_set_round_trips_through_a_dict() -> None:
     assert ChangeSet.from_dict(changes.to_dict()) == changes
 
 
+@pytest.mark.slow
 def test_files_the_package_writes_are_never_changes(repo: Path) -> None:
     import json
-    import sys
 
     from pytest_verifygate.engine import RunRequest, prepare
 
@@ -242,17 +250,13 @@ def test_files_the_package_writes_are_never_changes(repo: Path) -> None:
                                 'when_changed = ["**"]\n')
     commit_all(repo)
 
-    def verifygate(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "pytest_verifygate.cli", *args],
-                              cwd=repo, capture_output=True, text=True, check=False)
-
     def selected(**request: object) -> list[str]:
         plan = prepare(RunRequest(start=repo, changes=ChangeRequest(**request)))  # type: ignore[arg-type]
         return [s.gate.name for s in plan.selected]
 
     write(repo / "src" / "a.py", "x = 1\n")
     first = verifygate("run", "--changed-from", "HEAD", "--json", "out/report.json",
-                       "--junit", "out/junit.xml")
+                       "--junit", "out/junit.xml", cwd=repo)
     assert first.returncode == 0, first.stderr
     assert json.loads((repo / "out" / "report.json").read_text())["summary"]["passed"] == 1
     git(repo, "add", "src/a.py")
@@ -260,7 +264,7 @@ def test_files_the_package_writes_are_never_changes(repo: Path) -> None:
     # The next run, whatever its source, does not take the report or JUnit file for changes.
     assert selected(worktree=True) == []
     assert compute_changes(repo, ChangeRequest(worktree=True)).files == ()
-    listed = verifygate("list", "--changed-from", "HEAD", "--format", "json")
+    listed = verifygate("list", "--changed-from", "HEAD", "--format", "json", cwd=repo)
     assert json.loads(listed.stdout)["gates"][0]["selected"] is False
     git(repo, "add", "-A")  # staged, the reports are part of the commit: a change
     assert selected(staged=True) == ["everything"]
@@ -271,10 +275,11 @@ def test_files_the_package_writes_are_never_changes(repo: Path) -> None:
     # Nothing under .git/ is a change, even when named.
     assert selected(files=[".git/config", "nested/.git/HEAD"]) == []
     # So are the files verifygate merge writes from shard reports.
-    shard = verifygate("run", "--all", "--shard", "1/1", "--json", str(repo.parent / "s1.json"))
+    shard = verifygate("run", "--all", "--shard", "1/1", "--json", str(repo.parent / "s1.json"),
+                       cwd=repo)
     assert shard.returncode == 0, shard.stderr
     merged = verifygate("merge", str(repo.parent / "s1.json"), "--json", "merged/report.json",
-                        "--junit", "merged/junit.xml")
+                        "--junit", "merged/junit.xml", cwd=repo)
     assert merged.returncode == 0, merged.stderr
     assert selected(worktree=True) == []
     # Edited since it was written, a report is a change like any file.
@@ -286,13 +291,13 @@ TRACKED_REPORT = ("{} is a file git tracks: write the report elsewhere (a git-ig
                   "or outside the work tree)")
 
 
+@pytest.mark.slow
 def test_a_report_over_a_tracked_or_staged_file_is_refused(repo: Path,
                                                            pytester: pytest.Pytester) -> None:
     """Written over a tracked file, a report would replace the user's file and, as the tool's
     own output, be no change for the stop, --changed-from or the commit: the gate judging it
     would never run again."""
     import json
-    import sys
 
     write(repo / "verify.toml", '[[gate]]\nname = "json"\nwhen_changed = ["*.json", "*.xml"]\n'
                                 'command = ["true"]\n')
@@ -303,21 +308,18 @@ def test_a_report_over_a_tracked_or_staged_file_is_refused(repo: Path,
     git(repo, "add", "staged.json")
     contents = {path: path.read_bytes() for path in repo.glob("**/*.*") if ".git" not in path.parts}
 
-    def verifygate(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "pytest_verifygate.cli", *args],
-                              cwd=repo, capture_output=True, text=True, check=False)
-
     for args, named in (
             (("run", "--all", "--json", "config.json"), "config.json"),
             (("run", "--all", "--json", "staged.json"), "staged.json"),
             (("run", "--all", "--junit", "docs/junit.xml"), "docs/junit.xml")):
-        done = verifygate(*args)
+        done = verifygate(*args, cwd=repo)
         assert (done.returncode, done.stdout) == (2, ""), done
         assert done.stderr.splitlines() == ["verifygate: error: " + TRACKED_REPORT.format(named)]
-    shard = verifygate("run", "--all", "--shard", "1/1", "--json", str(repo.parent / "s1.json"))
+    shard = verifygate("run", "--all", "--shard", "1/1", "--json", str(repo.parent / "s1.json"),
+                       cwd=repo)
     assert shard.returncode == 0, shard.stderr
     for option in ("--json", "--junit"):
-        merged = verifygate("merge", str(repo.parent / "s1.json"), option, "config.json")
+        merged = verifygate("merge", str(repo.parent / "s1.json"), option, "config.json", cwd=repo)
         assert (merged.returncode, merged.stderr.splitlines()) == (
             2, ["verifygate: error: " + TRACKED_REPORT.format("config.json")])
     pytester.chdir()
@@ -331,6 +333,7 @@ def test_a_report_over_a_tracked_or_staged_file_is_refused(repo: Path,
     assert json.loads((repo / "config.json").read_text()) == {"a": 1}
 
 
+@pytest.mark.slow
 def test_a_staged_run_asks_git_once_for_each_answer(repo: Path, tmp_path: Path) -> None:
     # A commit waits for these: the work tree's place and its index, what differs from the
     # index (untracked files and hidden edits included), the staged diff, HEAD (what the

@@ -35,7 +35,7 @@ from pytest_verifygate.report.github import (
 from pytest_verifygate.report.junit import failure_text, to_junit
 from pytest_verifygate.report.outcomes import format_seconds, outcome_counts
 
-from conftest import commit_all, git, validate_junit, write
+from conftest import commit_all, git, validate_junit, verifygate, write
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
@@ -101,13 +101,6 @@ def pr_repo(repo: Path) -> Path:
 def github_env(tmp_path: Path) -> dict[str, str]:
     return {"GITHUB_ACTIONS": "true", "GITHUB_BASE_REF": "main",
             "GITHUB_STEP_SUMMARY": str(tmp_path / "step-summary.md")}
-
-
-def verifygate(*args: str, cwd: Path, env: dict[str, str] | None = None
-               ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PY, "-m", "pytest_verifygate.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, env={**os.environ, **(env or {})},
-                          timeout=120)
 
 
 def run_pytest(*args: str, cwd: Path, env: dict[str, str] | None = None

@@ -355,6 +355,7 @@ def test_real_tool_output(case: RealCase, corpus_run: dict[str, GateResult]) -> 
     assert ("\x1b[" in result.output_tail) == case.coloured
 
 
+@pytest.mark.slow
 def test_skipped_gate_says_why(corpus_run: dict[str, GateResult]) -> None:
     if not installed("npm"):
         pytest.skip("npm not installed")

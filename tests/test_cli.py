@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import pytest
 
 from pytest_verifygate.report.document import load_schema
 
-from conftest import commit_all, write
+from conftest import commit_all, verifygate, write
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
@@ -44,15 +43,6 @@ def python(code: str, cwd: Path | None = None,
     """``code`` run by a Python of its own (what a command's start-up does is seen whole)."""
     return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True,
                           text=True, check=check)
-
-
-def verifygate(*args: str, cwd: Path, stdin: str | None = None,
-               env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_verifygate.cli", *args],
-        cwd=cwd, capture_output=True, text=True, input=stdin,
-        env={**os.environ, **(env or {})},
-    )
 
 
 def test_run_exit_status_and_schema_valid_report(repo: Path) -> None:

@@ -23,7 +23,7 @@ import pytest
 from plugin_support import QUIET_PLUGINS, init_repo, write_contract
 from pytest_verifygate.report.terminal import color_wanted
 
-from conftest import write
+from conftest import verifygate, write
 
 PY = sys.executable
 ESC = "\x1b["
@@ -40,9 +40,15 @@ def gates(repo: Path, *, failing: bool = True) -> None:
              '"import sys; print(\'a.py:1: error\'); sys.exit(3)"]\n' if failing else ""))
 
 
+@pytest.fixture(autouse=True)
+def _no_color_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only what a test sets decides on color, not the settings of whoever runs the tests."""
+    for name in COLOR_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
 def environment(**values: str) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if key not in COLOR_VARIABLES}
-    return {**env, "TERM": "xterm-256color", **values}
+    return {**os.environ, "TERM": "xterm-256color", **values}
 
 
 def in_terminal(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
@@ -71,11 +77,6 @@ def in_terminal(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, s
         os.close(controller)
         status = process.wait(timeout=30)
     return status, b"".join(chunks).decode("utf-8", "replace")
-
-
-def verifygate(repo: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PY, "-m", "pytest_verifygate.cli", "run", "--all", *args], cwd=repo,
-                          env=env, capture_output=True, text=True, timeout=60)
 
 
 # -- the decision, as pytest's ------------------------------------------------------------
@@ -112,6 +113,7 @@ def test_color_is_decided_as_pytest_decides(choice: str, tty: bool, env: dict[st
 # -- verifygate run ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_terminal_gets_color(repo: Path) -> None:
     gates(repo)
     status, output = in_terminal([PY, "-m", "pytest_verifygate.cli", "run", "--all"], repo,
@@ -122,13 +124,15 @@ def test_a_terminal_gets_color(repo: Path) -> None:
     assert verdict.startswith(f"{ESC}31m"), verdict
 
 
+@pytest.mark.slow
 def test_a_pipe_gets_no_color(repo: Path) -> None:
     gates(repo)
-    done = verifygate(repo, env=environment())
+    done = verifygate("run", "--all", env=environment(), cwd=repo)
     assert done.returncode == 1, done.stderr
     assert "FAIL" in done.stdout and ESC not in done.stdout + done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("env", "colored"), [
     ({"NO_COLOR": "1"}, False),
     ({"PY_COLORS": "0"}, False),
@@ -147,6 +151,7 @@ def test_the_environment_decides_on_a_terminal(repo: Path, env: dict[str, str],
         assert ESC + "3" not in output and ESC + "1m" not in output, output
 
 
+@pytest.mark.slow
 def test_color_no_wins_on_a_terminal(repo: Path) -> None:
     gates(repo, failing=False)
     status, output = in_terminal([PY, "-m", "pytest_verifygate.cli", "run", "--all",
@@ -154,6 +159,7 @@ def test_color_no_wins_on_a_terminal(repo: Path) -> None:
     assert status == 0 and "PASS" in output and GREEN_PASS not in output, output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("args", "env"), [
     (("--color=yes",), {}),
     ((), {"FORCE_COLOR": "1"}),
@@ -162,22 +168,23 @@ def test_color_no_wins_on_a_terminal(repo: Path) -> None:
 def test_a_pipe_gets_color_when_asked(repo: Path, args: tuple[str, ...],
                                       env: dict[str, str]) -> None:
     gates(repo)
-    done = verifygate(repo, *args, env=environment(**env))
+    done = verifygate("run", "--all", *args, env=environment(**env), cwd=repo)
     assert GREEN_PASS in done.stdout and RED_FAIL in done.stdout, done.stdout
 
 
+@pytest.mark.slow
 def test_reports_digests_and_json_never_get_color(repo: Path) -> None:
     gates(repo)
     env = environment(FORCE_COLOR="1")
-    done = verifygate(repo, "--color=yes", "--json", "report.json", "--junit", "junit.xml",
-                      env=env)
+    done = verifygate("run", "--all", "--color=yes", "--json", "report.json", "--junit",
+                      "junit.xml", env=env, cwd=repo)
     assert RED_FAIL in done.stdout  # the text on stdout is colored, as asked
     for name in ("report.json", "junit.xml"):
         assert ESC not in (repo / name).read_text(), name
-    as_json = verifygate(repo, "--color=yes", "--format", "json", env=env)
+    as_json = verifygate("run", "--all", "--color=yes", "--format", "json", env=env, cwd=repo)
     assert ESC not in as_json.stdout
     assert json.loads(as_json.stdout)["verdict"] == "failed"
-    digest = verifygate(repo, "--color=yes", "--format", "agent", env=env)
+    digest = verifygate("run", "--all", "--color=yes", "--format", "agent", env=env, cwd=repo)
     assert "types" in digest.stdout and ESC not in digest.stdout
 
 
@@ -189,9 +196,10 @@ def closing(output: str) -> list[str]:
     return lines[lines.index("slowest gates:"):]
 
 
+@pytest.mark.slow
 def test_a_failed_run_ends_with_the_slowest_and_the_failed_gates(repo: Path) -> None:
     gates(repo)
-    done = verifygate(repo, env=environment())
+    done = verifygate("run", "--all", env=environment(), cwd=repo)
     assert done.returncode == 1
     tail = closing(done.stdout)
     slowest = tail[1:tail.index("failed gates:")]
@@ -204,9 +212,10 @@ def test_a_failed_run_ends_with_the_slowest_and_the_failed_gates(repo: Path) -> 
     assert tail[-1].startswith("verdict: failed"), tail
 
 
+@pytest.mark.slow
 def test_a_passing_run_has_no_closing_summary(repo: Path) -> None:
     gates(repo, failing=False)
-    done = verifygate(repo, env=environment())
+    done = verifygate("run", "--all", env=environment(), cwd=repo)
     assert done.returncode == 0
     assert "slowest gates" not in done.stdout and "failed gates" not in done.stdout
 
@@ -218,7 +227,7 @@ def test_a_passing_run_has_no_closing_summary(repo: Path) -> None:
 def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     init_repo(pytester.path, monkeypatch)
     monkeypatch.setenv("PYTEST_ADDOPTS", QUIET_PLUGINS)
-    for name in COLOR_VARIABLES:
+    for name in COLOR_VARIABLES:  # pytester sets PY_COLORS=0 for its runs
         monkeypatch.delenv(name, raising=False)
     return pytester
 
@@ -246,6 +255,7 @@ def test_pytest_s_color_option_colors_the_summary(project: pytest.Pytester) -> N
     assert not any(ESC in line for line in summary_section(plain.outlines))
 
 
+@pytest.mark.slow
 def test_pytest_s_summary_names_the_slowest_and_the_failed_gates(
     project: pytest.Pytester,
 ) -> None:

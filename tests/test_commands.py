@@ -71,6 +71,7 @@ def test_shell_syntax_is_unsupported_without_a_shell(command: str, message: str)
         parse_command(command, shell=False)
 
 
+@pytest.mark.slow
 def test_the_split_matches_what_sh_would_pass() -> None:
     command = """printf '%s\\n' "a b" 'c d' e\\ f "g\\\\h" 'i"j' "k'l" """
     parsed = parse_command(command, shell=False)
@@ -91,6 +92,7 @@ def test_shell_words_read_any_command_leniently(command: str, words: list[str] |
     assert shell_words(command) == words
 
 
+@pytest.mark.slow
 def test_command_text_is_what_sh_reads_back() -> None:
     argv = ["printf", "%s\\n", "a b", "it's", "$HOME", ""]
     text = command_text(argv)
@@ -117,6 +119,7 @@ def test_array_form_is_taken_verbatim() -> None:
     assert expand(parsed, ["a|b"]) == [["python", "-c", "import sys; print(sys.argv)", "a|b"]]
 
 
+@pytest.mark.slow
 def test_shell_files_are_quoted_for_sh(tmp_path: object) -> None:
     parsed = parse_command("printf '%s\\n' {files} | cat", shell=True)
     names = ["$(touch pwned)", "a;b", "`x`", "it's", 'q"q', "new\nline"]

@@ -29,7 +29,7 @@ from plugin_support import (
 )
 from pytest_verifygate.report.github import step_summary
 
-from conftest import commit_all, read_output_file, validate_junit, validate_surefire
+from conftest import commit_all, read_output_file, validate_junit, validate_surefire, verifygate
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
@@ -49,11 +49,6 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     init_repo(pytester.path, monkeypatch)
     monkeypatch.setenv("PYTEST_ADDOPTS", QUIET_PLUGINS)
     return pytester
-
-
-def verifygate(project: pytest.Pytester, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest_verifygate.cli", *args],
-                          cwd=project.path, capture_output=True, text=True, timeout=120)
 
 
 def consumers_contract(root: Path) -> None:
@@ -77,7 +72,7 @@ def test_both_junit_files_are_valid_xunit2(project: pytest.Pytester) -> None:
                                           "--verify-all", "--junitxml", "pytest.xml",
                                           "-o", "junit_logging=all", "-rP")
     assert result.ret == 1
-    cli = verifygate(project, "run", "--all", "--junit", "cli.xml")
+    cli = verifygate("run", "--all", "--junit", "cli.xml", cwd=project.path)
     assert cli.returncode == 1, cli.stderr
     validate_surefire(project.path / "cli.xml")
     for name in ("pytest.xml", "cli.xml"):
@@ -107,7 +102,7 @@ def test_flaky_gates_follow_surefire(project: pytest.Pytester) -> None:
     from junitparser.xunit2 import JUnitXml
 
     consumers_contract(project.path)
-    cli = verifygate(project, "run", "--all", "--junit", "cli.xml")
+    cli = verifygate("run", "--all", "--junit", "cli.xml", cwd=project.path)
     assert cli.returncode == 1, cli.stderr
     validate_junit(project.path / "cli.xml")
     validate_surefire(project.path / "cli.xml")  # the schema of the elements named after it
@@ -126,7 +121,8 @@ def test_xunit1_keeps_the_properties(project: pytest.Pytester) -> None:
                                           "--verify-all", "--junitxml", "pytest.xml",
                                           "-o", "junit_family=xunit1", "-rs")
     assert result.ret == 1
-    cli = verifygate(project, "run", "--all", "--junit", "cli.xml", "--junit-family", "xunit1")
+    cli = verifygate("run", "--all", "--junit", "cli.xml", "--junit-family", "xunit1",
+                     cwd=project.path)
     assert cli.returncode == 1, cli.stderr
     contract_lines = (project.path / "verify.toml").read_text().splitlines()
     miss_line = contract_lines.index('name = "miss"')  # 1-based line of its [[gate]]

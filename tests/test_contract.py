@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -16,12 +15,7 @@ from pytest_verifygate.contract.model import EMPTY_ENV
 from pytest_verifygate.contract.opentiger import minimatch_to_gitignore
 from pytest_verifygate.errors import ContractError
 
-from conftest import write
-
-
-def verifygate(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest_verifygate.cli", *args], cwd=repo,
-                          capture_output=True, text=True, timeout=120, env={**os.environ})
+from conftest import verifygate, write
 
 FULL = """
 [settings]
@@ -266,6 +260,7 @@ def test_opentiger_settings_are_checked_like_toml_settings(
     assert str(error.value).startswith(".opentiger/verify.contract.json: " + expected)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("npm") is None, reason="needs npm")
 def test_an_opentiger_script_that_is_not_defined_fails_unless_the_contract_skips_it(
     repo: Path,
@@ -274,14 +269,14 @@ def test_an_opentiger_script_that_is_not_defined_fails_unless_the_contract_skips
     contract = write(repo / ".opentiger" / "verify.contract.json",
                      json.dumps({"commands": ["npm run lint"]}))
     report, junit = repo.parent / "report.json", repo.parent / "junit.xml"
-    done = verifygate(repo, "run", "--all", "--json", str(report))
+    done = verifygate("run", "--all", "--json", str(report), cwd=repo)
     assert done.returncode == 1, done.stdout + done.stderr
     (gate,) = json.loads(report.read_text())["gates"]
     assert (gate["name"], gate["outcome"], gate["code"]) == ("npm run lint", "failed",
                                                              "missing_script")
     contract.write_text(json.dumps({"commands": ["npm run lint"],
                                     "settings": {"on_missing": "skip"}}))
-    done = verifygate(repo, "run", "--all", "--json", str(report), "--junit", str(junit))
+    done = verifygate("run", "--all", "--json", str(report), "--junit", str(junit), cwd=repo)
     assert done.returncode == 0, done.stdout + done.stderr
     (gate,) = json.loads(report.read_text())["gates"]
     assert (gate["outcome"], gate["code"]) == ("skipped", None)
@@ -436,6 +431,7 @@ def test_manual_gates_need_no_command(repo: Path) -> None:
     assert gate.kind == "manual" and gate.command == ""
 
 
+@pytest.mark.slow
 def test_importing_the_contract_package_imports_no_parser_or_pathspec() -> None:
     # The command line imports the contract package on every commit: the parsers, pathspec
     # and difflib cost milliseconds and are imported only when a file or a hint needs them.

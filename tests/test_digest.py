@@ -336,6 +336,7 @@ def test_a_root_inside_a_word_is_not_cut_out(tmp_path: Path) -> None:
     assert block == f"error: TO{root}/KEN and src/a.py"
 
 
+@pytest.mark.slow
 def test_identical_failures_in_different_checkouts_give_identical_digests(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

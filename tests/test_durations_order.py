@@ -13,7 +13,6 @@ has logged).
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,7 +21,7 @@ import pytest
 from plugin_support import QUIET_PLUGINS, init_repo
 from pytest_verifygate.state import durations
 
-from conftest import LOGGING, commit_all, write
+from conftest import LOGGING, commit_all, verifygate, write
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
@@ -66,17 +65,10 @@ def events(repo: Path) -> list[str]:
     return (repo / "events.log").read_text().splitlines()
 
 
-def verifygate(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([PY, "-m", "pytest_verifygate.cli", "run", "--all", *args],
-                          cwd=repo, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done
-
-
 def test_the_gate_that_took_longest_starts_first(repo: Path) -> None:
     contract(repo, *(gate(name, together=2) for name in ("a", "b", "c", "d", "long")))
     record(repo, {"a": 0.3, "b": 0.3, "c": 0.3, "d": 0.3, "long": 9.0})
-    verifygate(repo, "--jobs", "2")
+    verifygate("run", "--all", "--jobs", "2", cwd=repo, status=0)
     # Two start at once; declared last, "long" is one of them (the other is "a").
     assert set(starts(repo)[:2]) == {"long", "a"}, events(repo)
 
@@ -84,20 +76,20 @@ def test_the_gate_that_took_longest_starts_first(repo: Path) -> None:
 def test_a_run_records_durations_and_the_next_run_uses_them(repo: Path) -> None:
     contract(repo, *(gate(name, 0.05, together=2) for name in ("a", "b", "c")),
              gate("long", 0.6, together=2))
-    verifygate(repo, "--jobs", "2")
+    verifygate("run", "--all", "--jobs", "2", cwd=repo, status=0)
     assert set(starts(repo)[:2]) == {"a", "b"}, events(repo)  # nothing recorded: declared
     recorded, warning = durations.read_durations(repo, "verify.toml")
     assert warning is None and set(recorded) == {"a", "b", "c", "long"}, recorded
     assert recorded["long"] > max(recorded["a"], recorded["b"], recorded["c"]), recorded
     (repo / "events.log").unlink()
-    verifygate(repo, "--jobs", "2")
+    verifygate("run", "--all", "--jobs", "2", cwd=repo, status=0)
     assert "long" in starts(repo)[:2], events(repo)
 
 
 def test_with_one_job_the_declared_order_is_kept(repo: Path) -> None:
     contract(repo, *(gate(name, 0) for name in ("a", "b", "long")), jobs=1)
     record(repo, {"a": 0.1, "b": 0.1, "long": 9.0})
-    verifygate(repo)
+    verifygate("run", "--all", cwd=repo, status=0)
     assert starts(repo) == ["a", "b", "long"], events(repo)
 
 
@@ -108,7 +100,7 @@ def test_middle_gates_keep_their_declared_order(repo: Path) -> None:
         for name in ("a", "b", "long")))
     assert durations.record_durations(repo, ".middle/verify.toml",
                                       {"a": 0.1, "b": 0.1, "long": 9.0}, None)
-    verifygate(repo)
+    verifygate("run", "--all", cwd=repo, status=0)
     assert starts(repo) == ["a", "b", "long"], events(repo)
 
 
@@ -116,7 +108,7 @@ def test_gates_never_start_before_an_exclusive_gate_declared_before_them(repo: P
     contract(repo, gate("a"), gate("fmt", 0.1, exclusive=True), gate("b"), gate("long"),
              jobs=2)
     record(repo, {"a": 0.1, "fmt": 0.1, "b": 0.1, "long": 9.0})
-    verifygate(repo)
+    verifygate("run", "--all", cwd=repo, status=0)
     log = events(repo)
     assert log[:4] == ["start a", "end a", "start fmt", "end fmt"], log
     assert set(starts(repo)[2:]) == {"long", "b"}, log
@@ -128,7 +120,7 @@ def test_a_gate_needed_by_a_long_gate_starts_first(repo: Path) -> None:
              gate("e2e", 0.3, together=2, needs=["build"]), gate("build", 0.05, together=2),
              jobs=2)
     record(repo, {"a": 0.3, "b": 0.3, "c": 0.3, "e2e": 9.0, "build": 0.05})
-    verifygate(repo)
+    verifygate("run", "--all", cwd=repo, status=0)
     log = events(repo)
     assert "build" in starts(repo)[:2], log
     assert log.index("end build") < log.index("start e2e"), log
@@ -165,13 +157,13 @@ def test_a_run_answered_from_the_cache_reads_no_durations(repo: Path) -> None:
     # file (a garbage one is warned about only by a run that starts two gates).
     contract(repo, *(gate(name, 0, cache=True, inputs=["logging.py"]) for name in "ab"))
     commit_all(repo)
-    verifygate(repo, "--jobs", "2")
+    verifygate("run", "--all", "--jobs", "2", cwd=repo, status=0)
     path = durations.durations_path(repo)
     assert path is not None
     path.write_text("not json")
-    ran = verifygate(repo, "--jobs", "2", "--no-cache")
+    ran = verifygate("run", "--all", "--jobs", "2", "--no-cache", cwd=repo, status=0)
     assert "this file of gate durations" in ran.stdout + ran.stderr, ran.stdout + ran.stderr
     path.write_text("not json")
-    cached = verifygate(repo, "--jobs", "2")
+    cached = verifygate("run", "--all", "--jobs", "2", cwd=repo, status=0)
     assert cached.stdout.count("cached") == 2, cached.stdout
     assert "gate durations" not in cached.stdout + cached.stderr, cached.stdout + cached.stderr

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -24,6 +22,8 @@ from plugin_support import (
 )
 from pytest_verifygate.item_names import item_name, item_names, role_marker
 from pytest_verifygate.state.storage import log_file_name
+
+from conftest import verifygate
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
@@ -58,11 +58,6 @@ def test_safe_forms_of_names() -> None:
     assert all(SAFE_FILE.fullmatch(name) and len(name) <= 80 for name in files), files
     assert log_file_name("lint") == "lint.log"
     assert log_file_name("unit-tests") == "unit-tests.log"
-
-
-def verifygate(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest_verifygate.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, check=False, timeout=120)
 
 
 def test_the_command_line_keeps_names_and_writes_safe_log_files(repo: Path) -> None:

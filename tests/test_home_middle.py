@@ -11,7 +11,6 @@ listed in ``OUT_OF_SCOPE`` so the boundary stays visible.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from conftest import write
+from conftest import verifygate, write
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
@@ -40,24 +39,19 @@ OUT_OF_SCOPE = {
 }
 
 
-def verifygate(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest_verifygate.cli", *args], cwd=repo,
-                          capture_output=True, text=True, timeout=120, env={**os.environ})
-
-
 def middle_repo(repo: Path, toml: str) -> Path:
     return write(repo / ".middle" / "verify.toml", toml)
 
 
 def listed(repo: Path, *args: str) -> list[str]:
-    done = verifygate(repo, "list", "--format", "json", *args)
+    done = verifygate("list", "--format", "json", *args, cwd=repo)
     assert done.returncode == 0, done.stderr
     return [gate["name"] for gate in json.loads(done.stdout)["gates"] if gate["selected"]]
 
 
 def report(repo: Path, *args: str) -> dict[str, Any]:
     out = repo.parent / "report.json"
-    verifygate(repo, "run", "--all", "--json", str(out), *args)
+    verifygate("run", "--all", "--json", str(out), *args, cwd=repo)
     result: dict[str, Any] = json.loads(out.read_text())
     return result
 
@@ -110,7 +104,7 @@ REJECTED = [
 def test_rejected_configs_fail_loudly(repo: Path, case: Rejected) -> None:
     """Agree: each is rejected (exit 2), in one line naming the file and what to fix."""
     middle_repo(repo, case.toml)
-    done = verifygate(repo, "list", "--all")
+    done = verifygate("list", "--all", cwd=repo)
     assert done.returncode == 2, (case.upstream, done.stdout, done.stderr)
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("verifygate: error: .middle/verify.toml: "), line
@@ -123,9 +117,9 @@ def test_unknown_key_suggestions_come_from_the_live_key_set(repo: Path) -> None:
     a key with no close match gets the whole live list. Both are built from the key set in
     force, so neither goes stale."""
     middle_repo(repo, '[[gate]]\nname = "x"\ncommand = "a"\ncategry = "unit"')
-    assert "did you mean 'category'?" in verifygate(repo, "list", "--all").stderr
+    assert "did you mean 'category'?" in verifygate("list", "--all", cwd=repo).stderr
     middle_repo(repo, '[[gate]]\nname = "x"\ncommand = "a"\nzzzz = 1')
-    line = verifygate(repo, "list", "--all").stderr
+    line = verifygate("list", "--all", cwd=repo).stderr
     assert "known keys:" in line and "category" in line and "phases" in line, line
 
 
@@ -189,7 +183,7 @@ def test_integration_category_is_a_marker(repo: Path) -> None:
 
 def test_a_missing_file_fails_loudly_with_its_path(repo: Path) -> None:
     """Agree with CONFIG:143: naming a contract that is not there is an error with the path."""
-    done = verifygate(repo, "list", "--contract", ".middle/nope.toml")
+    done = verifygate("list", "--contract", ".middle/nope.toml", cwd=repo)
     assert done.returncode == 2
     assert ".middle/nope.toml" in done.stderr
 
@@ -199,7 +193,7 @@ def test_the_canonical_path_is_found_from_the_worktree(repo: Path) -> None:
     root the worktree (gates run there)."""
     middle_repo(repo, '[[gate]]\nname = "where"\ncommand = "pwd"\n')
     (repo / "sub").mkdir()
-    done = verifygate(repo / "sub", "run", "--all", "--format", "json")
+    done = verifygate("run", "--all", "--format", "json", cwd=repo / "sub")
     found = json.loads(done.stdout)
     assert found["contract"] == ".middle/verify.toml"
     assert found["gates"][0]["output_tail"].strip() == str(repo.resolve())
@@ -209,7 +203,7 @@ def test_a_config_that_cannot_be_used_is_not_skipped(repo: Path) -> None:
     """Differs deliberately from PASS:236 and middle's verify-on-stop (no usable verify.toml:
     skip, nothing to enforce): a broken contract is an error (exit 2), never a pass."""
     middle_repo(repo, "[[gate]]\nname = ")
-    assert verifygate(repo, "run", "--all").returncode == 2
+    assert verifygate("run", "--all", cwd=repo).returncode == 2
 
 
 # --------------------------------------------------------------------------------------------
@@ -252,7 +246,7 @@ def test_runner_cases(repo: Path) -> None:
     assert "also-ran" in gates["accept"]["output_tail"]
     assert "marker.txt" in gates["ls"]["output_tail"]
     assert result["verdict"] == "failed"
-    digest = verifygate(repo, "run", "--all", "--format", "agent").stdout
+    digest = verifygate("run", "--all", "--format", "agent", cwd=repo).stdout
     assert digest.splitlines()[0].endswith("failed: `fail`"), digest
 
 
@@ -287,7 +281,7 @@ def test_failure_report_names_gate(repo: Path) -> None:
     tail = "".join(f"line {n}\n" for n in range(2000))
     write(repo / "noisy.py", f"import sys\nsys.stdout.write({tail!r})\nsys.exit(1)\n")
     middle_repo(repo, '[[gate]]\nname = "lint"\ncommand = "python3 noisy.py"\n')
-    digest = verifygate(repo, "run", "--all", "--format", "agent").stdout
+    digest = verifygate("run", "--all", "--format", "agent", cwd=repo).stdout
     assert "### `lint` failed: command_failed, exit status 1" in digest, digest
     assert "python3 noisy.py" in digest
     assert "line 1999" in digest and "line 0\n" not in digest

@@ -15,14 +15,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
 
-from conftest import git, write
+from conftest import git, verifygate, write
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
@@ -49,28 +47,20 @@ OUT_OF_SCOPE = {
 }
 
 
-def verifygate(root: Path, *args: str, path: str | None = None,
-               ) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ}
-    if path is not None:
-        env["PATH"] = path
-    return subprocess.run([sys.executable, "-m", "pytest_verifygate.cli", *args], cwd=root,
-                          capture_output=True, text=True, timeout=300, env=env)
-
-
 def contract(root: Path, data: dict[str, Any]) -> None:
     write(root / ".opentiger" / "verify.contract.json", json.dumps(data))
 
 
 def selected(root: Path, *args: str) -> list[str]:
-    done = verifygate(root, "list", "--format", "json", *args)
+    done = verifygate("list", "--format", "json", *args, cwd=root)
     assert done.returncode == 0, done.stderr
     return [gate["name"] for gate in json.loads(done.stdout)["gates"] if gate["selected"]]
 
 
 def run_report(root: Path, *args: str, path: str | None = None) -> dict[str, Any]:
     out = root.parent / "report.json"
-    verifygate(root, "run", "--json", str(out), *args, path=path)
+    verifygate("run", "--json", str(out), *args, cwd=root, timeout=300,
+               env=None if path is None else {"PATH": path})
     result: dict[str, Any] = json.loads(out.read_text())
     return result
 

@@ -19,9 +19,8 @@ from pytest_verifygate.agents.config import hook_command, repointed, unreachable
 from pytest_verifygate.agents.detect import ADAPTERS
 from pytest_verifygate.cli.parser import AGENTS
 from test_agent_hook import BAD, CHECK, CHECK_GATE, GOOD
-from test_agents_protocols import PAYLOADS
 
-from conftest import commit_all, write
+from conftest import PAYLOADS, commit_all, write
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow

@@ -137,6 +137,7 @@ def test_front_ends_prepare_runs_only_through_the_engine() -> None:
         assert not imported & engine_steps, f"{name} reaches past the engine"
 
 
+@pytest.mark.slow
 def test_every_module_imports() -> None:
     """An annotation naming a type imported only for the type checker fails at import time in
     a module without ``from __future__ import annotations``, and the type checker does not say."""

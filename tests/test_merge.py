@@ -5,7 +5,6 @@ report with one verdict; and every way a set of reports can fail to be one run's
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -19,20 +18,12 @@ from plugin_support import validate_report
 from pytest_verifygate.codes import verdict_of
 from pytest_verifygate.state import durations
 
-from conftest import commit_all, write
+from conftest import commit_all, verifygate, write
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
 
 PY = sys.executable
-
-
-def verifygate(*args: str, cwd: Path,
-               env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    environ = {key: value for key, value in os.environ.items()
-               if key not in ("CI_NODE_INDEX", "CI_NODE_TOTAL", "PRE_COMMIT")}
-    return subprocess.run([sys.executable, "-m", "pytest_verifygate.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, env={**environ, **(env or {})})
 
 
 def gate(name: str, command: str = "true", **keys: Any) -> str:

@@ -9,8 +9,6 @@ between its two lines only to give a wrong order the chance to show.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,9 +19,8 @@ from plugin_support import QUIET_PLUGINS, init_repo, validate_report
 from pytest_verifygate import engine
 from pytest_verifygate.engine import RunRequest
 from pytest_verifygate.git.changes import ChangeRequest
-from test_agent_hook import begun
 
-from conftest import LOGGING, commit_all, write
+from conftest import LOGGING, commit_all, stop, verifygate, write
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
@@ -67,19 +64,10 @@ def one_at_a_time(names: list[str]) -> list[str]:
     return [line for name in names for line in (f"start {name}", f"end {name}")]
 
 
-def verifygate(repo: Path, *args: str, status: int | None = 0
-               ) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([PY, "-m", "pytest_verifygate.cli", *args], cwd=repo,
-                          capture_output=True, text=True, timeout=120)
-    if status is not None:
-        assert done.returncode == status, done.stdout + done.stderr
-    return done
-
-
 def run_report(repo: Path, *args: str, status: int = 0) -> dict[str, dict[str, Any]]:
     """``verifygate run --all`` (plus ``args``); the report's gates by name."""
     path = repo.parent / "report.json"
-    verifygate(repo, "run", "--all", "--json", str(path), *args, status=status)
+    verifygate("run", "--all", "--json", str(path), *args, status=status, cwd=repo)
     report = json.loads(path.read_text(encoding="utf-8"))
     validate_report(report)
     return {gate["name"]: gate for gate in report["gates"]}
@@ -191,7 +179,7 @@ def test_a_gate_whose_need_failed_is_skipped_with_the_reason(repo: Path) -> None
     assert gates["upload"]["outcome"] == "skipped"
     assert gates["upload"]["reason"] == "needs 'check dist', which was skipped"
     assert gates["lint"]["outcome"] == "passed"  # gates without needs are not held back
-    text = verifygate(repo, "run", "--all", status=1).stdout
+    text = verifygate("run", "--all", status=1, cwd=repo).stdout
     assert "needs 'build', which failed" in text
 
 
@@ -209,7 +197,7 @@ needs = ["build"]
     write(repo / "tests" / "test_x.py", "")
     commit_all(repo)
     path = repo.parent / "report.json"
-    verifygate(repo, "run", "--files", "tests/test_x.py", "--json", str(path))
+    verifygate("run", "--files", "tests/test_x.py", "--json", str(path), cwd=repo, status=0)
     report = json.loads(path.read_text())
     assert [(gate["name"], gate["outcome"]) for gate in report["gates"]] == [("test", "passed")]
 
@@ -282,15 +270,7 @@ def test_the_agent_hook_takes_a_job_count(repo: Path) -> None:
     names = ["a", "b"]
     middle_contract(repo, *((name, meeting_command(name, *names)) for name in names))
     commit_all(repo)
-    begun(repo, "s")
     write(repo / "src.py", "x = 1\n")
-    payload = json.dumps({"session_id": "s", "transcript_path": "/nonexistent.jsonl",
-                          "cwd": str(repo), "hook_event_name": "Stop",
-                          "stop_hook_active": False})
-    done = subprocess.run([PY, "-m", "pytest_verifygate.cli", "agent-hook", "--jobs", "2"],
-                          input=payload, capture_output=True, text=True, timeout=120,
-                          cwd=repo.parent, env={**os.environ})
-    assert done.returncode == 0, done.stderr
-    answer = json.loads(done.stdout) if done.stdout.strip() else {}
-    assert answer.get("decision") != "block", answer
+    answer = stop(repo, "--jobs", "2")
+    assert not answer.blocked, answer
     assert (repo / "a.here").exists() and (repo / "b.here").exists()

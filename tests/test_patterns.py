@@ -99,6 +99,7 @@ CORPUS_PATHS = [
 ]
 
 
+@pytest.mark.slow
 def test_matching_agrees_with_python_s_re_on_a_fixed_corpus() -> None:
     """Every corpus pattern alone, and every ordered pair of them, on every corpus path."""
     for pattern in CORPUS_PATTERNS:
@@ -127,6 +128,7 @@ def test_invalid_patterns_raise_pattern_error(pattern: str) -> None:
         check_pattern(pattern)
 
 
+@pytest.mark.slow
 def test_pathspec_rejects_no_pattern_without_a_bracket_or_a_backslash_but_a_bare_negation(
 ) -> None:
     """What lets ``check_pattern`` leave pathspec unimported: every pattern of up to four
@@ -189,6 +191,7 @@ def test_a_run_of_stars_counts_once_and_an_escaped_one_not_at_all() -> None:
             check_pattern(pattern)
 
 
+@pytest.mark.slow
 def test_pathspec_is_imported_only_to_match_or_check() -> None:
     script = ("import sys\n"
               "from pytest_verifygate import patterns\n"

@@ -4,11 +4,6 @@ line is collected alone, a change no gate watches is skips (exit 0) rather than 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from plugin_support import (
@@ -25,7 +20,7 @@ from plugin_support import (
     write_contract,
 )
 
-from conftest import write
+from conftest import verifygate, write
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
@@ -82,12 +77,6 @@ CHANGE_CONTRACT = (
     {"name": "review", "command": passing(), "when_changed": ["docs/**"],
      "roles": ["reviewer"]},
 )
-
-
-def verifygate(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest_verifygate.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, check=False, timeout=120,
-                          env={k: v for k, v in os.environ.items() if k != "VERIFYGATE_ROLE"})
 
 
 def test_a_change_no_gate_watches_skips_the_gates_and_exits_0(project: pytest.Pytester) -> None:

@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 
 from plugin_support import QUIET_PLUGINS, init_repo, load_json, passing, write_contract
-from test_agent_hook import begun
 
-from conftest import commit_all, write
+from conftest import commit_all, stop, verifygate, write
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
@@ -39,14 +38,6 @@ name = "tests"
 command = [{PY}, "-c", "print('tests ran')"]
 roles = ["implementer", "ci"]
 """
-
-
-def verifygate(*args: str, cwd: Path, env: dict[str, str] | None = None,
-               stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    environ = {key: value for key, value in os.environ.items() if key != "VERIFYGATE_ROLE"}
-    return subprocess.run([sys.executable, "-m", "pytest_verifygate.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, env={**environ, **(env or {})},
-                          input=stdin, check=False, timeout=120)
 
 
 def listed(done: subprocess.CompletedProcess[str]) -> dict[str, tuple[bool, str]]:
@@ -93,23 +84,14 @@ def test_roles_repeat_and_come_from_the_environment(repo: Path) -> None:
 def test_the_agent_hook_takes_roles_like_run(repo: Path) -> None:
     write(repo / "verify.toml", CONTRACT)
     commit_all(repo)
-    begun(repo, "s")
     write(repo / "new.py", "x = 1\n")
-    payload = json.dumps({"session_id": "s", "cwd": str(repo), "hook_event_name": "Stop",
-                          "stop_hook_active": False})
-
-    def stop(*args: str, env: dict[str, str] | None = None) -> str:
-        done = verifygate("agent-hook", *args, cwd=repo, env=env, stdin=payload)
-        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
-        return done.stdout
-
-    assert stop() == ""  # lint passes; the reviewer's gate is not asked for
-    blocked = json.loads(stop("--role", "ci", "--role", "reviewer"))
-    assert blocked["decision"] == "block" and "pr-checks" in blocked["reason"]
-    assert json.loads(stop(env={"VERIFYGATE_ROLE": "reviewer"}))["decision"] == "block"
+    assert stop(repo).stdout == ""  # lint passes; the reviewer's gate is not asked for
+    blocked = stop(repo, "--role", "ci", "--role", "reviewer")
+    assert blocked.blocked and "pr-checks" in blocked.reason
+    assert stop(repo, env={"VERIFYGATE_ROLE": "reviewer"}).blocked
     # Past the rounds, the hook lets go and says how to run the same gates again.
-    given_up = json.loads(stop("--role", "ci", "--role", "reviewer", "--max-rounds", "1"))
-    assert "--role ci --role reviewer" in given_up["systemMessage"]
+    given_up = stop(repo, "--role", "ci", "--role", "reviewer", "--max-rounds", "1")
+    assert "--role ci --role reviewer" in given_up.message
 
 
 def test_the_pre_commit_hook_passes_its_args_roles(repo: Path) -> None:

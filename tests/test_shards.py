@@ -34,20 +34,12 @@ from pytest_verifygate.shards import (
 )
 from pytest_verifygate.state import durations
 
-from conftest import commit_all, git, write
+from conftest import commit_all, git, verifygate, write
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
 
 PY = sys.executable
-
-
-def verifygate(*args: str, cwd: Path,
-               env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    environ = {key: value for key, value in os.environ.items()
-               if key not in ("CI_NODE_INDEX", "CI_NODE_TOTAL", "PRE_COMMIT")}
-    return subprocess.run([sys.executable, "-m", "pytest_verifygate.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, env={**environ, **(env or {})})
 
 
 def gates_toml(*names: str, needs: dict[str, list[str]] | None = None) -> str:

@@ -174,6 +174,7 @@ def test_a_late_pruning_of_an_old_run_never_removes_a_newer_one(repo: Path) -> N
     assert sorted(logs.iterdir()) == [older[0], *runs[-KEEP_LOG_RUNS:]]
 
 
+@pytest.mark.slow
 def test_a_run_returns_what_its_state_files_say_and_prints_nothing(
         repo: Path, capfd: pytest.CaptureFixture[str]) -> None:
     """The library hands its warnings to the front end (``RunResult.warnings``), once each,

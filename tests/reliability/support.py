@@ -11,7 +11,6 @@ import json
 import math
 import os
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterable, Mapping
@@ -162,17 +161,6 @@ def validate(report: Mapping[str, Any]) -> None:
     """The report matches the shipped JSON Schema and survives a JSON round trip."""
     jsonschema.validate(report, load_schema())
     assert json.loads(json.dumps(report)) == report
-
-
-def verifygate(
-    *args: str, cwd: Path, env: Mapping[str, str] | None = None, stdin: bytes | None = None,
-    timeout: float = 120,
-) -> subprocess.CompletedProcess[bytes]:
-    """Run the ``verifygate`` command in a child process."""
-    return subprocess.run(
-        [PY, "-m", "pytest_verifygate.cli", *args], cwd=cwd, capture_output=True, input=stdin,
-        env={**os.environ, **(env or {})}, timeout=timeout,
-    )
 
 
 # A gate command (array form) that prints its arguments NUL-separated, as hex, so any byte

@@ -21,11 +21,12 @@ from pytest_verifygate.agents.status import status_path
 from pytest_verifygate.filetypes import _finder
 from pytest_verifygate.report.github import write_step_outputs
 from reliability.support import examples
-from test_agent_hook import BAD, GOOD, begun, checked_project
+from test_agent_hook import BAD, GOOD, checked_project
 
-from conftest import commit_all, git, read_output_file, verifygate, write
+from conftest import begun, commit_all, git, read_output_file, verifygate, write
 
 
+@pytest.mark.slow
 def test_install_never_writes_through_a_planted_temp_link(repo: Path, tmp_path: Path) -> None:
     # The hook's temp name is predictable: a link there must not lead the write (and the
     # chmod 755) to a file of the user's.
@@ -55,6 +56,7 @@ def _claude_stop(cwd: Path, project_dir: Path) -> subprocess.CompletedProcess[st
                           env={**os.environ, "CLAUDE_PROJECT_DIR": str(project_dir)})
 
 
+@pytest.mark.slow
 def test_a_stop_from_a_clean_clone_still_judges_the_project(repo: Path, tmp_path: Path) -> None:
     # The agent leaves the project broken, clones it (clean) and stops from the clone: the
     # project the agent works on is the one to judge, not wherever its shell was left.
@@ -72,6 +74,7 @@ def test_a_stop_from_a_clean_clone_still_judges_the_project(repo: Path, tmp_path
     assert _claude_stop(clone, repo).stdout == ""  # fixed: allowed as before
 
 
+@pytest.mark.slow
 def test_a_stop_from_the_project_or_below_is_judged_where_it_was_made(repo: Path) -> None:
     checked_project(repo)
     write(repo / "calc.py", BAD)
@@ -82,6 +85,7 @@ def test_a_stop_from_the_project_or_below_is_judged_where_it_was_made(repo: Path
         assert "outside the project's repository" not in done.stderr
 
 
+@pytest.mark.slow
 def test_agent_status_believes_no_record_replayed_from_another_repository(
         repo: Path, tmp_path: Path) -> None:
     # A "verified" record from another repository (or an earlier clone) copied into this
@@ -102,6 +106,7 @@ def test_agent_status_believes_no_record_replayed_from_another_repository(
     assert "no stop recorded" in replayed.stdout
 
 
+@pytest.mark.slow
 def test_files_regex_is_matched_in_bounded_time(repo: Path) -> None:
     # pre-commit's `files` / `exclude` are Python regexes; one that backtracks
     # catastrophically (as a migrated config may hold) against a long changed name must not
@@ -164,6 +169,7 @@ def _check(repo: Path) -> subprocess.CompletedProcess[str]:
         raise AssertionError("verifygate check hung") from None
 
 
+@pytest.mark.slow
 def test_check_reads_a_hostile_repository_bounded_and_without_blocking(repo: Path) -> None:
     # A repository cloned from anywhere: an agent configuration nested too deeply, a FIFO in
     # place of a configuration or of pyproject.toml never hang `check` or end in a traceback.
@@ -182,6 +188,7 @@ def test_check_reads_a_hostile_repository_bounded_and_without_blocking(repo: Pat
     assert "1 gate(s)" in done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_install_and_uninstall_leave_a_linked_hook_and_its_target_alone(
         repo: Path, tmp_path: Path) -> None:
     # A hook that is a link to a file of the user's (a dotfiles repository) is moved aside as
@@ -222,6 +229,7 @@ def test_step_outputs_hold_no_output_of_a_gate_s_making(tmp_path: Path) -> None:
     assert sorted(outputs) == ["failed-gates", "report", "verdict"]
 
 
+@pytest.mark.slow
 def test_init_reads_a_hostile_project_bounded_and_without_blocking(repo: Path) -> None:
     # init looks at the project's files to find its tools: a FIFO in place of one, and a
     # noxfile nested deeper than Python's parser goes, are no tools, never a hang or a
@@ -247,6 +255,7 @@ LAUGHS = "".join(f"{name}: &{name} [{', '.join([f'*{previous}'] * 9)}]\n"
                  for previous, name in zip("abcdefg", "bcdefgh", strict=True))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("config", "expected"), [
     # YAML aliases of aliases: nine lines meaning 387 million values.
     ('a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x"]\n' + LAUGHS
@@ -277,6 +286,7 @@ def _claude_event(cwd: Path, event: str) -> subprocess.CompletedProcess[str]:
                           cwd=cwd, check=False, timeout=120)
 
 
+@pytest.mark.slow
 def test_deleting_the_git_state_directory_does_not_hide_committed_work(repo: Path) -> None:
     # The agent commits its broken work, then deletes all it can of the tool's state: the
     # session's start is kept where it cannot write, so the stop does not start again from
@@ -293,6 +303,7 @@ def test_deleting_the_git_state_directory_does_not_hide_committed_work(repo: Pat
     assert "calc.py:1: error: bug found" in answer["reason"]
 
 
+@pytest.mark.slow
 def test_install_and_uninstall_never_block_on_a_fifo_hook(repo: Path) -> None:
     hooks = repo / ".git" / "hooks"
     hooks.mkdir(exist_ok=True)
@@ -309,6 +320,7 @@ def test_install_and_uninstall_never_block_on_a_fifo_hook(repo: Path) -> None:
     assert stat.S_ISFIFO(os.lstat(hooks / "pre-push.verifygate-chained").st_mode)
 
 
+@pytest.mark.slow
 def test_a_planted_journal_never_moves_a_file_outside_the_work_tree(repo: Path,
                                                                    tmp_path: Path) -> None:
     """An agent can write ``.git``: a journal of work set aside that names paths out of the

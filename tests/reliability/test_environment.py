@@ -22,8 +22,8 @@ from pytest_verifygate.report.redact import (
     is_secret_name,
 )
 
-from .support import PY, examples, run_contract, validate, verifygate
-from conftest import write
+from .support import PY, examples, run_contract, validate
+from conftest import verifygate, write
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
@@ -150,10 +150,10 @@ def test_the_cli_json_and_agent_output_are_redacted(repo: Path) -> None:
     done = verifygate("run", "--all", "--json", "report.json", "--format", "agent", cwd=repo,
                       env=env)
     assert done.returncode == 1
-    _assert_no_secret(done.stdout.decode() + done.stderr.decode())
+    _assert_no_secret(done.stdout + done.stderr)
     _assert_no_secret((repo / "report.json").read_text())
     done = verifygate("run", "--all", "--format", "json", cwd=repo, env=env)
-    _assert_no_secret(done.stdout.decode())
+    _assert_no_secret(done.stdout)
 
 
 @pytest.mark.parametrize(

@@ -20,10 +20,12 @@ from pytest_verifygate.errors import ChangeSetError
 from pytest_verifygate.git.changes import ChangeRequest, compute_changes
 from pytest_verifygate.git.inputs import RepoFiles
 from pytest_verifygate.gitcmd import head_commit
-from test_agent_hook import BAD, GOOD, checked_project, stop
+from test_agent_hook import BAD, GOOD, checked_project
 
-from .support import verifygate
-from conftest import commit_all, git, write
+from conftest import commit_all, git, stop, verifygate, write
+
+# Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
@@ -40,7 +42,7 @@ def since(repo: Path, ref: str) -> tuple[str, ...]:
 
 
 def session_start(repo: Path) -> str:
-    assert stop(repo, event="SessionStart").stdout == ""
+    assert stop(repo, event="SessionStart", begin=False).stdout == ""
     return head(repo)
 
 
@@ -90,7 +92,7 @@ def test_an_orphan_branch_is_every_file_changed_not_nothing(project: Path) -> No
     assert "--changed-from main shares no history with HEAD" in run.stderr
     done = verifygate("run", "--changed-from", "main", cwd=project)
     assert done.returncode == 1, done
-    assert b"FAIL  check" in done.stdout
+    assert "FAIL  check" in done.stdout
 
 
 # --------------------------------------------------------------------------------------------
@@ -180,7 +182,7 @@ def test_core_worktree_pointed_at_a_clean_clone_is_an_error(project: Path,
     assert run.blocked and "core.worktree or GIT_WORK_TREE" in run.reason
     done = verifygate("run", "--changed-from", "HEAD", cwd=project)
     assert done.returncode == 2, done
-    lines = done.stderr.decode().strip().splitlines()
+    lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "core.worktree or GIT_WORK_TREE" in lines[0], lines
 
 
@@ -217,7 +219,7 @@ def test_a_broken_git_config_is_an_error_everywhere_never_nothing_changed(
                  ("list", "--changed-from", "HEAD")):
         done = verifygate(*args, cwd=project)
         assert done.returncode == 2, (args, done)
-        lines = done.stderr.decode().strip().splitlines()
+        lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and "bad config line" in lines[0], (args, lines)
 
 
@@ -312,7 +314,7 @@ def test_a_python_gate_sees_an_edit_inside_a_submodule(with_submodule: Path) -> 
     write(repo / "lib/mod.py", BAD)
     done = verifygate("run", "--changed-from", "HEAD", cwd=repo)
     assert done.returncode == 1, done
-    assert b"lib/mod.py:1: error: BUG" in done.stdout
+    assert "lib/mod.py:1: error: BUG" in done.stdout
 
 
 def contract_with_files() -> str:
@@ -362,7 +364,7 @@ def test_a_staged_run_before_the_first_commit_checks_the_index(repo: Path) -> No
     write(repo / "calc.py", GOOD)  # the fix, unstaged: the first commit would be broken
     done = verifygate("run", "--staged", cwd=repo)
     assert done.returncode == 1, done
-    assert b"checking the staged content in place: 1 file(s)" in done.stderr
-    assert b"calc.py:1: error: BUG" in done.stdout
+    assert "checking the staged content in place: 1 file(s)" in done.stderr
+    assert "calc.py:1: error: BUG" in done.stdout
     assert (repo / "calc.py").read_text() == GOOD
     assert git(repo, "status", "--porcelain") == "AM calc.py\nA  verify.toml\n"

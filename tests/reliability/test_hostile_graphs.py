@@ -21,8 +21,10 @@ from pytest_verifygate.selection import select_gates
 from pytest_verifygate.shards import Shard, assign
 from pytest_verifygate.state import durations
 
-from .support import verifygate
-from conftest import commit_all, write
+from conftest import commit_all, verifygate, write
+
+# Contracts of thousands of gates, and runs of them: outside the fast loop.
+pytestmark = pytest.mark.slow
 
 GATES = 5000
 # Generous for two shared cores: the quadratic or recursive walks these tests guard against
@@ -83,12 +85,12 @@ def test_a_long_chain_of_needs_runs_and_lists_without_a_traceback(
     commit_all(repo)
     begun = time.monotonic()
     listed = verifygate("list", cwd=repo, timeout=60)
-    assert listed.returncode == 0, listed.stderr.decode()
+    assert listed.returncode == 0, listed.stderr
     # Two jobs: the longest-first start order is made too.
     done = verifygate("run", "--all", "--jobs", "2", "--json", "report.json", cwd=repo,
                       timeout=60)
-    assert done.returncode == 1, done.stderr.decode()
-    assert b"Traceback" not in done.stderr
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
     gates = json.loads((repo / "report.json").read_text())["gates"]
     outcomes = [gate["outcome"] for gate in gates]
     assert outcomes.count("failed") == 1
@@ -114,7 +116,7 @@ def test_a_circle_through_the_command_line_is_one_line_exit_2(repo: Path) -> Non
     write(repo / "verify.toml", chain_contract(3, circle=True))
     done = verifygate("run", "--all", cwd=repo, timeout=60)
     assert done.returncode == 2
-    lines = done.stderr.decode().strip().splitlines()
+    lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, lines
     assert "'g0' -> 'g1' -> 'g2' -> 'g0'" in lines[0]
 

@@ -27,8 +27,7 @@ from pytest_verifygate.contract.opentiger import MAX_EXPANSIONS, expand_braces
 from pytest_verifygate.errors import ContractError
 from pytest_verifygate.selection import pattern_warnings
 
-from .support import verifygate
-from conftest import commit_all, git, write
+from conftest import commit_all, git, verifygate, write
 
 # Generous for two shared cores: what these tests guard against took minutes, or forever.
 SECONDS = 20
@@ -45,8 +44,8 @@ def _one_line_error(repo: Path, *args: str) -> str:
     begun = time.monotonic()
     done = verifygate("list", *args, cwd=repo, timeout=SECONDS)
     assert time.monotonic() - begun < SECONDS
-    assert done.returncode == 2, done.stderr.decode()
-    lines = done.stderr.decode().strip().splitlines()
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, lines
     return lines[0]
 
@@ -55,6 +54,7 @@ def _one_line_error(repo: Path, *args: str) -> str:
 # openTiger's braces
 
 
+@pytest.mark.slow
 def test_braces_that_multiply_past_the_bound_are_one_contract_error(repo: Path) -> None:
     options = ",".join(f"o{index}" for index in range(10))
     _opentiger(repo, ["src/*.ts", "/".join([f"{{{options}}}"] * 5) + "/*.ts"])
@@ -64,6 +64,7 @@ def test_braces_that_multiply_past_the_bound_are_one_contract_error(repo: Path) 
     assert "{a,b}" in line  # the fix
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("glob", [
     "{a,b}" * 200,  # two hundred groups: the expansion recursed once per group
     "x{" + ",".join(["a"] * 300) + "}",
@@ -107,6 +108,7 @@ def test_braces_within_the_bound_still_select(repo: Path) -> None:
 # wildcards against long names and deep paths
 
 
+@pytest.mark.slow
 def test_too_many_wildcards_are_one_contract_error(repo: Path) -> None:
     write(repo / "verify.toml", '[[gate]]\nname = "lint"\ncommand = "true"\n'
                                 'when_changed = ["**/*a*a*a*a*a*a*a*a*a*a*b"]\n')
@@ -115,6 +117,7 @@ def test_too_many_wildcards_are_one_contract_error(repo: Path) -> None:
     assert "'*' in one name" in line and "use fewer wildcards" in line
 
 
+@pytest.mark.slow
 def test_hostile_file_names_against_the_worst_patterns_allowed_stay_linear(repo: Path) -> None:
     """Patterns at the bounds (three ``**``, three ``*`` in one name) against thousands of
     long names and deep paths built to make a backtracking engine try every split."""
@@ -137,7 +140,7 @@ def test_hostile_file_names_against_the_worst_patterns_allowed_stay_linear(repo:
     done = verifygate("list", "--files-from", "paths.txt", "--format", "json", cwd=repo,
                       timeout=120)
     elapsed = time.monotonic() - begun
-    assert done.returncode == 0, done.stderr.decode()
+    assert done.returncode == 0, done.stderr
     assert elapsed < SECONDS, f"selection took {elapsed:.1f} s"
     listed = json.loads(done.stdout)
     selected = {gate["name"] for gate in listed["gates"] if gate["selected"]}
@@ -148,6 +151,7 @@ def test_hostile_file_names_against_the_worst_patterns_allowed_stay_linear(repo:
 # patterns that cannot do their job
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("pattern", "fix"), [
     ("./src/**", "write 'src/**'"),
     ("src/../lib/**", "without them"),
@@ -164,6 +168,7 @@ def test_a_pattern_that_can_never_match_is_a_contract_error_with_a_fix(
     assert "can never match" in line and fix in line
 
 
+@pytest.mark.slow
 def test_a_pattern_matching_no_tracked_file_is_a_warning_in_every_run(repo: Path) -> None:
     """A mistyped ``when_changed`` on the tests gate let every commit pass with the tests
     left out, and only ``verifygate check`` said so."""
@@ -179,7 +184,7 @@ def test_a_pattern_matching_no_tracked_file_is_a_warning_in_every_run(repo: Path
                "tracked file")
 
     def stderr(*args: str) -> str:
-        return verifygate(*args, cwd=repo, timeout=SECONDS).stderr.decode()
+        return verifygate(*args, cwd=repo, timeout=SECONDS).stderr
 
     for args in (["run", "--staged"], ["run", "--staged"], ["list", "--staged"],
                  ["list", "--files", "src/app.py"], ["run", "--changed-from", "HEAD"]):
@@ -191,6 +196,7 @@ def test_a_pattern_matching_no_tracked_file_is_a_warning_in_every_run(repo: Path
         assert warning not in stderr(*args)
 
 
+@pytest.mark.slow
 def test_patterns_that_all_match_are_not_matched_again_for_the_same_contract_and_index(
         repo: Path, tmp_path: Path) -> None:
     real_git = shutil.which("git")
@@ -220,9 +226,10 @@ def test_patterns_that_all_match_are_not_matched_again_for_the_same_contract_and
     git(repo, "add", "verify.toml")
     git(repo, "commit", "-q", "-m", "a typo")
     done = verifygate("run", "--changed-from", "HEAD", cwd=repo, timeout=SECONDS)
-    assert "'dcos/**' matches no tracked file" in done.stderr.decode()
+    assert "'dcos/**' matches no tracked file" in done.stderr
 
 
+@pytest.mark.slow
 def test_pattern_warnings_name_every_pattern_that_matches_no_tracked_file(repo: Path) -> None:
     write(repo / "verify.toml",
           '[[gate]]\nname = "lint"\ncommand = "true"\n'

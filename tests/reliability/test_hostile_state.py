@@ -12,20 +12,18 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pytest_verifygate.result_cache import cache_dir
 from pytest_verifygate.state.storage import state_dir
 
-from .support import PY, verifygate
-from conftest import commit_all, write
+from .support import PY
+from conftest import commit_all, stop, verifygate, write
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
 
-HOOK = [PY, "-m", "pytest_verifygate.cli", "agent-hook"]
 PASSING = '[[gate]]\nname = "lint"\ncommand = "true"\ncache = true\n'
 FAILING = f'[[gate]]\nname = "check"\ncommand = [{json.dumps(PY)}, "-c", "raise SystemExit(1)"]\n'
 
@@ -60,7 +58,7 @@ def plant_link(link: Path, target: Path) -> None:
 
 def run_passes(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     done = verifygate("run", "--all", "--format", "json", *args, cwd=repo, timeout=60)
-    assert b"Traceback" not in done.stderr, done.stderr.decode()
+    assert "Traceback" not in done.stderr, done.stderr
     assert done.returncode == 0 and json.loads(done.stdout)["verdict"] == "passed", done.stderr
     return done
 
@@ -97,16 +95,6 @@ def test_a_linked_cache_directory_is_neither_pruned_nor_written(
     assert snapshot(victim) == before
 
 
-def stop(repo: Path, session: str = "s") -> dict[str, Any]:
-    payload = json.dumps({"session_id": session, "cwd": str(repo), "stop_hook_active": False,
-                          "hook_event_name": "Stop"}).encode()
-    done = subprocess.run([*HOOK, "--max-rounds", "3"], input=payload, capture_output=True,
-                          timeout=60, cwd=repo.parent)
-    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
-    answer: dict[str, Any] = json.loads(done.stdout) if done.stdout.strip() else {}
-    return answer
-
-
 @pytest.mark.parametrize("linked", ["agent", "agent/starts"])
 def test_linked_agent_directories_are_neither_pruned_nor_written(
         repo: Path, tmp_path: Path, linked: str) -> None:
@@ -118,8 +106,8 @@ def test_linked_agent_directories_are_neither_pruned_nor_written(
     victim = victim_with(tmp_path, files=260)
     before = snapshot(victim)
     plant_link(state_dir(repo) / linked, victim)
-    assert stop(repo).get("decision") == "block"
-    assert stop(repo, "t").get("decision") == "block"
+    assert stop(repo, begin=False, timeout=60).blocked
+    assert stop(repo, session="t", begin=False, timeout=60).blocked
     assert snapshot(victim) == before
 
 
@@ -149,7 +137,7 @@ def test_a_deeply_nested_durations_file_is_one_warning_not_a_traceback(
     commit_all(repo)
     path = write(state_dir(repo) / "durations.json", "[" * 200_000)
     done = verifygate(*command, cwd=repo, timeout=60)
-    stderr = done.stderr.decode()
+    stderr = done.stderr
     assert done.returncode == 0, stderr
     (line,) = [line for line in stderr.splitlines() if line]
     assert line.startswith("verifygate: warning: ") and str(path) in line, stderr
@@ -162,7 +150,7 @@ def test_a_deeply_nested_durations_file_does_not_let_an_agent_stop(repo: Path) -
     commit_all(repo)
     write(repo / "a.py", "x = 2\n")
     write(state_dir(repo) / "durations.json", '{"version": 1, "durations": ' + "[" * 200_000)
-    assert stop(repo).get("decision") == "block"
+    assert stop(repo, begin=False, timeout=60).blocked
 
 
 def test_a_report_overwritten_at_the_same_size_and_mtime_is_a_change(repo: Path) -> None:
@@ -185,7 +173,7 @@ def test_a_report_overwritten_at_the_same_size_and_mtime_is_a_change(repo: Path)
     result = json.loads(done.stdout)
     assert "src/new.py" in result["changes"]["files"], result["changes"]
     assert done.returncode == 1 and result["verdict"] == "failed", result
-    assert stop(repo).get("decision") == "block"  # the agent's stop, likewise
+    assert stop(repo, begin=False, timeout=60).blocked  # the agent's stop, likewise
 
 
 def test_an_unedited_report_is_still_not_a_change(repo: Path) -> None:
@@ -221,14 +209,14 @@ def test_anything_in_place_of_a_state_directory_never_hangs_or_passes(
     root = state_dir(repo)
     plant(root / where if where else root, what, tmp_path)
     done = verifygate("run", "--all", "--format", "json", cwd=repo, timeout=60)
-    assert b"Traceback" not in done.stderr, done.stderr.decode()
+    assert "Traceback" not in done.stderr, done.stderr
     assert done.returncode == 1 and json.loads(done.stdout)["verdict"] == "failed"
-    assert stop(repo).get("decision") == "block"
+    assert stop(repo, begin=False, timeout=60).blocked
     assert not (tmp_path / "nowhere").exists()
 
 
-@pytest.mark.parametrize("name", ["durations.json", "outputs", "agent/s.json",
-                                  "agent/s.report.json"])
+@pytest.mark.parametrize("name", ["durations.json", "outputs", "agent/s-1.json",
+                                  "agent/s-1.report.json"])
 def test_a_linked_state_file_is_neither_read_nor_written_through(
         repo: Path, tmp_path: Path, name: str) -> None:
     write(repo / "verify.toml", FAILING)
@@ -240,6 +228,6 @@ def test_a_linked_state_file_is_neither_read_nor_written_through(
     link.parent.mkdir(parents=True, exist_ok=True)
     link.symlink_to(victim)
     done = verifygate("run", "--changed-from", "HEAD", "--json", "r.json", cwd=repo, timeout=60)
-    assert done.returncode == 1 and b"Traceback" not in done.stderr, done.stderr.decode()
-    assert stop(repo).get("decision") == "block"
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert stop(repo, begin=False, timeout=60).blocked
     assert victim.read_text() == '{"version": 1, "durations": []}\n'

@@ -18,8 +18,8 @@ from pytest_verifygate.errors import ContractError
 from pytest_verifygate.git.changes import ChangeRequest, compute_changes
 from pytest_verifygate.selection import select_gates
 
-from .support import DUMP_ARGS_SCRIPT, PY, decode_dump, toml_string, validate, verifygate
-from conftest import write
+from .support import DUMP_ARGS_SCRIPT, PY, decode_dump, toml_string, validate
+from conftest import verifygate, write
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
@@ -68,7 +68,7 @@ def test_hostile_names_through_the_cli(repo: Path, via: str) -> None:
     else:
         listing = b"\0".join(os.fsencode(name) for name in INJECTIONS) + b"\0"
         done = verifygate("run", "--files-from", "-", "--json", "report.json", cwd=repo,
-                          stdin=listing)
+                          stdin=listing, text=False)
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads((repo / "report.json").read_text())
     validate(report)
@@ -169,7 +169,7 @@ def test_a_symlinked_contract_is_anchored_where_it_is_found(repo: Path, tmp_path
     write(elsewhere / "verify.toml",
           f'[[gate]]\nname = "where"\ncwd = "../elsewhere"\n{PRINT_CWD}')
     done = verifygate("run", "--all", cwd=repo)
-    assert done.returncode == 2 and b"outside the repository" in done.stderr
+    assert done.returncode == 2 and "outside the repository" in done.stderr
 
 
 def test_an_explicit_contract_elsewhere_stays_inside_its_own_tree(
@@ -185,7 +185,7 @@ def test_an_explicit_contract_elsewhere_stays_inside_its_own_tree(
     assert json.loads(done.stdout)["gates"][0]["output_tail"].strip() == str(elsewhere)
     write(elsewhere / "verify.toml", f'[[gate]]\nname = "w"\ncwd = ".."\n{PRINT_CWD}')
     done = verifygate("run", "--all", "--contract", "../elsewhere/verify.toml", cwd=repo)
-    assert done.returncode == 2 and b"key 'cwd'" in done.stderr
+    assert done.returncode == 2 and "key 'cwd'" in done.stderr
 
 
 def test_explicit_files_outside_the_project_are_ignored(repo: Path, tmp_path: Path) -> None:

@@ -20,8 +20,8 @@ from pytest_verifygate.engine import run_gates
 from pytest_verifygate.git.changes import ChangeSet
 from pytest_verifygate.selection import select_gates
 
-from .support import PY, kill_all, validate, verifygate, wait_dead
-from conftest import commit_all, git, write
+from .support import PY, kill_all, validate, wait_dead
+from conftest import commit_all, git, verifygate, write
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
@@ -93,7 +93,7 @@ def test_an_unusable_state_directory_still_runs_gates_and_reports(repo: Path, ho
             [PY, "-m", "pytest", "--verify-contract", "--verify-report", "pytest.json",
              "-p", "no:cacheprovider", "verify.toml"],
             cwd=repo, capture_output=True, text=True, timeout=120)
-    stderr = done.stderr.decode()
+    stderr = done.stderr
     assert done.returncode == 0, stderr
     assert "Traceback" not in stderr
     assert len(_warnings(stderr)) == 1, stderr  # one warning, naming where the logs went
@@ -130,7 +130,7 @@ def test_a_full_disk_under_the_logs_is_a_note_not_a_crash(repo: Path) -> None:
             pids = [int((repo / "gate.pid").read_text())] if (repo / "gate.pid").exists() else []
             leftover = wait_dead(pids)
             kill_all(pids)
-    stderr = done.stderr.decode()
+    stderr = done.stderr
     assert done.returncode == 0, stderr
     assert "Traceback" not in stderr
     assert pids and leftover == []
@@ -153,7 +153,7 @@ def test_a_file_in_place_of_the_state_directory_is_one_warning(repo: Path) -> No
     state = write(repo / ".git" / "verifygate", "a file where the state directory should be\n")
     for args in (["--all", "--jobs", "2"], ["--staged", "--jobs", "2"]):
         done = verifygate("run", *args, "--json", "report.json", cwd=repo)
-        stderr = done.stderr.decode()
+        stderr = done.stderr
         assert done.returncode == 0, stderr
         (line,) = stderr.splitlines()  # nothing else on stderr
         assert line.startswith(f"verifygate: warning: {state} ") and "logs" in line, line
@@ -169,6 +169,6 @@ def test_a_file_in_place_of_the_state_directory_is_one_warning(repo: Path) -> No
     write(repo / "untracked.py", "y = 2\n")
     done = verifygate("run", "--staged", cwd=repo)
     assert done.returncode == 2, done
-    assert done.stderr.decode().startswith(
+    assert done.stderr.startswith(
         f"verifygate: error: cannot set aside what the staged content lacks ({state}: ")
     assert (repo / "untracked.py").read_text() == "y = 2\n"

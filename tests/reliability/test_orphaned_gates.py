@@ -17,6 +17,8 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
+
 from pytest_verifygate.runner import process, tree
 from pytest_verifygate.runner.process import KILL_GRACE_SECONDS
 from pytest_verifygate.runner.watchdog import AFTER_DEADLINE_SECONDS, GRACE_SECONDS, Watchdog
@@ -63,6 +65,7 @@ def _verifygate_run(root: Path) -> subprocess.Popen[bytes]:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 
+@pytest.mark.slow
 def test_a_run_killed_with_sigkill_takes_its_gates_with_it(repo: Path) -> None:
     marker = uuid.uuid4().hex
     _contract(repo, marker, timeout=300)
@@ -79,6 +82,7 @@ def test_a_run_killed_with_sigkill_takes_its_gates_with_it(repo: Path) -> None:
         run.wait()
 
 
+@pytest.mark.slow
 def test_a_stopped_run_s_gates_still_end_at_their_deadline(repo: Path) -> None:
     marker = uuid.uuid4().hex
     _contract(repo, marker, timeout=2)
@@ -120,6 +124,7 @@ def test_the_watchdog_waits_for_the_run_to_end_a_gate_that_timed_out() -> None:
                                      + tree.KILL_WAIT_SECONDS)
 
 
+@pytest.mark.slow
 def test_a_pytest_ended_by_os_exit_from_a_thread_takes_its_gates_with_it(
     tmp_path: Path,
 ) -> None:
@@ -140,6 +145,7 @@ def test_a_pytest_ended_by_os_exit_from_a_thread_takes_its_gates_with_it(
             session.wait()
 
 
+@pytest.mark.slow
 def test_a_command_whose_run_died_before_saying_it_started_is_ended_by_its_mark() -> None:
     """A run killed right after spawning a gate command, before it could tell the watchdog
     the command's first process: the watchdog, told the mark before the spawn, ends the
@@ -158,6 +164,7 @@ def test_a_command_whose_run_died_before_saying_it_started_is_ended_by_its_mark(
         gate.wait()
 
 
+@pytest.mark.slow
 def test_a_command_that_could_not_be_spawned_is_not_looked_for() -> None:
     """A spawn that failed is forgotten: at the end the watchdog looks for no process by
     that mark (a scan of every process, for nothing)."""

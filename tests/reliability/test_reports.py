@@ -22,8 +22,8 @@ from pytest_verifygate.engine import to_report
 from pytest_verifygate.report.document import write_report
 from pytest_verifygate.runner.records import GateResult
 
-from .support import PY, run_contract, validate, verifygate
-from conftest import write
+from .support import PY, run_contract, validate
+from conftest import verifygate, write
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
@@ -42,7 +42,7 @@ command = "true"
 """)
     done = verifygate("run", "--all", "--json", "report.json", cwd=repo)
     assert done.returncode == 1, done.stderr
-    assert b"Traceback" not in done.stderr
+    assert "Traceback" not in done.stderr
     report = json.loads((repo / "report.json").read_text())
     validate(report)
     crash, fine = report["gates"]
@@ -176,12 +176,12 @@ def test_a_signal_after_the_last_gate_still_writes_the_report(
     done = verifygate("run", "--all", "--json", "report.json", cwd=repo,
                       env={"PYTHONPATH": path})
     assert done.returncode == 130, done.stderr
-    assert b"Traceback" not in done.stderr
+    assert "Traceback" not in done.stderr
     report = json.loads((repo / "report.json").read_text())
     validate(report)
     assert report["hook_finished"] is True  # the report was finished, not cut short
     assert [(g["name"], g["outcome"]) for g in report["gates"]] == [("ok", "passed")]
-    assert b"report: report.json" in done.stdout  # and the output says where it is
+    assert "report: report.json" in done.stdout  # and the output says where it is
 
 
 @pytest.mark.parametrize("name", ["SIGINT", "SIGTERM", "SIGHUP"])
@@ -219,7 +219,7 @@ def test_a_report_path_that_is_a_directory_is_never_named_as_written(
         cwd=repo, capture_output=True, text=True, timeout=120)
     cli = verifygate("run", "--all", "--json", target, cwd=repo)
     for status, output in ((plugin.returncode, plugin.stdout + plugin.stderr),
-                           (cli.returncode, (cli.stdout + cli.stderr).decode())):
+                           (cli.returncode, cli.stdout + cli.stderr)):
         assert status in (pytest.ExitCode.USAGE_ERROR, 2), output
         assert "Traceback" not in output and "INTERNALERROR" not in output, output
         assert "report: " not in output, output  # no claim that a report was written

@@ -19,8 +19,8 @@ import pytest
 from pytest_verifygate.report.redact import MASK, redactor_for
 from pytest_verifygate.result_cache import cache_dir
 
-from .support import PY, verifygate
-from conftest import commit_all, write
+from .support import PY
+from conftest import commit_all, verifygate, write
 
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
@@ -80,13 +80,13 @@ def test_multiline_and_encoded_secrets_reach_no_sink(repo: Path, tmp_path: Path)
     assert done.returncode == 1, done.stderr
     raw = json.loads(report.read_text())["gates"][0]
     assert "bad token" in raw["output_tail"] and MASK in raw["output_tail"]
-    for sink in (done.stdout.decode(), done.stderr.decode(), report.read_text(),
+    for sink in (done.stdout, done.stderr, report.read_text(),
                  json.dumps(json.loads(report.read_text()), ensure_ascii=False),
                  junit.read_text(), summary.read_text()):
         assert_hidden(sink, TOKEN, PEM, PASSWORD, json_escaped(PASSWORD),
                       url_encoded(PASSWORD))
     text = verifygate("run", "--all", cwd=repo, env=secret_environment())
-    assert_hidden(text.stdout.decode() + text.stderr.decode(), TOKEN, PEM, PASSWORD)
+    assert_hidden(text.stdout + text.stderr, TOKEN, PEM, PASSWORD)
 
 
 def test_the_pytest_failure_text_hides_secrets(pytester: pytest.Pytester,

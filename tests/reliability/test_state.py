@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,10 +17,10 @@ import pytest
 from pytest_verifygate.engine import RunRequest, prepare
 from pytest_verifygate.state.outputs import record_path
 from pytest_verifygate.state.storage import state_dir
-from test_agent_hook import begun, rounds_path
+from test_agent_hook import rounds_path
 
-from .support import PY, verifygate
-from conftest import commit_all, git, write
+from .support import PY
+from conftest import commit_all, git, stop, verifygate, write
 
 
 def outputs_record(repo: Path) -> Path:
@@ -33,13 +32,12 @@ def outputs_record(repo: Path) -> Path:
 # Real processes end to end (gates, git, pytest or pre-commit runs): outside the fast loop.
 pytestmark = pytest.mark.slow
 
-HOOK = [PY, "-m", "pytest_verifygate.cli", "agent-hook"]
 FAILING = f'[[gate]]\nname = "check"\ncommand = [{json.dumps(PY)}, "-c", "raise SystemExit(1)"]\n'
 
 
 def run_json(repo: Path, *args: str, timeout: float = 60) -> dict[str, Any]:
     done = verifygate("run", "--all", "--format", "json", *args, cwd=repo, timeout=timeout)
-    assert b"Traceback" not in done.stderr, done.stderr.decode()
+    assert "Traceback" not in done.stderr, done.stderr
     report: dict[str, Any] = json.loads(done.stdout)
     return report
 
@@ -78,7 +76,7 @@ def test_a_record_of_outputs_planted_in_the_git_directory_hides_no_change(repo: 
     record.parent.mkdir(parents=True, exist_ok=True)
     record.write_bytes(f"{info.st_size} {info.st_mtime_ns} ".encode() + path.encode() + b"\0")
     done = verifygate("run", "--staged", "--format", "json", cwd=repo, timeout=60)
-    assert done.returncode == 1, done.stderr.decode()
+    assert done.returncode == 1, done.stderr
     assert json.loads(done.stdout)["changes"]["files"] == ["app.py"]
 
 
@@ -102,12 +100,12 @@ def test_a_bad_state_file_is_ignored_with_one_warning_naming_it(
     path.write_bytes(content)
     args = ("run", "--staged", "--jobs", "2", "--json", "report.json")
     done = verifygate(*args, cwd=repo, timeout=60)
-    stderr = done.stderr.decode()
+    stderr = done.stderr
     assert done.returncode == 0, stderr
     (line,) = stderr.splitlines()  # one line, and nothing else: no traceback
     assert line.startswith("verifygate: warning: ") and str(path) in line, line
     again = verifygate(*args, cwd=repo, timeout=60)
-    assert again.returncode == 0 and again.stderr == b"", again.stderr.decode()
+    assert again.returncode == 0 and again.stderr == "", again.stderr
 
 
 # --------------------------------------------------------------------------------------------
@@ -375,24 +373,13 @@ def test_an_input_that_cannot_be_hashed_runs_the_gate_and_says_why(
         gate = json.loads(done.stdout)["gates"][0]
         assert (gate["outcome"], gate["cached"]) == ("passed", False)
         assert counter.read_text() == "r" * runs
-        warnings.append(done.stderr.decode())
+        warnings.append(done.stderr)
     assert all("runs uncached" in text and "in/" in text for text in warnings), warnings
     assert "Traceback" not in "".join(warnings)
 
 
 # --------------------------------------------------------------------------------------------
 # the agent hook's state
-
-
-def stop(repo: Path, session: str = "s") -> dict[str, Any]:
-    begun(repo, session)
-    payload = json.dumps({"session_id": session, "cwd": str(repo), "stop_hook_active": False,
-                          "hook_event_name": "Stop"}).encode()
-    done = subprocess.run([*HOOK, "--max-rounds", "3"], input=payload, capture_output=True,
-                          timeout=60, cwd=repo.parent)
-    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
-    answer: dict[str, Any] = json.loads(done.stdout) if done.stdout.strip() else {}
-    return answer
 
 
 @pytest.fixture
@@ -404,37 +391,33 @@ def failing_project(repo: Path) -> Path:
     return repo
 
 
-def agent_state(repo: Path, session: str = "s") -> Path:
-    return rounds_path(repo, session)
-
-
 def test_a_round_count_planted_in_the_git_directory_cannot_let_an_agent_stop(
         failing_project: Path) -> None:
-    assert stop(failing_project).get("decision") == "block"
+    assert stop(failing_project, timeout=60).blocked
     # Where earlier versions counted: "a human already reviewed it".
-    planted = state_dir(failing_project) / "agent" / "s.json"
+    planted = state_dir(failing_project) / "agent" / "s-1.json"
     planted.parent.mkdir(parents=True)
-    planted.write_text(json.dumps({**json.loads(agent_state(failing_project).read_text()),
+    planted.write_text(json.dumps({**json.loads(rounds_path(failing_project).read_text()),
                                    "rounds": 99}))
-    answer = stop(failing_project)
-    assert answer.get("decision") == "block", answer
-    assert "round 2 of 3" in answer["reason"]
+    answer = stop(failing_project, timeout=60)
+    assert answer.blocked, answer
+    assert "round 2 of 3" in answer.reason
 
 
 @pytest.mark.parametrize("content", [b"[" * 100_000, b"{" * 5 + b"x" * (2 << 20)])
 def test_a_nested_or_huge_agent_state_is_ignored(failing_project: Path, content: bytes) -> None:
-    path = agent_state(failing_project)
+    path = rounds_path(failing_project)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(content)
-    answer = stop(failing_project)
-    assert answer.get("decision") == "block", answer  # not "internal error: allowed"
+    answer = stop(failing_project, timeout=60)
+    assert answer.blocked, answer  # not "internal error: allowed"
 
 
 def test_a_fifo_as_agent_state_never_hangs_the_hook(failing_project: Path) -> None:
-    path = agent_state(failing_project)
+    path = rounds_path(failing_project)
     path.parent.mkdir(parents=True, exist_ok=True)
     os.mkfifo(path)
-    assert stop(failing_project).get("decision") == "block"
+    assert stop(failing_project, timeout=60).blocked
 
 
 def test_no_state_file_breaks_a_run_in_process(repo: Path) -> None:
@@ -455,7 +438,7 @@ def test_without_a_private_directory_nothing_is_cached_and_all_still_runs(
     for _ in range(2):
         done = verifygate("run", "--all", "--format", "json", cwd=repo,
                           env={"XDG_STATE_HOME": str(blocker)})
-        assert done.returncode == 0 and done.stderr == b"", done.stderr
+        assert done.returncode == 0 and done.stderr == "", done.stderr
         assert json.loads(done.stdout)["gates"][0]["cached"] is False
     assert not list((repo / ".git" / "verifygate").glob("cache/*.json"))
     assert not (tmp_path / "state-home").is_dir()
