@@ -93,7 +93,8 @@ def test_workers_use_the_controllers_change_set(project: pytest.Pytester) -> Non
     (project.path / "src").mkdir()
     (project.path / "src" / "app.py").write_text("x = 1\n")
     # What pytester and the conftest write is not part of the change.
-    (project.path / ".gitignore").write_text("stdout\nstderr\nrunpytest-*\n*.json\n")
+    (project.path / ".gitignore").write_text("stdout\nstderr\nrunpytest-*\n*.json\n"
+                                             "__pycache__/\n")
     project.makeconftest(
         """
         import json, pathlib
