@@ -178,6 +178,23 @@ def scenario_commit(root: Path, count: int, env: dict[str, str]) -> list[Result]
                     *pairs(ours, lefthook, count))]
 
 
+def scenario_partial(root: Path, count: int, env: dict[str, str]) -> list[Result]:
+    """A commit with partial staging: what the commit lacks (an unstaged change on top of the
+    staged one, untracked files) is set aside for the run, as pre-commit stashes the unstaged
+    change (it leaves untracked files where they are); both put everything back."""
+    repo = gate_repo(root / "partial", "true", 4)
+    (repo / "README.md").write_text("bench\nstaged\n")
+    subprocess.run(["git", "add", "README.md"], cwd=repo, check=True)
+    (repo / "README.md").write_text("bench\nstaged\nunstaged\n")
+    for name in ("notes.txt", "scratch.py"):
+        (repo / name).write_text("untracked\n")
+    ours = lambda: sh([VERIFYGATE, "run", "--staged"], repo)  # noqa: E731
+    precommit = lambda: sh([PRE_COMMIT, "run"], repo, env)  # noqa: E731
+    return [compare("1d. a commit with partial staging, 4 gates", "verifygate run --staged",
+                    "pre-commit run (stashes the unstaged change)", 0.9,
+                    *pairs(ours, precommit, count))]
+
+
 def scenario_sleep(root: Path, count: int, env: dict[str, str]) -> list[Result]:
     repo = gate_repo(root / "sleep", "sleep 0.5", 8)
     ours = lambda: sh([VERIFYGATE, "run", "--all", "--jobs", "8"], repo)  # noqa: E731
@@ -452,7 +469,8 @@ def main() -> int:
         results: list[Result] = []
         if wanted & {"1", "2"}:
             trivial = scenario_trivial(root, args.pairs, env)  # 1 vs lefthook, pre-commit; 2
-            results += [*trivial[:2], *scenario_commit(root, args.pairs, env), *trivial[2:]]
+            results += [*trivial[:2], *scenario_commit(root, args.pairs, env),
+                        *scenario_partial(root, args.pairs, env), *trivial[2:]]
         if "3" in wanted:
             results += scenario_sleep(root, max(5, args.pairs // 2), env)
         if "4" in wanted:
