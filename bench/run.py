@@ -235,6 +235,11 @@ def scenario_selection(root: Path, count: int) -> list[Result]:
     paths = [f"pkg{i % 97}/mod{i % 389}/sub{i % 13}/file{i}.{exts[i % len(exts)]}"
              for i in range(100_000)]
     (repo / "paths.txt").write_text("\n".join(paths) + "\n")
+    # Named files must be in the work tree or the index: these are in the index alone.
+    empty = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input=b"",
+                           capture_output=True, check=True).stdout.decode().strip()
+    subprocess.run(["git", "update-index", "--add", "--index-info"], cwd=repo, check=True,
+                   input="".join(f"100644 {empty}\t{path}\n" for path in paths).encode())
     (repo / "baseline.py").write_text(SELECTION_BASELINE)
     ours = lambda: sh([VERIFYGATE, "list", "--files-from", "paths.txt"], repo)  # noqa: E731
     theirs = lambda: sh([sys.executable, "baseline.py", "patterns.tsv", "paths.txt"], repo)  # noqa: E731
@@ -324,19 +329,21 @@ def scenario_cache(root: Path, count: int) -> list[Result]:
     contract = repo / "verify.toml"
     contract.write_text("[settings]\ncache = true\n\n" + contract.read_text())
     commit(repo)
-    cache = repo / ".git" / "verifygate" / "cache"
+    # The cache is kept in the user's private state directory: this scenario's own.
+    state = root / "cache-state"
+    env = {**os.environ, "XDG_STATE_HOME": str(state)}
     argv = [VERIFYGATE, "run", "--all", "--jobs", "8"]
     first: list[float] = []
     second: list[float] = []
     for index in range(count + 1):  # the first pair is a warm-up
-        shutil.rmtree(cache, ignore_errors=True)
-        cold = sh(argv, repo)
-        warm = sh(argv, repo)
+        shutil.rmtree(state, ignore_errors=True)
+        cold = sh(argv, repo, env)
+        warm = sh(argv, repo, env)
         if index:
             first.append(cold)
             second.append(warm)
     report_path = root / "cache-report.json"
-    sh([*argv, "--json", str(report_path)], repo)
+    sh([*argv, "--json", str(report_path)], repo, env)
     gates = json.loads(report_path.read_text())["gates"]
     assert all(gate["cached"] for gate in gates), "the second run did not reuse the passes"
     return [compare("7. result cache, 8 gates of sleep 0.5", "verifygate run (second: cached)",

@@ -123,7 +123,8 @@ def compute_changes(root: Path, request: ChangeRequest | None = None, *,
 def _refuse_unknown_files(root: Path, files: Sequence[str], cwd: Path) -> None:
     """``UsageError`` for a named file neither in the work tree nor in the index: it names
     nothing a gate could check, and a run for nothing says ``passed``."""
-    missing = [path for path in files if not os.path.lexists(root / path)]
+    top = os.fspath(root)  # os.path, not pathlib: a --files-from list may name 100,000
+    missing = [path for path in files if not os.path.lexists(os.path.join(top, path))]
     if not missing:
         return
     indexed = set(all_files(root))
