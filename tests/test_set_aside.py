@@ -341,6 +341,22 @@ def test_pytest_s_own_conftest_sees_the_staged_content(demo: Path, tmp_path: Pat
     assert work_state(demo) == state
 
 
+def test_pytest_s_check_is_not_turned_off_by_the_variable_its_workers_inherit(
+        demo: Path, tmp_path: Path) -> None:
+    # The variable says a controller holds the work set aside; none does: the check runs.
+    write(demo / "src/demo/helper.py", BROKEN)
+    git(demo, "add", "-A")
+    write(demo / "src/demo/helper.py", GOOD)  # the fix, unstaged
+    state = work_state(demo)
+    done = subprocess.run([sys.executable, "-m", "pytest", "--verify-contract",
+                           "--verify-staged", "-q", "-p", "no:cacheprovider"], cwd=demo,
+                          env={**env_for(tmp_path), "VERIFYGATE_WORK_SET_ASIDE": str(demo)},
+                          capture_output=True, text=True)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "BROKEN" in done.stdout
+    assert work_state(demo) == state
+
+
 @pytest.mark.parametrize("ending", ["conftest", "usage"])
 def test_pytest_puts_the_work_back_when_it_ends_before_it_begins(demo: Path, tmp_path: Path,
                                                                  ending: str) -> None:

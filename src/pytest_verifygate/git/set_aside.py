@@ -401,6 +401,19 @@ def put_back(here: Path, say: Say) -> None:
         os.close(lock)
 
 
+def at_work(top: Path) -> bool:
+    """Whether a commit's check holds the work tree at ``top`` as the commit records it now
+    (the lock of its place is taken)."""
+    state = git_state_dir(top)
+    if state is None or not _home(state, top).is_dir():
+        return False
+    lock = _lock(_home(state, top))
+    if lock is None:
+        return True
+    os.close(lock)
+    return False
+
+
 def _home(state: Path, top: Path) -> Path:
     """The work tree's own place under the git directory (worktrees share one)."""
     return state / "aside" / hashlib.sha256(os.fsencode(os.path.realpath(top))).hexdigest()[:16]

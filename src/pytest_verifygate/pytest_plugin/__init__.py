@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import os
+from pathlib import Path
 
 import pytest
 
@@ -65,13 +66,17 @@ def _set_aside(config: pytest.Config) -> None:
         return  # without the option, nothing of the engine is imported
     from pytest_verifygate.runner.process import GATE_ENV
 
-    here, aside_top = config.invocation_params.dir, os.environ.get(ASIDE_ENV)
-    if os.environ.get(GATE_ENV) or (aside_top and here.is_relative_to(aside_top)):
+    if os.environ.get(GATE_ENV):
         return
     from pytest_verifygate.errors import VerifyGateError
     from pytest_verifygate.git.changes import ChangeRequest
-    from pytest_verifygate.git.set_aside import set_aside_for
+    from pytest_verifygate.git.set_aside import at_work, set_aside_for
     from pytest_verifygate.pytest_plugin.items import ASIDE_KEY
+
+    # Only while that check is at work: a variable alone never turns a commit's check off.
+    here, aside_top = config.invocation_params.dir, os.environ.get(ASIDE_ENV)
+    if aside_top and here.is_relative_to(aside_top) and at_work(Path(aside_top)):
+        return
 
     changes = ChangeRequest(files=known.verify_files, staged=known.verify_staged,
                             changed_from=known.verify_changed_from
