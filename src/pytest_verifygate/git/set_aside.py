@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from pytest_verifygate.errors import ChangeSetError
+from pytest_verifygate.errors import ChangeSetError, VerifyGateError
 from pytest_verifygate.git.changes import (
     GITLINK,
     LISTING,
@@ -403,11 +403,15 @@ def put_back(here: Path, say: Say) -> None:
 
 def at_work(top: Path) -> bool:
     """Whether a commit's check holds the work tree at ``top`` as the commit records it now
-    (the lock of its place is taken)."""
+    (the lock of its place is taken). A place that cannot be opened is no check at work: the
+    caller's own check says what is wrong with it."""
     state = git_state_dir(top)
     if state is None or not _home(state, top).is_dir():
         return False
-    lock = _lock(_home(state, top))
+    try:
+        lock = _lock(_home(state, top))
+    except (OSError, VerifyGateError):
+        return False
     if lock is None:
         return True
     os.close(lock)
